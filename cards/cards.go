@@ -1,0 +1,174 @@
+// Package cards builds the compact summary of one candidate tool output that a scorer
+// sees (DESIGN.md step 4): id, tool and argument summary, the first 300 and last 100
+// characters, age in steps, and the agent's reaction, plus once per batch the task and
+// the agent's latest words ("now").
+package cards
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// Card sizes in characters (runes), from DESIGN.md's defaults table: "enough to
+// recognise an output, small enough to batch".
+const (
+	HeadChars     = 300 // characters kept from the start of the output
+	TailChars     = 100 // characters kept from the end of the output
+	ReactionChars = 200 // characters kept of the agent's reaction
+	ContextChars  = 600 // characters kept of the batch's task and of now, each
+)
+
+// Card is the summary of one candidate. Field values are already cut to size; the
+// same output at the same age always yields the same Card and the same Text bytes.
+type Card struct {
+	ID   string `json:"id"`   // the output's key within its session (ToolOutput.Key)
+	Tool string `json:"tool"` // tool name as the agent called it
+	Args string `json:"args"` // argument summary: path, command or pattern
+	// Head is the first HeadChars characters; for outputs no longer than
+	// HeadChars+TailChars it is the whole text and Tail is empty.
+	Head string `json:"head"`
+	Tail string `json:"tail,omitempty"` // the last TailChars characters
+	// Chars is the output's full length in characters, so the scorer knows how much
+	// lies between head and tail.
+	Chars int `json:"chars"`
+	Age   int `json:"age"` // steps since the output (current step minus the output's step)
+	// Reaction is the agent's first words after seeing the output; with no words, its
+	// next tool call ("next call: Tool summary"); "" when the session ends there.
+	Reaction string `json:"reaction,omitempty"`
+	// SharedReaction marks a reaction that follows several parallel outputs at once,
+	// so it need not be about this one.
+	SharedReaction bool `json:"shared_reaction,omitempty"`
+	IsError        bool `json:"is_error,omitempty"` // the call failed
+}
+
+// Batch is one request's worth of cards with the context given once.
+type Batch struct {
+	Task  string // the user's request, cut to ContextChars
+	Now   string // the agent's latest assistant text, cut to ContextChars
+	Cards []Card
+	// Corpus holds document frequencies over the session's tool outputs, for scorers
+	// that weigh terms by rarity (the lexical scorer). May be nil.
+	Corpus *Corpus
+}
+
+// Score is a scorer's answer for one card.
+type Score struct {
+	Keep float64 // keep-probability in [0,1]; meaningful only when OK
+	OK   bool    // false means "no score": nothing may be pruned on its account
+}
+
+// New builds the card for output o of session s as seen at step now (age = now - o.Step).
+// msgs is the part of the session the advisor sees (messages before the current step);
+// the reaction is looked up in it only, so a card never shows the future.
+func New(msgs []*transcript.Message, o *transcript.ToolOutput, now int) Card {
+	c := Card{ID: o.Key, Chars: utf8.RuneCountInString(o.Text), Age: now - o.Step, IsError: o.IsError}
+	if o.Call != nil {
+		c.Tool = o.Call.Name
+		c.Args = o.Call.Summary
+	}
+	c.Head, c.Tail = HeadTail(o.Text, HeadChars, TailChars)
+	c.Reaction, c.SharedReaction = reaction(msgs, o)
+	return c
+}
+
+// HeadTail returns the first head and last tail characters of s, cut on rune
+// boundaries (invalid UTF-8 bytes count as one character each and are replaced by
+// U+FFFD so card bytes are valid UTF-8). When s has no more than head+tail characters
+// it is returned whole as the head.
+func HeadTail(s string, head, tail int) (string, string) {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	n := utf8.RuneCountInString(s)
+	if n <= head+tail {
+		return s, ""
+	}
+	return cutRunes(s, head), lastRunes(s, tail)
+}
+
+// Cut returns s cut to at most n characters on a rune boundary, with "…" appended
+// when something was cut.
+func Cut(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return cutRunes(s, n-1) + "…"
+}
+
+func cutRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+func lastRunes(s string, n int) string {
+	i := len(s)
+	for k := 0; k < n && i > 0; k++ {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return s[i:]
+}
+
+// reaction finds the agent's first words after o among msgs: the text of the first
+// assistant message after the message holding o. It reports shared when that
+// assistant message follows more than one output since the previous assistant
+// message (parallel calls). With no text, it names that message's first tool call.
+func reaction(msgs []*transcript.Message, o *transcript.ToolOutput) (string, bool) {
+	outputs := 0
+	for i := o.Message; i >= 0 && i < len(msgs); i-- {
+		if msgs[i].Role == transcript.RoleAssistant {
+			break
+		}
+		outputs += len(msgs[i].Outputs)
+	}
+	for i := o.Message + 1; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role != transcript.RoleAssistant {
+			outputs += len(m.Outputs)
+			continue
+		}
+		shared := outputs > 1
+		if t := strings.TrimSpace(m.Text); t != "" {
+			return Cut(strings.Join(strings.Fields(t), " "), ReactionChars), shared
+		}
+		if len(m.Calls) > 0 {
+			c := m.Calls[0]
+			return Cut(fmt.Sprintf("next call: %s %s", c.Name, c.Summary), ReactionChars), shared
+		}
+		return "", shared
+	}
+	return "", false
+}
+
+// Text renders the card as the scorer's prompt shows it: one field a line, fixed
+// order, so the same card always gives the same bytes. key is the short id the
+// request uses for this card (for example "c3").
+func (c Card) Text(key string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%s] %s %s (age %d steps, %d chars", key, c.Tool, c.Args, c.Age, c.Chars)
+	if c.IsError {
+		b.WriteString(", failed")
+	}
+	b.WriteString(")\n")
+	fmt.Fprintf(&b, "head: %s\n", c.Head)
+	if c.Tail != "" {
+		fmt.Fprintf(&b, "tail: %s\n", c.Tail)
+	}
+	switch {
+	case c.Reaction == "":
+		b.WriteString("reaction: (none)\n")
+	case c.SharedReaction:
+		fmt.Fprintf(&b, "reaction (shared with parallel calls): %s\n", c.Reaction)
+	default:
+		fmt.Fprintf(&b, "reaction: %s\n", c.Reaction)
+	}
+	return b.String()
+}

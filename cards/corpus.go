@@ -1,0 +1,66 @@
+package cards
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Corpus counts, for one session, in how many tool outputs each term occurs. The
+// advisor adds each output once, when it appears (DESIGN.md step 1), so scorers can
+// weigh terms by rarity (IDF) without rescanning the session.
+type Corpus struct {
+	Docs   int            // outputs added
+	DF     map[string]int // term -> number of outputs containing it
+	Tokens int            // total terms over all outputs added (for average length)
+}
+
+// NewCorpus returns an empty corpus.
+func NewCorpus() *Corpus { return &Corpus{DF: map[string]int{}} }
+
+// Add counts one output's text.
+func (c *Corpus) Add(text string) {
+	terms := Terms(text)
+	c.Docs++
+	c.Tokens += len(terms)
+	seen := make(map[string]struct{}, len(terms))
+	for _, t := range terms {
+		if _, ok := seen[t]; ok {
+			continue
+		}
+		seen[t] = struct{}{}
+		c.DF[t]++
+	}
+}
+
+// AvgLen returns the mean number of terms per output (0 for an empty corpus).
+func (c *Corpus) AvgLen() float64 {
+	if c == nil || c.Docs == 0 {
+		return 0
+	}
+	return float64(c.Tokens) / float64(c.Docs)
+}
+
+// Terms splits text into lower-cased terms for lexical matching: runs of letters,
+// digits and '_' of at least 2 characters; a path or dotted name also yields its
+// parts ("src/get.rs" gives "src", "get", "rs"). No stop list: common words are
+// down-weighted by IDF instead.
+func Terms(text string) []string {
+	var out []string
+	start := -1
+	for i, r := range text {
+		word := unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_'
+		if word && start < 0 {
+			start = i
+		}
+		if !word && start >= 0 {
+			if i-start >= 2 {
+				out = append(out, strings.ToLower(text[start:i]))
+			}
+			start = -1
+		}
+	}
+	if start >= 0 && len(text)-start >= 2 {
+		out = append(out, strings.ToLower(text[start:]))
+	}
+	return out
+}

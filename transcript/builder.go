@@ -1,0 +1,133 @@
+package transcript
+
+import (
+	"fmt"
+	"strings"
+)
+
+// builder assembles a Session in order. Readers create one, register the raw JSON
+// units outputs live in, and add messages as they are decoded; the builder numbers
+// steps, pairs results with calls by id, classifies calls, and indexes each message
+// once (tokens, hash).
+type builder struct {
+	s       *Session
+	pending map[string][]*ToolCall // unanswered calls by id, oldest first
+	seenIDs map[string]int         // how many calls used each id
+	outKeys map[string]int         // how many outputs used each key
+	step    int
+}
+
+func newBuilder(format Format, name string, raw []byte) *builder {
+	return &builder{
+		s:       &Session{Format: format, Name: name, raw: raw},
+		pending: map[string][]*ToolCall{},
+		seenIDs: map[string]int{},
+		outKeys: map[string]int{},
+	}
+}
+
+// addUnit registers raw[start:end] as a JSON value outputs may point into and
+// returns its index.
+func (b *builder) addUnit(start, end int) int {
+	b.s.units = append(b.s.units, unit{start, end})
+	return len(b.s.units) - 1
+}
+
+// warn records a non-fatal problem.
+func (b *builder) warn(format string, args ...any) {
+	b.s.Warnings = append(b.s.Warnings, fmt.Sprintf(format, args...))
+}
+
+// add appends m: numbers it, registers its calls (classifying each against the
+// session cwd unless the reader already set an Action), pairs its outputs with
+// pending calls, and counts its tokens. Outputs must have unit/paths set by the
+// reader (use setLoc) when the reader supports Rewrite.
+func (b *builder) add(m *Message) {
+	s := b.s
+	m.Index = len(s.Messages)
+	if m.Role == RoleAssistant {
+		b.step++
+	}
+	m.Step = b.step
+	tokens := CountTokens(m.Text)
+	for _, c := range m.Calls {
+		c.Message = m.Index
+		c.Step = m.Step
+		if c.ID == "" {
+			c.ID = fmt.Sprintf("call-%d", len(s.Calls)+1)
+		}
+		if b.seenIDs[c.ID] > 0 {
+			b.warn("line %d: call id %q used again", m.Line, c.ID)
+		}
+		b.seenIDs[c.ID]++
+		if c.Action == "" {
+			c.Classify(s.Cwd)
+		}
+		s.Calls = append(s.Calls, c)
+		b.pending[c.ID] = append(b.pending[c.ID], c)
+		tokens += CountTokens(string(c.Args))
+	}
+	for i, o := range m.Outputs {
+		o.Message = m.Index
+		if o.Block == 0 && i > 0 {
+			o.Block = i
+		}
+		o.Hash = TextHash(o.Text)
+		o.Tokens = CountTokens(o.Text)
+		tokens += o.Tokens
+		b.outKeys[o.CallID]++
+		o.Key = o.CallID
+		if n := b.outKeys[o.CallID]; n > 1 {
+			o.Key = fmt.Sprintf("%s#%d", o.CallID, n)
+		}
+		if q := b.pending[o.CallID]; len(q) > 0 {
+			c := q[0]
+			b.pending[o.CallID] = q[1:]
+			c.Output = o
+			o.Call = c
+			o.Step = c.Step
+			if o.Unchanged || c.Action == ActionRead && isUnchangedStub(o.Text) {
+				o.Unchanged = true
+			}
+		} else {
+			o.Step = m.Step
+			s.Orphans = append(s.Orphans, o)
+			b.warn("line %d: tool result for call id %q has no earlier call", m.Line, o.CallID)
+		}
+	}
+	m.Tokens = tokens
+	s.Messages = append(s.Messages, m)
+}
+
+// setLoc points o at the text pieces inside unit u that Rewrite replaces.
+func setLoc(o *ToolOutput, u int, paths ...string) {
+	o.unit = u + 1
+	o.paths = paths
+}
+
+// finish returns the session; it fails with ErrEmpty when nothing was read.
+func (b *builder) finish() (*Session, error) {
+	s := b.s
+	if len(s.Messages) == 0 {
+		return nil, fmt.Errorf("%s: %w: no messages", s.Name, ErrEmpty)
+	}
+	if s.Task == "" {
+		for _, m := range s.Messages {
+			if m.Role == RoleUser && !m.Meta && strings.TrimSpace(m.Text) != "" {
+				s.Task = m.Text
+				break
+			}
+		}
+	}
+	return s, nil
+}
+
+// isUnchangedStub recognises the "file unchanged since last read" answers agents give
+// instead of re-sending a file (Claude Code, pi).
+func isUnchangedStub(text string) bool {
+	if len(text) > 400 {
+		return false
+	}
+	t := strings.ToLower(text)
+	return strings.Contains(t, "unchanged since last read") || strings.Contains(t, "file unchanged since")
+}

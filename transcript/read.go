@@ -1,0 +1,99 @@
+package transcript
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Options control how a session is read.
+type Options struct {
+	// Format forces a reader; "" detects the format from the content.
+	Format Format
+	// Lenient skips malformed lines (counted in Session.Skipped, described in
+	// Session.Warnings) instead of failing on the first one.
+	Lenient bool
+}
+
+// reader is one registered format reader.
+type reader struct {
+	format Format
+	// detect looks at the first DetectBytes of the content (leading blanks trimmed).
+	detect func(head []byte) bool
+	// read parses the whole content. name is used in errors.
+	read func(name string, data []byte, opts Options) (*Session, error)
+}
+
+// DetectBytes is how much of a file the format detectors look at.
+const DetectBytes = 64 << 10
+
+var readers []reader
+
+// register adds a reader; readers are tried in registration order (file init order).
+func register(r reader) { readers = append(readers, r) }
+
+// Formats lists the formats with a reader, in detection order.
+func Formats() []Format {
+	out := make([]Format, len(readers))
+	for i, r := range readers {
+		out[i] = r.format
+	}
+	return out
+}
+
+// ReadFile reads one session file. See Read for errors.
+func ReadFile(path string, opts Options) (*Session, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read session: %w", err)
+	}
+	return Read(path, data, opts)
+}
+
+// Read parses data as a session. name appears in every error. It returns an error
+// wrapping ErrEmpty for empty input, ErrUnknownFormat (listing the formats tried)
+// when no reader recognises the content or an unknown Options.Format is given, and
+// ErrMalformed (as *ParseError naming line and field) for bad input in strict mode.
+func Read(name string, data []byte, opts Options) (*Session, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: %w: the file holds no data", name, ErrEmpty)
+	}
+	if opts.Format != "" {
+		for _, r := range readers {
+			if r.format == opts.Format {
+				return r.read(name, data, opts)
+			}
+		}
+		return nil, fmt.Errorf("%s: %w %q; known formats: %s", name, ErrUnknownFormat, opts.Format, formatList())
+	}
+	f, err := Detect(name, data)
+	if err != nil {
+		return nil, err
+	}
+	opts.Format = f
+	return Read(name, data, opts)
+}
+
+// Detect returns the format of data, judged by content alone.
+func Detect(name string, data []byte) (Format, error) {
+	head := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
+	if len(head) > DetectBytes {
+		head = head[:DetectBytes]
+	}
+	for _, r := range readers {
+		if r.detect(head) {
+			return r.format, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w: tried %s", name, ErrUnknownFormat, formatList())
+}
+
+func formatList() string {
+	names := make([]string, len(readers))
+	for i, r := range readers {
+		names[i] = string(r.format)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,276 @@
+// Package transcript holds the one session model every other package works on, and
+// the readers that turn the files coding agents write (Claude Code, pi, Codex CLI,
+// Gemini CLI, OpenAI chat-completions incl. mini-swe-agent and SWE-agent, OpenHands,
+// Anthropic Messages request bodies) into it. Field-level descriptions of each format
+// are in ../shared/docs/TRANSCRIPT-FORMATS.md; the vocabulary is DESIGN.md's.
+package transcript
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Sentinel errors returned (wrapped) by the readers.
+var (
+	// ErrUnknownFormat means no reader recognised the content; the wrapping error lists
+	// the formats tried.
+	ErrUnknownFormat = errors.New("unknown session format")
+	// ErrEmpty means the input held no session at all (an empty file, or only blanks).
+	ErrEmpty = errors.New("empty session")
+	// ErrMalformed means a line, entry or field could not be parsed; the wrapping
+	// *ParseError names file, line and field.
+	ErrMalformed = errors.New("malformed session")
+)
+
+// ParseError locates one malformed piece of input. It unwraps to ErrMalformed.
+type ParseError struct {
+	File  string // file name as given to the reader
+	Line  int    // 1-based line for line-oriented formats; 0 when unknown
+	Field string // JSON path of the offending field, "" when the whole line is bad
+	Msg   string // what was wrong
+}
+
+func (e *ParseError) Error() string {
+	s := e.File
+	if e.Line > 0 {
+		s += fmt.Sprintf(":%d", e.Line)
+	}
+	if e.Field != "" {
+		s += ": field " + e.Field
+	}
+	return s + ": " + e.Msg
+}
+
+// Unwrap lets errors.Is(err, ErrMalformed) hold.
+func (e *ParseError) Unwrap() error { return ErrMalformed }
+
+// Format names one transcript format. The values are what `--format` accepts.
+type Format string
+
+// The formats with a reader.
+const (
+	FormatClaudeCode   Format = "claude-code"    // ~/.claude/projects/*/<session>.jsonl
+	FormatPi           Format = "pi"             // ~/.pi/agent/sessions/*/*.jsonl, v1-v3
+	FormatCodex        Format = "codex"          // ~/.codex/sessions/**/rollout-*.jsonl, wrapped and legacy
+	FormatGemini       Format = "gemini-cli"     // ~/.gemini/tmp/*/chats/session-*.json
+	FormatOpenAI       Format = "openai"         // chat-completions message list or {messages:[...]}
+	FormatMiniSWEAgent Format = "mini-swe-agent" // *.traj.json with messages[]
+	FormatSWEAgent     Format = "swe-agent"      // *.traj with history[]
+	FormatOpenHands    Format = "openhands"      // event list (V0 trajectory.json)
+	FormatAnthropic    Format = "anthropic"      // Messages API request body
+)
+
+// Role is a message's author as the session records it, normalised.
+type Role string
+
+// Roles. Tool results are RoleTool whatever the format calls them (Anthropic and
+// Claude Code put them in user messages; those become RoleTool messages when they
+// hold only tool results, and keep RoleUser when they also hold user text).
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Action is the normalised kind of a tool call.
+type Action string
+
+// Actions. Reads and edits carry a path (and reads a line range).
+const (
+	ActionRead   Action = "read"
+	ActionEdit   Action = "edit"
+	ActionWrite  Action = "write"
+	ActionSearch Action = "search"
+	ActionShell  Action = "shell"
+	ActionOther  Action = "other"
+)
+
+// Retention is a caller's hint attached to a message when it is appended (DESIGN.md
+// step 2). The zero value behaves as RetentionNormal.
+type Retention string
+
+// Retention classes.
+const (
+	RetentionNormal     Retention = "normal"     // the advisor decides
+	RetentionKeep       Retention = "keep"       // never a candidate
+	RetentionDisposable Retention = "disposable" // a candidate whatever its score; rules and size still apply
+)
+
+// Range is a 1-based inclusive line range. The zero value means the whole file.
+// End == 0 with Start > 0 means "from Start to the end of the file".
+type Range struct {
+	Start int `json:"start,omitempty"`
+	End   int `json:"end,omitempty"`
+}
+
+// Whole reports whether r covers the whole file.
+func (r Range) Whole() bool { return r.Start <= 1 && r.End == 0 }
+
+// Covers reports whether r covers every line of o. A range running to the end of the
+// file covers any range that starts at or after its start.
+func (r Range) Covers(o Range) bool {
+	if r.Whole() {
+		return true
+	}
+	rs := max(r.Start, 1)
+	os := max(o.Start, 1)
+	if os < rs {
+		return false
+	}
+	if r.End == 0 {
+		return true
+	}
+	return o.End != 0 && o.End <= r.End
+}
+
+func (r Range) String() string {
+	switch {
+	case r.Whole():
+		return "all"
+	case r.End == 0:
+		return fmt.Sprintf("%d-end", r.Start)
+	default:
+		return fmt.Sprintf("%d-%d", r.Start, r.End)
+	}
+}
+
+// Session is one agent conversation in the normalised model.
+type Session struct {
+	Format Format // which reader produced it
+	Name   string // file name (or caller-given name) used in errors
+	ID     string // the session id the file records, "" when it has none
+	Cwd    string // working directory the agent ran in, "" when unknown
+	// Task is the user's request that started the current task: the first real user
+	// prompt (not injected context, not a command wrapper).
+	Task string
+	// Messages in conversation order, after dropping rewind-abandoned branches and
+	// merging split assistant lines.
+	Messages []*Message
+	// Calls lists every tool call in order of appearance.
+	Calls []*ToolCall
+	// Skipped counts malformed lines skipped in lenient mode.
+	Skipped int
+	// Warnings holds one line per skipped or suspicious piece of input (lenient mode,
+	// duplicate call ids, results without a call).
+	Warnings []string
+	// Orphans are tool outputs whose call id matches no call; they stay in the
+	// message list but are never paired with a call.
+	Orphans []*ToolOutput
+
+	raw   []byte // the original bytes, for Rewrite
+	units []unit // the JSON values in raw that outputs point into
+}
+
+// unit is one JSON value inside Session.raw: a line of a JSONL file, one of two
+// objects sharing a line, or the whole document.
+type unit struct{ start, end int }
+
+// Steps returns the number of steps (assistant messages) in the session.
+func (s *Session) Steps() int {
+	n := 0
+	for _, m := range s.Messages {
+		if m.Role == RoleAssistant {
+			n++
+		}
+	}
+	return n
+}
+
+// Outputs returns every tool output in message order.
+func (s *Session) Outputs() []*ToolOutput {
+	var out []*ToolOutput
+	for _, m := range s.Messages {
+		out = append(out, m.Outputs...)
+	}
+	return out
+}
+
+// Unanswered returns the calls that never got a result.
+func (s *Session) Unanswered() []*ToolCall {
+	var out []*ToolCall
+	for _, c := range s.Calls {
+		if c.Output == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Message is one message of a session. Assistant messages are steps.
+type Message struct {
+	Index int  // position in Session.Messages
+	Step  int  // for an assistant message its step number (from 1); otherwise the step of the last assistant message before it (0 before the first)
+	Role  Role // normalised author
+	// Text is the message's own words: user prompt, assistant text (not thinking, not
+	// tool calls). For a tool message it is empty; the outputs hold the text.
+	Text      string
+	Calls     []*ToolCall   // tool calls an assistant message made, in block order
+	Outputs   []*ToolOutput // tool results the message carries, in block order
+	Line      int           // 1-based source line where the message starts, 0 for whole-document formats
+	Retention Retention     // caller's hint, "" = normal
+	Tokens    int           // o200k_base tokens of Text plus the calls' arguments and the outputs' text
+	Meta      bool          // injected context (system reminders, environment blocks), not a real user prompt
+}
+
+// ToolCall is one call the model made.
+type ToolCall struct {
+	ID      string          // call id as the session records it; synthesised ("call-N") where the format has none
+	Name    string          // tool name as the agent called it
+	Args    json.RawMessage // arguments as JSON; for text-only trajectories a JSON string holding the command
+	Message int             // index of the assistant message that made the call
+	Step    int             // that message's step
+
+	// The normalised action (set by Classify, refined by readers from structured results).
+	Action  Action
+	Path    string // normalised file path for read/edit/write, "" otherwise
+	Range   Range  // lines read (reads) — zero is the whole file
+	Content string // for writes: the full file content written; "" when not known
+	Command string // for shell calls: the command line
+	Summary string // short argument summary for cards and stubs (path, command, pattern)
+
+	Output *ToolOutput // the result, nil while unanswered
+}
+
+// ToolOutput is the text that came back for one call.
+type ToolOutput struct {
+	// Key identifies the output within its session: the call id, suffixed "#2", "#3"
+	// when a call id repeats. Stable across reads of the same file.
+	Key     string
+	CallID  string    // the call id the result names
+	Call    *ToolCall // nil for orphans
+	Text    string    // the text the model saw (text blocks joined with "\n")
+	IsError bool      // the result reported failure (is_error, non-zero exit where the format records it, a structured failure)
+	// Unchanged marks a read whose result was an "unchanged since last read" stub:
+	// it keeps the earlier read alive (DESIGN.md step 3).
+	Unchanged bool
+	Message   int    // index of the message that carries it
+	Block     int    // index of its block in that message's content (0 for single-content formats)
+	Step      int    // step of the call that produced it
+	Tokens    int    // o200k_base tokens of Text
+	Hash      string // hex SHA-256 of Text
+	HasImage  bool   // the result also held image blocks (left untouched by stubs)
+
+	unit  int      // 1 + index into Session.units; 0 when the output cannot be rewritten
+	paths []string // gjson/sjson paths, inside the unit, of each text piece of the result
+}
+
+// TextHash returns the hex SHA-256 of s, the content hash used for outputs.
+func TextHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// sortedKeys is a small helper for deterministic map iteration.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
