@@ -2,8 +2,17 @@ package advisor
 
 import (
 	"context"
+	"errors"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
+)
+
+// Sentinel errors.
+var (
+	// ErrNotFound means no pruned output has the given recall id.
+	ErrNotFound = errors.New("no pruned output with this id")
+	// ErrNoSession means Advise was given a nil session.
+	ErrNoSession = errors.New("no session")
 )
 
 // Decision is what the advisor decided for one tool output at one step.
@@ -25,4 +34,50 @@ const (
 type Scorer interface {
 	Name() string
 	Score(ctx context.Context, b cards.Batch) ([]cards.Score, error)
+}
+
+// Plan is the advisor's answer for one step.
+type Plan struct {
+	SessionID string `json:"session_id"`
+	Step      int    `json:"step"`       // the step being prepared (assistant messages so far + 1)
+	Budget    int    `json:"budget"`     // tokens
+	HardLimit int    `json:"hard_limit"` // tokens
+	// ContextTokens is the session's size in tokens with every applied stub,
+	// after this step's rewrite.
+	ContextTokens int `json:"context_tokens"`
+	// SavedTokens is how many tokens the applied stubs remove from the context now
+	// (originals minus stubs); summed over steps it gives token-steps saved.
+	SavedTokens int  `json:"saved_tokens"`
+	OverBudget  bool `json:"over_budget"` // ContextTokens before the rewrite exceeded Budget
+	// Rewrite is true when pending prunes were applied at this step; RewriteReason
+	// says which condition allowed it ("pending >= 5% of budget", "cache cold",
+	// "hard limit").
+	Rewrite       bool   `json:"rewrite"`
+	RewriteReason string `json:"rewrite_reason,omitempty"`
+	Pruned        int    `json:"pruned"`         // outputs newly stubbed at this step
+	PendingTokens int    `json:"pending_tokens"` // tokens a rewrite would free, after this step
+	Asked         int    `json:"asked"`          // cards sent to the scorer at this step
+	// ScorerFailures counts cards that got no score at this step, by failure kind.
+	ScorerFailures map[string]int `json:"scorer_failures,omitempty"`
+	// StorageError is set when storage failed at this step: nothing new was pruned.
+	StorageError string `json:"storage_error,omitempty"`
+	Items        []Item `json:"items"` // every tool output, in session order
+}
+
+// Item is one tool output's decision.
+type Item struct {
+	Key      string   `json:"key"` // transcript.ToolOutput.Key
+	Tool     string   `json:"tool"`
+	Summary  string   `json:"summary"`
+	Step     int      `json:"step"`   // step the output was produced at
+	Tokens   int      `json:"tokens"` // the original's tokens
+	Decision Decision `json:"decision"`
+	// Reason explains the decision: the rule and superseding call, the score and
+	// cutoff, or which protection applies.
+	Reason    string  `json:"reason"`
+	By        string  `json:"by,omitempty"` // call id that made the output dead (rules)
+	Score     float64 `json:"score"`        // latest keep-probability, -1 when never scored
+	DecidedAt int     `json:"decided_at"`   // step of the latest decision change
+	RecallID  string  `json:"recall_id"`
+	Stub      string  `json:"stub,omitempty"` // the stub text, when pruned
 }

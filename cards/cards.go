@@ -60,18 +60,57 @@ type Score struct {
 	OK   bool    // false means "no score": nothing may be pruned on its account
 }
 
-// New builds the card for output o of session s as seen at step now (age = now - o.Step).
-// msgs is the part of the session the advisor sees (messages before the current step);
-// the reaction is looked up in it only, so a card never shows the future.
-func New(msgs []*transcript.Message, o *transcript.ToolOutput, now int) Card {
+// New builds the card for output o as seen at step now (Age = now - o.Step), without
+// its reaction: the advisor fills Reaction incrementally, from the first assistant
+// message indexed after the output (ReactionOf). Build does both at once.
+func New(o *transcript.ToolOutput, now int) Card {
 	c := Card{ID: o.Key, Chars: utf8.RuneCountInString(o.Text), Age: now - o.Step, IsError: o.IsError}
 	if o.Call != nil {
 		c.Tool = o.Call.Name
 		c.Args = o.Call.Summary
 	}
 	c.Head, c.Tail = HeadTail(o.Text, HeadChars, TailChars)
-	c.Reaction, c.SharedReaction = reaction(msgs, o)
 	return c
+}
+
+// Build builds the full card for output o at step now from msgs, the part of the
+// session visible at that step (so a card never shows the future): New plus the
+// reaction of the first assistant message after the output, marked shared when that
+// message follows more than one output (parallel calls).
+func Build(msgs []*transcript.Message, o *transcript.ToolOutput, now int) Card {
+	c := New(o, now)
+	outputs := 0
+	for i := o.Message; i >= 0 && i < len(msgs); i-- {
+		if msgs[i].Role == transcript.RoleAssistant {
+			break
+		}
+		outputs += len(msgs[i].Outputs)
+	}
+	for i := o.Message + 1; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role != transcript.RoleAssistant {
+			outputs += len(m.Outputs)
+			continue
+		}
+		c.Reaction = ReactionOf(m)
+		c.SharedReaction = outputs > 1 && c.Reaction != ""
+		break
+	}
+	return c
+}
+
+// ReactionOf returns the reaction an assistant message gives to the outputs before
+// it: its first words (whitespace folded, cut to ReactionChars), or, with no words,
+// its first tool call as "next call: Tool summary"; "" when it has neither.
+func ReactionOf(m *transcript.Message) string {
+	if t := strings.Join(strings.Fields(m.Text), " "); t != "" {
+		return Cut(t, ReactionChars)
+	}
+	if len(m.Calls) > 0 {
+		c := m.Calls[0]
+		return Cut(fmt.Sprintf("next call: %s %s", c.Name, c.Summary), ReactionChars)
+	}
+	return ""
 }
 
 // HeadTail returns the first head and last tail characters of s, cut on rune
@@ -115,37 +154,6 @@ func lastRunes(s string, n int) string {
 		i -= size
 	}
 	return s[i:]
-}
-
-// reaction finds the agent's first words after o among msgs: the text of the first
-// assistant message after the message holding o. It reports shared when that
-// assistant message follows more than one output since the previous assistant
-// message (parallel calls). With no text, it names that message's first tool call.
-func reaction(msgs []*transcript.Message, o *transcript.ToolOutput) (string, bool) {
-	outputs := 0
-	for i := o.Message; i >= 0 && i < len(msgs); i-- {
-		if msgs[i].Role == transcript.RoleAssistant {
-			break
-		}
-		outputs += len(msgs[i].Outputs)
-	}
-	for i := o.Message + 1; i < len(msgs); i++ {
-		m := msgs[i]
-		if m.Role != transcript.RoleAssistant {
-			outputs += len(m.Outputs)
-			continue
-		}
-		shared := outputs > 1
-		if t := strings.TrimSpace(m.Text); t != "" {
-			return Cut(strings.Join(strings.Fields(t), " "), ReactionChars), shared
-		}
-		if len(m.Calls) > 0 {
-			c := m.Calls[0]
-			return Cut(fmt.Sprintf("next call: %s %s", c.Name, c.Summary), ReactionChars), shared
-		}
-		return "", shared
-	}
-	return "", false
 }
 
 // Text renders the card as the scorer's prompt shows it: one field a line, fixed

@@ -103,19 +103,34 @@ const (
 
 // Range is a 1-based inclusive line range. The zero value means the whole file.
 // End == 0 with Start > 0 means "from Start to the end of the file".
+// Two additive forms describe reads whose line numbers the call does not tell:
+// Last > 0 is the last Last lines of the file (`tail -n N`), and Unknown marks a
+// partial read of unknown lines (a pattern range such as `sed -n '/a/,/b/p'`, or an
+// output cut in the middle); Start and End are then 0.
 type Range struct {
-	Start int `json:"start,omitempty"`
-	End   int `json:"end,omitempty"`
+	Start   int  `json:"start,omitempty"`
+	End     int  `json:"end,omitempty"`
+	Last    int  `json:"last,omitempty"`
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // Whole reports whether r covers the whole file.
-func (r Range) Whole() bool { return r.Start <= 1 && r.End == 0 }
+func (r Range) Whole() bool { return r.Start <= 1 && r.End == 0 && r.Last == 0 && !r.Unknown }
 
 // Covers reports whether r covers every line of o. A range running to the end of the
-// file covers any range that starts at or after its start.
+// file covers any range that starts at or after its start. A whole range covers
+// everything; an Unknown range covers nothing and is covered only by a whole range;
+// a Last range covers only a Last range of at most as many lines, and is covered
+// only by a whole range or such a Last range (the file length is not known).
 func (r Range) Covers(o Range) bool {
 	if r.Whole() {
 		return true
+	}
+	if r.Unknown || o.Unknown {
+		return false
+	}
+	if r.Last > 0 || o.Last > 0 {
+		return o.Last > 0 && r.Last >= o.Last
 	}
 	rs := max(r.Start, 1)
 	os := max(o.Start, 1)
@@ -130,6 +145,10 @@ func (r Range) Covers(o Range) bool {
 
 func (r Range) String() string {
 	switch {
+	case r.Unknown:
+		return "part"
+	case r.Last > 0:
+		return fmt.Sprintf("last %d", r.Last)
 	case r.Whole():
 		return "all"
 	case r.End == 0:
@@ -232,6 +251,13 @@ type ToolCall struct {
 	Content string // for writes: the full file content written; "" when not known
 	Command string // for shell calls: the command line
 	Summary string // short argument summary for cards and stubs (path, command, pattern)
+	// Paths lists every file the call reads or edits, normalised, in order of first
+	// access, without repeats; Paths[0] == Path. Nil when the call touches no file.
+	Paths []string
+	// Ops lists each file access of the call in the order the call performs it (a
+	// shell line can read one file and edit another; a patch can touch several). Set by
+	// Classify; see FileOp. Nil when the call touches no file it can name.
+	Ops []FileOp
 
 	Output *ToolOutput // the result, nil while unanswered
 }

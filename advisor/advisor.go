@@ -1,0 +1,119 @@
+//go:build advisorwip
+
+// Package advisor is pruneadvisor's per-step pipeline (DESIGN.md "Per-step
+// pipeline"): it indexes each new message once, protects what must stay, applies the
+// deterministic rules, asks a scorer for keep-probabilities on due cards in one
+// batch, and swaps pending prunes for stubs together, only when the rewrite is worth
+// a prompt-cache write. Originals are committed to a Store before any stub exists.
+//
+// Use it as a library: create one Advisor, then call Advise once per step with the
+// session so far (the messages the agent is about to send).
+package advisor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/backoff"
+	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/rules"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// Advisor runs the per-step pipeline for any number of sessions. It is safe for
+// concurrent use; calls for one session are serialised.
+type Advisor struct {
+	// Config is the validated configuration (New validates it). Do not change it after
+	// the first Advise call.
+	Config Config
+	// Scorer gives keep-probabilities. nil means rules only: no candidate is ever
+	// scored, so only rule-dead and disposable outputs are pruned.
+	Scorer Scorer
+	// Store keeps originals, stubs, asks, decisions and recalls. Required.
+	Store Store
+	// Logger receives one line per scorer or storage failure kind per session, the
+	// first time it happens. Default: slog.Default().
+	Logger *slog.Logger
+	// Clock gives the time for the cache-TTL rule. Default time.Now.
+	Clock func() time.Time
+
+	schedule backoff.Schedule
+	mu       sync.Mutex
+	sessions map[string]*state
+}
+
+// New returns an Advisor for cfg (validated: the error wraps ErrConfig), scoring with
+// scorer (nil: rules only) and storing in store (required; use NewMemoryStore for a
+// process-local one).
+func New(cfg Config, scorer Scorer, store Store) (*Advisor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	sched, err := backoff.Parse(cfg.Schedule)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schedule: %v", ErrConfig, err)
+	}
+	if store == nil {
+		return nil, fmt.Errorf("%w: a store is required (originals are committed before any stub)", ErrConfig)
+	}
+	return &Advisor{
+		Config:   cfg,
+		Scorer:   scorer,
+		Store:    store,
+		Logger:   slog.Default(),
+		Clock:    time.Now,
+		schedule: sched,
+		sessions: map[string]*state{},
+	}, nil
+}
+
+// SessionKey returns the identity the advisor keeps state under: the session's own
+// id, else its name.
+func SessionKey(s *transcript.Session) string {
+	if s.ID != "" {
+		return s.ID
+	}
+	return s.Name
+}
+
+// Forget drops the in-memory state of a session (frozen stubs stay in the Store and
+// come back on the next Advise).
+func (a *Advisor) Forget(sessionID string) {
+	a.mu.Lock()
+	delete(a.sessions, sessionID)
+	a.mu.Unlock()
+}
+
+func (a *Advisor) state(id string) *state {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, ok := a.sessions[id]
+	if !ok {
+		st = newState(id)
+		a.sessions[id] = st
+	}
+	return st
+}
+
+// Advise runs one step for the session so far: s.Messages are the messages the
+// agent is about to send, and the step being prepared is the number of assistant
+// messages in them plus one. It returns the plan (a decision for every tool output)
+// and the messages with the stubs applied; messages without a stub are shared with
+// s, not copied. Errors: ErrNoSession for nil; a storage failure is not an error
+// (nothing new is pruned and Plan.StorageError says why); a context error is
+// returned as is.
+func (a *Advisor) Advise(ctx context.Context, s *transcript.Session) (Plan, []*transcript.Message, error) {
+	if s == nil {
+		return Plan{}, nil, ErrNoSession
+	}
+	if err := ctx.Err(); err != nil {
+		return Plan{}, nil, err
+	}
+	st := a.state(SessionKey(s))
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return a.step(ctx, st, s)
+}

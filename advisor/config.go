@@ -1,0 +1,209 @@
+package advisor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// Duration is a time.Duration that reads and writes as a Go duration string ("5m").
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string such as "5m0s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts a duration string ("5m", "90s") or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("duration: want a string like \"5m\" or a number of seconds, got %s", b)
+	}
+	*d = Duration(time.Duration(secs * float64(time.Second)))
+	return nil
+}
+
+// Config holds every setting of the per-step pipeline. Defaults are DESIGN.md's
+// defaults table; each field is validated by Validate (go-playground/validator/v10).
+type Config struct {
+	// ContextWindow is the agent model's context window in tokens. Default 200,000
+	// ("common window of current coding models").
+	ContextWindow int `json:"context_window" validate:"gte=1000"`
+	// BudgetFraction is the budget as a fraction of the window. Default 0.5 ("beyond
+	// about half, agents degrade").
+	BudgetFraction float64 `json:"budget_fraction" validate:"gt=0,lte=1"`
+	// Budget, when > 0, sets the budget in tokens directly and overrides BudgetFraction.
+	Budget int `json:"budget,omitempty" validate:"gte=0"`
+	// HardLimitFraction is the fraction of the window past which pending prunes are
+	// applied at once. Default 0.9.
+	HardLimitFraction float64 `json:"hard_limit_fraction" validate:"gt=0,lte=1,gtefield=BudgetFraction"`
+	// ProtectedSteps is K: outputs of the last K steps are never candidates. Default 3.
+	ProtectedSteps int `json:"protected_steps" validate:"gte=0,lte=1000"`
+	// MinCandidateTokens is the minimum size of a candidate in tokens. Default 200
+	// ("a stub must be clearly shorter").
+	MinCandidateTokens int `json:"min_candidate_tokens" validate:"gte=1"`
+	// Cutoff is the keep-probability under which a scored candidate is pruned.
+	// Default 0.25 until calibrated ("the small model is only reliable in its low tail").
+	Cutoff float64 `json:"cutoff" validate:"gte=0,lte=1"`
+	// RewriteFraction: pending prunes are applied together only once they add up to
+	// at least this fraction of the budget (or the cache is cold, or past the hard
+	// limit). Default 0.05 ("each rewrite costs a prompt-cache write").
+	RewriteFraction float64 `json:"rewrite_fraction" validate:"gte=0,lte=1"`
+	// CacheTTL is how long the provider keeps a prompt cache warm; with no call for
+	// longer than this, a rewrite is free. Default 5m.
+	CacheTTL Duration `json:"cache_ttl" validate:"gte=0"`
+	// Schedule is the ask back-off in backoff.Parse syntax. Default "3,6,12,24":
+	// re-asks 3, 6, 12, 24 steps after the previous ask, only while over budget.
+	Schedule string `json:"schedule" validate:"required"`
+	// ExcludedTools are tool names or globs (path.Match syntax, case-insensitive)
+	// whose outputs are never candidates. Default: memory, todo, skill and
+	// task/subagent tools of the agents pruneadvisor reads.
+	ExcludedTools []string `json:"excluded_tools" validate:"dive,required"`
+	// RecallTool is the recall tool's name as the agent sees it, named in every stub.
+	// Default "recall"; "mcp__pruneadvisor__recall" for Claude Code over MCP.
+	RecallTool string `json:"recall_tool" validate:"required,max=128"`
+}
+
+// DefaultExcludedTools is the default for Config.ExcludedTools: memory, todo, skill
+// and task/subagent tools of Claude Code, pi, Codex, Gemini CLI and OpenHands.
+var DefaultExcludedTools = []string{
+	"*memory*", "todowrite", "todoread", "write_todos", "update_plan", "*todo*",
+	"skill", "task", "agent", "*subagent*", "think",
+}
+
+// DefaultConfig returns the defaults of DESIGN.md's table.
+func DefaultConfig() Config {
+	return Config{
+		ContextWindow:      200_000,
+		BudgetFraction:     0.5,
+		HardLimitFraction:  0.9,
+		ProtectedSteps:     3,
+		MinCandidateTokens: 200,
+		Cutoff:             0.25,
+		RewriteFraction:    0.05,
+		CacheTTL:           Duration(5 * time.Minute),
+		Schedule:           "3,6,12,24",
+		ExcludedTools:      append([]string(nil), DefaultExcludedTools...),
+		RecallTool:         "recall",
+	}
+}
+
+var validate = validator.New(validator.WithRequiredStructEnabled())
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("invalid config")
+
+// Validate checks every field and returns an error wrapping ErrConfig that names
+// each bad field (by its JSON name) and the rule it broke.
+func (c Config) Validate() error {
+	err := validate.Struct(c)
+	if err == nil {
+		for _, g := range c.ExcludedTools {
+			if _, err := path.Match(strings.ToLower(g), ""); err != nil {
+				return fmt.Errorf("%w: excluded_tools: bad glob %q: %v", ErrConfig, g, err)
+			}
+		}
+		return nil
+	}
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	msgs := make([]string, 0, len(verrs))
+	for _, fe := range verrs {
+		field := jsonName(fe.StructField())
+		msgs = append(msgs, fmt.Sprintf("%s = %v fails %q %s", field, fe.Value(), fe.Tag(), fe.Param()))
+	}
+	return fmt.Errorf("%w: %s", ErrConfig, strings.Join(msgs, "; "))
+}
+
+// jsonName maps a Config field name to its JSON key for error messages.
+func jsonName(field string) string {
+	var b strings.Builder
+	for i, r := range field {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// BudgetTokens returns the budget in tokens: Budget when set, else the window times
+// BudgetFraction.
+func (c Config) BudgetTokens() int {
+	if c.Budget > 0 {
+		return c.Budget
+	}
+	return int(float64(c.ContextWindow) * c.BudgetFraction)
+}
+
+// HardLimitTokens returns the hard limit in tokens (window times HardLimitFraction),
+// never below the budget.
+func (c Config) HardLimitTokens() int {
+	return max(int(float64(c.ContextWindow)*c.HardLimitFraction), c.BudgetTokens())
+}
+
+// LoadConfig reads a JSON config file over the defaults: fields the file omits keep
+// their defaults; unknown fields are an error naming the field. The result is
+// validated.
+func LoadConfig(file string) (Config, error) {
+	cfg := DefaultConfig()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return cfg, fmt.Errorf("load config: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("load config %s: %w", file, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("load config %s: %w", file, err)
+	}
+	return cfg, nil
+}
+
+// WriteConfig writes cfg as indented JSON to file (used by `calibrate --write-config`).
+func WriteConfig(file string, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	return nil
+}
+
+// Excluded reports whether a tool name matches one of the excluded globs
+// (case-insensitive).
+func (c Config) Excluded(tool string) bool {
+	t := strings.ToLower(tool)
+	for _, g := range c.ExcludedTools {
+		if ok, _ := path.Match(strings.ToLower(g), t); ok {
+			return true
+		}
+	}
+	return false
+}

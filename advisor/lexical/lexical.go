@@ -1,0 +1,178 @@
+// Package lexical is the BM25 baseline scorer (DESIGN.md, "Calibration, baselines"):
+// each card is a document, the batch's task and now are the query, and term rarity
+// comes from the session's tool outputs. It needs no model and no network, so it is
+// also the fallback when Ollama is not reachable ("The embedded default").
+//
+// Score of card D for query Q (Robertson & Zaragoza 2009, "The Probabilistic
+// Relevance Framework: BM25 and Beyond", Found. Trends Inf. Retr. 3(4), eq. 3.15 with
+// k3 = 0, so each distinct query term counts once):
+//
+//	s(D, Q) = Σ_{t ∈ Q, distinct} IDF(t) · tf(t,D)·(k1+1) / (tf(t,D) + k1·(1 − b + b·|D|/avgdl))
+//	IDF(t)  = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+//
+// with k1 = 1.2, b = 0.75. The IDF is the non-negative form Lucene uses
+// (org.apache.lucene.search.similarities.BM25Similarity.idf, Lucene ≥ 6): the classic
+// Robertson–Spärck Jones form without the "1 +" goes negative for terms in more than
+// half of the documents. The raw score maps to a keep-probability by the monotone
+// transform keep = s / (s + K) with K = HalfScore (see there).
+package lexical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/pruneadvisor/pruneadvisor/cards"
+)
+
+// BM25 parameters: the usual defaults (Robertson & Zaragoza 2009 §3.3 suggest
+// k1 in [1.2, 2.0] and b = 0.75; Lucene and Elasticsearch ship k1 = 1.2, b = 0.75).
+const (
+	K1 = 1.2  // term-frequency saturation
+	B  = 0.75 // document-length normalisation
+)
+
+// HalfScore is K in keep = s/(s+K): the raw BM25 score, in IDF units (nats), at which
+// the keep-probability is 0.5. A card sharing one distinctive term with the query —
+// a term in 1 of 30 session outputs has IDF ln(1 + 29.5/1.5) = 3.03, and one
+// occurrence in a card of average length contributes exactly IDF — scores about
+// 3.0/(3.0+3) = 0.50; a file name such as "config.yaml" brings two such terms and
+// about 0.67. A card sharing nothing scores 0. With the default cutoff 0.25
+// (DESIGN.md) a card is kept when s >= K/3 = 1, i.e. it shares at least one term
+// that occurs in at most about a third of the outputs (ln(1 + (N − df + 0.5)/(df + 0.5))
+// = 1 at df ≈ 0.37·N); a card matching only common words ("the", "file", "error": in
+// most outputs, IDF near 0) falls below it. The calibrate command sets the
+// lexical scorer's own cutoff from replay evidence.
+const HalfScore = 3.0
+
+// ErrEmptyQuery is returned (with all scores not OK) when the task and now hold no
+// terms: BM25 then has no evidence either way, and a score of 0 would prune every
+// card on no grounds, so the batch gets "no score" instead.
+var ErrEmptyQuery = errors.New("lexical: task and now hold no terms")
+
+// Scorer is the BM25 scorer. The zero value is ready to use; it holds no state and
+// is safe for concurrent use.
+type Scorer struct{}
+
+// New returns a lexical scorer.
+func New() *Scorer { return &Scorer{} }
+
+// Name returns "lexical", the name recorded with every ask.
+func (*Scorer) Name() string { return "lexical" }
+
+// Score returns one keep-probability per card, in order, all OK, in [0, 1).
+//
+// The document of a card is cards.Terms of its tool, args, head, tail and reaction;
+// the query is the distinct cards.Terms of b.Task and b.Now. N and df come from
+// b.Corpus (the session's outputs); because a card also holds words that are not in
+// any output (the tool name, the argument summary, the reaction), df(t) is the larger
+// of the corpus count and the number of cards in the batch holding t, and N the larger
+// of the corpus size and the batch size. With a nil or empty corpus the batch alone is
+// the collection. avgdl is the mean card length of the batch, in terms: cards are
+// documents of their own kind (at most 300 + 100 characters of output), so the
+// corpus's average output length would not measure them. Score never fails except on
+// an empty query (ErrEmptyQuery) or a done context (its error); it does no I/O.
+func (s *Scorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error) {
+	out := make([]cards.Score, len(b.Cards))
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("lexical: %w", err)
+	}
+	query := distinct(cards.Terms(b.Task + "\n" + b.Now))
+	if len(query) == 0 {
+		return out, ErrEmptyQuery
+	}
+	docs := make([]map[string]int, len(b.Cards))
+	lens := make([]int, len(b.Cards))
+	batchDF := map[string]int{}
+	total := 0
+	for i, c := range b.Cards {
+		terms := cards.Terms(Document(c))
+		tf := make(map[string]int, len(terms))
+		for _, t := range terms {
+			if tf[t] == 0 {
+				batchDF[t]++
+			}
+			tf[t]++
+		}
+		docs[i], lens[i] = tf, len(terms)
+		total += len(terms)
+	}
+	avgdl := 1.0
+	if len(b.Cards) > 0 && total > 0 {
+		avgdl = float64(total) / float64(len(b.Cards))
+	}
+	n := len(b.Cards)
+	if b.Corpus != nil && b.Corpus.Docs > n {
+		n = b.Corpus.Docs
+	}
+	idf := make(map[string]float64, len(query))
+	for _, t := range query {
+		df := batchDF[t]
+		if b.Corpus != nil && b.Corpus.DF[t] > df {
+			df = b.Corpus.DF[t]
+		}
+		idf[t] = IDF(n, df)
+	}
+	for i := range b.Cards {
+		raw := BM25(query, docs[i], lens[i], avgdl, idf)
+		out[i] = cards.Score{Keep: Keep(raw), OK: true}
+	}
+	return out, nil
+}
+
+// Document returns the text the scorer indexes for a card: tool, args, head, tail and
+// reaction, one per line.
+func Document(c cards.Card) string {
+	return c.Tool + "\n" + c.Args + "\n" + c.Head + "\n" + c.Tail + "\n" + c.Reaction
+}
+
+// IDF returns ln(1 + (n − df + 0.5)/(df + 0.5)) for a term in df of n documents (the
+// Lucene BM25 form, always > 0). df is clamped to [0, n].
+func IDF(n, df int) float64 {
+	if df > n {
+		df = n
+	}
+	if df < 0 {
+		df = 0
+	}
+	return math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// BM25 returns the raw score of a document with term frequencies tf and length dl
+// (terms) for the distinct query terms, given the average document length avgdl
+// (terms, > 0) and each query term's IDF. See the package comment for the formula.
+func BM25(query []string, tf map[string]int, dl int, avgdl float64, idf map[string]float64) float64 {
+	norm := K1 * (1 - B + B*float64(dl)/avgdl)
+	s := 0.0
+	for _, t := range query {
+		f := float64(tf[t])
+		if f == 0 {
+			continue
+		}
+		s += idf[t] * f * (K1 + 1) / (f + norm)
+	}
+	return s
+}
+
+// Keep maps a raw BM25 score s >= 0 to a keep-probability s/(s+HalfScore) in [0, 1),
+// strictly increasing in s; Keep(0) = 0 and Keep(HalfScore) = 0.5.
+func Keep(s float64) float64 {
+	if s <= 0 || math.IsNaN(s) {
+		return 0
+	}
+	return s / (s + HalfScore)
+}
+
+func distinct(terms []string) []string {
+	seen := make(map[string]struct{}, len(terms))
+	out := terms[:0:0]
+	for _, t := range terms {
+		if _, ok := seen[t]; ok {
+			continue
+		}
+		seen[t] = struct{}{}
+		out = append(out, t)
+	}
+	return out
+}

@@ -1,0 +1,160 @@
+package calibrate
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Plot size.
+const (
+	PlotWidth  = 12 * vg.Inch
+	PlotHeight = 5 * vg.Inch
+)
+
+// Plot writes the report as a two-panel figure to path, PNG or SVG by its extension
+// (".png", ".svg", any case; ErrInvalid otherwise). Left: the reliability curve of
+// every scorer (observed later-use rate against mean keep-probability per non-empty
+// bin, with the diagonal of perfect calibration). Right: share of tool-output
+// token-steps saved against miss rate (decision level) for every scorer's sweep (a
+// line over its cutoffs), the random baseline at the same prune rates (dashed), and
+// every other baseline as a point; the target miss rate is a vertical line.
+func Plot(path string, r Report) error {
+	var c vg.CanvasWriterTo
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".png":
+		c = vgimg.PngCanvas{Canvas: vgimg.New(PlotWidth, PlotHeight)}
+	case ".svg":
+		c = vgsvg.New(PlotWidth, PlotHeight)
+	default:
+		return fmt.Errorf("%w: plot %s: extension must be .png or .svg", ErrInvalid, path)
+	}
+	rel, err := reliabilityPlot(r)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	sav, err := savingsPlot(r)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	dc := draw.New(c)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	rel.Draw(tiles.At(dc, 0, 0))
+	sav.Draw(tiles.At(dc, 1, 0))
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return nil
+}
+
+func reliabilityPlot(r Report) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Reliability"
+	p.X.Label.Text = "keep-probability (bin mean)"
+	p.Y.Label.Text = "used later (rate)"
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
+	p.Legend.Top, p.Legend.Left = true, true
+	diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
+	if err != nil {
+		return nil, err
+	}
+	diag.Color = color.Gray{Y: 160}
+	diag.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+	p.Add(diag)
+	p.Legend.Add("perfect", diag)
+	for i, s := range r.Scorers {
+		var xys plotter.XYs
+		for _, b := range s.Reliability.Bins {
+			if b.N > 0 {
+				xys = append(xys, plotter.XY{X: b.MeanScore, Y: b.Rate})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, pts, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
+		pts.Shape = plotutil.Shape(i)
+		p.Add(l, pts)
+		p.Legend.Add(s.Scorer, l, pts)
+	}
+	return p, nil
+}
+
+func savingsPlot(r Report) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Savings vs miss rate"
+	p.X.Label.Text = "miss rate (pruned outputs used later)"
+	p.Y.Label.Text = "share of tool-output token-steps saved"
+	p.X.Min, p.Y.Min = 0, 0
+	p.Legend.Top = true
+	for i, s := range r.Scorers {
+		for k, series := range [][]Result{s.Sweep, s.Random} {
+			var xys plotter.XYs
+			for _, x := range series {
+				xys = append(xys, plotter.XY{X: x.MissRate, Y: x.SavedShare()})
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			l, pts, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return nil, err
+			}
+			l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
+			pts.Shape = plotutil.Shape(i)
+			name := s.Scorer
+			if k == 1 {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				pts.Radius = vg.Points(1.5)
+				name = "random at " + s.Scorer + "'s rate"
+			}
+			p.Add(l, pts)
+			p.Legend.Add(name, l, pts)
+		}
+	}
+	for j, b := range r.Baselines {
+		sc, err := plotter.NewScatter(plotter.XYs{{X: b.MissRate, Y: b.SavedShare()}})
+		if err != nil {
+			return nil, err
+		}
+		k := len(r.Scorers) + j
+		sc.Color = plotutil.Color(k)
+		sc.Shape = plotutil.Shape(k)
+		sc.Radius = vg.Points(4)
+		p.Add(sc)
+		p.Legend.Add(b.Name, sc)
+	}
+	if r.TargetMiss > 0 {
+		t, err := plotter.NewLine(plotter.XYs{{X: r.TargetMiss, Y: 0}, {X: r.TargetMiss, Y: 1}})
+		if err != nil {
+			return nil, err
+		}
+		t.Color = color.Gray{Y: 120}
+		t.Dashes = []vg.Length{vg.Points(1), vg.Points(3)}
+		p.Add(t)
+		p.Legend.Add(fmt.Sprintf("target miss %.2f", r.TargetMiss), t)
+	}
+	return p, nil
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// adviseSummary is the run summary of `pruneadvisor advise`.
+type adviseSummary struct {
+	File              string         `json:"file"`
+	Format            string         `json:"format"`
+	SessionID         string         `json:"session_id"` // the id stubs and recalls are stored under
+	Scorer            string         `json:"scorer"`
+	Steps             int            `json:"steps"`
+	OutputTokens      int            `json:"output_tokens_before"` // tool-output tokens in the final context, unpruned
+	OutputTokensAfter int            `json:"output_tokens_after"`  // the same with the stubs applied
+	TokenSteps        int64          `json:"token_steps"`          // sum over steps of tool-output tokens in context, unpruned
+	TokenStepsSaved   int64          `json:"token_steps_saved"`    // sum over steps of tokens the stubs removed
+	PrunedByReason    map[string]int `json:"pruned_by_reason"`
+	Rewrites          int            `json:"rewrites"`
+	Asks              int            `json:"asks"`
+	ScorerFailures    map[string]int `json:"scorer_failures"`
+	StorageErrors     int            `json:"storage_errors"`
+	DB                string         `json:"db"`
+	Out               string         `json:"out,omitempty"`
+}
+
+type adviseFlags struct {
+	scorerFlags
+	configFlags
+	db      string
+	asJSON  bool
+	out     string
+	format  string
+	lenient bool
+	plan    bool
+}
+
+func adviseCmd(e *env) *cobra.Command {
+	var f adviseFlags
+	c := &cobra.Command{
+		Use:   "advise FILE",
+		Short: "Simulate the advisor over one session, step by step, and print what it would prune",
+		Long: `advise replays one session exactly as a live agent would have seen it: at step t the
+advisor sees only the messages before the t-th assistant message, then one last step
+sees them all. It prints a summary (tool-output tokens before and after, token-steps
+saved, outputs pruned by reason, rewrites, asks, scorer failures) and the final plan.
+Originals of pruned outputs are stored in --db, so every stub can be recalled with
+'pruneadvisor recall ID'. The simulation has no timestamps, so the prompt cache is
+treated as warm throughout (no cold-cache rewrites).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAdvise(cmd.Context(), e, args[0], f)
+		},
+	}
+	f.scorerFlags.register(c)
+	f.configFlags.register(c)
+	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database for originals, stubs, asks and decisions")
+	c.Flags().BoolVar(&f.asJSON, "json", false, "print the summary and final plan as JSON")
+	c.Flags().StringVar(&f.out, "out", "", "write the final rewritten session, in its own format, to this file")
+	c.Flags().StringVar(&f.format, "format", "", "force a session format")
+	c.Flags().BoolVar(&f.lenient, "lenient", false, "skip malformed lines")
+	c.Flags().BoolVar(&f.plan, "plan", true, "print the final plan after the summary")
+	return c
+}
+
+func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
+	s, err := transcript.ReadFile(file, transcript.Options{Format: transcript.Format(f.format), Lenient: f.lenient})
+	if err != nil {
+		return err
+	}
+	cfg, err := f.configFlags.load()
+	if err != nil {
+		return usageError{err}
+	}
+	store, closeStore, err := openStore(ctx, f.db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	scorer, err := f.scorerFlags.build(ctx, e)
+	if err != nil {
+		return err
+	}
+	adv, err := advisor.New(cfg, scorer, store)
+	if err != nil {
+		return usageError{err}
+	}
+	adv.Logger = e.log
+	base := time.Now()
+	adv.Clock = func() time.Time { return base } // warm cache: no timestamps in a replay
+	runID := fmt.Sprintf("%s@advise-%x", advisor.SessionKey(s), base.UnixNano())
+	sum := adviseSummary{File: file, Format: string(s.Format), SessionID: runID, DB: f.db,
+		PrunedByReason: map[string]int{}, ScorerFailures: map[string]int{}}
+	if scorer != nil {
+		sum.Scorer = scorer.Name()
+	} else {
+		sum.Scorer = "none (rules only)"
+	}
+	plan, err := simulate(ctx, adv, s, runID, func(p advisor.Plan, view []*transcript.Message) {
+		sum.Steps++
+		if p.Rewrite {
+			sum.Rewrites++
+		}
+		sum.Asks += p.Asked
+		for k, n := range p.ScorerFailures {
+			sum.ScorerFailures[k] += n
+		}
+		if p.StorageError != "" {
+			sum.StorageErrors++
+		}
+		sum.TokenStepsSaved += int64(p.SavedTokens)
+		for _, m := range view {
+			for _, o := range m.Outputs {
+				sum.TokenSteps += int64(o.Tokens)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	stubs := map[string]string{}
+	for _, it := range plan.Items {
+		sum.OutputTokens += it.Tokens
+		if it.Decision == advisor.DecisionPruned {
+			sum.PrunedByReason[reasonClass(it.Reason)]++
+			sum.OutputTokensAfter += transcript.CountTokens(it.Stub)
+			stubs[it.Key] = it.Stub
+		} else {
+			sum.OutputTokensAfter += it.Tokens
+		}
+	}
+	if f.out != "" {
+		data, err := s.Rewrite(stubs)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.out, data, 0o644); err != nil {
+			return fmt.Errorf("write rewritten session: %w", err)
+		}
+		sum.Out = f.out
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Summary adviseSummary `json:"summary"`
+			Plan    advisor.Plan  `json:"plan"`
+		}{sum, plan})
+	}
+	printAdvise(e, sum, plan, f.plan)
+	return nil
+}
+
+// simulate runs the advisor over s step by step as a live agent would have called
+// it: step t sees only the messages before the t-th assistant message, and a last
+// step sees them all. each is called after every step with its plan and view. It
+// returns the last plan.
+func simulate(ctx context.Context, adv *advisor.Advisor, s *transcript.Session, id string,
+	each func(advisor.Plan, []*transcript.Message)) (advisor.Plan, error) {
+	view := *s
+	view.ID = id
+	var plan advisor.Plan
+	stepAt := func(end int) error {
+		view.Messages = s.Messages[:end]
+		p, _, err := adv.Advise(ctx, &view)
+		if err != nil {
+			return err
+		}
+		plan = p
+		if each != nil {
+			each(p, view.Messages)
+		}
+		return nil
+	}
+	for i, m := range s.Messages {
+		if m.Role == transcript.RoleAssistant {
+			if err := stepAt(i); err != nil {
+				return plan, err
+			}
+		}
+	}
+	if err := stepAt(len(s.Messages)); err != nil {
+		return plan, err
+	}
+	return plan, nil
+}
+
+// reasonClass groups a decision reason for counting: "superseded", "duplicate",
+// "score", "disposable".
+func reasonClass(reason string) string {
+	for _, c := range []string{"superseded", "duplicate", "score", "disposable"} {
+		if len(reason) >= len(c) && reason[:len(c)] == c {
+			return c
+		}
+	}
+	return reason
+}
+
+func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
+	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "session\t%s (%s, %d steps)\n", sum.File, sum.Format, sum.Steps-1)
+	fmt.Fprintf(tw, "scorer\t%s\n", sum.Scorer)
+	fmt.Fprintf(tw, "tool-output tokens\t%d before, %d after\t(%.1f%% removed)\n",
+		sum.OutputTokens, sum.OutputTokensAfter, pct(sum.OutputTokens-sum.OutputTokensAfter, sum.OutputTokens))
+	fmt.Fprintf(tw, "token-steps saved\t%d of %d\t(%.1f%%)\n", sum.TokenStepsSaved, sum.TokenSteps, pct64(sum.TokenStepsSaved, sum.TokenSteps))
+	fmt.Fprintf(tw, "pruned\t%d\t%s\n", total(sum.PrunedByReason), countList(sum.PrunedByReason))
+	fmt.Fprintf(tw, "rewrites\t%d\n", sum.Rewrites)
+	fmt.Fprintf(tw, "asks\t%d\n", sum.Asks)
+	fmt.Fprintf(tw, "scorer failures\t%d\t%s\n", total(sum.ScorerFailures), countList(sum.ScorerFailures))
+	if sum.StorageErrors > 0 {
+		fmt.Fprintf(tw, "storage errors\t%d steps\t(nothing new pruned at those steps)\n", sum.StorageErrors)
+	}
+	fmt.Fprintf(tw, "originals stored in\t%s\t(session %s)\n", sum.DB, sum.SessionID)
+	if sum.Out != "" {
+		fmt.Fprintf(tw, "rewritten session\t%s\n", sum.Out)
+	}
+	tw.Flush()
+	if !withPlan {
+		return
+	}
+	fmt.Fprintf(e.stdout, "\nplan at step %d (context %d tokens, budget %d):\n", plan.Step, plan.ContextTokens, plan.Budget)
+	tw = tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STEP\tTOOL\tTARGET\tTOKENS\tDECISION\tSCORE\tREASON\tRECALL")
+	items := append([]advisor.Item(nil), plan.Items...)
+	sort.SliceStable(items, func(i, j int) bool { return items[i].Step < items[j].Step })
+	for _, it := range items {
+		score := "-"
+		if it.Score >= 0 {
+			score = fmt.Sprintf("%.2f", it.Score)
+		}
+		recall := ""
+		if it.Decision == advisor.DecisionPruned {
+			recall = it.RecallID
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Step, it.Tool, cut(it.Summary, 50), it.Tokens, it.Decision, score, it.Reason, recall)
+	}
+	tw.Flush()
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func pct64(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/storage"
+)
+
+// configFlags are the advisor settings every advising command accepts: a config
+// file, then flags over it.
+type configFlags struct {
+	file       string
+	cutoff     float64
+	budget     int
+	window     int
+	schedule   string
+	recallTool string
+	cmd        *cobra.Command
+}
+
+func (f *configFlags) register(c *cobra.Command) {
+	f.cmd = c
+	d := advisor.DefaultConfig()
+	c.Flags().StringVar(&f.file, "config", "", "JSON config file (fields as in docs/CONFIG.md); flags override it")
+	c.Flags().Float64Var(&f.cutoff, "cutoff", d.Cutoff, "keep-probability under which a scored candidate is pruned")
+	c.Flags().IntVar(&f.budget, "budget", 0, "context budget in tokens (default: window x budget_fraction = 100000)")
+	c.Flags().IntVar(&f.window, "window", d.ContextWindow, "the agent model's context window in tokens")
+	c.Flags().StringVar(&f.schedule, "schedule", d.Schedule, "ask back-off: \"1\" every step, \"every:K\", or gaps \"3,6,12,24\"")
+	c.Flags().StringVar(&f.recallTool, "recall-tool", d.RecallTool, "recall tool name the stubs name (e.g. mcp__pruneadvisor__recall)")
+}
+
+// load returns the config file's settings (or the defaults) with the flags the user
+// set on top, validated.
+func (f *configFlags) load() (advisor.Config, error) {
+	cfg := advisor.DefaultConfig()
+	if f.file != "" {
+		var err error
+		if cfg, err = advisor.LoadConfig(f.file); err != nil {
+			return cfg, err
+		}
+	}
+	set := func(name string) bool { return f.cmd != nil && f.cmd.Flags().Changed(name) }
+	if set("cutoff") {
+		cfg.Cutoff = f.cutoff
+	}
+	if set("budget") {
+		cfg.Budget = f.budget
+	}
+	if set("window") {
+		cfg.ContextWindow = f.window
+	}
+	if set("schedule") {
+		cfg.Schedule = f.schedule
+	}
+	if set("recall-tool") {
+		cfg.RecallTool = f.recallTool
+	}
+	return cfg, cfg.Validate()
+}
+
+// defaultDBPath is $PRUNEADVISOR_DB, else pruneadvisor.db under the user's data
+// directory ($XDG_DATA_HOME or ~/.local/share).
+func defaultDBPath() string {
+	if p := os.Getenv("PRUNEADVISOR_DB"); p != "" {
+		return p
+	}
+	dir := os.Getenv("XDG_DATA_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "pruneadvisor.db"
+		}
+		dir = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(dir, "pruneadvisor", "pruneadvisor.db")
+}
+
+// openStore opens (creating its folder) the SQLite store at path.
+func openStore(ctx context.Context, path string) (*storage.DB, func(), error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	db, err := storage.Open(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, func() { _ = db.Close() }, nil
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pruneadvisor/pruneadvisor/rules"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// inspectReport is one file's row of `pruneadvisor inspect --json`.
+type inspectReport struct {
+	File         string         `json:"file"`
+	Format       string         `json:"format"`
+	Error        string         `json:"error,omitempty"`
+	Steps        int            `json:"steps"`
+	Messages     int            `json:"messages"`
+	Calls        int            `json:"calls"`
+	ByTool       map[string]int `json:"calls_by_tool"`
+	ByAction     map[string]int `json:"calls_by_action"`
+	OutputTokens int            `json:"output_tokens"`
+	Superseded   []deadRow      `json:"superseded"`
+	Duplicates   []deadRow      `json:"duplicates"`
+	FreeTokens   int            `json:"tokens_freed"` // tokens of the superseded and duplicate outputs
+	Unanswered   []string       `json:"unanswered"`   // call ids without a result
+	Orphans      int            `json:"orphan_results"`
+	Skipped      int            `json:"skipped_lines"`
+}
+
+// deadRow is one output the rules found dead.
+type deadRow struct {
+	Key    string `json:"key"`
+	Tool   string `json:"tool"`
+	Target string `json:"target"`
+	Tokens int    `json:"tokens"`
+	By     string `json:"by"` // the call that made it dead
+}
+
+func inspectCmd(e *env) *cobra.Command {
+	var (
+		asJSON  bool
+		lenient bool
+		format  string
+	)
+	c := &cobra.Command{
+		Use:   "inspect FILE...",
+		Short: "Summarise sessions: format, steps, tool calls, output tokens, and what the rules find dead",
+		Long: `inspect reads each session file (format detected from its content, or --format)
+and prints one block per file: the format, steps, tool calls by tool and by action,
+tool-output tokens (o200k_base), reads superseded by a later edit and re-read (and by
+which call), duplicate outputs, the tokens those would free, and unanswered calls.
+A file that fails to read is reported and the others go on; the exit code is 1 if
+any failed.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts := transcript.Options{Format: transcript.Format(format), Lenient: lenient}
+			var reports []inspectReport
+			failed := 0
+			for _, f := range args {
+				r := inspectFile(f, opts)
+				if r.Error != "" {
+					failed++
+				}
+				reports = append(reports, r)
+			}
+			if asJSON {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(reports); err != nil {
+					return err
+				}
+			} else {
+				printInspect(e, reports)
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d files could not be read", failed, len(args))
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	c.Flags().BoolVar(&lenient, "lenient", false, "skip malformed lines and report how many")
+	c.Flags().StringVar(&format, "format", "", "force a format ("+formatNames()+")")
+	return c
+}
+
+func formatNames() string {
+	var names []string
+	for _, f := range transcript.Formats() {
+		names = append(names, string(f))
+	}
+	return strings.Join(names, ", ")
+}
+
+func inspectFile(file string, opts transcript.Options) inspectReport {
+	r := inspectReport{File: file, ByTool: map[string]int{}, ByAction: map[string]int{},
+		Superseded: []deadRow{}, Duplicates: []deadRow{}, Unanswered: []string{}}
+	s, err := transcript.ReadFile(file, opts)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.Format = string(s.Format)
+	r.Steps = s.Steps()
+	r.Messages = len(s.Messages)
+	r.Calls = len(s.Calls)
+	r.Skipped = s.Skipped
+	r.Orphans = len(s.Orphans)
+	for _, c := range s.Calls {
+		r.ByTool[c.Name]++
+		r.ByAction[string(c.Action)]++
+		if c.Output == nil {
+			r.Unanswered = append(r.Unanswered, c.ID)
+		}
+	}
+	byKey := map[string]*transcript.ToolOutput{}
+	for _, o := range s.Outputs() {
+		r.OutputTokens += o.Tokens
+		byKey[o.Key] = o
+	}
+	for _, d := range rules.Analyze(s) {
+		o := byKey[d.OutputKey]
+		if o == nil {
+			continue
+		}
+		row := deadRow{Key: d.OutputKey, Tokens: o.Tokens, By: d.By}
+		if o.Call != nil {
+			row.Tool, row.Target = o.Call.Name, o.Call.Summary
+		}
+		r.FreeTokens += o.Tokens
+		if d.Rule == rules.RuleDuplicate {
+			r.Duplicates = append(r.Duplicates, row)
+		} else {
+			r.Superseded = append(r.Superseded, row)
+		}
+	}
+	return r
+}
+
+func printInspect(e *env, reports []inspectReport) {
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		fmt.Fprintf(e.stdout, "%s\n", r.File)
+		if r.Error != "" {
+			fmt.Fprintf(e.stdout, "  error: %s\n", r.Error)
+			continue
+		}
+		tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "  format\t%s\n", r.Format)
+		fmt.Fprintf(tw, "  steps\t%d\t(%d messages)\n", r.Steps, r.Messages)
+		fmt.Fprintf(tw, "  tool calls\t%d\t%s\n", r.Calls, countList(r.ByAction))
+		fmt.Fprintf(tw, "  by tool\t\t%s\n", countList(r.ByTool))
+		fmt.Fprintf(tw, "  output tokens\t%d\n", r.OutputTokens)
+		fmt.Fprintf(tw, "  superseded reads\t%d\t%d tokens\n", len(r.Superseded), sumTokens(r.Superseded))
+		fmt.Fprintf(tw, "  duplicates\t%d\t%d tokens\n", len(r.Duplicates), sumTokens(r.Duplicates))
+		fmt.Fprintf(tw, "  rules would free\t%d tokens\t%.1f%% of output tokens\n", r.FreeTokens, pct(r.FreeTokens, r.OutputTokens))
+		fmt.Fprintf(tw, "  unanswered calls\t%d\t%s\n", len(r.Unanswered), strings.Join(firstN(r.Unanswered, 5), " "))
+		if r.Orphans > 0 {
+			fmt.Fprintf(tw, "  results without a call\t%d\n", r.Orphans)
+		}
+		if r.Skipped > 0 {
+			fmt.Fprintf(tw, "  malformed lines skipped\t%d\n", r.Skipped)
+		}
+		tw.Flush()
+		for _, d := range r.Superseded {
+			fmt.Fprintf(e.stdout, "    superseded %s %s (%d tokens) by %s\n", d.Tool, d.Target, d.Tokens, d.By)
+		}
+		for _, d := range r.Duplicates {
+			fmt.Fprintf(e.stdout, "    duplicate  %s %s (%d tokens) by %s\n", d.Tool, cut(d.Target, 60), d.Tokens, d.By)
+		}
+	}
+}
+
+func countList(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sumTokens(rows []deadRow) int {
+	n := 0
+	for _, r := range rows {
+		n += r.Tokens
+	}
+	return n
+}
+
+func pct(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(append([]string(nil), s[:n]...), fmt.Sprintf("(+%d more)", len(s)-n))
+	}
+	return s
+}
+
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

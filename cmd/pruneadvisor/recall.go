@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pruneadvisor/pruneadvisor/recall"
+)
+
+func recallCmd(e *env) *cobra.Command {
+	var (
+		db     string
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "recall ID",
+		Short: "Print a pruned output's original, byte for byte",
+		Long: `recall looks up the original of a pruned output by the id its stub names
+(for example o_7f3a9c0b1d) and writes it to stdout exactly as it was. The recall is
+recorded as later-use evidence. Exit code 1 when no pruned output has the id.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, closeStore, err := openStore(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			svc := recall.New(store)
+			text, err := svc.Recall(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(e.stdout).Encode(map[string]string{"id": args[0], "text": text})
+			}
+			_, err = io.WriteString(e.stdout, text)
+			if err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&db, "db", defaultDBPath(), "SQLite database the stubs were stored in")
+	c.Flags().BoolVar(&asJSON, "json", false, `print {"id","text"} as JSON`)
+	return c
+}

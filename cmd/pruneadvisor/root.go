@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, documented in docs/COMMANDS.md.
+const (
+	exitOK    = 0 // success
+	exitError = 1 // the command failed (bad input, storage, upstream); the message says why
+	exitUsage = 2 // bad flags or arguments
+)
+
+// usageError marks errors that are the caller's wording (exit 2).
+type usageError struct{ error }
+
+// env carries the process's streams to every subcommand.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+// run executes the CLI with args and returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr,
+		log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	root := &cobra.Command{
+		Use:           "pruneadvisor",
+		Short:         "Keep coding agents' context lean: prune old tool outputs to recallable stubs",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetIn(stdin)
+	root.SetArgs(args)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	for _, c := range commands(e) {
+		root.AddCommand(c)
+	}
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "pruneadvisor:", err)
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return exitUsage
+	}
+	return exitError
+}
+
+// isCobraUsage recognises cobra's own argument errors.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// commands lists the subcommands; each lives in its own file.
+func commands(e *env) []*cobra.Command {
+	return []*cobra.Command{
+		inspectCmd(e),
+		adviseCmd(e),
+		recallCmd(e),
+	}
+}

@@ -1,0 +1,771 @@
+package replay
+
+// Later-use evidence, DESIGN.md "Replay and later-use evidence". This file is the one
+// place the definition lives; calibrate and the replay driver only consume it.
+//
+// An output O was used later than step t if, at some step u > t, the agent's own words
+// (its assistant Text or its tool-call Args) contain a distinctive name of O: a name
+// (see Names) that appears in O, did not appear in any message before O, and is not a
+// name the agent had already written itself before u. A later read of the same file
+// (same normalised Path, overlapping Range) or a later identical call (same tool, same
+// arguments) also counts, and so does a recall (AddRecall). Names that occur in many
+// outputs carry little evidence: each name is weighted by its IDF over the session's
+// outputs (nameWeight), with no stop list.
+//
+// Steps. A use at step u means the assistant message of step u (written by the model
+// call u) holds the evidence. The advisor's plan for step T runs before model call T,
+// so an output pruned at plan step T is missing from the context of call T on: the
+// prune misses when the output is used at a step >= T, i.e. when UsedAfter(key, T-1)
+// holds. A use before the decision step never counts against it.
+//
+// Known over-counting: ordinary English words of 4+ letters are names too, so prose
+// that first repeats a word first seen in some output (a README read, an error text)
+// is counted as a use of that output; IDF only tames words that recur in many outputs,
+// and the first-write rule lets each word count once per session. A re-read or rerun
+// counts even when the agent re-reads because the file changed (after its own edit),
+// not because it needed the old content. Path suffixes ("src/a.go" in "/r/src/a.go")
+// may link a name to a different file with the same tail.
+//
+// Known under-counting: a name is distinctive only for the first output it appears
+// in, so a later output that repeats it (a second grep listing the same file) gets no
+// credit; names are ASCII only (identifiers in other scripts are invisible); the
+// agent may use an output without repeating any of its names (it decides from a test
+// result, or paraphrases), and snake_case/camelCase names are matched whole, so
+// "parse_config" and "parseConfig" never match each other; quoted strings match only
+// byte for byte and only when quoted (or a whole argument value) on both sides;
+// names in thinking blocks do not count (they are not in Message.Text).
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// Sentinel errors returned (wrapped) by the Tracker.
+var (
+	// ErrEvidenceOrder means a message was added with a step lower than a message
+	// added before it, or a nil message was added.
+	ErrEvidenceOrder = errors.New("evidence: message out of order")
+	// ErrEvidenceDuplicate means an output key was added twice.
+	ErrEvidenceDuplicate = errors.New("evidence: duplicate output key")
+	// ErrEvidenceUnknown means a recall names an output key the tracker has not seen.
+	ErrEvidenceUnknown = errors.New("evidence: unknown output key")
+	// ErrEvidenceStep means a recall step is not after the output's step.
+	ErrEvidenceStep = errors.New("evidence: recall step not after the output")
+)
+
+// Name-tokenizer limits, in bytes (all name bytes are ASCII, so also characters).
+const (
+	// MinNameLen is the shortest name: DESIGN.md's "at least 4 characters".
+	MinNameLen = 4
+	// MaxNameLen is the longest name kept. Longer runs are blobs (base64, minified
+	// code, hashes of hashes) that agents do not retype; dropping them keeps the
+	// name index small.
+	MaxNameLen = 256
+	// MaxQuotedLen is the longest quoted string (or whole argument value) taken as
+	// a name; longer quoted spans are text, not names.
+	MaxQuotedLen = 120
+)
+
+// UseThreshold is the weight from which a use counts as "used" (UsedAfter, LastUse,
+// UseSteps). Re-reads, reruns and recalls weigh 1. A name use weighs the IDF weight
+// of its names (nameWeight, in [0,1]): names from one compound of the agent's words
+// (a path and its suffixes, a dotted name and its parts) contribute their maximum,
+// separate compounds add up, the sum is capped at 1. With weight ln(N/df)/ln(N), a
+// single name counts exactly when it occurs in at most √N of the session's N
+// outputs, and two independent names count together when each occurs in at most
+// N^(3/4) outputs. 0.5 is the midpoint of the scale; it was chosen for that √N
+// reading, not fitted to data.
+const UseThreshold = 0.5
+
+// UseKind is the kind of evidence behind a Use.
+type UseKind string
+
+// Use kinds, strongest first. When several kinds hold for one output at one step,
+// the Use carries the strongest kind and its proof.
+const (
+	UseRecall  UseKind = "recall"  // the output was recalled (AddRecall)
+	UseReread  UseKind = "reread"  // the agent read the same file again, overlapping range
+	UseCommand UseKind = "command" // the agent made the identical call again
+	UseName    UseKind = "name"    // the agent wrote a distinctive name of the output
+)
+
+func kindRank(k UseKind) int {
+	switch k {
+	case UseRecall:
+		return 3
+	case UseReread:
+		return 2
+	case UseCommand:
+		return 1
+	}
+	return 0
+}
+
+// Use is the evidence that one output was used at one step.
+type Use struct {
+	Key  string // the output's key (transcript.ToolOutput.Key)
+	Step int    // step of the assistant message (or recall) holding the evidence
+	Kind UseKind
+	// Proof says what was found: `name "parseConfig"` (the heaviest name; "+N more"
+	// when several), "re-read /x/y.go", "same command", "recall".
+	Proof string
+	// Weight is the evidence's strength in [0,1]; the use counts when Weight >=
+	// UseThreshold. Name weights are IDF over the outputs added so far, so they are
+	// session-wide once the whole session has been added.
+	Weight float64
+}
+
+// Counts reports whether the use is strong enough to count as "used".
+func (u Use) Counts() bool { return u.Weight >= UseThreshold }
+
+// TrackerStats counts the Tracker's work, to show each message is processed once.
+type TrackerStats struct {
+	Messages int // messages added
+	Outputs  int // tool outputs added
+	// Names is the number of distinct names scanned, summed over message parts
+	// (assistant Text, each call's Args, each output's Text, other messages' Text):
+	// it equals the sum of len(Names(part)) over the parts added, whatever the
+	// session's length before them.
+	Names int
+}
+
+// Tracker finds later-use evidence incrementally: each message is processed once,
+// when added, against an index of names, reads and commands built as messages
+// arrive; queries only read the index. Not safe for concurrent use.
+type Tracker struct {
+	names map[string]nameInfo
+	outs  []*outEvidence
+	byKey map[string]int
+	reads map[string][]int // normalised path -> indexes of live reads of it
+	cmds  map[uint64]int   // hash of tool name + compact args -> latest output index
+	scr   map[string]int32 // scratch: names of the current part -> group
+	ev    map[int]*rawUse  // scratch: evidence of the current assistant message
+	step  int              // step of the last message added
+	stats TrackerStats
+}
+
+// nameInfo is the index entry of one name.
+type nameInfo struct {
+	owner int32 // 1 + index of the output the name is distinctive for; 0 = none
+	df    int32 // outputs whose text holds the name
+	seen  bool  // the name appeared in some message already added
+	agent bool  // the agent wrote the name (assistant text or call args)
+}
+
+// outEvidence is one output's entry.
+type outEvidence struct {
+	key   string
+	step  int
+	rng   transcript.Range
+	reads bool // a successful read with a path: later reads of the path are uses
+	uses  []*rawUse
+}
+
+// rawUse is evidence at one step before weighting; weights are computed on query so
+// that IDF reflects every output added so far.
+type rawUse struct {
+	step   int
+	kind   UseKind // strongest strong kind; UseName when strong == 0
+	proof  string  // proof of kind when strong > 0
+	strong float64 // re-reads, reruns, recalls: 1 each
+	names  []string
+	groups []int32 // compound of the agent's words each name came from
+}
+
+// NewTracker returns an empty tracker for one session.
+func NewTracker() *Tracker {
+	return &Tracker{
+		names: map[string]nameInfo{},
+		byKey: map[string]int{},
+		reads: map[string][]int{},
+		cmds:  map[uint64]int{},
+		scr:   map[string]int32{},
+		ev:    map[int]*rawUse{},
+	}
+}
+
+// Stats returns the work counters.
+func (t *Tracker) Stats() TrackerStats { return t.stats }
+
+// Keys returns the keys of the outputs added, in order.
+func (t *Tracker) Keys() []string {
+	out := make([]string, len(t.outs))
+	for i, o := range t.outs {
+		out[i] = o.key
+	}
+	return out
+}
+
+// Add processes message m (messages must be added in session order, each once) and
+// returns the uses it holds, ordered by output. Only assistant messages hold uses.
+// It fails, changing nothing, with ErrEvidenceOrder for a nil message or one whose
+// Step is lower than the previous message's, and with ErrEvidenceDuplicate when one of
+// m's outputs has a key already added.
+func (t *Tracker) Add(m *transcript.Message) ([]Use, error) {
+	if m == nil {
+		return nil, fmt.Errorf("add message: %w: nil message", ErrEvidenceOrder)
+	}
+	if m.Step < t.step {
+		return nil, fmt.Errorf("add message %d: %w: step %d after step %d", m.Index, ErrEvidenceOrder, m.Step, t.step)
+	}
+	for i, o := range m.Outputs {
+		if _, dup := t.byKey[o.Key]; dup {
+			return nil, fmt.Errorf("add message %d: output %q: %w", m.Index, o.Key, ErrEvidenceDuplicate)
+		}
+		for _, p := range m.Outputs[:i] {
+			if p.Key == o.Key {
+				return nil, fmt.Errorf("add message %d: output %q: %w", m.Index, o.Key, ErrEvidenceDuplicate)
+			}
+		}
+	}
+	t.step = m.Step
+	t.stats.Messages++
+	var uses []Use
+	if m.Role == transcript.RoleAssistant {
+		uses = t.addWords(m)
+	}
+	for _, o := range m.Outputs {
+		t.addOutput(o)
+	}
+	if m.Role != transcript.RoleAssistant && m.Text != "" {
+		var g int32
+		t.scan(m.Text, nil, &g, func(name string, _ int32) {
+			info := t.names[name]
+			if !info.seen {
+				info.seen = true
+				t.names[name] = info
+			}
+		})
+	}
+	return uses, nil
+}
+
+// scan collects the distinct names of one part (text, or args when args != nil)
+// into t.scr, counts them, calls f once per distinct name with its compound group
+// (numbered on from *g), and clears the scratch set.
+func (t *Tracker) scan(text string, args json.RawMessage, g *int32, f func(name string, group int32)) {
+	visit := func(name string, group int32) {
+		if _, ok := t.scr[name]; ok {
+			return
+		}
+		t.scr[name] = group
+		f(name, group)
+	}
+	if args != nil {
+		visitArgNames(args, g, visit)
+	} else {
+		visitNames(text, g, visit)
+	}
+	t.stats.Names += len(t.scr)
+	clear(t.scr)
+}
+
+// addWords handles an assistant message at step u: re-reads and reruns among its
+// calls, then the names of its text and call arguments.
+func (t *Tracker) addWords(m *transcript.Message) []Use {
+	u := m.Step
+	clear(t.ev)
+	get := func(idx int) *rawUse {
+		r := t.ev[idx]
+		if r == nil {
+			r = &rawUse{step: u, kind: UseName}
+			t.ev[idx] = r
+		}
+		return r
+	}
+	strong := func(idx int, kind UseKind, proof string) {
+		r := get(idx)
+		if r.strong == 0 || kindRank(kind) > kindRank(r.kind) {
+			r.kind, r.proof = kind, proof
+		}
+		r.strong++
+	}
+	for _, c := range m.Calls {
+		if c.Action == transcript.ActionRead && c.Path != "" {
+			for _, idx := range t.reads[c.Path] {
+				if overlaps(t.outs[idx].rng, c.Range) {
+					strong(idx, UseReread, "re-read "+c.Path)
+				}
+			}
+		}
+		if idx, ok := t.cmds[cmdHash(c)]; ok {
+			strong(idx, UseCommand, "same command")
+		}
+	}
+	// One group counter over all parts, so groups never collide.
+	var g int32
+	word := func(name string, group int32) {
+		info := t.names[name]
+		if info.agent {
+			return
+		}
+		info.agent, info.seen = true, true
+		t.names[name] = info
+		if info.owner > 0 {
+			r := get(int(info.owner) - 1)
+			r.names = append(r.names, name)
+			r.groups = append(r.groups, group)
+		}
+	}
+	if m.Text != "" {
+		t.scan(m.Text, nil, &g, word)
+	}
+	for _, c := range m.Calls {
+		if len(c.Args) > 0 {
+			t.scan("", c.Args, &g, word)
+		}
+	}
+	if len(t.ev) == 0 {
+		return nil
+	}
+	idxs := make([]int, 0, len(t.ev))
+	for idx := range t.ev {
+		idxs = append(idxs, idx)
+	}
+	sort.Ints(idxs)
+	uses := make([]Use, 0, len(idxs))
+	for _, idx := range idxs {
+		o := t.outs[idx]
+		r := t.ev[idx]
+		o.uses = append(o.uses, r)
+		uses = append(uses, t.weigh(o, r))
+	}
+	clear(t.ev)
+	return uses
+}
+
+// addOutput indexes one tool output: its names (document frequency, and ownership
+// of names never seen before), and, through its call, the file it read and the
+// command that produced it.
+func (t *Tracker) addOutput(o *transcript.ToolOutput) {
+	idx := len(t.outs)
+	oe := &outEvidence{key: o.Key, step: o.Step}
+	t.outs = append(t.outs, oe)
+	t.byKey[o.Key] = idx
+	t.stats.Outputs++
+	var g int32
+	t.scan(o.Text, nil, &g, func(name string, _ int32) {
+		info := t.names[name]
+		info.df++
+		if !info.seen {
+			info.seen = true
+			info.owner = int32(idx) + 1
+		}
+		t.names[name] = info
+	})
+	c := o.Call
+	if c == nil {
+		return
+	}
+	if c.Action == transcript.ActionRead && c.Path != "" && !o.IsError {
+		oe.reads, oe.rng = true, c.Range
+		// Earlier reads this one covers are now re-read in full: later reads of the
+		// path are evidence for this output, not for them.
+		live := t.reads[c.Path][:0]
+		for _, j := range t.reads[c.Path] {
+			if !c.Range.Covers(t.outs[j].rng) {
+				live = append(live, j)
+			}
+		}
+		t.reads[c.Path] = append(live, idx)
+	}
+	t.cmds[cmdHash(c)] = idx
+}
+
+// AddRecall records that output key was recalled at step (from live use): the
+// strongest evidence, weight 1. It fails with ErrEvidenceUnknown for a key not added
+// and ErrEvidenceStep for a step not after the output's step.
+func (t *Tracker) AddRecall(key string, step int) error {
+	idx, ok := t.byKey[key]
+	if !ok {
+		return fmt.Errorf("recall of %q at step %d: %w", key, step, ErrEvidenceUnknown)
+	}
+	o := t.outs[idx]
+	if step <= o.step {
+		return fmt.Errorf("recall of %q at step %d: %w (output step %d)", key, step, ErrEvidenceStep, o.step)
+	}
+	i := sort.Search(len(o.uses), func(i int) bool { return o.uses[i].step >= step })
+	if i < len(o.uses) && o.uses[i].step == step {
+		r := o.uses[i]
+		if r.strong == 0 || kindRank(UseRecall) > kindRank(r.kind) {
+			r.kind, r.proof = UseRecall, "recall"
+		}
+		r.strong++
+		return nil
+	}
+	r := &rawUse{step: step, kind: UseRecall, proof: "recall", strong: 1}
+	o.uses = append(o.uses, nil)
+	copy(o.uses[i+1:], o.uses[i:])
+	o.uses[i] = r
+	return nil
+}
+
+// Uses returns every use of output key, counting or not, in step order; nil for an
+// unknown key. Weights use the outputs added so far.
+func (t *Tracker) Uses(key string) []Use {
+	idx, ok := t.byKey[key]
+	if !ok {
+		return nil
+	}
+	o := t.outs[idx]
+	out := make([]Use, len(o.uses))
+	for i, r := range o.uses {
+		out[i] = t.weigh(o, r)
+	}
+	return out
+}
+
+// UsedAfter returns the first counting use of output key at a step > step. For a
+// prune applied at plan step T, the prune misses iff UsedAfter(key, T-1) holds.
+func (t *Tracker) UsedAfter(key string, step int) (Use, bool) {
+	idx, ok := t.byKey[key]
+	if !ok {
+		return Use{}, false
+	}
+	o := t.outs[idx]
+	for _, r := range o.uses {
+		if r.step <= step {
+			continue
+		}
+		if u := t.weigh(o, r); u.Counts() {
+			return u, true
+		}
+	}
+	return Use{}, false
+}
+
+// LastUse returns the step of the last counting use of output key, 0 when none.
+func (t *Tracker) LastUse(key string) int {
+	steps := t.UseSteps(key)
+	if len(steps) == 0 {
+		return 0
+	}
+	return steps[len(steps)-1]
+}
+
+// UseSteps returns the steps of the counting uses of output key, ascending (the
+// calibrate package's Output.Uses).
+func (t *Tracker) UseSteps(key string) []int {
+	var out []int
+	for _, u := range t.Uses(key) {
+		if u.Counts() {
+			out = append(out, u.Step)
+		}
+	}
+	return out
+}
+
+// weigh turns raw evidence into a Use with the current IDF weights.
+func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
+	u := Use{Key: o.key, Step: r.step, Kind: r.kind, Proof: r.proof}
+	w := r.strong
+	best, bestW := "", -1.0
+	// Names of one group are consecutive (they are recorded in scan order).
+	groupMax := 0.0
+	for i, n := range r.names {
+		nw := t.nameWeight(n)
+		if i > 0 && r.groups[i] != r.groups[i-1] {
+			w += groupMax
+			groupMax = 0
+		}
+		groupMax = max(groupMax, nw)
+		if nw > bestW || nw == bestW && (len(n) > len(best) || len(n) == len(best) && n < best) {
+			best, bestW = n, nw
+		}
+	}
+	w += groupMax
+	u.Weight = min(w, 1)
+	if r.strong == 0 {
+		u.Kind = UseName
+		u.Proof = fmt.Sprintf("name %q", best)
+		if len(r.names) > 1 {
+			u.Proof += fmt.Sprintf(" +%d more", len(r.names)-1)
+		}
+	}
+	return u
+}
+
+// nameWeight is the IDF weight of a name over the N outputs added so far:
+// ln(N/df)/ln(N), the standard IDF ln(N/df) divided by its largest value ln(N) so
+// that it lies in [0,1]: 1 for a name in one output, 0 for a name in every output.
+// With fewer than two outputs every name weighs 1 (nothing to compare with).
+func (t *Tracker) nameWeight(name string) float64 {
+	n := len(t.outs)
+	df := int(t.names[name].df)
+	if n < 2 || df < 1 {
+		return 1
+	}
+	w := math.Log(float64(n)/float64(df)) / math.Log(float64(n))
+	return min(max(w, 0), 1)
+}
+
+// overlaps reports whether two line ranges share a line (zero Range = whole file,
+// End 0 = to the end).
+func overlaps(a, b transcript.Range) bool {
+	as, bs := max(a.Start, 1), max(b.Start, 1)
+	ae, be := a.End, b.End
+	if ae == 0 {
+		ae = math.MaxInt
+	}
+	if be == 0 {
+		be = math.MaxInt
+	}
+	return as <= be && bs <= ae
+}
+
+// cmdHash identifies a call by tool name and arguments (JSON compacted, so
+// whitespace does not matter; key order does): FNV-1a 64.
+func cmdHash(c *transcript.ToolCall) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(c.Name))
+	h.Write([]byte{0})
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, c.Args); err == nil {
+		h.Write(buf.Bytes())
+	} else {
+		h.Write(bytes.TrimSpace(c.Args))
+	}
+	return h.Sum64()
+}
+
+// Names returns the distinct names in text, in order of first appearance. The
+// tokenizer (ASCII; a "word byte" is a letter, digit or '_'):
+//
+//   - Compounds: maximal runs of word bytes and '.', '/', '-', '~'; leading "./",
+//     "../", '.' and '-' and trailing '.', '-', '/', '~' are trimmed; a run with no
+//     word byte is ignored. A Windows drive path (C:\x\y or C:/x/y) is one compound
+//     with '\' read as '/'.
+//   - A compound holding '/' is a path: the path itself, each suffix after a '/'
+//     ("/r/src/a.go" gives "r/src/a.go", "src/a.go", "a.go"), and the parts of its
+//     last element split at '.' and '-' ("config_parser").
+//   - Otherwise a compound holding '.' or '-' is a dotted or hyphenated name
+//     ("os.path.join", "3.14159", "foo-bar"): the whole and its parts.
+//   - Otherwise it is an identifier or number (snake_case and camelCase stay whole).
+//   - Quoted strings: the text between two equal quotes (", ', `) on one line, when
+//     the opening quote does not follow a word byte and the closing one is not
+//     followed by one, and the text neither starts nor ends with a space.
+//
+// Every name has MinNameLen to MaxNameLen bytes (quoted strings at most
+// MaxQuotedLen). Names are case-sensitive.
+func Names(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	var g int32
+	visitNames(text, &g, func(name string, _ int32) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	})
+	return out
+}
+
+// ArgNames returns the distinct names in a tool call's JSON arguments: the names of
+// every string and number value (keys are the tool's schema, not the agent's words),
+// in document order with object keys sorted, plus each one-line string value of
+// MinNameLen to MaxQuotedLen bytes taken whole, as if quoted. Arguments that are not
+// JSON are read as text.
+func ArgNames(args json.RawMessage) []string {
+	var out []string
+	seen := map[string]bool{}
+	var g int32
+	visitArgNames(args, &g, func(name string, _ int32) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	})
+	return out
+}
+
+// visitArgNames walks the JSON arguments and visits the names of their values.
+func visitArgNames(args json.RawMessage, g *int32, emit func(string, int32)) {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		visitNames(string(args), g, emit)
+		return
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if s := strings.TrimSpace(x); len(s) >= MinNameLen && len(s) <= MaxQuotedLen && s == x && !strings.ContainsAny(s, "\r\n") && hasWordByte(s) {
+				*g++
+				emit(s, *g)
+			}
+			visitNames(x, g, emit)
+		case json.Number:
+			visitNames(string(x), g, emit)
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(x[k])
+			}
+		}
+	}
+	walk(v)
+}
+
+func isWordByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_'
+}
+
+func isCompoundByte(b byte) bool {
+	return isWordByte(b) || b == '.' || b == '/' || b == '-' || b == '~'
+}
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
+func hasWordByte(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if isWordByte(s[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// visitNames is the tokenizer documented on Names. emit receives each name with the
+// group of the compound or quoted string it came from (*g counts groups).
+func visitNames(text string, g *int32, emit func(string, int32)) {
+	n := len(text)
+	for i := 0; i < n; {
+		b := text[i]
+		if b == '"' || b == '\'' || b == '`' {
+			visitQuoted(text, i, g, emit)
+			i++
+			continue
+		}
+		if !isCompoundByte(b) {
+			i++
+			continue
+		}
+		start := i
+		drive := false
+		if isLetter(b) && i+2 < n && text[i+1] == ':' && (text[i+2] == '\\' || text[i+2] == '/') &&
+			(i == 0 || !isWordByte(text[i-1])) && i+3 < n && isWordByte(text[i+3]) {
+			drive = true
+			i += 3
+		}
+		for i < n && (isCompoundByte(text[i]) || drive && text[i] == '\\') {
+			i++
+		}
+		*g++
+		visitCompound(text[start:i], drive, *g, emit)
+	}
+}
+
+// visitQuoted emits the quoted string opening at text[i], if it is one.
+func visitQuoted(text string, i int, g *int32, emit func(string, int32)) {
+	q := text[i]
+	if i > 0 && isWordByte(text[i-1]) {
+		return
+	}
+	end := min(len(text), i+2+MaxQuotedLen)
+	for j := i + 1; j < end; j++ {
+		c := text[j]
+		if c == '\n' || c == '\r' {
+			return
+		}
+		if c != q {
+			continue
+		}
+		if j+1 < len(text) && isWordByte(text[j+1]) {
+			return
+		}
+		s := text[i+1 : j]
+		if len(s) < MinNameLen || s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t' || !hasWordByte(s) {
+			return
+		}
+		*g++
+		emit(s, *g)
+		return
+	}
+}
+
+// visitCompound emits the names of one compound run (see Names).
+func visitCompound(s string, drive bool, group int32, emit func(string, int32)) {
+	if !drive {
+		for len(s) > 0 {
+			switch {
+			case strings.HasPrefix(s, "./"):
+				s = s[2:]
+			case strings.HasPrefix(s, "../"):
+				s = s[3:]
+			case s[0] == '.' || s[0] == '-':
+				s = s[1:]
+			default:
+				goto trimmed
+			}
+		}
+	trimmed:
+	}
+	for len(s) > 0 {
+		c := s[len(s)-1]
+		if c != '.' && c != '-' && c != '/' && c != '~' && c != '\\' {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	if len(s) < MinNameLen || len(s) > MaxNameLen || !hasWordByte(s) {
+		return
+	}
+	if drive {
+		s = strings.ReplaceAll(s, `\`, "/")
+	}
+	if drive || strings.IndexByte(s, '/') >= 0 {
+		emit(s, group)
+		for j := 0; j < len(s)-1; j++ {
+			if s[j] != '/' {
+				continue
+			}
+			suf := s[j+1:]
+			if len(suf) >= MinNameLen && suf[0] != '/' && hasWordByte(suf) {
+				emit(suf, group)
+			}
+		}
+		base := s[strings.LastIndexByte(s, '/')+1:]
+		if strings.ContainsAny(base, ".-") {
+			emitParts(base, group, emit)
+		}
+		return
+	}
+	emit(s, group)
+	if strings.ContainsAny(s, ".-") {
+		emitParts(s, group, emit)
+	}
+}
+
+// emitParts emits the pieces of s split at '.' and '-' that are long enough.
+func emitParts(s string, group int32, emit func(string, int32)) {
+	for len(s) > 0 {
+		k := strings.IndexAny(s, ".-")
+		part := s
+		if k >= 0 {
+			part, s = s[:k], s[k+1:]
+		} else {
+			s = ""
+		}
+		if len(part) >= MinNameLen && hasWordByte(part) {
+			emit(part, group)
+		}
+	}
+}

@@ -1,0 +1,415 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+)
+
+// RecordAsks stores one row per ask, all in one transaction (all or none). Each ask
+// needs a session id and an output key (ErrInvalid names the index of the first bad
+// one). A NaN Score is stored as NULL and read back as NaN. Empty asks is a no-op.
+func (db *DB) RecordAsks(ctx context.Context, asks []advisor.AskRecord) error {
+	if len(asks) == 0 {
+		return nil
+	}
+	for i, a := range asks {
+		if a.SessionID == "" || a.OutputKey == "" {
+			return fmt.Errorf("storage: record asks: ask %d (session %q, output %q): %w: session id and output key are required", i, a.SessionID, a.OutputKey, ErrInvalid)
+		}
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO asks(session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for i, a := range asks {
+			ok := 0
+			if a.OK {
+				ok = 1
+			}
+			if _, err := st.ExecContext(ctx, a.SessionID, a.OutputKey, a.Step, a.CardHash, a.Scorer,
+				nullFloat(a.Score), ok, a.FailKind, int64(a.Latency), a.Tokens); err != nil {
+				return fmt.Errorf("ask %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: record %d asks: %w", len(asks), err)
+	}
+	return nil
+}
+
+// RecordDecisions stores the decisions of one step, all in one transaction (all or
+// none). Each needs a session id, an output key and a decision (ErrInvalid names
+// the index of the first bad one). Empty ds is a no-op.
+func (db *DB) RecordDecisions(ctx context.Context, ds []advisor.DecisionRecord) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	for i, d := range ds {
+		if d.SessionID == "" || d.OutputKey == "" || d.Decision == "" {
+			return fmt.Errorf("storage: record decisions: decision %d (session %q, output %q): %w: session id, output key and decision are required", i, d.SessionID, d.OutputKey, ErrInvalid)
+		}
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO decisions(session_id, output_key, step, decision, reason, score, superseder, tokens)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for i, d := range ds {
+			if _, err := st.ExecContext(ctx, d.SessionID, d.OutputKey, d.Step, string(d.Decision), d.Reason,
+				nullFloat(d.Score), d.Superseder, d.Tokens); err != nil {
+				return fmt.Errorf("decision %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: record %d decisions: %w", len(ds), err)
+	}
+	return nil
+}
+
+// AskFilter selects asks; an empty field matches every value.
+type AskFilter struct {
+	SessionID string
+	OutputKey string
+	Scorer    string
+}
+
+// Asks returns the asks matching f in the order they were recorded.
+func (db *DB) Asks(ctx context.Context, f AskFilter) ([]advisor.AskRecord, error) {
+	where, args := conditions([]cond{{"session_id", f.SessionID}, {"output_key", f.OutputKey}, {"scorer", f.Scorer}})
+	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens
+		FROM asks`+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("storage: asks %+v: %w", f, classify(err))
+	}
+	defer rows.Close()
+	var out []advisor.AskRecord
+	for rows.Next() {
+		var a advisor.AskRecord
+		var score sql.NullFloat64
+		var ok int
+		var latency int64
+		if err := rows.Scan(&a.SessionID, &a.OutputKey, &a.Step, &a.CardHash, &a.Scorer, &score, &ok, &a.FailKind, &latency, &a.Tokens); err != nil {
+			return nil, fmt.Errorf("storage: asks %+v: %w", f, err)
+		}
+		a.Score, a.OK, a.Latency = floatBack(score), ok != 0, time.Duration(latency)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: asks %+v: %w", f, classify(err))
+	}
+	return out, nil
+}
+
+// DecisionFilter selects decisions; an empty field matches every value.
+type DecisionFilter struct {
+	SessionID string
+	OutputKey string
+	Decision  advisor.Decision
+}
+
+// Decisions returns the decisions matching f in the order they were recorded.
+func (db *DB) Decisions(ctx context.Context, f DecisionFilter) ([]advisor.DecisionRecord, error) {
+	where, args := conditions([]cond{{"session_id", f.SessionID}, {"output_key", f.OutputKey}, {"decision", string(f.Decision)}})
+	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, step, decision, reason, score, superseder, tokens
+		FROM decisions`+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("storage: decisions %+v: %w", f, classify(err))
+	}
+	defer rows.Close()
+	var out []advisor.DecisionRecord
+	for rows.Next() {
+		var d advisor.DecisionRecord
+		var decision string
+		var score sql.NullFloat64
+		if err := rows.Scan(&d.SessionID, &d.OutputKey, &d.Step, &decision, &d.Reason, &score, &d.Superseder, &d.Tokens); err != nil {
+			return nil, fmt.Errorf("storage: decisions %+v: %w", f, err)
+		}
+		d.Decision, d.Score = advisor.Decision(decision), floatBack(score)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: decisions %+v: %w", f, classify(err))
+	}
+	return out, nil
+}
+
+// Session is one stored session (DESIGN.md "session"). ContentHash identifies the
+// transcript's content and SettingsHash the advisor configuration it was run with
+// (both hex SHA-256, computed by the caller).
+type Session struct {
+	ID           string
+	Format       string // transcript.Format, e.g. "claude-code"; "" when unknown
+	Name         string // display name, e.g. the transcript's file name
+	ContentHash  string
+	SettingsHash string
+	CreatedAt    time.Time // zero when unknown
+	FinishedAt   time.Time // zero while unfinished
+}
+
+// SaveSession inserts or updates the session s.ID. On update every field is
+// replaced except CreatedAt, which keeps its first non-zero value, and FinishedAt,
+// which a zero value does not clear. ErrInvalid for an empty id.
+func (db *DB) SaveSession(ctx context.Context, s Session) error {
+	if s.ID == "" {
+		return fmt.Errorf("storage: save session: %w: empty session id", ErrInvalid)
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions(id, format, name, content_hash, settings_hash, created_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT(id) DO UPDATE SET format = excluded.format, name = excluded.name,
+				content_hash = excluded.content_hash, settings_hash = excluded.settings_hash,
+				created_at = coalesce(sessions.created_at, excluded.created_at),
+				finished_at = coalesce(excluded.finished_at, sessions.finished_at)`,
+			s.ID, s.Format, s.Name, s.ContentHash, s.SettingsHash, timeText(s.CreatedAt), timeText(s.FinishedAt))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("storage: save session %q: %w", s.ID, err)
+	}
+	return nil
+}
+
+// Sessions returns every stored session ordered by id.
+func (db *DB) Sessions(ctx context.Context) ([]Session, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id, format, name, content_hash, settings_hash, created_at, finished_at
+		FROM sessions ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: sessions: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		var s Session
+		var created, finished sql.NullString
+		if err := rows.Scan(&s.ID, &s.Format, &s.Name, &s.ContentHash, &s.SettingsHash, &created, &finished); err != nil {
+			return nil, fmt.Errorf("storage: sessions: %w", err)
+		}
+		if s.CreatedAt, err = parseTime(created); err != nil {
+			return nil, fmt.Errorf("storage: session %q: %w", s.ID, err)
+		}
+		if s.FinishedAt, err = parseTime(finished); err != nil {
+			return nil, fmt.Errorf("storage: session %q: %w", s.ID, err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: sessions: %w", classify(err))
+	}
+	return out, nil
+}
+
+// Evidence is one piece of later-use evidence (DESIGN.md "Replay and later-use
+// evidence"): output OutputKey of session SessionID was used at step UseStep.
+type Evidence struct {
+	SessionID string
+	OutputKey string
+	UseStep   int     // the step whose agent words (or re-read, or recall) used the output
+	Proof     string  // what was found, e.g. the distinctive name or "recall"
+	Weight    float64 // strength of the evidence (e.g. the name's IDF); caller-defined scale
+}
+
+// RecordEvidence stores evs in one transaction (all or none); each needs a session
+// id and an output key (ErrInvalid names the index of the first bad one). Empty evs
+// is a no-op.
+func (db *DB) RecordEvidence(ctx context.Context, evs []Evidence) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	for i, e := range evs {
+		if e.SessionID == "" || e.OutputKey == "" {
+			return fmt.Errorf("storage: record evidence: item %d (session %q, output %q): %w: session id and output key are required", i, e.SessionID, e.OutputKey, ErrInvalid)
+		}
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO evidence(session_id, output_key, use_step, proof, weight) VALUES (?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for i, e := range evs {
+			if _, err := st.ExecContext(ctx, e.SessionID, e.OutputKey, e.UseStep, e.Proof, nullFloat(e.Weight)); err != nil {
+				return fmt.Errorf("item %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: record %d evidence items: %w", len(evs), err)
+	}
+	return nil
+}
+
+// EvidenceFilter selects evidence; an empty field matches every value.
+type EvidenceFilter struct {
+	SessionID string
+	OutputKey string
+}
+
+// Evidence returns the evidence matching f in the order it was recorded.
+func (db *DB) Evidence(ctx context.Context, f EvidenceFilter) ([]Evidence, error) {
+	where, args := conditions([]cond{{"session_id", f.SessionID}, {"output_key", f.OutputKey}})
+	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, use_step, proof, weight FROM evidence`+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("storage: evidence %+v: %w", f, classify(err))
+	}
+	defer rows.Close()
+	var out []Evidence
+	for rows.Next() {
+		var e Evidence
+		var w sql.NullFloat64
+		if err := rows.Scan(&e.SessionID, &e.OutputKey, &e.UseStep, &e.Proof, &w); err != nil {
+			return nil, fmt.Errorf("storage: evidence %+v: %w", f, err)
+		}
+		e.Weight = floatBack(w)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: evidence %+v: %w", f, classify(err))
+	}
+	return out, nil
+}
+
+// Replay run statuses suggested for ReplayRun.Status (the column is free text).
+const (
+	ReplayRunning = "running" // started, not finished: resume or redo it
+	ReplayDone    = "done"    // finished: a run with the same hashes can be skipped
+	ReplayFailed  = "failed"  // stopped on an error
+)
+
+// ReplayRun is one replay of one session under one configuration. A replay with the
+// same (ContentHash, SettingsHash) as a ReplayDone run can be skipped, and a
+// ReplayRunning one resumed.
+type ReplayRun struct {
+	ID           int64 // assigned by InsertReplayRun
+	SessionID    string
+	ContentHash  string // hex SHA-256 of the session transcript
+	SettingsHash string // hex SHA-256 of the advisor settings
+	Scorer       string // scorer name, e.g. "lexical"
+	Schedule     string // back-off schedule, e.g. "3,6,12,24"
+	Status       string // ReplayRunning, ReplayDone, ReplayFailed, or caller-defined
+	StartedAt    time.Time
+	FinishedAt   time.Time // zero while running
+}
+
+// InsertReplayRun stores r (its ID is ignored) and returns the new run's id.
+// SessionID, ContentHash and SettingsHash are required (ErrInvalid).
+func (db *DB) InsertReplayRun(ctx context.Context, r ReplayRun) (int64, error) {
+	if r.SessionID == "" || r.ContentHash == "" || r.SettingsHash == "" {
+		return 0, fmt.Errorf("storage: insert replay run (session %q): %w: session id, content hash and settings hash are required", r.SessionID, ErrInvalid)
+	}
+	var id int64
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO replay_runs(session_id, content_hash, settings_hash, scorer, schedule, status, started_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.SessionID, r.ContentHash, r.SettingsHash, r.Scorer, r.Schedule, r.Status, timeText(r.StartedAt), timeText(r.FinishedAt))
+		if err != nil {
+			return err
+		}
+		id, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("storage: insert replay run (session %q): %w", r.SessionID, err)
+	}
+	return id, nil
+}
+
+// FinishReplayRun sets the status and finish time of run id. ErrNotFound for an
+// unknown id.
+func (db *DB) FinishReplayRun(ctx context.Context, id int64, status string, at time.Time) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE replay_runs SET status = ?, finished_at = ? WHERE id = ?`, status, timeText(at), id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: finish replay run %d: %w", id, err)
+	}
+	return nil
+}
+
+// ReplayRunFilter selects replay runs; an empty field matches every value.
+type ReplayRunFilter struct {
+	SessionID    string
+	ContentHash  string
+	SettingsHash string
+	Status       string
+}
+
+// ReplayRuns returns the runs matching f, oldest first (by id).
+func (db *DB) ReplayRuns(ctx context.Context, f ReplayRunFilter) ([]ReplayRun, error) {
+	where, args := conditions([]cond{{"session_id", f.SessionID}, {"content_hash", f.ContentHash},
+		{"settings_hash", f.SettingsHash}, {"status", f.Status}})
+	rows, err := db.r.QueryContext(ctx, `SELECT id, session_id, content_hash, settings_hash, scorer, schedule, status, started_at, finished_at
+		FROM replay_runs`+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("storage: replay runs %+v: %w", f, classify(err))
+	}
+	defer rows.Close()
+	var out []ReplayRun
+	for rows.Next() {
+		var r ReplayRun
+		var started, finished sql.NullString
+		if err := rows.Scan(&r.ID, &r.SessionID, &r.ContentHash, &r.SettingsHash, &r.Scorer, &r.Schedule, &r.Status, &started, &finished); err != nil {
+			return nil, fmt.Errorf("storage: replay runs %+v: %w", f, err)
+		}
+		if r.StartedAt, err = parseTime(started); err != nil {
+			return nil, fmt.Errorf("storage: replay run %d: %w", r.ID, err)
+		}
+		if r.FinishedAt, err = parseTime(finished); err != nil {
+			return nil, fmt.Errorf("storage: replay run %d: %w", r.ID, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: replay runs %+v: %w", f, classify(err))
+	}
+	return out, nil
+}
+
+// cond is one optional equality condition of a filter: column = value unless value
+// is empty. Column names are constants of this package, never user input.
+type cond struct {
+	column string
+	value  string
+}
+
+// conditions builds " WHERE a = ? AND b = ?" (or "") and its arguments.
+func conditions(cs []cond) (string, []any) {
+	var parts []string
+	var args []any
+	for _, c := range cs {
+		if c.value == "" {
+			continue
+		}
+		parts = append(parts, c.column+" = ?")
+		args = append(args, c.value)
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(parts, " AND "), args
+}

@@ -1,0 +1,974 @@
+package storage
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+)
+
+// openTemp opens a fresh database in a temporary directory, closed at cleanup.
+func openTemp(t *testing.T) (*DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "prune.db")
+	db, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return db, path
+}
+
+// count returns SELECT count(*) FROM table, read through the writer (no snapshot lag).
+func count(t *testing.T, db *DB, table string) int {
+	t.Helper()
+	var n int
+	if err := db.w.QueryRowContext(t.Context(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// original builds an Original of session/key with the given text and its recall id.
+func original(session, key, text string) advisor.Original {
+	sum := sha256.Sum256([]byte(text))
+	return advisor.Original{
+		RecallID:  advisor.RecallID(session, key),
+		SessionID: session,
+		OutputKey: key,
+		Tool:      "Read",
+		Summary:   "src/" + key + ".go",
+		Text:      text,
+		Hash:      hex.EncodeToString(sum[:]),
+		Tokens:    len(text) / 4,
+		Step:      3,
+	}
+}
+
+func TestOpenMigratesOnceAndReopens(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "prune.db")
+	for round := 1; round <= 2; round++ {
+		db, err := Open(ctx, path)
+		if err != nil {
+			t.Fatalf("round %d: Open: %v", round, err)
+		}
+		v, err := db.SchemaVersion(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != 1 || LatestSchemaVersion() != 1 {
+			t.Errorf("round %d: SchemaVersion = %d, LatestSchemaVersion = %d, want 1 and 1", round, v, LatestSchemaVersion())
+		}
+		if got := count(t, db, "schema_version"); got != 1 {
+			t.Errorf("round %d: schema_version has %d rows, want 1 (migration applied once)", round, got)
+		}
+		rows, err := db.r.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tables []string
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			tables = append(tables, name)
+		}
+		rows.Close()
+		want := []string{"asks", "blobs", "decisions", "evidence", "outputs", "recalls", "replay_runs", "schema_version", "sessions", "stubs"}
+		if diff := cmp.Diff(want, tables); diff != "" {
+			t.Errorf("round %d: tables (-want +got):\n%s", round, diff)
+		}
+		if round == 1 {
+			if err := db.SaveOriginal(ctx, original("s", "k", "kept across reopen")); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			o, err := db.Original(ctx, advisor.RecallID("s", "k"))
+			if err != nil || o.Text != "kept across reopen" {
+				t.Errorf("after reopen: Original = %q, %v; want the saved text", o.Text, err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestWAL checks WAL took by three routes: the pragma on both pools, and the file
+// header, whose bytes 18 and 19 (file format write/read version) are 2 in WAL mode
+// (https://www.sqlite.org/fileformat.html#the_database_header).
+func TestWAL(t *testing.T) {
+	db, path := openTemp(t)
+	for name, h := range map[string]*sql.DB{"writer": db.w, "reader": db.r} {
+		var mode string
+		if err := h.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if mode != "wal" {
+			t.Errorf("%s: journal_mode = %q, want wal", name, mode)
+		}
+	}
+	for pragma, want := range map[string]int{"foreign_keys": 1, "busy_timeout": 5000, "synchronous": 2} {
+		var got int
+		if err := db.w.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("writer PRAGMA %s = %d, want %d", pragma, got, want)
+		}
+	}
+	head := make([]byte, 20)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.ReadAt(head, 0); err != nil {
+		t.Fatal(err)
+	}
+	if string(head[:16]) != "SQLite format 3\x00" || head[18] != 2 || head[19] != 2 {
+		t.Errorf("file header %q, bytes 18,19 = %d,%d; want an SQLite file with 2,2 (WAL)", head[:16], head[18], head[19])
+	}
+}
+
+// TestCheckWALRefusesOtherModes feeds checkWAL a handle whose journal mode cannot be
+// WAL (an in-memory database reports "memory"), since Open itself refuses such paths.
+func TestCheckWALRefusesOtherModes(t *testing.T) {
+	h, err := sql.Open("sqlite", ":memory:?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	err = (&DB{path: "mem"}).checkWAL(t.Context(), h)
+	want := `storage: open mem: journal mode is not WAL: PRAGMA journal_mode is "memory", want "wal"`
+	if !errors.Is(err, ErrNotWAL) || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("checkWAL(memory) = %v, want ErrNotWAL starting %q", err, want)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	tests := []struct {
+		name, path string
+		want       error  // sentinel, or nil to check only the text
+		text       string // substring of the message
+	}{
+		{"empty path", "", ErrInvalid, "empty database path"},
+		{"memory", ":memory:", ErrInvalid, "plain file path"},
+		{"uri", "file:x.db", ErrInvalid, "plain file path"},
+		{"missing directory", filepath.Join(dir, "no", "such", "x.db"), nil, filepath.Join(dir, "no", "such", "x.db")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db, err := Open(ctx, tt.path)
+			if err == nil {
+				db.Close()
+				t.Fatalf("Open(%q) succeeded, want an error", tt.path)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("Open(%q) = %v, want errors.Is %v", tt.path, err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.text) {
+				t.Errorf("Open(%q) = %q, want it to mention %q", tt.path, err, tt.text)
+			}
+		})
+	}
+}
+
+// TestOpenAwkwardPath checks the file: URI escaping: the file lands at the exact path.
+func TestOpenAwkwardPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a b?c#d%e&f")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "x?.db")
+	db, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", path, err)
+	}
+	defer db.Close()
+	if err := db.SaveOriginal(t.Context(), original("s", "k", "x")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{"x?.db", "x?.db-shm", "x?.db-wal"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("files in %s (-want +got):\n%s", dir, diff)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	ctx := t.Context()
+	db, path := openTemp(t)
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO schema_version(version, name, applied_at) VALUES (99, '0099_future.sql', 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	db2, err := Open(ctx, path)
+	if err == nil {
+		db2.Close()
+		t.Fatal("Open of a version-99 file succeeded")
+	}
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "version 99, newer than this program's 1") {
+		t.Errorf("Open = %v, want ErrSchema naming versions 99 and 1", err)
+	}
+}
+
+func TestLoadMigrations(t *testing.T) {
+	tests := []struct {
+		name string
+		fsys fstest.MapFS
+		want []int
+		err  string
+	}{
+		{"ordered", fstest.MapFS{"m/0002_b.sql": {Data: []byte("B")}, "m/0001_a.sql": {Data: []byte("A")}}, []int{1, 2}, ""},
+		{"gap", fstest.MapFS{"m/0001_a.sql": {}, "m/0003_c.sql": {}}, nil, "m/0003_c.sql: version 3, want 2"},
+		{"duplicate", fstest.MapFS{"m/0001_a.sql": {}, "m/0001_b.sql": {}}, nil, "version 1, want 2"},
+		{"bad name", fstest.MapFS{"m/1_a.sql": {}}, nil, "m/1_a.sql: name must be NNNN_lowercase_name.sql"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms, err := loadMigrations(tt.fsys, "m")
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("loadMigrations = %v, want error containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for _, m := range ms {
+				got = append(got, m.version)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("versions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fiveMB is 5 MiB of pseudo-random bytes (fixed seed): invalid UTF-8 and NULs included.
+func fiveMB() string {
+	r := rand.New(rand.NewChaCha8([32]byte{1, 2, 3}))
+	b := make([]byte, 5<<20)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return string(b)
+}
+
+func TestOriginalRoundTripByteForByte(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	big := fiveMB()
+	tests := []struct{ name, text string }{
+		{"ascii", "package main\n\nfunc main() {}\n"},
+		{"invalid utf-8", "ok \xff\xfe\xc3 broken \xe2\x82"},
+		{"nuls", "\x00a\x00\x00b\x00"},
+		{"empty", ""},
+		{"crlf and emoji", "line\r\nü 🎉\r\n"},
+		{"5 MiB random", big},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := original("sess", fmt.Sprintf("call_%d", i), tt.text)
+			want.Hash = "" // computed by SaveOriginal
+			if err := db.SaveOriginal(ctx, want); err != nil {
+				t.Fatalf("SaveOriginal: %v", err)
+			}
+			got, err := db.Original(ctx, want.RecallID)
+			if err != nil {
+				t.Fatalf("Original: %v", err)
+			}
+			if got.Text != tt.text {
+				t.Fatalf("Text differs: got %d bytes, want %d", len(got.Text), len(tt.text))
+			}
+			sum := sha256.Sum256([]byte(tt.text))
+			want.Hash = hex.EncodeToString(sum[:])
+			if diff := cmp.Diff(want, got); diff != "" && len(tt.text) < 1000 {
+				t.Errorf("Original (-want +got):\n%s", diff)
+			} else if diff != "" {
+				t.Errorf("Original differs outside Text")
+			}
+			// Independent route: the blob as SQLite stores it, and its byte length.
+			var raw []byte
+			var n int
+			if err := db.w.QueryRowContext(ctx, `SELECT text, bytes FROM blobs WHERE hash = ?`, want.Hash).Scan(&raw, &n); err != nil {
+				t.Fatal(err)
+			}
+			if string(raw) != tt.text || n != len(tt.text) {
+				t.Errorf("stored blob: %d bytes (column says %d), want %d identical bytes", len(raw), n, len(tt.text))
+			}
+		})
+	}
+	if len(big) != 5<<20 || !strings.Contains(big, "\x00") {
+		t.Errorf("5 MiB case is %d bytes, NUL present %v; want 5242880 and true", len(big), strings.Contains(big, "\x00"))
+	}
+}
+
+func TestSameTextStoredOnce(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	text := strings.Repeat("identical output\n", 100)
+	a, b := original("s1", "call_a", text), original("s2", "call_b", text)
+	for _, o := range []advisor.Original{a, b} {
+		if err := db.SaveOriginal(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := [2]int{count(t, db, "blobs"), count(t, db, "outputs")}; got != [2]int{1, 2} {
+		t.Errorf("blobs, outputs = %v, want [1 2]", got)
+	}
+	for _, o := range []advisor.Original{a, b} {
+		got, err := db.Original(ctx, o.RecallID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(o, got); diff != "" {
+			t.Errorf("Original(%s) (-want +got):\n%s", o.RecallID, diff)
+		}
+	}
+}
+
+func TestSaveOriginalErrors(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	base := original("s", "k", "first text")
+	if err := db.SaveOriginal(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SaveOriginal(ctx, base); err != nil {
+		t.Errorf("saving the same original again = %v, want nil (idempotent)", err)
+	}
+	changed := original("s", "k", "other text")
+	otherID := base
+	otherID.RecallID = "o_0000000000"
+	badID := base
+	badID.RecallID = "o_XYZ"
+	badHash := base
+	badHash.Hash = strings.Repeat("0", 64)
+	noSession := original("", "k", "x")
+	noSession.RecallID = "o_1111111111"
+	tests := []struct {
+		name string
+		o    advisor.Original
+		want error
+		text string
+	}{
+		{"same id other text", changed, ErrConflict, `recall id holds session "s", output "k"`},
+		{"same output other id", otherID, ErrConflict, `stored under recall id "` + base.RecallID + `"`},
+		{"malformed id", badID, ErrInvalid, `save original "o_XYZ"`},
+		{"wrong hash", badHash, ErrInvalid, "is not the SHA-256 of the text"},
+		{"no session", noSession, ErrInvalid, "empty session id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := db.SaveOriginal(ctx, tt.o)
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.text) {
+				t.Errorf("SaveOriginal = %v, want %v containing %q", err, tt.want, tt.text)
+			}
+		})
+	}
+	got, err := db.Original(ctx, base.RecallID)
+	if err != nil || got.Text != "first text" {
+		t.Errorf("after refused saves: Original = %q, %v; want the first text", got.Text, err)
+	}
+	if n := count(t, db, "outputs"); n != 1 {
+		t.Errorf("outputs rows = %d, want 1", n)
+	}
+}
+
+func TestOriginalUnknownID(t *testing.T) {
+	db, _ := openTemp(t)
+	_, err := db.Original(t.Context(), "o_0123456789")
+	if !errors.Is(err, ErrNotFound) || !errors.Is(err, advisor.ErrNotFound) {
+		t.Fatalf("Original(unknown) = %v, want ErrNotFound and advisor.ErrNotFound", err)
+	}
+	want := `storage: original "o_0123456789": not found: no pruned output with this id`
+	if err.Error() != want {
+		t.Errorf("error text\n got %q\nwant %q", err, want)
+	}
+}
+
+func TestOriginalCorruptDetected(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	o := original("s", "k", "good bytes")
+	if err := db.SaveOriginal(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.ExecContext(ctx, `UPDATE blobs SET text = ? WHERE hash = ?`, []byte("evil bytes"), o.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Original(ctx, o.RecallID); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Original after tampering = %v, want ErrCorrupt", err)
+	}
+}
+
+func TestSaveStubNeedsOriginal(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	o := original("s", "k", "text")
+	stub := advisor.StubRecord{RecallID: o.RecallID, SessionID: "s", OutputKey: "k", Stub: "[pruned]", Step: 5, Reason: "score", Score: 0.1}
+	err := db.SaveStub(ctx, stub)
+	if !errors.Is(err, ErrNoOriginal) {
+		t.Fatalf("SaveStub before SaveOriginal = %v, want ErrNoOriginal", err)
+	}
+	if !strings.Contains(err.Error(), `save stub "`+o.RecallID+`" (session "s", output "k"): no original stored for this output`) {
+		t.Errorf("error text %q does not name the stub and the cause", err)
+	}
+	if n := count(t, db, "stubs"); n != 0 {
+		t.Errorf("stubs rows after failed SaveStub = %d, want 0", n)
+	}
+	if err := db.SaveOriginal(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	mismatched := stub
+	mismatched.OutputKey = "other"
+	if err := db.SaveStub(ctx, mismatched); !errors.Is(err, ErrNoOriginal) {
+		t.Errorf("SaveStub with the recall id of another output = %v, want ErrNoOriginal", err)
+	}
+	if err := db.SaveStub(ctx, stub); err != nil {
+		t.Errorf("SaveStub after SaveOriginal = %v", err)
+	}
+	if n := count(t, db, "stubs"); n != 1 {
+		t.Errorf("stubs rows = %d, want 1", n)
+	}
+}
+
+func TestSessionStubsRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	at := time.Date(2025, 3, 4, 5, 6, 7, 891011121, time.FixedZone("CET", 3600))
+	var want = map[string]advisor.StubRecord{}
+	for i, key := range []string{"call_1", "call_2", "call_3#2"} {
+		o := original("A", key, "text of "+key)
+		if err := db.SaveOriginal(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		s := advisor.StubRecord{RecallID: o.RecallID, SessionID: "A", OutputKey: key,
+			Stub: "[pruned: " + key + "; recall(\"" + o.RecallID + "\") restores it]", Step: 10 + i,
+			Reason: "score", Score: 0.05 * float64(i), At: at.Add(time.Duration(i) * time.Second)}
+		if i == 2 {
+			s.Reason, s.Score = "superseded", -1
+		}
+		if err := db.SaveStub(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		want[key] = s
+	}
+	other := original("B", "call_1", "b text")
+	if err := db.SaveOriginal(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SaveStub(ctx, advisor.StubRecord{RecallID: other.RecallID, SessionID: "B", OutputKey: "call_1", Stub: "x", Score: math.NaN()}); err != nil {
+		t.Fatal(err)
+	}
+	// A second stub for the same output replaces the first.
+	again := want["call_2"]
+	again.Step, again.Stub = 40, "[pruned again]"
+	if err := db.SaveStub(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	want["call_2"] = again
+
+	got, err := db.SessionStubs(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SessionStubs(A) (-want +got):\n%s", diff)
+	}
+	gotB, err := db.SessionStubs(ctx, "B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := gotB["call_1"]; len(gotB) != 1 || !math.IsNaN(s.Score) || !s.At.IsZero() {
+		t.Errorf("SessionStubs(B) = %+v, want one stub with NaN score and zero time", gotB)
+	}
+	none, err := db.SessionStubs(ctx, "nobody")
+	if err != nil || none == nil || len(none) != 0 {
+		t.Errorf("SessionStubs(unknown) = %v, %v; want an empty non-nil map", none, err)
+	}
+}
+
+func TestRecallsRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	o := original("s", "k", "text")
+	if err := db.SaveOriginal(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+	want := []advisor.RecallEvent{
+		{RecallID: o.RecallID, SessionID: "s", OutputKey: "k", Step: 7, At: t0},
+		{RecallID: o.RecallID, SessionID: "s", OutputKey: "k", Step: 0, At: t0.Add(time.Minute)},
+	}
+	for _, e := range want {
+		if err := db.RecordRecall(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := db.RecordRecall(ctx, advisor.RecallEvent{RecallID: "o_0123456789", SessionID: "s", OutputKey: "zz"})
+	if !errors.Is(err, ErrNoOriginal) {
+		t.Errorf("RecordRecall(unknown) = %v, want ErrNoOriginal", err)
+	}
+	got, err := db.SessionRecalls(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SessionRecalls (-want +got):\n%s", diff)
+	}
+}
+
+func TestAsksAndDecisions(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	asks := []advisor.AskRecord{
+		{SessionID: "s", OutputKey: "a", Step: 4, CardHash: "h1", Scorer: "lexical", Score: 0.125, OK: true, Latency: 1500 * time.Microsecond, Tokens: 80},
+		{SessionID: "s", OutputKey: "b", Step: 4, CardHash: "h2", Scorer: "ollama:qwen2.5:0.5b", Score: math.NaN(), FailKind: "timeout", Latency: 30 * time.Second, Tokens: 80},
+		{SessionID: "t", OutputKey: "a", Step: 9, CardHash: "h3", Scorer: "lexical", Score: 1, OK: true},
+	}
+	if err := db.RecordAsks(ctx, asks); err != nil {
+		t.Fatal(err)
+	}
+	all, err := db.Asks(ctx, AskFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(asks, all, cmpopts.EquateNaNs()); diff != "" {
+		t.Errorf("Asks(all) (-want +got):\n%s", diff)
+	}
+	lex, err := db.Asks(ctx, AskFilter{SessionID: "s", Scorer: "lexical"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(asks[:1], lex); diff != "" {
+		t.Errorf("Asks(s, lexical) (-want +got):\n%s", diff)
+	}
+	bad := append([]advisor.AskRecord{asks[0]}, advisor.AskRecord{SessionID: "s"})
+	if err := db.RecordAsks(ctx, bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ask 1") {
+		t.Errorf("RecordAsks with an empty output key = %v, want ErrInvalid naming ask 1", err)
+	}
+	if n := count(t, db, "asks"); n != 3 {
+		t.Errorf("asks rows after the refused batch = %d, want 3", n)
+	}
+
+	ds := []advisor.DecisionRecord{
+		{SessionID: "s", OutputKey: "a", Step: 4, Decision: advisor.DecisionPending, Reason: "score", Score: 0.125, Tokens: 900},
+		{SessionID: "s", OutputKey: "c", Step: 4, Decision: advisor.DecisionPruned, Reason: "superseded", Score: -1, Superseder: "call_9", Tokens: 4210},
+		{SessionID: "s", OutputKey: "a", Step: 5, Decision: advisor.DecisionPruned, Reason: "score", Score: 0.125, Tokens: 900},
+	}
+	if err := db.RecordDecisions(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	pruned, err := db.Decisions(ctx, DecisionFilter{SessionID: "s", Decision: advisor.DecisionPruned})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]advisor.DecisionRecord{ds[1], ds[2]}, pruned); diff != "" {
+		t.Errorf("Decisions(s, pruned) (-want +got):\n%s", diff)
+	}
+	byOutput, err := db.Decisions(ctx, DecisionFilter{OutputKey: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]advisor.DecisionRecord{ds[0], ds[2]}, byOutput); diff != "" {
+		t.Errorf("Decisions(output a) (-want +got):\n%s", diff)
+	}
+	if err := db.RecordDecisions(ctx, nil); err != nil {
+		t.Errorf("RecordDecisions(nil) = %v, want nil", err)
+	}
+}
+
+func TestSessions(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	s := Session{ID: "b", Format: "claude-code", Name: "b.jsonl", ContentHash: "c1", SettingsHash: "s1", CreatedAt: t0}
+	if err := db.SaveSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SaveSession(ctx, Session{ID: "a", Format: "pi"}); err != nil {
+		t.Fatal(err)
+	}
+	// Update: a later CreatedAt does not replace the first, FinishedAt is set.
+	upd := s
+	upd.SettingsHash, upd.CreatedAt, upd.FinishedAt = "s2", t0.Add(time.Hour), t0.Add(2*time.Hour)
+	if err := db.SaveSession(ctx, upd); err != nil {
+		t.Fatal(err)
+	}
+	// A zero FinishedAt does not clear it.
+	upd2 := upd
+	upd2.FinishedAt = time.Time{}
+	if err := db.SaveSession(ctx, upd2); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Session{
+		{ID: "a", Format: "pi"},
+		{ID: "b", Format: "claude-code", Name: "b.jsonl", ContentHash: "c1", SettingsHash: "s2", CreatedAt: t0, FinishedAt: t0.Add(2 * time.Hour)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Sessions (-want +got):\n%s", diff)
+	}
+	if err := db.SaveSession(ctx, Session{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("SaveSession(no id) = %v, want ErrInvalid", err)
+	}
+}
+
+func TestEvidenceAndReplayRuns(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	evs := []Evidence{
+		{SessionID: "s", OutputKey: "a", UseStep: 8, Proof: "parseConfig", Weight: 2.5},
+		{SessionID: "s", OutputKey: "b", UseStep: 9, Proof: "recall", Weight: 10},
+	}
+	if err := db.RecordEvidence(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Evidence(ctx, EvidenceFilter{SessionID: "s", OutputKey: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(evs[1:], got); diff != "" {
+		t.Errorf("Evidence(s, b) (-want +got):\n%s", diff)
+	}
+
+	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	r := ReplayRun{SessionID: "s", ContentHash: "c", SettingsHash: "x", Scorer: "lexical", Schedule: "3,6,12,24", Status: ReplayRunning, StartedAt: t0}
+	id1, err := db.InsertReplayRun(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := r
+	r2.SettingsHash = "y"
+	id2, err := db.InsertReplayRun(ctx, r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.FinishReplayRun(ctx, id1, ReplayDone, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	done, err := db.ReplayRuns(ctx, ReplayRunFilter{ContentHash: "c", SettingsHash: "x", Status: ReplayDone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDone := r
+	wantDone.ID, wantDone.Status, wantDone.FinishedAt = id1, ReplayDone, t0.Add(time.Minute)
+	if diff := cmp.Diff([]ReplayRun{wantDone}, done); diff != "" {
+		t.Errorf("ReplayRuns(done) (-want +got):\n%s", diff)
+	}
+	all, err := db.ReplayRuns(ctx, ReplayRunFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[1].ID != id2 || all[1].Status != ReplayRunning {
+		t.Errorf("ReplayRuns(all) = %+v, want 2 runs, the second %d still running", all, id2)
+	}
+	if err := db.FinishReplayRun(ctx, 999, ReplayDone, t0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("FinishReplayRun(999) = %v, want ErrNotFound", err)
+	}
+	if _, err := db.InsertReplayRun(ctx, ReplayRun{SessionID: "s"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("InsertReplayRun without hashes = %v, want ErrInvalid", err)
+	}
+}
+
+// TestTwoHandlesWriteConcurrently stands in for two processes on one file: each DB
+// has its own writer connection, so they contend for SQLite's write lock and rely on
+// the busy timeout.
+func TestTwoHandlesWriteConcurrently(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	var handles [2]*DB
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	// Open both at once on a file that does not exist yet: migrations must apply once.
+	for i := range handles {
+		wg.Go(func() {
+			db, err := Open(ctx, path)
+			if err != nil {
+				errs <- fmt.Errorf("open %d: %w", i, err)
+				return
+			}
+			handles[i] = db
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	defer handles[0].Close()
+	defer handles[1].Close()
+
+	const perHandle = 25
+	errs = make(chan error, 4*perHandle)
+	for i, db := range handles {
+		wg.Go(func() {
+			for j := range perHandle {
+				session := fmt.Sprintf("proc%d", i)
+				o := original(session, fmt.Sprintf("call_%d", j), fmt.Sprintf("output %d of %s\n%s", j, session, strings.Repeat("x", 2000)))
+				if err := db.SaveOriginal(ctx, o); err != nil {
+					errs <- err
+				}
+				if err := db.RecordAsks(ctx, []advisor.AskRecord{{SessionID: session, OutputKey: o.OutputKey, Scorer: "lexical", OK: true}}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := [4]int{count(t, handles[0], "outputs"), count(t, handles[1], "blobs"), count(t, handles[0], "asks"), count(t, handles[1], "schema_version")}; got != [4]int{2 * perHandle, 2 * perHandle, 2 * perHandle, 1} {
+		t.Errorf("outputs, blobs, asks, schema_version rows = %v, want [%d %d %d 1]", got, 2*perHandle, 2*perHandle, 2*perHandle)
+	}
+	// Each handle reads the other's writes.
+	o, err := handles[0].Original(ctx, advisor.RecallID("proc1", "call_7"))
+	if err != nil || !strings.HasPrefix(o.Text, "output 7 of proc1\n") {
+		t.Errorf("handle 0 reading handle 1's original: %q, %v", o.Text[:min(len(o.Text), 20)], err)
+	}
+}
+
+// TestTwoProcessesWriteConcurrently runs this test binary a second time as a helper
+// process (env PRUNEADVISOR_STORAGE_HELPER_DB) that writes into the same file while
+// the parent does: SQLite's cross-process (fcntl) locks and the busy timeout.
+func TestTwoProcessesWriteConcurrently(t *testing.T) {
+	const n = 50
+	write := func(ctx context.Context, db *DB, session string) error {
+		for j := range n {
+			o := original(session, fmt.Sprintf("call_%d", j), fmt.Sprintf("%s output %d %s", session, j, strings.Repeat("y", 3000)))
+			if err := db.SaveOriginal(ctx, o); err != nil {
+				return err
+			}
+			if err := db.RecordDecisions(ctx, []advisor.DecisionRecord{{SessionID: session, OutputKey: o.OutputKey, Decision: advisor.DecisionKeep}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if path := os.Getenv("PRUNEADVISOR_STORAGE_HELPER_DB"); path != "" {
+		db, err := Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := write(t.Context(), db, "child"); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "two-procs.db")
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTwoProcessesWriteConcurrently$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PRUNEADVISOR_STORAGE_HELPER_DB="+path)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, path)
+	if err != nil {
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Start writing once the child has written its first row, so the two overlap.
+	for deadline := time.Now().Add(10 * time.Second); count(t, db, "outputs") == 0; {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("helper process wrote nothing in 10s:\n%s", out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	parentErr := write(ctx, db, "parent")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper process: %v\n%s", err, out.String())
+	}
+	if parentErr != nil {
+		t.Fatal(parentErr)
+	}
+	if got := [3]int{count(t, db, "outputs"), count(t, db, "decisions"), count(t, db, "schema_version")}; got != [3]int{2 * n, 2 * n, 1} {
+		t.Errorf("outputs, decisions, schema_version rows = %v, want [%d %d 1]", got, 2*n, 2*n)
+	}
+	o, err := db.Original(ctx, advisor.RecallID("child", "call_49"))
+	if err != nil || !strings.HasPrefix(o.Text, "child output 49 ") {
+		t.Errorf("child's original read by the parent: %v", err)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ro.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := original("s", "k", "readable")
+	if err := db.SaveOriginal(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenWith(ctx, path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("OpenWith(ReadOnly): %v", err)
+	}
+	defer ro.Close()
+	got, err := ro.Original(ctx, o.RecallID)
+	if err != nil || got.Text != "readable" {
+		t.Errorf("read-only Original = %q, %v; want the saved text", got.Text, err)
+	}
+	err = ro.SaveOriginal(ctx, original("s", "k2", "new"))
+	if !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only SaveOriginal = %v, want ErrReadOnly", err)
+	}
+	wantPrefix := `storage: save original "` + advisor.RecallID("s", "k2") + `" (session "s", output "k2"): database is read-only: `
+	if !strings.HasPrefix(err.Error(), wantPrefix) {
+		t.Errorf("error text\n got %q\nwant prefix %q", err, wantPrefix)
+	}
+	for name, err := range map[string]error{
+		"RecordAsks":   ro.RecordAsks(ctx, []advisor.AskRecord{{SessionID: "s", OutputKey: "k"}}),
+		"RecordRecall": ro.RecordRecall(ctx, advisor.RecallEvent{RecallID: o.RecallID, SessionID: "s", OutputKey: "k"}),
+		"SaveSession":  ro.SaveSession(ctx, Session{ID: "s"}),
+	} {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("read-only %s = %v, want ErrReadOnly", name, err)
+		}
+	}
+}
+
+func TestReadOnlyOpenErrors(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.db")
+	if db, err := OpenWith(ctx, missing, Options{ReadOnly: true}); err == nil {
+		db.Close()
+		t.Error("read-only open of a missing file succeeded")
+	} else if !strings.Contains(err.Error(), missing) {
+		t.Errorf("error %q does not name the file", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("read-only open created %s (stat: %v)", missing, err)
+	}
+
+	// A WAL file without our schema: read-only cannot migrate it.
+	bare := filepath.Join(dir, "bare.db")
+	raw, err := sql.Open("sqlite", bare+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.ExecContext(ctx, "CREATE TABLE t(x)"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	db, err := OpenWith(ctx, bare, Options{ReadOnly: true})
+	if err == nil {
+		db.Close()
+		t.Fatal("read-only open of an unmigrated file succeeded")
+	}
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "file is at version 0, this program needs 1") {
+		t.Errorf("read-only open of an unmigrated file = %v, want ErrSchema with versions", err)
+	}
+}
+
+// BenchmarkSaveOriginal saves a distinct 8 KiB output per iteration (a new blob and
+// outputs row, one committed, fsynced transaction each).
+func BenchmarkSaveOriginal(b *testing.B) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	body := strings.Repeat("0123456789abcdef", 512)
+	b.SetBytes(int64(len(body) + 16))
+	i := 0
+	for b.Loop() {
+		key := fmt.Sprintf("call_%08d", i)
+		if err := db.SaveOriginal(ctx, original("bench", key, key+body)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// TestReadOnlyFilePermissions opens a chmod 0444 file read-write (default Options):
+// SQLite falls back to reading, and writes fail with ErrReadOnly. Root may write any
+// file, so the test needs a non-root user (run the test binary as one, e.g. nobody).
+func TestReadOnlyFilePermissions(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores file permissions; use Options.ReadOnly (TestReadOnly) or run as non-root")
+	}
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "perm.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := original("s", "k", "readable")
+	if err := db.SaveOriginal(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open of a 0444 file: %v", err)
+	}
+	defer db.Close()
+	if got, err := db.Original(ctx, o.RecallID); err != nil || got.Text != "readable" {
+		t.Errorf("Original = %q, %v; want the saved text", got.Text, err)
+	}
+	if err := db.SaveOriginal(ctx, original("s", "k2", "new")); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("SaveOriginal on a 0444 file = %v, want ErrReadOnly", err)
+	}
+}

@@ -1,0 +1,652 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+)
+
+// Claude Code session files (TRANSCRIPT-FORMATS.md §1): one JSON object per line,
+// "type" user | assistant | system | summary | file-history-snapshot | queue-operation |
+// progress | attachment | …; only user and assistant lines make messages.
+//
+// Three things shape the reader:
+//   - An assistant message is written one content block per line, the lines sharing
+//     message.id: they become one Message whose Line is the first line's.
+//   - uuid/parentUuid make a tree. It forks for parallel tool calls (each tool_result
+//     line hangs off its own tool_use line while the next tool_use line continues the
+//     chain) and for rewinds (a new prompt re-parented at an earlier point, abandoning
+//     the old branch). Following only the path back from the last line would lose the
+//     results of parallel calls, so the reader keeps file order and drops only branches
+//     a rewind abandoned (see jsonlTree).
+//   - The top-level toolUseResult holds the structured result: a Read's line range, and
+//     an edit's success or failure (a plain-string toolUseResult is an error).
+
+func init() {
+	register(reader{format: FormatClaudeCode, detect: detectClaude, read: readClaude})
+}
+
+// ccProbe is what the reader needs from every line, whatever its type. Fields are raw
+// so that lines of types the reader ignores never fail on their own shapes.
+type ccProbe struct {
+	Type              json.RawMessage `json:"type"`
+	UUID              json.RawMessage `json:"uuid"`
+	ParentUUID        json.RawMessage `json:"parentUuid"`
+	LogicalParentUUID json.RawMessage `json:"logicalParentUuid"`
+	SessionID         json.RawMessage `json:"sessionId"`
+	Cwd               json.RawMessage `json:"cwd"`
+}
+
+// ccEntry is the rest of a user or assistant line.
+type ccEntry struct {
+	IsSidechain      bool            `json:"isSidechain"`
+	IsMeta           bool            `json:"isMeta"`
+	IsCompactSummary bool            `json:"isCompactSummary"`
+	Message          *ccMessage      `json:"message"`
+	ToolUseResult    json.RawMessage `json:"toolUseResult"`
+}
+
+type ccMessage struct {
+	ID      string          `json:"id"`
+	Content json.RawMessage `json:"content"`
+}
+
+// ccLine is one parsed user or assistant line.
+type ccLine struct {
+	no        int
+	assistant bool
+	uuid      string
+	entry     ccEntry
+	blocks    []apiBlock
+	isString  bool // user content was a plain string
+	unit      int  // unit of the line, -1 when it holds no tool result
+	node      int  // index into the tree nodes
+}
+
+// ccToolUseResult is the part of the structured result the reader refines calls from.
+type ccToolUseResult struct {
+	Type        string `json:"type"`
+	TokenCapped bool   `json:"truncatedByTokenCap"`
+	File        *struct {
+		FilePath    string `json:"filePath"`
+		NumLines    int    `json:"numLines"`
+		StartLine   int    `json:"startLine"`
+		TotalLines  int    `json:"totalLines"`
+		TokenCapped bool   `json:"truncatedByTokenCap"`
+	} `json:"file"`
+}
+
+// readClaude reads a Claude Code session (or subagent) JSONL file.
+func readClaude(name string, data []byte, opts Options) (*Session, error) {
+	b := newBuilder(FormatClaudeCode, name, data)
+	var (
+		lines    []*ccLine
+		nodes    []treeNode
+		seenUUID = map[string]bool{}
+		seenMsg  = map[string]bool{}
+		leaf     = -1
+	)
+	for _, ln := range jsonlSplit(data) {
+		raw := data[ln.start:ln.end]
+		var p ccProbe
+		if err := json.Unmarshal(raw, &p); err != nil {
+			if e := jsonlSkip(b, name, opts, ln.no, "", apiJSONProblem(err)); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		typ, _ := apiString(p.Type)
+		uuid, _ := apiString(p.UUID)
+		if uuid != "" && seenUUID[uuid] {
+			b.warn("line %d: uuid %q repeats an earlier line; the repeat is ignored", ln.no, uuid)
+			continue
+		}
+		if typ != "user" && typ != "assistant" {
+			// Other types only carry the tree (system lines sit in the chain, and a
+			// compact_boundary links back through logicalParentUuid).
+			if uuid != "" {
+				seenUUID[uuid] = true
+				nodes = append(nodes, treeNode{id: uuid, parent: ccParent(p), benign: true})
+			}
+			continue
+		}
+		cl := &ccLine{no: ln.no, assistant: typ == "assistant", uuid: uuid, unit: -1}
+		if err := json.Unmarshal(raw, &cl.entry); err != nil {
+			if e := jsonlSkip(b, name, opts, ln.no, "", apiJSONProblem(err)); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		if cl.entry.Message == nil {
+			if e := jsonlSkip(b, name, opts, ln.no, "message", "a "+typ+" line without a message object"); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		blocks, err := apiDecodeContent(cl.entry.Message.Content, "message.content")
+		if err != nil {
+			fe := apiAsFieldError(err, "message.content")
+			if e := jsonlSkip(b, name, opts, ln.no, fe.field, fe.msg); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		cl.blocks = blocks
+		cl.isString = len(blocks) == 1 && blocks[0].index < 0
+		if b.s.ID == "" {
+			b.s.ID, _ = apiString(p.SessionID)
+		}
+		if b.s.Cwd == "" {
+			b.s.Cwd, _ = apiString(p.Cwd)
+		}
+		benign := false
+		if cl.assistant {
+			// A later line of an already-seen message continues that message (a
+			// parallel tool_use); it never starts a branch of its own.
+			if id := cl.entry.Message.ID; id != "" {
+				benign = seenMsg[id]
+				seenMsg[id] = true
+			}
+		} else {
+			results := 0
+			for _, blk := range blocks {
+				if blk.typ == "tool_result" {
+					results++
+				}
+			}
+			benign = results > 0 && results == len(blocks)
+			if results > 0 {
+				cl.unit = b.addUnit(ln.start, ln.end)
+			}
+		}
+		cl.node = -1
+		if uuid != "" {
+			seenUUID[uuid] = true
+			cl.node = len(nodes)
+			leaf = cl.node
+			nodes = append(nodes, treeNode{id: uuid, parent: ccParent(p), benign: benign})
+		}
+		lines = append(lines, cl)
+	}
+
+	keep, dropped, cyclic := jsonlTree(nodes, leaf, false)
+	if dropped > 0 {
+		b.warn("%d lines on branches abandoned by a rewind were left out", dropped)
+	}
+	if cyclic > 0 {
+		b.warn("%d lines sit on a parentUuid cycle; they are kept in file order", cyclic)
+	}
+	kept := lines[:0:0]
+	mainThread := false
+	for _, cl := range lines {
+		if cl.node < 0 || keep[cl.node] {
+			kept = append(kept, cl)
+			if !cl.entry.IsSidechain {
+				mainThread = true
+			}
+		}
+	}
+
+	// Group the assistant lines by message.id: one message per id, at its first line.
+	type item struct {
+		user  *ccLine
+		lines []*ccLine // assistant lines of one message
+	}
+	var items []*item
+	byMsg := map[string]*item{}
+	for _, cl := range kept {
+		if !cl.assistant {
+			items = append(items, &item{user: cl})
+			continue
+		}
+		id := cl.entry.Message.ID
+		if it := byMsg[id]; it != nil && id != "" {
+			it.lines = append(it.lines, cl)
+			continue
+		}
+		it := &item{lines: []*ccLine{cl}}
+		items = append(items, it)
+		if id != "" {
+			byMsg[id] = it
+		}
+	}
+
+	for _, it := range items {
+		if it.user == nil {
+			var blocks []apiBlock
+			for _, cl := range it.lines {
+				blocks = append(blocks, cl.blocks...)
+			}
+			m := apiAssistant(blocks, it.lines[0].no)
+			b.add(m)
+			for _, c := range m.Calls {
+				ccRefineArgs(c)
+			}
+			continue
+		}
+		cl := it.user
+		m := apiUser(cl.blocks, cl.unit)
+		m.Line = cl.no
+		e := cl.entry
+		if e.IsMeta || e.IsCompactSummary {
+			m.Meta = true
+		}
+		var tur ccToolUseResult
+		turString := false
+		if len(m.Outputs) == 1 {
+			if t := bytes.TrimSpace(e.ToolUseResult); len(t) > 0 {
+				turString = t[0] == '"'
+				if t[0] == '{' && json.Unmarshal(t, &tur) != nil {
+					tur = ccToolUseResult{}
+				}
+			}
+			if tur.Type == "file_unchanged" {
+				m.Outputs[0].Unchanged = true
+			}
+		}
+		if b.s.Task == "" && cl.isString && !e.IsMeta && !e.IsCompactSummary && (!mainThread || !e.IsSidechain) {
+			b.s.Task = ccTask(m.Text)
+		}
+		b.add(m)
+		if len(m.Outputs) == 1 && m.Outputs[0].Call != nil {
+			ccRefineResult(m.Outputs[0].Call, m.Outputs[0], &tur, turString)
+		}
+	}
+	return b.finish()
+}
+
+// ccParent is a line's parent for the tree: parentUuid, or across a compaction
+// boundary (parentUuid null) the logicalParentUuid.
+func ccParent(p ccProbe) string {
+	if s, _ := apiString(p.ParentUUID); s != "" {
+		return s
+	}
+	s, _ := apiString(p.LogicalParentUUID)
+	return s
+}
+
+var (
+	ccCommandName = regexp.MustCompile(`(?s)<command-name>\s*(.*?)\s*</command-name>`)
+	ccCommandArgs = regexp.MustCompile(`(?s)<command-args>\s*(.*?)\s*</command-args>`)
+)
+
+// ccTask returns the task a plain-string user prompt states: the text itself, or for
+// a slash command that carries arguments "/name args" (what the user typed). A wrapper
+// with nothing the user asked for yields "".
+func ccTask(text string) string {
+	if !apiWrapperText(text) {
+		return text
+	}
+	a := ccCommandArgs.FindStringSubmatch(text)
+	if a == nil || a[1] == "" {
+		return ""
+	}
+	if n := ccCommandName.FindStringSubmatch(text); n != nil && n[1] != "" {
+		return n[1] + " " + a[1]
+	}
+	return a[1]
+}
+
+// ccRefineArgs sets a read's line range from its offset/limit arguments when Classify
+// left it whole; the structured result, when there is one, overrides it.
+func ccRefineArgs(c *ToolCall) {
+	if c.Action == ActionRead && c.Range.Whole() {
+		c.Range = rangeFromArgs(c.Args)
+	}
+}
+
+// rangeFromArgs reads Claude Code's and pi's read arguments: offset is the 1-based
+// first line (0 behaves as 1), limit the number of lines. Neither gives the whole file.
+func rangeFromArgs(args json.RawMessage) Range {
+	var a struct {
+		Offset *float64 `json:"offset"`
+		Limit  *float64 `json:"limit"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return Range{}
+	}
+	start := 1
+	if a.Offset != nil && *a.Offset > 1 {
+		start = int(*a.Offset)
+	}
+	end := 0
+	if a.Limit != nil && *a.Limit >= 1 {
+		end = start + int(*a.Limit) - 1
+	}
+	if start == 1 && end == 0 {
+		return Range{}
+	}
+	return Range{Start: start, End: end}
+}
+
+// ccRefineResult refines the call from its structured result: a Read's line range
+// (whole file when it started at line 1 and returned every line), and failure of an
+// edit or write (is_error, or a plain-string toolUseResult).
+func ccRefineResult(c *ToolCall, o *ToolOutput, tur *ccToolUseResult, turString bool) {
+	switch c.Action {
+	case ActionRead:
+		if f := tur.File; tur.Type == "text" && f != nil && f.NumLines >= 0 && f.TotalLines > 0 {
+			start := max(f.StartLine, 1)
+			capped := tur.TokenCapped || f.TokenCapped
+			if f.StartLine <= 1 && f.NumLines >= f.TotalLines && !capped {
+				c.Range = Range{}
+			} else {
+				c.Range = Range{Start: start, End: start + max(f.NumLines, 1) - 1}
+			}
+		}
+	case ActionWrite:
+		if c.Content == "" {
+			var a struct {
+				Content string `json:"content"`
+			}
+			if json.Unmarshal(c.Args, &a) == nil {
+				c.Content = a.Content
+			}
+		}
+	}
+	if turString && ccEditTools[strings.ToLower(c.Name)] {
+		o.IsError = true
+	}
+}
+
+// ccEditTools are the Claude Code tools whose plain-string toolUseResult means failure.
+var ccEditTools = map[string]bool{"edit": true, "multiedit": true, "write": true, "notebookedit": true}
+
+// detectClaude recognises Claude Code JSONL: among the first lines, the first object
+// that says what it is must carry Claude Code's keys — parentUuid with sessionId or
+// uuid (user/assistant/system/progress/attachment lines), a summary with leafUuid, a
+// file-history-snapshot, or a queue-operation with sessionId. A head that ends inside
+// a long first line is judged on the keys seen so far.
+func detectClaude(head []byte) bool {
+	for _, line := range jsonlHeadLines(head, 8) {
+		keys, ok := jsonlTopKeys(line)
+		if !ok {
+			return false
+		}
+		has := func(k string) bool { _, ok := keys[k]; return ok }
+		typ, _ := keys["type"].(string)
+		switch {
+		case typ == "summary" && has("leafUuid"),
+			typ == "file-history-snapshot" && (has("snapshot") || has("messageId")),
+			typ == "queue-operation" && has("operation") && has("sessionId"):
+			return true
+		case has("parentUuid") && (has("sessionId") || has("uuid")):
+			return typ == "" || !ccForeignTypes[typ]
+		case has("type"):
+			return false
+		}
+	}
+	return false
+}
+
+// ccForeignTypes are line types of other JSONL formats.
+var ccForeignTypes = map[string]bool{"session": true, "message": true, "session_meta": true,
+	"response_item": true, "event_msg": true, "turn_context": true, "compacted": true}
+
+// ---- JSONL helpers shared with the pi reader ----
+
+// jsonlLine is one non-blank physical line: its 1-based number and the byte span of
+// its content (surrounding blanks, a trailing \r and a leading BOM excluded).
+type jsonlLine struct {
+	no         int
+	start, end int
+}
+
+// jsonlSplit splits data into non-blank lines.
+func jsonlSplit(data []byte) []jsonlLine {
+	var out []jsonlLine
+	no := 0
+	for pos := 0; pos < len(data); {
+		no++
+		end, next := len(data), len(data)
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			end, next = pos+i, pos+i+1
+		}
+		s, e := pos, end
+		if no == 1 && bytes.HasPrefix(data[s:e], []byte("\xef\xbb\xbf")) {
+			s += 3
+		}
+		for s < e && jsonlBlank(data[s]) {
+			s++
+		}
+		for e > s && jsonlBlank(data[e-1]) {
+			e--
+		}
+		if s < e {
+			out = append(out, jsonlLine{no: no, start: s, end: e})
+		}
+		pos = next
+	}
+	return out
+}
+
+func jsonlBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// jsonlSkip handles a malformed line: in strict mode it returns the *ParseError; in
+// lenient mode it counts the line in Skipped, records a warning and returns nil.
+func jsonlSkip(b *builder, name string, opts Options, line int, field, msg string) error {
+	pe := &ParseError{File: name, Line: line, Field: field, Msg: msg}
+	if !opts.Lenient {
+		return pe
+	}
+	b.s.Skipped++
+	if field != "" {
+		b.warn("line %d: skipped: field %s: %s", line, field, msg)
+	} else {
+		b.warn("line %d: skipped: %s", line, msg)
+	}
+	return nil
+}
+
+// jsonlHeadLines returns up to n non-blank lines of head (the last may be cut short).
+func jsonlHeadLines(head []byte, n int) [][]byte {
+	var out [][]byte
+	for len(head) > 0 && len(out) < n {
+		line := head
+		if i := bytes.IndexByte(head, '\n'); i >= 0 {
+			line, head = head[:i], head[i+1:]
+		} else {
+			head = nil
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// jsonlTopKeys scans the JSON object at the start of b and returns its top-level keys,
+// with string values as strings and every other value as nil. It stops quietly where b
+// ends or the JSON breaks; ok is false when b does not start with an object.
+func jsonlTopKeys(b []byte) (keys map[string]any, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	keys = map[string]any{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			break
+		}
+		k, _ := kt.(string)
+		vt, err := dec.Token()
+		if err != nil {
+			keys[k] = nil
+			break
+		}
+		if d, isDelim := vt.(json.Delim); isDelim {
+			keys[k] = nil
+			if !jsonlSkipRest(dec, d) {
+				break
+			}
+			continue
+		}
+		if s, isStr := vt.(string); isStr {
+			keys[k] = s
+		} else {
+			keys[k] = nil
+		}
+	}
+	return keys, true
+}
+
+// jsonlSkipRest consumes the rest of a container whose opening delimiter was read.
+func jsonlSkipRest(dec *json.Decoder, open json.Delim) bool {
+	depth := 1
+	for depth > 0 {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if d, ok := t.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return true
+}
+
+// treeNode is one entry of a session tree (Claude Code uuid/parentUuid, pi v2+
+// id/parentId), in file order.
+type treeNode struct {
+	id     string // "" when the entry has none (it is then outside the tree and kept)
+	parent string // "" for a root
+	// benign entries never start a branch of their own: tool results, continuation
+	// lines of an assistant message, bookkeeping lines.
+	benign bool
+}
+
+// jsonlTree decides which entries of a session tree stay. It keeps file order and
+// drops only branches a rewind abandoned.
+//
+// A node with several children forks. A child whose whole subtree is benign (a
+// tool_result line of a parallel call, a continuation line of the same assistant
+// message) is never a branch. When two or more children lead to non-benign entries,
+// the user went back and started over at that point: the child on the path from the
+// final leaf back to the root stays (or, when that path does not pass the fork — it
+// can be cut by a skipped line or a compaction — the child latest in the file), and
+// the others are dropped with everything below them. Roots count as children of one
+// virtual fork only when rootFork is set (pi: a reset to before the first entry);
+// Claude Code starts sidechains and compactions at new roots, so they are kept.
+//
+// It returns keep (per node), how many nodes were dropped, and how many were left out
+// of the decision because they sit on (or below) a parent cycle; those are kept. It
+// never recurses, so deep chains cannot overflow the stack.
+func jsonlTree(nodes []treeNode, leaf int, rootFork bool) (keep []bool, dropped, cyclic int) {
+	n := len(nodes)
+	keep = make([]bool, n)
+	for i := range keep {
+		keep[i] = true
+	}
+	index := make(map[string]int, n)
+	for i, nd := range nodes {
+		if nd.id != "" {
+			if _, dup := index[nd.id]; !dup {
+				index[nd.id] = i
+			}
+		}
+	}
+	parent := make([]int, n)
+	children := make([][]int, n)
+	var roots, starts []int
+	for i, nd := range nodes {
+		parent[i] = -1
+		if nd.id == "" {
+			continue
+		}
+		p, ok := index[nd.parent]
+		switch {
+		case nd.parent == "":
+			roots = append(roots, i)
+			starts = append(starts, i)
+		case !ok || p == i:
+			starts = append(starts, i) // parent lost (skipped line) or self-parented
+		default:
+			parent[i] = p
+			children[p] = append(children[p], i)
+		}
+	}
+	onPath := make([]bool, n)
+	for i := leaf; i >= 0 && i < n && !onPath[i]; i = parent[i] {
+		onPath[i] = true
+	}
+	// sub[i]: the subtree of i holds a non-benign node. Iterative post-order.
+	sub := make([]bool, n)
+	state := make([]uint8, n)
+	var stack []int
+	for _, s := range starts {
+		stack = append(stack[:0], s)
+		for len(stack) > 0 {
+			top := stack[len(stack)-1]
+			if state[top] == 0 {
+				state[top] = 1
+				stack = append(stack, children[top]...)
+				continue
+			}
+			stack = stack[:len(stack)-1]
+			if state[top] == 1 {
+				state[top] = 2
+				s := !nodes[top].benign
+				for _, c := range children[top] {
+					s = s || sub[c]
+				}
+				sub[top] = s
+			}
+		}
+	}
+	drop := func(root int) {
+		stack = append(stack[:0], root)
+		for len(stack) > 0 {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if !keep[top] {
+				continue
+			}
+			keep[top] = false
+			dropped++
+			stack = append(stack, children[top]...)
+		}
+	}
+	decide := func(kids []int) {
+		var cand []int
+		for _, k := range kids {
+			if sub[k] {
+				cand = append(cand, k)
+			}
+		}
+		if len(cand) < 2 {
+			return
+		}
+		stay := cand[len(cand)-1]
+		for _, k := range cand {
+			if onPath[k] {
+				stay = k
+			}
+		}
+		for _, k := range cand {
+			if k != stay {
+				drop(k)
+			}
+		}
+	}
+	for i := range nodes {
+		if state[i] == 2 && len(children[i]) > 1 {
+			decide(children[i])
+		}
+	}
+	if rootFork {
+		decide(roots)
+	}
+	for i, nd := range nodes {
+		if nd.id != "" && state[i] == 0 {
+			cyclic++
+		}
+	}
+	return keep, dropped, cyclic
+}

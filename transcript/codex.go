@@ -1,0 +1,559 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Codex CLI rollouts (TRANSCRIPT-FORMATS.md §3), one JSON object per line, in two
+// forms:
+//   - current: {timestamp, type, payload}, type session_meta | turn_context |
+//     response_item | event_msg | compacted; output locations are "payload.…";
+//   - legacy: a first line {id, timestamp, instructions, git}, {"record_type":…}
+//     lines, and bare response items ({"type":"message"…}); locations are "output…".
+//
+// Both forms may be mixed or start mid-session; each line is judged on its own.
+//
+// Steps: one model call is one assistant turn. The response items a model call
+// produces (reasoning, assistant messages, function_call, custom_tool_call,
+// local_shell_call, web_search_call) are written one per line with nothing of the
+// model's input in between, so a run of such items is one assistant message (one
+// step), whatever its length: a reasoning item followed by three function_calls is
+// one step with three calls. The run ends at the next input item (a tool output, a
+// user or developer message) or compaction; event_msg and turn_context lines end
+// nothing. The message's Line is the run's first line.
+//
+// Messages:
+//   - user messages are RoleUser; those holding injected context
+//     (<environment_context>, <user_instructions>, "# AGENTS.md instructions",
+//     <permissions instructions>, …) are Meta; developer and system messages are
+//     Meta RoleSystem; a compacted line's summary is a Meta user message;
+//   - each function_call_output / custom_tool_call_output line is one RoleTool
+//     message with one output, located at the line's output field. An output string
+//     that is itself JSON {output, metadata} (custom tool outputs, the argv shell
+//     tool) is codexPeeled: Text is its "output" and IsError comes from
+//     metadata.exit_code; a Rewrite replaces the whole string with the stub.
+//     Otherwise IsError comes from a "Process exited with code N" or "Exit code: N"
+//     header line. Content-item lists ({type:input_text,text}, input_image) and
+//     {content, success} objects are read too;
+//   - web_search_call items are server-side and have no output: they make no call.
+//   - the base instructions (session_meta, the legacy header) are not messages.
+//
+// Calls: function_call{name, arguments (a JSON string), call_id}; custom_tool_call
+// {name, input, call_id} with Args {"input": input}; local_shell_call{call_id,
+// action{command argv}} named "local_shell" with Args = action. Argv commands
+// (shell {command:[…]}, local_shell) are classified as the bash command line they
+// run (bash -lc CMD gives CMD) or, for ["apply_patch", PATCH], as that patch; a
+// workdir argument is the directory relative paths resolve against. apply_patch
+// is classified by Classify, and when Classify does not know it, by the first file
+// the patch names: *** Add File is a write of the added lines, *** Update File
+// and *** Delete File an edit.
+//
+// Session: ID from session_meta (or the legacy header), Cwd from session_meta,
+// turn_context or the first <cwd> of an environment_context message; Task is the
+// first event_msg user_message, else the first non-Meta user message; a VS Code
+// prompt is cut to the text after "## My request for Codex:".
+
+func init() {
+	register(reader{format: FormatCodex, detect: detectCodex, read: readCodex})
+}
+
+// codexWrapperTypes are the type values of the current {timestamp, type, payload} form.
+var codexWrapperTypes = map[string]bool{
+	"session_meta": true, "turn_context": true, "response_item": true, "event_msg": true, "compacted": true,
+}
+
+// codexItemTypes are the response item types the legacy form writes bare.
+var codexItemTypes = map[string]bool{
+	"message": true, "reasoning": true, "function_call": true, "function_call_output": true,
+	"custom_tool_call": true, "custom_tool_call_output": true, "local_shell_call": true, "web_search_call": true,
+}
+
+// detectCodex claims content whose first line is a {timestamp, type, payload}
+// object with a Codex line type, or a legacy header {id, timestamp, instructions}
+// without a type, or a bare response item carrying a call_id or an
+// input_text/output_text content part.
+func detectCodex(head []byte) bool {
+	h := docScanHead(head)
+	if h.array {
+		return false
+	}
+	typ, hasType := docString(h.vals["type"])
+	if h.keys["payload"] && h.keys["timestamp"] {
+		return hasType && codexWrapperTypes[typ]
+	}
+	if !h.keys["type"] && h.keys["id"] && h.keys["timestamp"] && h.keys["instructions"] {
+		return true
+	}
+	if hasType && codexItemTypes[typ] && !h.keys["uuid"] && !h.keys["sessionId"] {
+		if h.keys["call_id"] {
+			return true
+		}
+		for _, p := range h.elems["content"] {
+			if t, _ := docString(docObj(p)["type"]); t == "input_text" || t == "output_text" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// docObj decodes raw as an object, nil when it is none.
+func docObj(raw json.RawMessage) map[string]json.RawMessage {
+	m, _ := docObject(raw)
+	return m
+}
+
+type codexReader struct {
+	b    *builder
+	name string
+	opts Options
+	cur  *Message // the assistant turn being assembled
+	task string   // first event_msg user_message
+}
+
+func readCodex(name string, data []byte, opts Options) (*Session, error) {
+	r := &codexReader{b: newBuilder(FormatCodex, name, data), name: name, opts: opts}
+	lineNo := 0
+	for pos := 0; pos < len(data); {
+		end := bytes.IndexByte(data[pos:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += pos
+		}
+		lineNo++
+		start, stop := pos, end
+		pos = end + 1
+		if lineNo == 1 && bytes.HasPrefix(data[start:stop], []byte("\xef\xbb\xbf")) {
+			start += 3
+		}
+		for stop > start && (data[stop-1] == '\r' || data[stop-1] == ' ' || data[stop-1] == '\t') {
+			stop--
+		}
+		for start < stop && (data[start] == ' ' || data[start] == '\t') {
+			start++
+		}
+		if start >= stop {
+			continue
+		}
+		if err := r.line(lineNo, start, stop); err != nil {
+			if err := docSkip(r.b, opts, err); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r.flush()
+	if r.task != "" {
+		r.b.s.Task = codexRequest(r.task)
+	}
+	s, err := r.b.finish()
+	if err != nil {
+		return nil, err
+	}
+	s.Task = codexRequest(s.Task)
+	return s, nil
+}
+
+// line reads one non-blank line, raw[start:stop]. It returns a *ParseError, having
+// added nothing, when the line is malformed.
+func (r *codexReader) line(n, start, stop int) *ParseError {
+	raw := r.b.s.raw[start:stop]
+	bad := func(field, msg string) *ParseError {
+		return &ParseError{File: r.name, Line: n, Field: field, Msg: msg}
+	}
+	if !utf8.Valid(raw) {
+		return bad("", "invalid UTF-8")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		pe := docJSONError(r.name, raw, n-1, "", err)
+		if obj == nil && docKind(raw) != '{' {
+			pe.Msg = "line is not a JSON object"
+		}
+		return pe
+	}
+	if obj == nil {
+		return bad("", "line is not a JSON object")
+	}
+	typ, _ := docString(obj["type"])
+	switch {
+	case obj["payload"] != nil && codexWrapperTypes[typ]:
+		payload, ok := docObject(obj["payload"])
+		if !ok {
+			return bad("payload", "not an object")
+		}
+		return r.wrapped(n, start, stop, typ, payload)
+	case obj["payload"] != nil:
+		r.b.warn("line %d: record type %q left out", n, typ)
+	case obj["record_type"] != nil:
+	case typ != "":
+		return r.item(n, start, stop, obj, "")
+	case obj["id"] != nil && obj["timestamp"] != nil:
+		if r.b.s.ID == "" {
+			r.b.s.ID, _ = docString(obj["id"])
+		}
+	default:
+		r.b.warn("line %d: unrecognised line left out", n)
+	}
+	return nil
+}
+
+func (r *codexReader) wrapped(n, start, stop int, typ string, p map[string]json.RawMessage) *ParseError {
+	str := func(k string) string { s, _ := docString(p[k]); return s }
+	switch typ {
+	case "session_meta":
+		if r.b.s.ID == "" {
+			r.b.s.ID = str("id")
+		}
+		if r.b.s.Cwd == "" {
+			r.b.s.Cwd = str("cwd")
+		}
+	case "turn_context":
+		if r.b.s.Cwd == "" {
+			r.b.s.Cwd = str("cwd")
+		}
+	case "event_msg":
+		if str("type") == "user_message" && r.task == "" {
+			r.task = strings.TrimSpace(str("message"))
+		}
+	case "compacted":
+		r.flush()
+		if msg := str("message"); msg != "" {
+			r.b.add(&Message{Role: RoleUser, Text: msg, Meta: true, Line: n})
+		}
+	case "response_item":
+		return r.item(n, start, stop, p, "payload")
+	}
+	return nil
+}
+
+// turn returns the assistant message being assembled, starting one at line n.
+func (r *codexReader) turn(n int) *Message {
+	if r.cur == nil {
+		r.cur = &Message{Role: RoleAssistant, Line: n}
+	}
+	return r.cur
+}
+
+// flush adds the assistant message being assembled.
+func (r *codexReader) flush() {
+	if r.cur != nil {
+		r.b.add(r.cur)
+		r.cur = nil
+	}
+}
+
+// codexInjected are the openings of user messages Codex injects as context.
+var codexInjected = []string{
+	"<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions instructions>",
+	"<INSTRUCTIONS>", "<turn_aborted>", "<user_shell_command>",
+}
+
+var codexCwdRe = regexp.MustCompile(`<cwd>([^<]+)</cwd>`)
+
+// item reads one response item; base is its sjson path inside the line ("payload"
+// or "" for bare items).
+func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, base string) *ParseError {
+	str := func(k string) string { s, _ := docString(it[k]); return s }
+	bad := func(field, msg string) *ParseError {
+		return &ParseError{File: r.name, Line: n, Field: docPath(base, field), Msg: msg}
+	}
+	switch typ := str("type"); typ {
+	case "message":
+		text, _, _, ok := docParts(it["content"], "")
+		if !ok {
+			return bad("content", "neither a string nor a list of parts")
+		}
+		switch role := str("role"); role {
+		case "assistant":
+			m := r.turn(n)
+			m.Text = strings.TrimPrefix(m.Text+"\n"+text, "\n")
+		case "user":
+			r.flush()
+			meta := false
+			t := strings.TrimSpace(text)
+			for _, p := range codexInjected {
+				if strings.HasPrefix(t, p) {
+					meta = true
+				}
+			}
+			if r.b.s.Cwd == "" && strings.HasPrefix(t, "<environment_context>") {
+				if mm := codexCwdRe.FindStringSubmatch(t); mm != nil {
+					r.b.s.Cwd = strings.TrimSpace(mm[1])
+				}
+			}
+			r.b.add(&Message{Role: RoleUser, Text: text, Meta: meta, Line: n})
+		case "developer", "system":
+			r.flush()
+			r.b.add(&Message{Role: RoleSystem, Text: text, Meta: true, Line: n})
+		default:
+			return bad("role", "unknown message role "+strconv.Quote(role))
+		}
+	case "reasoning", "web_search_call":
+		r.turn(n)
+	case "function_call":
+		name, ok := docString(it["name"])
+		if !ok {
+			return bad("name", "missing or not a string")
+		}
+		c := &ToolCall{ID: str("call_id"), Name: name, Args: docArgs(it["arguments"])}
+		r.classify(c)
+		m := r.turn(n)
+		m.Calls = append(m.Calls, c)
+	case "custom_tool_call":
+		name, ok := docString(it["name"])
+		if !ok {
+			return bad("name", "missing or not a string")
+		}
+		input := str("input")
+		args, _ := json.Marshal(map[string]string{"input": input})
+		c := &ToolCall{ID: str("call_id"), Name: name, Args: args}
+		if name == "apply_patch" {
+			codexClassifyPatch(c, input, r.b.s.Cwd)
+		}
+		m := r.turn(n)
+		m.Calls = append(m.Calls, c)
+	case "local_shell_call":
+		action, ok := docObject(it["action"])
+		if !ok {
+			return bad("action", "missing or not an object")
+		}
+		c := &ToolCall{ID: str("call_id"), Name: "local_shell", Args: docArgs(it["action"])}
+		if c.ID == "" {
+			c.ID = str("id")
+		}
+		var argv []string
+		_ = json.Unmarshal(action["command"], &argv)
+		wd, _ := docString(action["working_directory"])
+		codexClassifyArgv(c, argv, NormalizePath(wd, r.b.s.Cwd))
+		m := r.turn(n)
+		m.Calls = append(m.Calls, c)
+	case "function_call_output", "custom_tool_call_output":
+		id, ok := docString(it["call_id"])
+		if !ok {
+			return bad("call_id", "missing or not a string")
+		}
+		o, pe := codexOutput(it["output"], docPath(base, "output"))
+		if pe != nil {
+			pe.File, pe.Line = r.name, n
+			return pe
+		}
+		r.flush()
+		o.CallID = id
+		setLoc(o, r.b.addUnit(start, stop), o.paths...)
+		r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}, Line: n})
+	}
+	return nil
+}
+
+// classify sets the action of a function_call whose arguments need more than
+// Classify gives them: argv shell commands and a workdir other than the session's.
+func (r *codexReader) classify(c *ToolCall) {
+	var args map[string]json.RawMessage
+	if json.Unmarshal(c.Args, &args) != nil {
+		return
+	}
+	cwd := r.b.s.Cwd
+	if wd, ok := docString(args["workdir"]); ok && wd != "" {
+		cwd = NormalizePath(wd, cwd)
+	}
+	if docKind(args["command"]) == '[' {
+		var argv []string
+		if json.Unmarshal(args["command"], &argv) == nil {
+			codexClassifyArgv(c, argv, cwd)
+			return
+		}
+	}
+	if c.Name == "apply_patch" {
+		if in, ok := docString(args["input"]); ok {
+			codexClassifyPatch(c, in, cwd)
+			return
+		}
+	}
+	if cwd != r.b.s.Cwd {
+		classifyLike(c, c.Name, c.Args, cwd)
+	}
+}
+
+// codexClassifyArgv classifies an argv command: ["apply_patch", PATCH] as that patch,
+// [sh|bash|zsh, -c|-lc, CMD] as the command line CMD, anything else as the argv
+// joined with shell quoting.
+func codexClassifyArgv(c *ToolCall, argv []string, cwd string) {
+	if len(argv) == 0 {
+		return
+	}
+	if (argv[0] == "apply_patch" || argv[0] == "applypatch") && len(argv) > 1 {
+		codexClassifyPatch(c, argv[1], cwd)
+		return
+	}
+	cmd := ""
+	switch {
+	case len(argv) == 3 && (argv[1] == "-c" || argv[1] == "-lc") && strings.HasSuffix("/"+argv[0], "sh"):
+		cmd = argv[2]
+	default:
+		q := make([]string, len(argv))
+		for i, a := range argv {
+			q[i] = codexShellQuote(a)
+		}
+		cmd = strings.Join(q, " ")
+	}
+	classifyLike(c, "bash", map[string]string{"command": cmd}, cwd)
+}
+
+// codexShellQuote quotes a for a POSIX shell when it holds anything but safe characters.
+func codexShellQuote(a string) string {
+	if a != "" && strings.IndexFunc(a, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+}
+
+// codexPatchFile is one file section of an apply_patch patch.
+type codexPatchFile struct {
+	op      string // "add", "update" or "delete"
+	path    string
+	content string // for add: the file's lines
+}
+
+// codexPatchFiles lists the file sections of an apply_patch patch (*** Begin Patch …
+// *** End Patch) in order.
+func codexPatchFiles(patch string) []codexPatchFile {
+	var files []codexPatchFile
+	var cur *codexPatchFile
+	var added []string
+	done := func() {
+		if cur != nil && cur.op == "add" && len(added) > 0 {
+			cur.content = strings.Join(added, "\n") + "\n"
+		}
+		added = nil
+	}
+	for _, line := range strings.Split(patch, "\n") {
+		line = strings.TrimRight(line, "\r")
+		op, p := "", ""
+		switch {
+		case strings.HasPrefix(line, "*** Add File: "):
+			op, p = "add", line[len("*** Add File: "):]
+		case strings.HasPrefix(line, "*** Update File: "):
+			op, p = "update", line[len("*** Update File: "):]
+		case strings.HasPrefix(line, "*** Delete File: "):
+			op, p = "delete", line[len("*** Delete File: "):]
+		case strings.HasPrefix(line, "*** "):
+			continue
+		default:
+			if cur != nil && cur.op == "add" && strings.HasPrefix(line, "+") {
+				added = append(added, line[1:])
+			}
+			continue
+		}
+		done()
+		files = append(files, codexPatchFile{op: op, path: strings.TrimSpace(p)})
+		cur = &files[len(files)-1]
+	}
+	done()
+	return files
+}
+
+// codexClassifyPatch classifies an apply_patch call: by Classify when it knows the
+// tool, else by the first file of the patch.
+func codexClassifyPatch(c *ToolCall, patch, cwd string) {
+	classifyLike(c, "apply_patch", map[string]string{"input": patch}, cwd)
+	if c.Action != ActionOther && c.Action != "" {
+		return
+	}
+	files := codexPatchFiles(patch)
+	if len(files) == 0 {
+		return
+	}
+	f := files[0]
+	if f.op == "add" {
+		classifyLike(c, "write", map[string]string{"path": f.path, "content": f.content}, cwd)
+		return
+	}
+	classifyLike(c, "edit", map[string]string{"path": f.path}, cwd)
+}
+
+var codexExitRe = regexp.MustCompile(`(?m)^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$`)
+
+// codexOutput reads an output field; the returned output's paths are set (relative
+// to the line) and must be registered with setLoc by the caller.
+func codexOutput(raw json.RawMessage, path string) (*ToolOutput, *ParseError) {
+	o := &ToolOutput{}
+	switch docKind(raw) {
+	case 0, 'n':
+		return o, nil
+	case '"':
+		s, _ := docString(raw)
+		o.Text, o.paths = s, []string{path}
+		if inner, ok := codexPeel(s); ok {
+			o.Text = inner.text
+			o.IsError = inner.failed
+			return o, nil
+		}
+		head := s
+		if i := strings.Index(s, "\nOutput:\n"); i >= 0 {
+			head = s[:i]
+		} else {
+			head = s[:min(len(s), 400)]
+		}
+		if m := codexExitRe.FindStringSubmatch(head); m != nil {
+			o.IsError = m[1] != "0"
+		}
+		return o, nil
+	case '[':
+		text, paths, image, _ := docParts(raw, path)
+		o.Text, o.paths, o.HasImage = text, paths, image
+		return o, nil
+	case '{':
+		obj, _ := docObject(raw)
+		text, paths, image, ok := docParts(obj["content"], docPath(path, "content"))
+		if !ok {
+			return nil, &ParseError{Field: docPath(path, "content"), Msg: "neither a string nor a list of parts"}
+		}
+		o.Text, o.paths, o.HasImage = text, paths, image
+		o.IsError = strings.TrimSpace(string(obj["success"])) == "false"
+		return o, nil
+	}
+	return nil, &ParseError{Field: path, Msg: "output is neither a string, a list nor an object"}
+}
+
+type codexPeeled struct {
+	text   string
+	failed bool
+}
+
+// codexPeel reads an output string holding {"output": …, "metadata":
+// {"exit_code": N, …}}.
+func codexPeel(s string) (codexPeeled, bool) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "{") || !strings.Contains(t, `"output"`) {
+		return codexPeeled{}, false
+	}
+	var v struct {
+		Output   *string `json:"output"`
+		Metadata *struct {
+			ExitCode json.RawMessage `json:"exit_code"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal([]byte(t), &v) != nil || v.Output == nil || v.Metadata == nil {
+		return codexPeeled{}, false
+	}
+	code, ok := docInt(v.Metadata.ExitCode)
+	return codexPeeled{text: *v.Output, failed: ok && code != 0}, true
+}
+
+// codexRequest cuts a VS Code prompt ("# Context from my IDE setup: … ## My
+// request for Codex: …") to the request.
+func codexRequest(task string) string {
+	const marker = "## My request for Codex:"
+	if i := strings.Index(task, marker); i >= 0 {
+		return strings.TrimSpace(task[i+len(marker):])
+	}
+	return task
+}

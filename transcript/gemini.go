@@ -1,0 +1,215 @@
+package transcript
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Gemini CLI sessions (TRANSCRIPT-FORMATS.md §4): one JSON document
+// {sessionId, projectHash, startTime, lastUpdated, messages[], summary?}, messages
+// typed user | gemini | info | error.
+//
+// Mapping:
+//   - user → RoleUser (content a string or a list of {text} parts);
+//   - gemini → RoleAssistant, one step per message: content is its text (thoughts
+//     are not text), toolCalls[] its calls (id, name, args);
+//   - each gemini message whose toolCalls hold results is followed by one
+//     synthesised RoleTool message carrying those results in toolCalls order: a call
+//     and its result live in the same toolCalls entry,
+//     result[].functionResponse.response.output (or .error, IsError; status "error"
+//     or "cancelled" is IsError too). The output points at
+//     messages.N.toolCalls.K.result.J.functionResponse.response.output|error, and at
+//     result.J.text for plain text parts; inlineData parts set HasImage. A call
+//     without a result stays unanswered;
+//   - info and error entries are the CLI's own notices, never sent to the model:
+//     they are left out, as are entries of unknown type (with a warning).
+//
+// Gemini records no working directory (only a hash of it), so Session.Cwd is "" and
+// relative paths stay relative. Newer builds write JSONL with $set patches; that
+// form is not read here.
+
+func init() {
+	register(reader{format: FormatGemini, detect: detectGemini, read: readGemini})
+}
+
+// detectGemini claims a JSON object whose keys include sessionId, projectHash and
+// messages.
+func detectGemini(head []byte) bool {
+	h := docScanHead(head)
+	return !h.array && h.keys["sessionId"] && h.keys["projectHash"] && h.keys["messages"]
+}
+
+type geminiToolCall struct {
+	ID     json.RawMessage `json:"id"`
+	Name   json.RawMessage `json:"name"`
+	Args   json.RawMessage `json:"args"`
+	Result json.RawMessage `json:"result"`
+	Status json.RawMessage `json:"status"`
+}
+
+func readGemini(name string, data []byte, opts Options) (*Session, error) {
+	b := newBuilder(FormatGemini, name, data)
+	var doc struct {
+		SessionID json.RawMessage `json:"sessionId"`
+		Messages  json.RawMessage `json:"messages"`
+	}
+	var root json.RawMessage
+	if err := docLoad(b, name, data, opts, &root); err != nil {
+		return nil, err
+	}
+	if docKind(root) != '{' {
+		return nil, &ParseError{File: name, Msg: "a Gemini CLI session is a JSON object"}
+	}
+	docDecode(root, &doc)
+	b.s.ID, _ = docString(doc.SessionID)
+	msgs, ok := docArray(doc.Messages)
+	if !ok || docKind(doc.Messages) != '[' {
+		return nil, &ParseError{File: name, Field: "messages", Msg: "missing or not a list"}
+	}
+	for i, raw := range msgs {
+		if err := readGeminiMessage(b, name, i, raw); err != nil {
+			if err := docSkip(b, opts, err); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b.finish()
+}
+
+// readGeminiMessage adds message i; it returns a *ParseError, having added nothing,
+// when the entry is malformed.
+func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *ParseError {
+	path := docPath("messages", i)
+	bad := func(field, msg string) *ParseError {
+		return &ParseError{File: name, Field: docPath(path, field), Msg: msg}
+	}
+	obj, ok := docObject(raw)
+	if !ok {
+		return bad("", "message is not a JSON object")
+	}
+	typ, ok := docString(obj["type"])
+	if !ok {
+		return bad("type", "missing or not a string")
+	}
+	text, _, _, ok := docParts(obj["content"], "")
+	if !ok {
+		return bad("content", "neither a string nor a list of parts")
+	}
+	switch typ {
+	case "user":
+		b.add(&Message{Role: RoleUser, Text: text})
+		return nil
+	case "gemini":
+	case "info", "error", "warning":
+		return nil
+	default:
+		b.warn("%s: message of type %q left out", path, typ)
+		return nil
+	}
+	tcs, ok := docArray(obj["toolCalls"])
+	if !ok {
+		return bad("toolCalls", "not a list")
+	}
+	msg := &Message{Role: RoleAssistant, Text: text}
+	var outs []*ToolOutput
+	var outCalls []*ToolCall
+	for k, raw := range tcs {
+		tpath := docPath("toolCalls", k)
+		var tc geminiToolCall
+		if !docDecode(raw, &tc) {
+			return bad(tpath, "tool call is not a JSON object")
+		}
+		toolName, ok := docString(tc.Name)
+		if !ok {
+			return bad(docPath(tpath, "name"), "missing or not a string")
+		}
+		id, _ := docString(tc.ID)
+		args := json.RawMessage("{}")
+		if k := docKind(tc.Args); k == '{' || k == '[' {
+			args = append(json.RawMessage(nil), tc.Args...)
+		}
+		call := &ToolCall{ID: id, Name: toolName, Args: args}
+		msg.Calls = append(msg.Calls, call)
+		o, err := geminiResult(tc, docPath(path, tpath, "result"))
+		if err != nil {
+			err.File = name
+			return err
+		}
+		if o != nil {
+			outs = append(outs, o)
+			outCalls = append(outCalls, call)
+		}
+	}
+	b.add(msg)
+	if len(outs) > 0 {
+		for j, o := range outs {
+			// Read after add: calls without an id got one from the builder ("call-N").
+			o.CallID = outCalls[j].ID
+		}
+		b.add(&Message{Role: RoleTool, Outputs: outs})
+	}
+	return nil
+}
+
+// geminiResult reads one tool call's result list; nil when it has none yet.
+func geminiResult(tc geminiToolCall, base string) (*ToolOutput, *ParseError) {
+	status, _ := docString(tc.Status)
+	parts, ok := docArray(tc.Result)
+	if !ok {
+		return nil, &ParseError{Field: base, Msg: "not a list"}
+	}
+	if len(parts) == 0 {
+		if docKind(tc.Result) == '[' {
+			// An empty result list: the call ran and returned nothing.
+			return &ToolOutput{IsError: status == "error" || status == "cancelled"}, nil
+		}
+		return nil, nil
+	}
+	o := &ToolOutput{IsError: status == "error" || status == "cancelled"}
+	var texts, paths []string
+	for j, p := range parts {
+		obj, ok := docObject(p)
+		if !ok {
+			continue
+		}
+		if fr, ok := docObject(obj["functionResponse"]); ok {
+			resp, _ := docObject(fr["response"])
+			rpath := docPath(base, j, "functionResponse", "response")
+			switch {
+			case resp["output"] != nil && docKind(resp["output"]) != 'n':
+				texts = append(texts, geminiValueText(resp["output"]))
+				paths = append(paths, docPath(rpath, "output"))
+			case resp["error"] != nil && docKind(resp["error"]) != 'n':
+				texts = append(texts, geminiValueText(resp["error"]))
+				paths = append(paths, docPath(rpath, "error"))
+				o.IsError = true
+			case resp != nil:
+				texts = append(texts, geminiValueText(fr["response"]))
+				paths = append(paths, rpath)
+			}
+			continue
+		}
+		if obj["inlineData"] != nil || obj["fileData"] != nil {
+			o.HasImage = true
+			continue
+		}
+		if docKind(obj["text"]) == '"' {
+			s, _ := docString(obj["text"])
+			texts = append(texts, s)
+			paths = append(paths, docPath(base, j, "text"))
+		}
+	}
+	o.Text = strings.Join(texts, "\n")
+	setLoc(o, 0, paths...)
+	return o, nil
+}
+
+// geminiValueText is a response field as the model saw it: a string's value, any
+// other JSON value as its JSON text.
+func geminiValueText(raw json.RawMessage) string {
+	if docKind(raw) == '"' {
+		s, _ := docString(raw)
+		return s
+	}
+	return string(raw)
+}

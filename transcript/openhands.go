@@ -1,0 +1,313 @@
+package transcript
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// OpenHands V0 event streams (TRANSCRIPT-FORMATS.md §7): a JSON array of events
+// {id, timestamp, source: user|agent|environment, message, action|observation,
+// args|extras, content, cause, tool_call_metadata}.
+//
+// Mapping:
+//   - a "message" action from the user is a user message (args.content); from the
+//     agent, an assistant message with that text and no call; a "system" action is a
+//     system message;
+//   - any other action from the agent (run, read, edit, write, browse, think,
+//     finish, …) is a tool call named after the action, Args = args, Text =
+//     args.thought. The call id is tool_call_metadata.tool_call_id, or "event-<id>"
+//     when the event has none. Actions whose tool_call_metadata.model_response.id
+//     names the same model response as the previous assistant message, with only
+//     tool results in between, join that message: one model call is one step;
+//   - an observation whose cause is such an action's id is its result: Text =
+//     content (the event's "content" field, location "<index>.content"), IsError
+//     when the observation is "error", success is false, or
+//     extras.metadata.exit_code > 0. Other observations (agent_state_changed, null,
+//     results of message actions) and environment actions are left out.
+//
+// Classification: run is a bash command line, edit follows the str_replace_editor
+// command (args.command, or the command of the model's own tool call in
+// tool_call_metadata when args lack it): view a read, create a write, anything else
+// an edit; read and write are classified by Classify on their args. Session.Cwd is
+// the working_dir of the first command result that records one.
+
+func init() {
+	register(reader{format: FormatOpenHands, detect: detectOpenHands, read: readOpenHands})
+}
+
+// detectOpenHands claims a JSON array whose first complete element is an object
+// with a source and an action or observation.
+func detectOpenHands(head []byte) bool {
+	h := docScanHead(head)
+	if !h.array || len(h.items) == 0 {
+		return false
+	}
+	obj, ok := docObject(h.items[0])
+	return ok && obj["source"] != nil && (obj["action"] != nil || obj["observation"] != nil)
+}
+
+type ohEvent struct {
+	ID          json.RawMessage `json:"id"`
+	Source      json.RawMessage `json:"source"`
+	Message     json.RawMessage `json:"message"`
+	Action      json.RawMessage `json:"action"`
+	Observation json.RawMessage `json:"observation"`
+	Args        json.RawMessage `json:"args"`
+	Extras      json.RawMessage `json:"extras"`
+	Content     json.RawMessage `json:"content"`
+	Cause       json.RawMessage `json:"cause"`
+	Success     json.RawMessage `json:"success"`
+	Metadata    json.RawMessage `json:"tool_call_metadata"`
+}
+
+// ohMeta is the part of tool_call_metadata the reader uses.
+type ohMeta struct {
+	ToolCallID    json.RawMessage `json:"tool_call_id"`
+	ModelResponse struct {
+		ID      json.RawMessage `json:"id"`
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					ID       json.RawMessage `json:"id"`
+					Function struct {
+						Arguments json.RawMessage `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	} `json:"model_response"`
+}
+
+// ohSkipActions are actions that are bookkeeping, not model calls.
+var ohSkipActions = map[string]bool{"change_agent_state": true, "null": true, "recall": true}
+
+func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
+	b := newBuilder(FormatOpenHands, name, data)
+	var root json.RawMessage
+	if err := docLoad(b, name, data, opts, &root); err != nil {
+		return nil, err
+	}
+	if docKind(root) != '[' {
+		return nil, &ParseError{File: name, Msg: "an OpenHands trajectory is a JSON array of events"}
+	}
+	raws, _ := docArray(root)
+	events := make([]*ohEvent, len(raws))
+	for i, raw := range raws {
+		var ev ohEvent
+		if !docDecode(raw, &ev) {
+			if err := docSkip(b, opts, &ParseError{File: name, Field: docPath(i), Msg: "event is not a JSON object"}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		events[i] = &ev
+		if b.s.Cwd == "" {
+			var ex struct {
+				Metadata struct {
+					WorkingDir json.RawMessage `json:"working_dir"`
+				} `json:"metadata"`
+			}
+			if json.Unmarshal(ev.Extras, &ex) == nil {
+				b.s.Cwd, _ = docString(ex.Metadata.WorkingDir)
+			}
+		}
+	}
+
+	// Messages are collected first and added at the end, so that actions of one model
+	// response can join the assistant message that response started.
+	var msgs []*Message
+	calls := map[string]*ToolCall{} // by action event id
+	var lastAsst *Message           // the assistant message tool results may follow
+	lastResp := ""                  // its model response id
+	for i, ev := range events {
+		if ev == nil {
+			continue
+		}
+		path := docPath(i)
+		source, _ := docString(ev.Source)
+		id, _ := docString(ev.ID)
+		action, isAction := docString(ev.Action)
+		obs, isObs := docString(ev.Observation)
+		var args map[string]json.RawMessage
+		if ev.Args != nil && docKind(ev.Args) != 'n' {
+			var ok bool
+			if args, ok = docObject(ev.Args); !ok {
+				if err := docSkip(b, opts, &ParseError{File: name, Field: docPath(path, "args"), Msg: "not an object"}); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		argText := func(k string) string { s, _ := docString(args[k]); return s }
+		switch {
+		case isAction && ohSkipActions[action], isAction && source == "environment":
+		case isAction && action == "message":
+			text := argText("content")
+			if text == "" {
+				text, _ = docString(ev.Message)
+			}
+			role := RoleUser
+			if source == "agent" {
+				role = RoleAssistant
+			}
+			msgs = append(msgs, &Message{Role: role, Text: text})
+			lastAsst, lastResp = nil, ""
+		case isAction && action == "system":
+			msgs = append(msgs, &Message{Role: RoleSystem, Text: argText("content")})
+			lastAsst, lastResp = nil, ""
+		case isAction:
+			if source != "agent" {
+				b.warn("%s: %s action from %q left out", path, action, source)
+				continue
+			}
+			var meta ohMeta
+			_ = json.Unmarshal(ev.Metadata, &meta)
+			callID, _ := docString(meta.ToolCallID)
+			if callID == "" {
+				callID = "event-" + id
+			}
+			c := &ToolCall{ID: callID, Name: action, Args: docArgs(ev.Args)}
+			ohClassify(c, action, args, ohModelArgs(meta, callID), b.s.Cwd)
+			if id != "" {
+				calls[id] = c
+			}
+			resp, _ := docString(meta.ModelResponse.ID)
+			thought := strings.TrimSpace(argText("thought"))
+			if lastAsst != nil && resp != "" && resp == lastResp {
+				lastAsst.Calls = append(lastAsst.Calls, c)
+				if thought != "" && !strings.Contains(lastAsst.Text, thought) {
+					lastAsst.Text = strings.TrimSpace(lastAsst.Text + "\n" + thought)
+				}
+				continue
+			}
+			m := &Message{Role: RoleAssistant, Text: thought, Calls: []*ToolCall{c}}
+			msgs = append(msgs, m)
+			lastAsst, lastResp = m, resp
+		case isObs:
+			cause, _ := docString(ev.Cause)
+			c := calls[cause]
+			if c == nil {
+				if obs != "null" && obs != "agent_state_changed" && cause != "" {
+					b.warn("%s: %s observation caused by event %s, which is no tool call; left out", path, obs, cause)
+				}
+				continue
+			}
+			if docKind(ev.Content) != '"' && docKind(ev.Content) != 'n' && ev.Content != nil {
+				if err := docSkip(b, opts, &ParseError{File: name, Field: docPath(path, "content"), Msg: "not a string"}); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			text, _ := docString(ev.Content)
+			o := &ToolOutput{CallID: c.ID, Text: text, IsError: obs == "error" || ohFailed(ev)}
+			if ev.Content != nil {
+				setLoc(o, 0, docPath(path, "content"))
+			}
+			msgs = append(msgs, &Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
+		default:
+			if err := docSkip(b, opts, &ParseError{File: name, Field: path, Msg: "event has neither action nor observation"}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, m := range msgs {
+		b.add(m)
+	}
+	return b.finish()
+}
+
+// ohFailed reports a result the event marks as failed: success false or a
+// positive exit code.
+func ohFailed(ev *ohEvent) bool {
+	if strings.TrimSpace(string(ev.Success)) == "false" {
+		return true
+	}
+	var ex struct {
+		Metadata struct {
+			ExitCode json.RawMessage `json:"exit_code"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(ev.Extras, &ex) != nil {
+		return false
+	}
+	code, ok := docInt(ex.Metadata.ExitCode)
+	return ok && code > 0
+}
+
+// ohModelArgs returns the arguments of the model's own tool call callID inside
+// tool_call_metadata.model_response, decoded; nil when absent.
+func ohModelArgs(meta ohMeta, callID string) map[string]any {
+	for _, ch := range meta.ModelResponse.Choices {
+		for _, tc := range ch.Message.ToolCalls {
+			if id, _ := docString(tc.ID); id != callID {
+				continue
+			}
+			var args map[string]any
+			if json.Unmarshal(docArgs(tc.Function.Arguments), &args) == nil {
+				return args
+			}
+		}
+	}
+	return nil
+}
+
+// ohClassify sets the action of an OpenHands tool call.
+func ohClassify(c *ToolCall, action string, args map[string]json.RawMessage, model map[string]any, cwd string) {
+	str := func(k string) string {
+		if s, ok := docString(args[k]); ok {
+			return s
+		}
+		if s, ok := model[k].(string); ok {
+			return s
+		}
+		return ""
+	}
+	switch action {
+	case "run":
+		classifyLike(c, "bash", map[string]string{"command": str("command")}, cwd)
+	case "edit":
+		command := str("command")
+		fileText := str("file_text")
+		if command == "" {
+			// Old events keep the editor command only in the model's tool call.
+			command, _ = model["command"].(string)
+			if fileText == "" {
+				fileText, _ = model["file_text"].(string)
+			}
+		}
+		var vr []int
+		if a, ok := model["view_range"].([]any); ok && len(a) == 2 {
+			s, _ := a[0].(float64)
+			e, _ := a[1].(float64)
+			vr = []int{int(s), int(e)}
+		}
+		if command == "" {
+			command = "edit"
+		}
+		editorClassify(c, command, str("path"), fileText, vr, cwd)
+	case "read":
+		editorClassify(c, "view", str("path"), "", ohViewRange(args, model), cwd)
+	case "write":
+		classifyLike(c, "write", map[string]string{"path": str("path"), "content": str("content")}, cwd)
+	}
+}
+
+// ohViewRange reads a read action's line window: view_range [a, b], or start/end
+// (OpenHands writes start 0 / end -1 for the whole file).
+func ohViewRange(args map[string]json.RawMessage, model map[string]any) []int {
+	var vr []int
+	if json.Unmarshal(args["view_range"], &vr) == nil && len(vr) == 2 {
+		return vr
+	}
+	if a, ok := model["view_range"].([]any); ok && len(a) == 2 {
+		s, _ := a[0].(float64)
+		e, _ := a[1].(float64)
+		return []int{int(s), int(e)}
+	}
+	start, ok1 := docInt(args["start"])
+	end, ok2 := docInt(args["end"])
+	if ok1 && ok2 && (start > 1 || end > 0) {
+		return []int{max(start, 1), end}
+	}
+	return nil
+}

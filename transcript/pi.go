@@ -1,0 +1,408 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// pi coding agent session files (TRANSCRIPT-FORMATS.md §2): line 1 is the header
+// {type:"session", id, cwd, version?…}; then entries {type:"message", message{role…}},
+// model_change, thinking_level_change, compaction{summary}, branch_summary{summary},
+// custom, custom_message{content}, label, session_info. v1 files are a linear list; v2
+// and v3 entries carry id/parentId and form a tree (the reader keeps file order and
+// drops only abandoned branches, as for Claude Code: see jsonlTree). Some lines hold
+// two JSON objects back to back, so each line is decoded as a stream and each object
+// is its own unit.
+//
+// Message roles: user{content: string | [text|image]}; assistant{content[text |
+// thinking | toolCall{id,name,arguments}]}; toolResult{toolCallId, toolName,
+// content[text|image], details, isError}; bashExecution{command, output, exitCode…}
+// (the user's own !command: a Meta user message, not a tool call); custom and hookMessage
+// (extension messages), branchSummary and compactionSummary: Meta user messages.
+
+func init() {
+	register(reader{format: FormatPi, detect: detectPi, read: readPi})
+}
+
+// piEntry is one JSON object of a pi file. Identifiers are raw so that odd values
+// never fail a line the reader would not use.
+type piEntry struct {
+	Type     string          `json:"type"`
+	ID       json.RawMessage `json:"id"`
+	ParentID json.RawMessage `json:"parentId"`
+	Cwd      json.RawMessage `json:"cwd"`
+	Message  json.RawMessage `json:"message"`
+	Summary  json.RawMessage `json:"summary"`
+	Content  json.RawMessage `json:"content"`
+}
+
+// piMessage is the message of a "message" entry.
+type piMessage struct {
+	Role               string          `json:"role"`
+	Content            json.RawMessage `json:"content"`
+	ToolCallID         string          `json:"toolCallId"`
+	IsError            bool            `json:"isError"`
+	Details            json.RawMessage `json:"details"`
+	Command            string          `json:"command"`
+	Output             string          `json:"output"`
+	ExitCode           *float64        `json:"exitCode"`
+	Cancelled          bool            `json:"cancelled"`
+	Truncated          bool            `json:"truncated"`
+	FullOutputPath     string          `json:"fullOutputPath"`
+	ExcludeFromContext bool            `json:"excludeFromContext"`
+	Summary            string          `json:"summary"`
+}
+
+// piObj is one decoded object of the file.
+type piObj struct {
+	line int
+	e    piEntry
+	m    *piMessage // for message entries
+	unit int        // unit of the object, -1 when it holds no tool result
+	node int        // index into the tree nodes, -1 outside the tree
+}
+
+// readPi reads a pi session file, any version.
+func readPi(name string, data []byte, opts Options) (*Session, error) {
+	b := newBuilder(FormatPi, name, data)
+	var (
+		objs   []*piObj
+		nodes  []treeNode
+		first  = true
+		leaf   = -1
+		seenID = map[string]bool{}
+	)
+	for _, ln := range jsonlSplit(data) {
+		line := data[ln.start:ln.end]
+		dec := json.NewDecoder(bytes.NewReader(line))
+		for decoded := 0; ; decoded++ {
+			if apiSkipSpace(line, int(dec.InputOffset())) >= len(line) {
+				break
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				msg := apiJSONProblem(err)
+				if decoded > 0 {
+					msg = "after the first object on the line: " + msg
+				}
+				if e := jsonlSkip(b, name, opts, ln.no, "", msg); e != nil {
+					return nil, e
+				}
+				break
+			}
+			end := int(dec.InputOffset())
+			start := end - len(raw)
+			o := &piObj{line: ln.no, unit: -1, node: -1}
+			if err := json.Unmarshal(raw, &o.e); err != nil {
+				if e := jsonlSkip(b, name, opts, ln.no, "", apiJSONProblem(err)); e != nil {
+					return nil, e
+				}
+				continue
+			}
+			if first {
+				first = false
+				if o.e.Type == "session" {
+					b.s.ID, _ = apiString(o.e.ID)
+					b.s.Cwd, _ = apiString(o.e.Cwd)
+					continue
+				}
+				if e := jsonlSkip(b, name, opts, ln.no, "type", `the first entry is not a session header {"type":"session"}`); e != nil {
+					return nil, e
+				}
+			}
+			if o.e.Type == "session" {
+				b.warn("line %d: a second session header is ignored", ln.no)
+				continue
+			}
+			benign, err := piInspect(o)
+			if err != nil {
+				fe := apiAsFieldError(err, "")
+				if e := jsonlSkip(b, name, opts, ln.no, fe.field, fe.msg); e != nil {
+					return nil, e
+				}
+				continue
+			}
+			if o.m != nil && o.m.Role == "toolResult" && bytes.Equal(line[start:end], raw) {
+				o.unit = b.addUnit(ln.start+start, ln.start+end)
+			}
+			if id, _ := apiString(o.e.ID); id != "" {
+				if seenID[id] {
+					b.warn("line %d: entry id %q repeats an earlier entry; the repeat is ignored", ln.no, id)
+					continue
+				}
+				seenID[id] = true
+				parent, _ := apiString(o.e.ParentID)
+				o.node = len(nodes)
+				leaf = o.node
+				nodes = append(nodes, treeNode{id: id, parent: parent, benign: benign})
+			}
+			objs = append(objs, o)
+		}
+	}
+
+	keep, dropped, cyclic := jsonlTree(nodes, leaf, true)
+	if dropped > 0 {
+		b.warn("%d entries on abandoned branches were left out", dropped)
+	}
+	if cyclic > 0 {
+		b.warn("%d entries sit on a parentId cycle; they are kept in file order", cyclic)
+	}
+	for _, o := range objs {
+		if o.node >= 0 && !keep[o.node] {
+			continue
+		}
+		if err := piAdd(b, o); err != nil {
+			fe := apiAsFieldError(err, "")
+			if e := jsonlSkip(b, name, opts, o.line, fe.field, fe.msg); e != nil {
+				return nil, e
+			}
+		}
+	}
+	return b.finish()
+}
+
+// piInspect decodes a message entry's message and reports whether the entry is benign
+// for the tree (it cannot start a branch: tool results and bookkeeping entries).
+func piInspect(o *piObj) (benign bool, err error) {
+	switch o.e.Type {
+	case "message":
+		raw := bytes.TrimSpace(o.e.Message)
+		if len(raw) == 0 || raw[0] != '{' {
+			return false, &apiFieldError{"message", "a message entry without a message object"}
+		}
+		var m piMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return false, apiTypeError("message", err)
+		}
+		if m.Role == "" {
+			return false, &apiFieldError{"message.role", "message without a role"}
+		}
+		o.m = &m
+		switch m.Role {
+		case "user", "assistant", "bashExecution", "custom", "hookMessage", "branchSummary", "compactionSummary":
+			return false, nil
+		}
+		return true, nil
+	case "compaction", "branch_summary", "custom_message":
+		return false, nil
+	}
+	return true, nil
+}
+
+var piSlashCommand = regexp.MustCompile(`^/[\w:.-]+$`)
+
+// piAdd turns one kept object into a message (or nothing) and adds it.
+func piAdd(b *builder, o *piObj) error {
+	switch o.e.Type {
+	case "compaction", "branch_summary":
+		s, ok := apiString(o.e.Summary)
+		if !ok && len(bytes.TrimSpace(o.e.Summary)) > 0 && string(bytes.TrimSpace(o.e.Summary)) != "null" {
+			return &apiFieldError{"summary", "summary must be a string"}
+		}
+		if s != "" {
+			b.add(&Message{Role: RoleUser, Text: s, Meta: true, Line: o.line})
+		}
+		return nil
+	case "custom_message":
+		blocks, err := apiDecodeContent(o.e.Content, "content")
+		if err != nil {
+			return err
+		}
+		m := apiUser(blocks, -1)
+		m.Role, m.Meta, m.Line = RoleUser, true, o.line
+		if m.Text != "" {
+			b.add(m)
+		}
+		return nil
+	case "message":
+	default:
+		return nil
+	}
+	pm := o.m
+	switch pm.Role {
+	case "user":
+		blocks, err := apiDecodeContent(pm.Content, "message.content")
+		if err != nil {
+			return err
+		}
+		m := apiUser(blocks, -1)
+		m.Role, m.Line = RoleUser, o.line
+		t := strings.TrimSpace(m.Text)
+		if piSlashCommand.MatchString(t) || apiWrapperText(t) {
+			m.Meta = true
+		}
+		b.add(m)
+	case "assistant":
+		m, err := piAssistant(pm.Content)
+		if err != nil {
+			return err
+		}
+		m.Line = o.line
+		b.add(m)
+		for _, c := range m.Calls {
+			ccRefineArgs(c)
+		}
+	case "toolResult":
+		if pm.ToolCallID == "" {
+			return &apiFieldError{"message.toolCallId", "toolResult without a toolCallId"}
+		}
+		res, err := apiDecodeResult(pm.Content, "message.content")
+		if err != nil {
+			return err
+		}
+		out := &ToolOutput{CallID: pm.ToolCallID, Text: res.text, IsError: pm.IsError, HasImage: res.hasImage}
+		if o.unit >= 0 && len(res.paths) > 0 {
+			setLoc(out, o.unit, res.paths...)
+		}
+		b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{out}, Line: o.line})
+		if c := out.Call; c != nil && c.Action == ActionRead && !out.IsError {
+			piRefineRead(c, pm.Details)
+		}
+	case "bashExecution":
+		if pm.ExcludeFromContext {
+			return nil
+		}
+		b.add(&Message{Role: RoleUser, Text: piBashText(pm), Meta: true, Line: o.line})
+	case "custom", "hookMessage":
+		blocks, err := apiDecodeContent(pm.Content, "message.content")
+		if err != nil {
+			return err
+		}
+		m := apiUser(blocks, -1)
+		m.Role, m.Meta, m.Line = RoleUser, true, o.line
+		if m.Text != "" {
+			b.add(m)
+		}
+	case "branchSummary", "compactionSummary":
+		if pm.Summary != "" {
+			b.add(&Message{Role: RoleUser, Text: pm.Summary, Meta: true, Line: o.line})
+		}
+	}
+	return nil
+}
+
+// piAssistant builds an assistant message from pi content blocks: text makes the Text,
+// toolCall{id,name,arguments} the calls; thinking and unknown blocks are skipped.
+func piAssistant(raw json.RawMessage) (*Message, error) {
+	m := &Message{Role: RoleAssistant}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return m, nil
+	}
+	if raw[0] == '"' {
+		s, _ := apiString(raw)
+		m.Text = s
+		return m, nil
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, &apiFieldError{"message.content", "content must be a string or an array of blocks"}
+	}
+	var texts []string
+	seen := map[string]bool{}
+	for j, el := range elems {
+		p := fmt.Sprintf("message.content.%d", j)
+		var head struct {
+			Type json.RawMessage `json:"type"`
+		}
+		if err := json.Unmarshal(el, &head); err != nil {
+			return nil, &apiFieldError{p, "content block is not a JSON object"}
+		}
+		switch typ, _ := apiString(head.Type); typ {
+		case "text":
+			var t struct {
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(el, &t); err != nil {
+				return nil, apiTypeError(p, err)
+			}
+			texts = append(texts, t.Text)
+		case "toolCall":
+			var t struct {
+				ID        string          `json:"id"`
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			}
+			if err := json.Unmarshal(el, &t); err != nil {
+				return nil, apiTypeError(p, err)
+			}
+			if t.ID == "" {
+				return nil, &apiFieldError{p + ".id", "toolCall without an id"}
+			}
+			if seen[t.ID] {
+				continue
+			}
+			seen[t.ID] = true
+			args := t.Arguments
+			if len(bytes.TrimSpace(args)) == 0 {
+				args = json.RawMessage("{}")
+			}
+			m.Calls = append(m.Calls, &ToolCall{ID: t.ID, Name: t.Name, Args: args})
+		}
+	}
+	m.Text = apiJoin(texts)
+	return m, nil
+}
+
+// piRefineRead narrows a read's range when pi cut its output: details.truncation
+// {truncated, outputLines} says how many lines came back from the read's first line.
+func piRefineRead(c *ToolCall, details json.RawMessage) {
+	var d struct {
+		Truncation *struct {
+			Truncated   bool `json:"truncated"`
+			OutputLines int  `json:"outputLines"`
+		} `json:"truncation"`
+	}
+	if len(details) == 0 || json.Unmarshal(details, &d) != nil || d.Truncation == nil {
+		return
+	}
+	t := d.Truncation
+	if !t.Truncated || t.OutputLines <= 0 {
+		return
+	}
+	start := max(c.Range.Start, 1)
+	end := start + t.OutputLines - 1
+	if c.Range.End == 0 || end < c.Range.End {
+		c.Range = Range{Start: start, End: end}
+	}
+}
+
+// piBashText renders a user !command the way pi puts it in the model's context.
+func piBashText(m *piMessage) string {
+	var sb strings.Builder
+	sb.WriteString("Ran `" + m.Command + "`\n")
+	if m.Output != "" {
+		sb.WriteString("```\n" + strings.TrimRight(m.Output, "\n") + "\n```")
+	} else {
+		sb.WriteString("(no output)")
+	}
+	switch {
+	case m.Cancelled:
+		sb.WriteString("\n\n(command cancelled)")
+	case m.ExitCode != nil && *m.ExitCode != 0:
+		fmt.Fprintf(&sb, "\n\nCommand exited with code %d", int(*m.ExitCode))
+	}
+	if m.Truncated && m.FullOutputPath != "" {
+		sb.WriteString("\n\n[Output truncated. Full output: " + m.FullOutputPath + "]")
+	}
+	return sb.String()
+}
+
+// detectPi recognises a pi session: the first object of the file is the header
+// {"type":"session","id":…}.
+func detectPi(head []byte) bool {
+	lines := jsonlHeadLines(head, 1)
+	if len(lines) == 0 {
+		return false
+	}
+	keys, ok := jsonlTopKeys(lines[0])
+	if !ok {
+		return false
+	}
+	typ, _ := keys["type"].(string)
+	id, _ := keys["id"].(string)
+	return typ == "session" && id != ""
+}
