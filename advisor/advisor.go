@@ -1,5 +1,3 @@
-//go:build advisorwip
-
 // Package advisor is pruneadvisor's per-step pipeline (DESIGN.md "Per-step
 // pipeline"): it indexes each new message once, protects what must stay, applies the
 // deterministic rules, asks a scorer for keep-probabilities on due cards in one
@@ -18,8 +16,6 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/backoff"
-	"github.com/pruneadvisor/pruneadvisor/cards"
-	"github.com/pruneadvisor/pruneadvisor/rules"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 

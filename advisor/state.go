@@ -1,5 +1,3 @@
-//go:build advisorwip
-
 package advisor
 
 import (
@@ -150,7 +148,7 @@ func (a *Advisor) index(st *state, msgs []*transcript.Message) {
 		}
 		for _, d := range st.rules.Add(m) {
 			if os, ok := st.byKey[d.OutputKey]; ok && !os.dead {
-				os.dead, os.deadRule, os.deadBy = true, d.Rule, d.By
+				os.dead, os.deadRule, os.deadBy = true, string(d.Rule), d.By
 			}
 		}
 		st.lastPrint = fingerprint(m)

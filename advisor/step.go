@@ -1,5 +1,3 @@
-//go:build advisorwip
-
 package advisor
 
 import (

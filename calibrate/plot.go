@@ -107,7 +107,7 @@ func savingsPlot(r Report) (*plot.Plot, error) {
 	p.Title.Text = "Savings vs miss rate"
 	p.X.Label.Text = "miss rate (pruned outputs used later)"
 	p.Y.Label.Text = "share of tool-output token-steps saved"
-	p.X.Min, p.Y.Min = 0, 0
+	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, 1
 	p.Legend.Top = true
 	for i, s := range r.Scorers {
 		for k, series := range [][]Result{s.Sweep, s.Random} {
@@ -128,7 +128,7 @@ func savingsPlot(r Report) (*plot.Plot, error) {
 			if k == 1 {
 				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 				pts.Radius = vg.Points(1.5)
-				name = "random at " + s.Scorer + "'s rate"
+				name = "random, prune rate of " + s.Scorer
 			}
 			p.Add(l, pts)
 			p.Legend.Add(name, l, pts)

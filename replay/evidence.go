@@ -18,22 +18,29 @@ package replay
 // prune misses when the output is used at a step >= T, i.e. when UsedAfter(key, T-1)
 // holds. A use before the decision step never counts against it.
 //
-// Known over-counting: ordinary English words of 4+ letters are names too, so prose
-// that first repeats a word first seen in some output (a README read, an error text)
-// is counted as a use of that output; IDF only tames words that recur in many outputs,
-// and the first-write rule lets each word count once per session. A re-read or rerun
-// counts even when the agent re-reads because the file changed (after its own edit),
-// not because it needed the old content. Path suffixes ("src/a.go" in "/r/src/a.go")
-// may link a name to a different file with the same tail.
+// Evidence by name skips prose: a plain word the agent writes outside quotes or a
+// code fence ("found", "should", "Config") marks the word as written but is not
+// evidence (see Names). Without that rule, ordinary words written for the first time
+// were most of the name uses in the real Claude Code sessions, and IDF cannot catch
+// them: they are rare in tool outputs, common only in the agent's prose.
 //
-// Known under-counting: a name is distinctive only for the first output it appears
-// in, so a later output that repeats it (a second grep listing the same file) gets no
-// credit; names are ASCII only (identifiers in other scripts are invisible); the
-// agent may use an output without repeating any of its names (it decides from a test
-// result, or paraphrases), and snake_case/camelCase names are matched whole, so
-// "parse_config" and "parseConfig" never match each other; quoted strings match only
-// byte for byte and only when quoted (or a whole argument value) on both sides;
-// names in thinking blocks do not count (they are not in Message.Text).
+// Known over-counting: the first output holding a name owns it for the whole
+// session, so a large early output (a whole-file read, a listing) collects uses of
+// names the agent may have taken from a later output; plain words inside quotes or
+// fences, and code-shaped words of prose files the agent writes (a README, a commit
+// message) still count; a re-read or rerun counts even when the agent re-reads
+// because the file changed (after its own edit), not because it needed the old
+// content: a whole-file read followed by partial reads of the same file collects a
+// use at every partial read (mini-swe-agent sessions show dozens); path suffixes
+// ("src/a.go" in "/r/src/a.go") may link a name to another file with the same tail.
+//
+// Known under-counting: a later output that repeats a name (a second grep listing
+// the same file) gets no credit for it; plain-word identifiers (validate, config)
+// written unquoted are not evidence; names are ASCII only; the agent may use an
+// output without repeating any of its names (it acts on a test result, or
+// paraphrases); snake_case and camelCase names are matched whole, so "parse_config"
+// and "parseConfig" never match; quoted strings match only byte for byte; names in
+// thinking blocks do not count (they are not in Message.Text).
 
 import (
 	"bytes"
@@ -132,8 +139,8 @@ type TrackerStats struct {
 	Outputs  int // tool outputs added
 	// Names is the number of distinct names scanned, summed over message parts
 	// (assistant Text, each call's Args, each output's Text, other messages' Text):
-	// it equals the sum of len(Names(part)) over the parts added, whatever the
-	// session's length before them.
+	// it equals the sum of len(Names(part)) (len(ArgNames(args)) for arguments)
+	// over the parts added, whatever the session's length before them.
 	Names int
 }
 
@@ -144,11 +151,12 @@ type Tracker struct {
 	names map[string]nameInfo
 	outs  []*outEvidence
 	byKey map[string]int
-	reads map[string][]int // normalised path -> indexes of live reads of it
-	cmds  map[uint64]int   // hash of tool name + compact args -> latest output index
-	scr   map[string]int32 // scratch: names of the current part -> group
-	ev    map[int]*rawUse  // scratch: evidence of the current assistant message
-	step  int              // step of the last message added
+	reads map[string][]int    // normalised path -> indexes of live reads of it
+	cmds  map[uint64]int      // hash of tool name + compact args -> latest output index
+	scr   map[string]scrEntry // scratch: names of the current part
+	order []string            // scratch: the current part's names in first-seen order
+	ev    map[int]*rawUse     // scratch: evidence of the current assistant message
+	step  int                 // step of the last message added
 	stats TrackerStats
 }
 
@@ -162,11 +170,10 @@ type nameInfo struct {
 
 // outEvidence is one output's entry.
 type outEvidence struct {
-	key   string
-	step  int
-	rng   transcript.Range
-	reads bool // a successful read with a path: later reads of the path are uses
-	uses  []*rawUse
+	key  string
+	step int
+	rng  transcript.Range // lines read, for outputs of successful reads
+	uses []*rawUse
 }
 
 // rawUse is evidence at one step before weighting; weights are computed on query so
@@ -187,7 +194,7 @@ func NewTracker() *Tracker {
 		byKey: map[string]int{},
 		reads: map[string][]int{},
 		cmds:  map[uint64]int{},
-		scr:   map[string]int32{},
+		scr:   map[string]scrEntry{},
 		ev:    map[int]*rawUse{},
 	}
 }
@@ -237,35 +244,50 @@ func (t *Tracker) Add(m *transcript.Message) ([]Use, error) {
 	}
 	if m.Role != transcript.RoleAssistant && m.Text != "" {
 		var g int32
-		t.scan(m.Text, nil, &g, func(name string, _ int32) {
-			info := t.names[name]
-			if !info.seen {
-				info.seen = true
-				t.names[name] = info
-			}
-		})
+		t.scan(m.Text, nil, false, &g, func(_ string, _ scrEntry, info *nameInfo) { info.seen = true })
 	}
 	return uses, nil
 }
 
-// scan collects the distinct names of one part (text, or args when args != nil)
-// into t.scr, counts them, calls f once per distinct name with its compound group
-// (numbered on from *g), and clears the scratch set.
-func (t *Tracker) scan(text string, args json.RawMessage, g *int32, f func(name string, group int32)) {
-	visit := func(name string, group int32) {
-		if _, ok := t.scr[name]; ok {
+// scrEntry is one distinct name of the part being scanned.
+type scrEntry struct {
+	group int32 // compound or quoted string it came from (first code emission)
+	prose bool  // only seen as a plain word of prose (see Names)
+}
+
+// scan visits the distinct names of one part (text, or args when args != nil) in
+// order of first appearance: for each it counts the part in the name's document
+// frequency when the part is a tool output (output), and calls f with the name,
+// its scratch entry and its index entry, which f may change; the index entry is
+// then stored. A name seen both as a prose word and in code context takes the code
+// entry.
+func (t *Tracker) scan(text string, args json.RawMessage, output bool, g *int32, f func(name string, e scrEntry, info *nameInfo)) {
+	visit := func(name string, group int32, prose bool) {
+		if e, ok := t.scr[name]; ok {
+			if e.prose && !prose {
+				t.scr[name] = scrEntry{group: group}
+			}
 			return
 		}
-		t.scr[name] = group
-		f(name, group)
+		t.scr[name] = scrEntry{group: group, prose: prose}
+		t.order = append(t.order, name)
 	}
 	if args != nil {
 		visitArgNames(args, g, visit)
 	} else {
 		visitNames(text, g, visit)
 	}
-	t.stats.Names += len(t.scr)
+	for _, name := range t.order {
+		info := t.names[name]
+		if output {
+			info.df++
+		}
+		f(name, t.scr[name], &info)
+		t.names[name] = info
+	}
+	t.stats.Names += len(t.order)
 	clear(t.scr)
+	t.order = t.order[:0]
 }
 
 // addWords handles an assistant message at step u: re-reads and reruns among its
@@ -302,25 +324,23 @@ func (t *Tracker) addWords(m *transcript.Message) []Use {
 	}
 	// One group counter over all parts, so groups never collide.
 	var g int32
-	word := func(name string, group int32) {
-		info := t.names[name]
+	word := func(name string, e scrEntry, info *nameInfo) {
 		if info.agent {
 			return
 		}
 		info.agent, info.seen = true, true
-		t.names[name] = info
-		if info.owner > 0 {
+		if info.owner > 0 && !e.prose {
 			r := get(int(info.owner) - 1)
 			r.names = append(r.names, name)
-			r.groups = append(r.groups, group)
+			r.groups = append(r.groups, e.group)
 		}
 	}
 	if m.Text != "" {
-		t.scan(m.Text, nil, &g, word)
+		t.scan(m.Text, nil, false, &g, word)
 	}
 	for _, c := range m.Calls {
 		if len(c.Args) > 0 {
-			t.scan("", c.Args, &g, word)
+			t.scan("", c.Args, false, &g, word)
 		}
 	}
 	if len(t.ev) == 0 {
@@ -352,21 +372,18 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 	t.byKey[o.Key] = idx
 	t.stats.Outputs++
 	var g int32
-	t.scan(o.Text, nil, &g, func(name string, _ int32) {
-		info := t.names[name]
-		info.df++
+	t.scan(o.Text, nil, true, &g, func(_ string, _ scrEntry, info *nameInfo) {
 		if !info.seen {
 			info.seen = true
 			info.owner = int32(idx) + 1
 		}
-		t.names[name] = info
 	})
 	c := o.Call
 	if c == nil {
 		return
 	}
 	if c.Action == transcript.ActionRead && c.Path != "" && !o.IsError {
-		oe.reads, oe.rng = true, c.Range
+		oe.rng = c.Range
 		// Earlier reads this one covers are now re-read in full: later reads of the
 		// path are evidence for this output, not for them.
 		live := t.reads[c.Path][:0]
@@ -468,11 +485,18 @@ func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 	u := Use{Key: o.key, Step: r.step, Kind: r.kind, Proof: r.proof}
 	w := r.strong
 	best, bestW := "", -1.0
-	// Names of one group are consecutive (they are recorded in scan order).
+	// Names of one compound count once, at their best weight; compounds add up.
+	// Sum in order of group number so the result does not depend on map order.
+	idx := make([]int, len(r.names))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return r.groups[idx[a]] < r.groups[idx[b]] })
 	groupMax := 0.0
-	for i, n := range r.names {
+	for k, i := range idx {
+		n := r.names[i]
 		nw := t.nameWeight(n)
-		if i > 0 && r.groups[i] != r.groups[i-1] {
+		if k > 0 && r.groups[i] != r.groups[idx[k-1]] {
 			w += groupMax
 			groupMax = 0
 		}
@@ -545,7 +569,7 @@ func cmdHash(c *transcript.ToolCall) uint64 {
 //     with '\' read as '/'.
 //   - A compound holding '/' is a path: the path itself, each suffix after a '/'
 //     ("/r/src/a.go" gives "r/src/a.go", "src/a.go", "a.go"), and the parts of its
-//     last element split at '.' and '-' ("config_parser").
+//     last element split at '.' and '-' ("config_parser" of "config_parser.py").
 //   - Otherwise a compound holding '.' or '-' is a dotted or hyphenated name
 //     ("os.path.join", "3.14159", "foo-bar"): the whole and its parts.
 //   - Otherwise it is an identifier or number (snake_case and camelCase stay whole).
@@ -555,16 +579,51 @@ func cmdHash(c *transcript.ToolCall) uint64 {
 //
 // Every name has MinNameLen to MaxNameLen bytes (quoted strings at most
 // MaxQuotedLen). Names are case-sensitive.
+//
+// Prose words. In the agent's own text (assistant Text, not tool-call arguments), a
+// plain word — a lone identifier made of letters only, all lower case or only its
+// first letter upper case ("found", "Config") — that stands outside a quoted string
+// or a ``` fenced block is prose, not a name the agent took from an output: it marks
+// the word as written but is not evidence. Identifiers with a digit, '_', an inner
+// or all-capital spelling (parseConfig, MAX_SIZE, STRICT), paths, dotted names,
+// numbers and anything quoted or fenced count anywhere. This is a rule about shape
+// and markup, not a stop list: without it, ordinary words the agent writes for the
+// first time ("have", "should") are the most frequent name uses in real sessions.
 func Names(text string) []string {
 	var out []string
 	seen := map[string]bool{}
 	var g int32
-	visitNames(text, &g, func(name string, _ int32) {
+	visitNames(text, &g, func(name string, _ int32, _ bool) {
 		if !seen[name] {
 			seen[name] = true
 			out = append(out, name)
 		}
 	})
+	return out
+}
+
+// ProseWords returns the distinct names of text that are prose words (see Names),
+// in order of first appearance: the names of an assistant text that are not
+// evidence. A word that also occurs in code context in text is not listed.
+func ProseWords(text string) []string {
+	prose := map[string]bool{}
+	var order []string
+	var g int32
+	visitNames(text, &g, func(name string, _ int32, p bool) {
+		was, ok := prose[name]
+		if !ok {
+			order = append(order, name)
+			prose[name] = p
+		} else if was && !p {
+			prose[name] = false
+		}
+	})
+	var out []string
+	for _, n := range order {
+		if prose[n] {
+			out = append(out, n)
+		}
+	}
 	return out
 }
 
@@ -572,12 +631,12 @@ func Names(text string) []string {
 // every string and number value (keys are the tool's schema, not the agent's words),
 // in document order with object keys sorted, plus each one-line string value of
 // MinNameLen to MaxQuotedLen bytes taken whole, as if quoted. Arguments that are not
-// JSON are read as text.
+// JSON are read as text. Arguments are code context: they hold no prose words.
 func ArgNames(args json.RawMessage) []string {
 	var out []string
 	seen := map[string]bool{}
 	var g int32
-	visitArgNames(args, &g, func(name string, _ int32) {
+	visitArgNames(args, &g, func(name string, _ int32, _ bool) {
 		if !seen[name] {
 			seen[name] = true
 			out = append(out, name)
@@ -586,8 +645,12 @@ func ArgNames(args json.RawMessage) []string {
 	return out
 }
 
+// emitFunc receives one name, the group (compound or quoted string) it came from,
+// and whether it is a prose word.
+type emitFunc func(name string, group int32, prose bool)
+
 // visitArgNames walks the JSON arguments and visits the names of their values.
-func visitArgNames(args json.RawMessage, g *int32, emit func(string, int32)) {
+func visitArgNames(args json.RawMessage, g *int32, emit emitFunc) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var v any
@@ -599,9 +662,10 @@ func visitArgNames(args json.RawMessage, g *int32, emit func(string, int32)) {
 	walk = func(v any) {
 		switch x := v.(type) {
 		case string:
-			if s := strings.TrimSpace(x); len(s) >= MinNameLen && len(s) <= MaxQuotedLen && s == x && !strings.ContainsAny(s, "\r\n") && hasWordByte(s) {
+			if len(x) >= MinNameLen && len(x) <= MaxQuotedLen && strings.TrimSpace(x) == x &&
+				!strings.ContainsAny(x, "\r\n") && hasWordByte(x) {
 				*g++
-				emit(s, *g)
+				emit(x, *g, false)
 			}
 			visitNames(x, g, emit)
 		case json.Number:
@@ -634,6 +698,8 @@ func isCompoundByte(b byte) bool {
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
+func isUpper(b byte) bool { return b >= 'A' && b <= 'Z' }
+
 func hasWordByte(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if isWordByte(s[i]) {
@@ -643,14 +709,48 @@ func hasWordByte(s string) bool {
 	return false
 }
 
+// plainWord reports whether s (a lone identifier) is spelled like an ordinary
+// word: letters only, no upper-case letter after the first.
+func plainWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !isLetter(b) || i > 0 && isUpper(b) {
+			return false
+		}
+	}
+	return true
+}
+
+const fence = "```"
+
 // visitNames is the tokenizer documented on Names. emit receives each name with the
-// group of the compound or quoted string it came from (*g counts groups).
-func visitNames(text string, g *int32, emit func(string, int32)) {
+// group of the compound or quoted string it came from (*g counts groups) and
+// whether it is a prose word.
+func visitNames(text string, g *int32, emit emitFunc) {
 	n := len(text)
+	codeEnd := 0   // text[:codeEnd] up to here is inside a quoted string or fence
+	fenceEnd := -1 // index of the closing fence of the open fenced block
 	for i := 0; i < n; {
 		b := text[i]
+		if b == '`' && strings.HasPrefix(text[i:], fence) {
+			if i == fenceEnd {
+				fenceEnd = -1
+			} else if fenceEnd < 0 {
+				k := strings.Index(text[i+3:], fence)
+				if k < 0 {
+					fenceEnd = n
+				} else {
+					fenceEnd = i + 3 + k
+				}
+				codeEnd = max(codeEnd, fenceEnd)
+			}
+			i += 3
+			continue
+		}
 		if b == '"' || b == '\'' || b == '`' {
-			visitQuoted(text, i, g, emit)
+			if end := visitQuoted(text, i, g, emit); end > 0 {
+				codeEnd = max(codeEnd, end)
+			}
 			i++
 			continue
 		}
@@ -660,8 +760,8 @@ func visitNames(text string, g *int32, emit func(string, int32)) {
 		}
 		start := i
 		drive := false
-		if isLetter(b) && i+2 < n && text[i+1] == ':' && (text[i+2] == '\\' || text[i+2] == '/') &&
-			(i == 0 || !isWordByte(text[i-1])) && i+3 < n && isWordByte(text[i+3]) {
+		if isLetter(b) && i+3 < n && text[i+1] == ':' && (text[i+2] == '\\' || text[i+2] == '/') &&
+			(i == 0 || !isWordByte(text[i-1])) && isWordByte(text[i+3]) {
 			drive = true
 			i += 3
 		}
@@ -669,41 +769,45 @@ func visitNames(text string, g *int32, emit func(string, int32)) {
 			i++
 		}
 		*g++
-		visitCompound(text[start:i], drive, *g, emit)
+		visitCompound(text[start:i], drive, start < codeEnd, *g, emit)
 	}
 }
 
-// visitQuoted emits the quoted string opening at text[i], if it is one.
-func visitQuoted(text string, i int, g *int32, emit func(string, int32)) {
+// visitQuoted emits the quoted string opening at text[i], if it is one, and
+// returns the index of its closing quote (0 when it is not one).
+func visitQuoted(text string, i int, g *int32, emit emitFunc) int {
 	q := text[i]
 	if i > 0 && isWordByte(text[i-1]) {
-		return
+		return 0
 	}
 	end := min(len(text), i+2+MaxQuotedLen)
 	for j := i + 1; j < end; j++ {
 		c := text[j]
 		if c == '\n' || c == '\r' {
-			return
+			return 0
 		}
 		if c != q {
 			continue
 		}
 		if j+1 < len(text) && isWordByte(text[j+1]) {
-			return
+			return 0
 		}
 		s := text[i+1 : j]
 		if len(s) < MinNameLen || s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t' || !hasWordByte(s) {
-			return
+			return 0
 		}
 		*g++
-		emit(s, *g)
-		return
+		emit(s, *g, false)
+		return j
 	}
+	return 0
 }
 
-// visitCompound emits the names of one compound run (see Names).
-func visitCompound(s string, drive bool, group int32, emit func(string, int32)) {
+// visitCompound emits the names of one compound run (see Names); code reports that
+// it lies inside a quoted string or fenced block.
+func visitCompound(s string, drive, code bool, group int32, emit emitFunc) {
 	if !drive {
+	trim:
 		for len(s) > 0 {
 			switch {
 			case strings.HasPrefix(s, "./"):
@@ -713,10 +817,9 @@ func visitCompound(s string, drive bool, group int32, emit func(string, int32)) 
 			case s[0] == '.' || s[0] == '-':
 				s = s[1:]
 			default:
-				goto trimmed
+				break trim
 			}
 		}
-	trimmed:
 	}
 	for len(s) > 0 {
 		c := s[len(s)-1]
@@ -732,14 +835,14 @@ func visitCompound(s string, drive bool, group int32, emit func(string, int32)) 
 		s = strings.ReplaceAll(s, `\`, "/")
 	}
 	if drive || strings.IndexByte(s, '/') >= 0 {
-		emit(s, group)
+		emit(s, group, false)
 		for j := 0; j < len(s)-1; j++ {
 			if s[j] != '/' {
 				continue
 			}
 			suf := s[j+1:]
 			if len(suf) >= MinNameLen && suf[0] != '/' && hasWordByte(suf) {
-				emit(suf, group)
+				emit(suf, group, false)
 			}
 		}
 		base := s[strings.LastIndexByte(s, '/')+1:]
@@ -748,14 +851,16 @@ func visitCompound(s string, drive bool, group int32, emit func(string, int32)) 
 		}
 		return
 	}
-	emit(s, group)
 	if strings.ContainsAny(s, ".-") {
+		emit(s, group, false)
 		emitParts(s, group, emit)
+		return
 	}
+	emit(s, group, !code && plainWord(s))
 }
 
 // emitParts emits the pieces of s split at '.' and '-' that are long enough.
-func emitParts(s string, group int32, emit func(string, int32)) {
+func emitParts(s string, group int32, emit emitFunc) {
 	for len(s) > 0 {
 		k := strings.IndexAny(s, ".-")
 		part := s
@@ -765,7 +870,7 @@ func emitParts(s string, group int32, emit func(string, int32)) {
 			s = ""
 		}
 		if len(part) >= MinNameLen && hasWordByte(part) {
-			emit(part, group)
+			emit(part, group, false)
 		}
 	}
 }

@@ -415,23 +415,41 @@ func (a *shellAnalyzer) run(cmd string) bool {
 	if !ok {
 		return false
 	}
+	// An and-or list (pipelines joined by && and ||) is interpreted when it ends: its
+	// first pipeline always runs; when the list holds a ||, the later ones may not.
+	type entry struct{ cmds []*simpleCmd }
+	var list []entry
+	hasOr := false
 	var pipe []*simpleCmd
 	cur := &simpleCmd{}
-	condNext := false // the next pipeline follows ||
-	flush := func(connector string) {
+	endPipe := func() {
 		if len(cur.words) > 0 || len(cur.redirs) > 0 {
 			pipe = append(pipe, cur)
 		}
 		cur = &simpleCmd{}
+	}
+	endList := func() {
+		for i, e := range list {
+			a.pipeline(e.cmds, i > 0 && hasOr)
+		}
+		list, hasOr = nil, false
+	}
+	flush := func(connector string) {
+		endPipe()
 		if connector == "|" || connector == "|&" {
 			return
 		}
 		if len(pipe) > 0 {
-			cond := condNext || connector == "||"
-			a.pipeline(pipe, cond)
+			list = append(list, entry{pipe})
 		}
 		pipe = nil
-		condNext = connector == "||"
+		switch connector {
+		case "||":
+			hasOr = true
+		case "&&":
+		default:
+			endList()
+		}
 	}
 	for k := 0; k < len(toks); k++ {
 		t := toks[k]
@@ -714,6 +732,12 @@ func (a *shellAnalyzer) single(c *simpleCmd, cond bool) bool {
 		a.redirectsOnly(c)
 		return true
 	case "git":
+		if len(args) > 1 && (args[1] == "rm" || args[1] == "mv") {
+			a.editTargets(nonFlags(c.words[2:], nil), false)
+			a.res.other = true
+			a.redirectsOnly(c)
+			return true
+		}
 		if len(args) > 1 && (args[1] == "checkout" || args[1] == "restore") {
 			a.gitRevert(c)
 			a.res.other = true
@@ -1198,8 +1222,8 @@ func colonRange(s string) (Range, bool) {
 
 // headTailArgs parses head/tail arguments into files and the window they show.
 // head: -n N, -nN, -N, --lines=N (default 10) -> lines 1..N; tail: the last N lines
-// (Range.Last), or `-n +K` -> lines K..end. Byte counts (-c) and negative head
-// counts show lines the call cannot name (Range.Unknown); tail -f is not a read.
+// (Range.Tail()), or `-n +K` -> lines K..end. Byte counts (-c) and negative head
+// counts show lines the call cannot name (Range.Unknown()); tail -f is not a read.
 func headTailArgs(ws []shTok, tail bool) ([]shTok, Range, bool) {
 	n, plus, unknown := 10, false, false
 	var files []shTok
@@ -1256,13 +1280,13 @@ func headTailArgs(ws []shTok, tail bool) ([]shTok, Range, bool) {
 	}
 	switch {
 	case unknown:
-		return files, Range{Unknown: true}, true
+		return files, UnknownRange(), true
 	case n <= 0 && !plus:
-		return files, Range{Unknown: true}, true
+		return files, UnknownRange(), true
 	case tail && plus:
 		return files, Range{Start: max(n, 1)}, true
 	case tail:
-		return files, Range{Last: n}, true
+		return files, TailRange(n), true
 	default:
 		return files, Range{Start: 1, End: n}, true
 	}
@@ -1369,7 +1393,7 @@ func parseSed(args []string) sedOpts {
 				continue
 			}
 			if sedRegex.MatchString(cmd) {
-				o.ranges = append(o.ranges, Range{Unknown: true})
+				o.ranges = append(o.ranges, UnknownRange())
 				continue
 			}
 			o.prints = false
@@ -1388,9 +1412,9 @@ var bsdSuffix = regexp.MustCompile(`^\.[A-Za-z0-9_~.-]*$`)
 func sedRange(a, b string) Range {
 	if a == "$" {
 		if b == "" || b == "$" {
-			return Range{Last: 1}
+			return TailRange(1)
 		}
-		return Range{Last: 1} // $,N prints just the last line
+		return TailRange(1) // $,N prints just the last line
 	}
 	s, _ := strconv.Atoi(a)
 	s = max(s, 1)
@@ -1527,8 +1551,8 @@ func filterWindow(c *simpleCmd, w Range) (Range, bool) {
 // windowOf applies the relative window r (lines of the input stream) to w (file lines
 // the stream holds).
 func windowOf(w, r Range) Range {
-	if w.Unknown || r.Unknown {
-		return Range{Unknown: true}
+	if w.Unknown() || r.Unknown() {
+		return UnknownRange()
 	}
 	if r.Whole() {
 		return w
@@ -1536,22 +1560,22 @@ func windowOf(w, r Range) Range {
 	if w.Whole() {
 		return r
 	}
-	if w.Last > 0 {
-		if r.Last > 0 {
-			return Range{Last: min(r.Last, w.Last)}
+	if w.Tail() > 0 {
+		if r.Tail() > 0 {
+			return TailRange(min(r.Tail(), w.Tail()))
 		}
-		return Range{Unknown: true}
+		return UnknownRange()
 	}
 	ws := max(w.Start, 1)
-	if r.Last > 0 {
+	if r.Tail() > 0 {
 		if w.End == 0 {
-			return Range{Unknown: true}
+			return UnknownRange()
 		}
-		return Range{Start: max(ws, w.End-r.Last+1), End: w.End}
+		return Range{Start: max(ws, w.End-r.Tail()+1), End: w.End}
 	}
 	s := ws + max(r.Start, 1) - 1
 	if w.End != 0 && s > w.End {
-		return Range{Unknown: true} // nothing printed
+		return UnknownRange() // nothing printed
 	}
 	e := 0
 	if r.End != 0 {

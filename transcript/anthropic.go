@@ -235,11 +235,10 @@ func apiString(r json.RawMessage) (string, bool) {
 func apiTypeError(p string, err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		f := p
-		if te.Field != "" {
-			f = p + "." + te.Field
+		if te.Field == "" {
+			return &apiFieldError{p, "expected a JSON object, found JSON " + te.Value}
 		}
-		return &apiFieldError{f, fmt.Sprintf("expected %s, found JSON %s", te.Type, te.Value)}
+		return &apiFieldError{p + "." + te.Field, fmt.Sprintf("expected %s, found JSON %s", te.Type, te.Value)}
 	}
 	return &apiFieldError{p, err.Error()}
 }
@@ -381,7 +380,11 @@ func readAnthropic(name string, data []byte, opts Options) (*Session, error) {
 			continue
 		}
 		if m.Role == "assistant" {
-			b.add(apiAssistant(blocks, 0))
+			am := apiAssistant(blocks, 0)
+			b.add(am)
+			for _, c := range am.Calls {
+				ccRefineArgs(c)
+			}
 			continue
 		}
 		msg := apiUser(blocks, unit)

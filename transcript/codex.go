@@ -43,15 +43,11 @@ import (
 //   - web_search_call items are server-side and have no output: they make no call.
 //   - the base instructions (session_meta, the legacy header) are not messages.
 //
-// Calls: function_call{name, arguments (a JSON string), call_id}; custom_tool_call
-// {name, input, call_id} with Args {"input": input}; local_shell_call{call_id,
-// action{command argv}} named "local_shell" with Args = action. Argv commands
-// (shell {command:[…]}, local_shell) are classified as the bash command line they
-// run (bash -lc CMD gives CMD) or, for ["apply_patch", PATCH], as that patch; a
-// workdir argument is the directory relative paths resolve against. apply_patch
-// is classified by Classify, and when Classify does not know it, by the first file
-// the patch names: *** Add File is a write of the added lines, *** Update File
-// and *** Delete File an edit.
+// Calls: function_call{name, arguments (a JSON string), call_id} with Args the
+// decoded arguments; custom_tool_call{name, input, call_id} with Args the input as a
+// JSON string (the patch, for apply_patch); local_shell_call{call_id, action} named
+// "local_shell" with Args = action. Classify maps them (exec_command, shell argv
+// with workdir, apply_patch, local_shell).
 //
 // Session: ID from session_meta (or the legacy header), Cwd from session_meta,
 // turn_context or the first <cwd> of an environment_context message; Task is the
@@ -171,11 +167,10 @@ func (r *codexReader) line(n, start, stop int) *ParseError {
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		pe := docJSONError(r.name, raw, n-1, "", err)
-		if obj == nil && docKind(raw) != '{' {
-			pe.Msg = "line is not a JSON object"
+		if json.Valid(raw) {
+			return bad("", "line is not a JSON object")
 		}
-		return pe
+		return docJSONError(r.name, raw, n-1, "", err)
 	}
 	if obj == nil {
 		return bad("", "line is not a JSON object")
@@ -302,7 +297,6 @@ func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, ba
 			return bad("name", "missing or not a string")
 		}
 		c := &ToolCall{ID: str("call_id"), Name: name, Args: docArgs(it["arguments"])}
-		r.classify(c)
 		m := r.turn(n)
 		m.Calls = append(m.Calls, c)
 	case "custom_tool_call":
@@ -310,27 +304,18 @@ func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, ba
 		if !ok {
 			return bad("name", "missing or not a string")
 		}
-		input := str("input")
-		args, _ := json.Marshal(map[string]string{"input": input})
+		args, _ := json.Marshal(str("input"))
 		c := &ToolCall{ID: str("call_id"), Name: name, Args: args}
-		if name == "apply_patch" {
-			codexClassifyPatch(c, input, r.b.s.Cwd)
-		}
 		m := r.turn(n)
 		m.Calls = append(m.Calls, c)
 	case "local_shell_call":
-		action, ok := docObject(it["action"])
-		if !ok {
+		if docKind(it["action"]) != '{' {
 			return bad("action", "missing or not an object")
 		}
 		c := &ToolCall{ID: str("call_id"), Name: "local_shell", Args: docArgs(it["action"])}
 		if c.ID == "" {
 			c.ID = str("id")
 		}
-		var argv []string
-		_ = json.Unmarshal(action["command"], &argv)
-		wd, _ := docString(action["working_directory"])
-		codexClassifyArgv(c, argv, NormalizePath(wd, r.b.s.Cwd))
 		m := r.turn(n)
 		m.Calls = append(m.Calls, c)
 	case "function_call_output", "custom_tool_call_output":
@@ -349,134 +334,6 @@ func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, ba
 		r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}, Line: n})
 	}
 	return nil
-}
-
-// classify sets the action of a function_call whose arguments need more than
-// Classify gives them: argv shell commands and a workdir other than the session's.
-func (r *codexReader) classify(c *ToolCall) {
-	var args map[string]json.RawMessage
-	if json.Unmarshal(c.Args, &args) != nil {
-		return
-	}
-	cwd := r.b.s.Cwd
-	if wd, ok := docString(args["workdir"]); ok && wd != "" {
-		cwd = NormalizePath(wd, cwd)
-	}
-	if docKind(args["command"]) == '[' {
-		var argv []string
-		if json.Unmarshal(args["command"], &argv) == nil {
-			codexClassifyArgv(c, argv, cwd)
-			return
-		}
-	}
-	if c.Name == "apply_patch" {
-		if in, ok := docString(args["input"]); ok {
-			codexClassifyPatch(c, in, cwd)
-			return
-		}
-	}
-	if cwd != r.b.s.Cwd {
-		classifyLike(c, c.Name, c.Args, cwd)
-	}
-}
-
-// codexClassifyArgv classifies an argv command: ["apply_patch", PATCH] as that patch,
-// [sh|bash|zsh, -c|-lc, CMD] as the command line CMD, anything else as the argv
-// joined with shell quoting.
-func codexClassifyArgv(c *ToolCall, argv []string, cwd string) {
-	if len(argv) == 0 {
-		return
-	}
-	if (argv[0] == "apply_patch" || argv[0] == "applypatch") && len(argv) > 1 {
-		codexClassifyPatch(c, argv[1], cwd)
-		return
-	}
-	cmd := ""
-	switch {
-	case len(argv) == 3 && (argv[1] == "-c" || argv[1] == "-lc") && strings.HasSuffix("/"+argv[0], "sh"):
-		cmd = argv[2]
-	default:
-		q := make([]string, len(argv))
-		for i, a := range argv {
-			q[i] = codexShellQuote(a)
-		}
-		cmd = strings.Join(q, " ")
-	}
-	classifyLike(c, "bash", map[string]string{"command": cmd}, cwd)
-}
-
-// codexShellQuote quotes a for a POSIX shell when it holds anything but safe characters.
-func codexShellQuote(a string) string {
-	if a != "" && strings.IndexFunc(a, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-	}) < 0 {
-		return a
-	}
-	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-}
-
-// codexPatchFile is one file section of an apply_patch patch.
-type codexPatchFile struct {
-	op      string // "add", "update" or "delete"
-	path    string
-	content string // for add: the file's lines
-}
-
-// codexPatchFiles lists the file sections of an apply_patch patch (*** Begin Patch …
-// *** End Patch) in order.
-func codexPatchFiles(patch string) []codexPatchFile {
-	var files []codexPatchFile
-	var cur *codexPatchFile
-	var added []string
-	done := func() {
-		if cur != nil && cur.op == "add" && len(added) > 0 {
-			cur.content = strings.Join(added, "\n") + "\n"
-		}
-		added = nil
-	}
-	for _, line := range strings.Split(patch, "\n") {
-		line = strings.TrimRight(line, "\r")
-		op, p := "", ""
-		switch {
-		case strings.HasPrefix(line, "*** Add File: "):
-			op, p = "add", line[len("*** Add File: "):]
-		case strings.HasPrefix(line, "*** Update File: "):
-			op, p = "update", line[len("*** Update File: "):]
-		case strings.HasPrefix(line, "*** Delete File: "):
-			op, p = "delete", line[len("*** Delete File: "):]
-		case strings.HasPrefix(line, "*** "):
-			continue
-		default:
-			if cur != nil && cur.op == "add" && strings.HasPrefix(line, "+") {
-				added = append(added, line[1:])
-			}
-			continue
-		}
-		done()
-		files = append(files, codexPatchFile{op: op, path: strings.TrimSpace(p)})
-		cur = &files[len(files)-1]
-	}
-	done()
-	return files
-}
-
-// codexClassifyPatch classifies an apply_patch call: by Classify when it knows the
-// tool, else by the first file of the patch.
-func codexClassifyPatch(c *ToolCall, patch, cwd string) {
-	classifyLike(c, "apply_patch", map[string]string{"input": patch}, cwd)
-	if c.Action != ActionOther && c.Action != "" {
-		return
-	}
-	files := codexPatchFiles(patch)
-	if len(files) == 0 {
-		return
-	}
-	f := files[0]
-	if f.op == "add" {
-		classifyLike(c, "write", map[string]string{"path": f.path, "content": f.content}, cwd)
-		return
-	}
-	classifyLike(c, "edit", map[string]string{"path": f.path}, cwd)
 }
 
 var codexExitRe = regexp.MustCompile(`(?m)^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$`)

@@ -126,7 +126,7 @@ func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *Par
 		id, _ := docString(tc.ID)
 		args := json.RawMessage("{}")
 		if k := docKind(tc.Args); k == '{' || k == '[' {
-			args = append(json.RawMessage(nil), tc.Args...)
+			args = docArgs(tc.Args)
 		}
 		call := &ToolCall{ID: id, Name: toolName, Args: args}
 		msg.Calls = append(msg.Calls, call)
@@ -183,7 +183,8 @@ func geminiResult(tc geminiToolCall, base string) (*ToolOutput, *ParseError) {
 				texts = append(texts, geminiValueText(resp["error"]))
 				paths = append(paths, docPath(rpath, "error"))
 				o.IsError = true
-			case resp != nil:
+			case resp != nil || docKind(fr["response"]) == '"':
+				// A structured response, or one a rewrite replaced by its stub.
 				texts = append(texts, geminiValueText(fr["response"]))
 				paths = append(paths, rpath)
 			}

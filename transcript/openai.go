@@ -33,16 +33,17 @@ import (
 //     run used function calling, else from the message's "action" text (v0.x
 //     text-only): the call is named by the action's first word when that word is a
 //     SWE-agent command (open, edit, create, str_replace_editor, find_file, …), and
-//     "bash" otherwise, with Args {"command": <whole action text>}; the next user
-//     message is its observation. role "tool" messages name their call in the
+//     "bash" otherwise (as SWE-agent's own function-calling runs name them), with
+//     Args {"command": <whole action text>}; the next user message is its
+//     observation. role "tool" messages name their call in the
 //     plural tool_call_ids. Demonstrations (is_demo, or message_type
 //     "demonstration") are injected context: they become Meta user messages with no
-//     calls and no steps, whatever role they were recorded under. The windowed
-//     editor's commands are classified here, tracking the open file: open, goto and
-//     scroll_* are reads of it (the range comes from the numbered lines of the
-//     result), create a write, edit and insert edits of it; an edit answered with
-//     "Your proposed edit has introduced new syntax error(s)" IsError, as the edit
-//     was not applied.
+//     calls and no steps, whatever role they were recorded under. An observation
+//     answering an edit with "Your proposed edit has introduced new syntax
+//     error(s)" or "No replacement was performed" IsError: the edit was not applied.
+//     Classify maps the windowed editor's commands (open, goto, scroll_*, create,
+//     edit, insert) and ResolveOpenFiles, run over the finished session, names the
+//     file they act on and the lines each window shows.
 //
 // All three register the whole document as one unit; output locations are sjson
 // paths such as "messages.5.content", "history.12.content.0.text" or "3.content".
@@ -353,8 +354,8 @@ func docParts(raw json.RawMessage, base string) (text string, paths []string, im
 }
 
 // docArgs turns a function-call arguments value into Args: a JSON string holding
-// JSON becomes that JSON, an object stays as it is, anything else becomes a JSON
-// string; missing gives {}.
+// JSON becomes that JSON, an object (or other value) is kept in compact form, any
+// other string becomes a JSON string; missing gives {}.
 func docArgs(raw json.RawMessage) json.RawMessage {
 	switch docKind(raw) {
 	case 0, 'n':
@@ -371,7 +372,11 @@ func docArgs(raw json.RawMessage) json.RawMessage {
 		q, _ := json.Marshal(s)
 		return q
 	}
-	return append(json.RawMessage(nil), bytes.TrimSpace(raw)...)
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return append(json.RawMessage(nil), bytes.TrimSpace(raw)...)
+	}
+	return buf.Bytes()
 }
 
 // docCommandArgs returns {"command": cmd} as JSON.
@@ -381,8 +386,9 @@ func docCommandArgs(cmd string) json.RawMessage {
 }
 
 // classifyLike classifies c as if it were a call of tool name with args, then gives c
-// back its own Name and Args. Readers use it for agent tools whose meaning matches
-// one Classify knows (OpenHands "run" is a bash command, SWE-agent "open" a read).
+// back its own Name and Args. Readers use it when the arguments Classify needs are
+// recorded somewhere other than the call's own Args (OpenHands keeps an old edit's
+// editor command in the model's raw tool call).
 func classifyLike(c *ToolCall, name string, args any, cwd string) {
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -393,26 +399,6 @@ func classifyLike(c *ToolCall, name string, args any, cwd string) {
 	tmp.Classify(cwd)
 	tmp.Name, tmp.Args = c.Name, c.Args
 	*c = tmp
-}
-
-// editorClassify classifies a file-editor call (SWE-agent and OpenHands
-// str_replace_editor: command view|create|str_replace|insert|undo_edit) on path.
-// viewRange is the [start, end] list of a view (end -1 = to the end of the file).
-func editorClassify(c *ToolCall, command, path, fileText string, viewRange []int, cwd string) {
-	if strings.TrimSpace(path) == "" {
-		return
-	}
-	switch command {
-	case "view":
-		classifyLike(c, "read", map[string]string{"path": path}, cwd)
-		if len(viewRange) == 2 && viewRange[0] > 1 || len(viewRange) == 2 && viewRange[1] > 0 {
-			c.Range = Range{Start: max(viewRange[0], 1), End: max(viewRange[1], 0)}
-		}
-	case "create":
-		classifyLike(c, "write", map[string]string{"path": path, "content": fileText}, cwd)
-	default:
-		classifyLike(c, "edit", map[string]string{"path": path}, cwd)
-	}
 }
 
 // ---- detection ----
@@ -543,7 +529,6 @@ type chatReader struct {
 	pending *ToolCall // text-only call waiting for its observation
 	multi   bool      // mini: the pending call's message held more than one block
 	byName  map[string][]*ToolCall
-	open    string // SWE-agent: path of the file the windowed editor has open
 }
 
 // chatMsg is one message; every field is kept raw so that a wrong type in a field
@@ -647,7 +632,12 @@ func readSWEAgent(name string, data []byte, opts Options) (*Session, error) {
 	if err := r.readAll(msgs); err != nil {
 		return nil, err
 	}
-	return b.finish()
+	s, err := b.finish()
+	if err != nil {
+		return nil, err
+	}
+	ResolveOpenFiles(s)
+	return s, nil
 }
 
 // chatList finds the message list: the root array, or the root object's key.
@@ -739,9 +729,6 @@ func (r *chatReader) readOne(i int, raw json.RawMessage) error {
 			o := &ToolOutput{CallID: c.ID, Text: text, HasImage: image, IsError: r.observationFailed(c, text, m.Extra)}
 			setLoc(o, 0, r.outPaths(path, paths)...)
 			r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
-			if r.mode == chatSWE {
-				r.sweRefineResult(c, text)
-			}
 			return nil
 		}
 		r.b.add(&Message{Role: RoleUser, Text: text})
@@ -814,11 +801,6 @@ func (r *chatReader) assistant(path string, m chatMsg, text string) error {
 			msg.Calls = append(msg.Calls, textCall)
 		}
 	}
-	if r.mode == chatSWE {
-		for _, c := range msg.Calls {
-			r.sweClassify(c)
-		}
-	}
 	r.b.add(msg)
 	if fnCall != nil {
 		if r.byName == nil {
@@ -856,9 +838,6 @@ func (r *chatReader) toolResult(path string, m chatMsg, text string, paths []str
 	}
 	setLoc(o, 0, r.outPaths(path, paths)...)
 	r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
-	if r.mode == chatSWE && o.Call != nil {
-		r.sweRefineResult(o.Call, text)
-	}
 	return nil
 }
 
@@ -915,143 +894,4 @@ func sweCommandName(action string) string {
 		return f[0]
 	}
 	return "bash"
-}
-
-// sweClassify sets the action of SWE-agent's windowed-editor and file commands,
-// tracking the open file; bash and unknown commands are left to Classify.
-func (r *chatReader) sweClassify(c *ToolCall) {
-	var args map[string]any
-	_ = json.Unmarshal(c.Args, &args)
-	str := func(k string) string { s, _ := args[k].(string); return s }
-	cwd := r.b.s.Cwd
-	// Text-only actions carry the whole command line in "command".
-	var words []string
-	if cmd := str("command"); cmd != "" && (c.Name != "str_replace_editor" || len(args) == 1) {
-		first, _, _ := strings.Cut(cmd, "\n")
-		words = strings.Fields(first)
-		if len(words) > 0 && words[0] == c.Name {
-			words = words[1:]
-		} else if c.Name != "bash" {
-			words = nil
-		}
-	}
-	word := func(i int) string {
-		if i < len(words) {
-			return strings.Trim(words[i], `"'`)
-		}
-		return ""
-	}
-	onOpen := func(tool string) {
-		if r.open != "" {
-			classifyLike(c, tool, map[string]string{"path": r.open}, cwd)
-		}
-	}
-	switch c.Name {
-	case "open":
-		p := str("path")
-		if p == "" {
-			p = word(0)
-		}
-		if strings.TrimSpace(p) != "" {
-			classifyLike(c, "read", map[string]string{"path": p}, cwd)
-			r.open = c.Path
-		}
-	case "goto", "scroll_up", "scroll_down":
-		onOpen("read")
-	case "create":
-		p := str("filename")
-		if p == "" {
-			p = str("path")
-		}
-		if p == "" {
-			p = word(0)
-		}
-		if strings.TrimSpace(p) != "" {
-			classifyLike(c, "write", map[string]string{"path": p, "content": ""}, cwd)
-			r.open = c.Path
-		}
-	case "edit", "insert":
-		onOpen("edit")
-	case "find_file", "search_dir", "search_file":
-		pattern := strings.Join(words, " ")
-		if pattern == "" {
-			pattern = oneLine(string(c.Args), 120)
-		}
-		classifyLike(c, "grep", map[string]string{"pattern": pattern}, cwd)
-	case "str_replace_editor":
-		command, path := str("command"), str("path")
-		if len(args) == 1 && len(words) >= 2 {
-			command, path = word(0), word(1)
-		}
-		var vr []int
-		if a, ok := args["view_range"].([]any); ok && len(a) == 2 {
-			s, _ := a[0].(float64)
-			e, _ := a[1].(float64)
-			vr = []int{int(s), int(e)}
-		}
-		if command != "" && path != "" {
-			editorClassify(c, command, path, str("file_text"), vr, cwd)
-			if c.Path != "" {
-				r.open = c.Path
-			}
-		}
-	}
-}
-
-var (
-	sweFileHeaderRe = regexp.MustCompile(`^\[File: ([^\n]+?) \((\d+) lines total\)\]`)
-	sweNumLineRe    = regexp.MustCompile(`(?m)^(\d+):`)
-	sweOpenFileRe   = regexp.MustCompile(`\(Open file: ([^)\n]+)\)`)
-)
-
-// sweRefineResult refines a windowed-editor call from its result: the file header
-// and the "(Open file: …)" trailer name the file shown, and the numbered lines give
-// the range read.
-func (r *chatReader) sweRefineResult(c *ToolCall, text string) {
-	cwd := r.b.s.Cwd
-	trailer := ""
-	if mm := sweOpenFileRe.FindStringSubmatch(text); mm != nil && mm[1] != "n/a" {
-		trailer = mm[1]
-	}
-	switch c.Name {
-	case "open", "goto", "scroll_up", "scroll_down", "create":
-	case "edit", "insert":
-		if c.Path == "" && trailer != "" {
-			classifyLike(c, "edit", map[string]string{"path": trailer}, cwd)
-			r.open = c.Path
-		}
-		return
-	default:
-		return
-	}
-	hdr := sweFileHeaderRe.FindStringSubmatch(text)
-	if hdr == nil {
-		if c.Name == "open" {
-			// The file was not opened ("File x not found"): nothing was read.
-			classifyLike(c, "open", map[string]string{}, cwd)
-			c.Summary = oneLine(string(c.Args), 120)
-		}
-		return
-	}
-	p := hdr[1]
-	if trailer != "" {
-		p = trailer
-	}
-	if c.Name == "create" {
-		classifyLike(c, "write", map[string]string{"path": p, "content": ""}, cwd)
-		r.open = c.Path
-		return
-	}
-	classifyLike(c, "read", map[string]string{"path": p}, cwd)
-	r.open = c.Path
-	total, _ := strconv.Atoi(hdr[2])
-	nums := sweNumLineRe.FindAllStringSubmatch(text, -1)
-	if len(nums) == 0 {
-		return
-	}
-	first, _ := strconv.Atoi(nums[0][1])
-	last, _ := strconv.Atoi(nums[len(nums)-1][1])
-	if first > 1 || last < total {
-		c.Range = Range{Start: first, End: last}
-	}
 }

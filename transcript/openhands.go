@@ -25,11 +25,11 @@ import (
 //     extras.metadata.exit_code > 0. Other observations (agent_state_changed, null,
 //     results of message actions) and environment actions are left out.
 //
-// Classification: run is a bash command line, edit follows the str_replace_editor
-// command (args.command, or the command of the model's own tool call in
-// tool_call_metadata when args lack it): view a read, create a write, anything else
-// an edit; read and write are classified by Classify on their args. Session.Cwd is
-// the working_dir of the first command result that records one.
+// Classification is Classify's (run, read, edit with a command, write), except for
+// edits whose args lack the editor command: those follow the model's own
+// str_replace_editor call in tool_call_metadata (create is then a write with its
+// file_text). Session.Cwd is the working_dir of the first command result that
+// records one.
 
 func init() {
 	register(reader{format: FormatOpenHands, detect: detectOpenHands, read: readOpenHands})
@@ -251,63 +251,18 @@ func ohModelArgs(meta ohMeta, callID string) map[string]any {
 	return nil
 }
 
-// ohClassify sets the action of an OpenHands tool call.
+// ohClassify classifies an OpenHands edit whose event args lack the editor command
+// (older events keep only path, content, start, end and translated_ipython_code) from
+// the model's own str_replace_editor call, which names command, path and file_text.
+// Every other action, and edits whose args hold a command, are left to Classify.
 func ohClassify(c *ToolCall, action string, args map[string]json.RawMessage, model map[string]any, cwd string) {
-	str := func(k string) string {
-		if s, ok := docString(args[k]); ok {
-			return s
-		}
-		if s, ok := model[k].(string); ok {
-			return s
-		}
-		return ""
+	if action != "edit" || args["command"] != nil {
+		return
 	}
-	switch action {
-	case "run":
-		classifyLike(c, "bash", map[string]string{"command": str("command")}, cwd)
-	case "edit":
-		command := str("command")
-		fileText := str("file_text")
-		if command == "" {
-			// Old events keep the editor command only in the model's tool call.
-			command, _ = model["command"].(string)
-			if fileText == "" {
-				fileText, _ = model["file_text"].(string)
-			}
-		}
-		var vr []int
-		if a, ok := model["view_range"].([]any); ok && len(a) == 2 {
-			s, _ := a[0].(float64)
-			e, _ := a[1].(float64)
-			vr = []int{int(s), int(e)}
-		}
-		if command == "" {
-			command = "edit"
-		}
-		editorClassify(c, command, str("path"), fileText, vr, cwd)
-	case "read":
-		editorClassify(c, "view", str("path"), "", ohViewRange(args, model), cwd)
-	case "write":
-		classifyLike(c, "write", map[string]string{"path": str("path"), "content": str("content")}, cwd)
+	cmd, _ := model["command"].(string)
+	path, _ := model["path"].(string)
+	if cmd == "" || path == "" {
+		return
 	}
-}
-
-// ohViewRange reads a read action's line window: view_range [a, b], or start/end
-// (OpenHands writes start 0 / end -1 for the whole file).
-func ohViewRange(args map[string]json.RawMessage, model map[string]any) []int {
-	var vr []int
-	if json.Unmarshal(args["view_range"], &vr) == nil && len(vr) == 2 {
-		return vr
-	}
-	if a, ok := model["view_range"].([]any); ok && len(a) == 2 {
-		s, _ := a[0].(float64)
-		e, _ := a[1].(float64)
-		return []int{int(s), int(e)}
-	}
-	start, ok1 := docInt(args["start"])
-	end, ok2 := docInt(args["end"])
-	if ok1 && ok2 && (start > 1 || end > 0) {
-		return []int{max(start, 1), end}
-	}
-	return nil
+	classifyLike(c, "str_replace_editor", model, cwd)
 }

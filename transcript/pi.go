@@ -109,9 +109,13 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 					b.s.Cwd, _ = apiString(o.e.Cwd)
 					continue
 				}
-				if e := jsonlSkip(b, name, opts, ln.no, "type", `the first entry is not a session header {"type":"session"}`); e != nil {
-					return nil, e
+				// No header: strict mode refuses the file; lenient mode reads on
+				// without a session id or cwd.
+				const msg = `the first entry is not a session header {"type":"session"}`
+				if !opts.Lenient {
+					return nil, &ParseError{File: name, Line: ln.no, Field: "type", Msg: msg}
 				}
+				b.warn("line %d: %s", ln.no, msg)
 			}
 			if o.e.Type == "session" {
 				b.warn("line %d: a second session header is ignored", ln.no)

@@ -103,34 +103,49 @@ const (
 
 // Range is a 1-based inclusive line range. The zero value means the whole file.
 // End == 0 with Start > 0 means "from Start to the end of the file".
-// Two additive forms describe reads whose line numbers the call does not tell:
-// Last > 0 is the last Last lines of the file (`tail -n N`), and Unknown marks a
-// partial read of unknown lines (a pattern range such as `sed -n '/a/,/b/p'`, or an
-// output cut in the middle); Start and End are then 0.
+// Negative values encode reads whose line numbers the call does not tell: Start < 0
+// (End 0) is the last -Start lines of the file (`tail -n N`, see TailRange), and
+// End < 0 (Start 0) a partial read of unknown lines (a pattern range such as
+// `sed -n '/a/,/b/p'`, an output cut in the middle; see UnknownRange).
 type Range struct {
-	Start   int  `json:"start,omitempty"`
-	End     int  `json:"end,omitempty"`
-	Last    int  `json:"last,omitempty"`
-	Unknown bool `json:"unknown,omitempty"`
+	Start int `json:"start,omitempty"`
+	End   int `json:"end,omitempty"`
 }
 
+// TailRange is the range of a read of the last n lines of a file.
+func TailRange(n int) Range { return Range{Start: -max(n, 1)} }
+
+// UnknownRange is the range of a partial read whose lines are not known.
+func UnknownRange() Range { return Range{End: -1} }
+
+// Tail returns n > 0 when r is the last n lines of the file (TailRange), else 0.
+func (r Range) Tail() int {
+	if r.Start < 0 && r.End >= 0 {
+		return -r.Start
+	}
+	return 0
+}
+
+// Unknown reports whether r is a partial read of unknown lines (UnknownRange).
+func (r Range) Unknown() bool { return r.End < 0 }
+
 // Whole reports whether r covers the whole file.
-func (r Range) Whole() bool { return r.Start <= 1 && r.End == 0 && r.Last == 0 && !r.Unknown }
+func (r Range) Whole() bool { return r.Start >= 0 && r.Start <= 1 && r.End == 0 }
 
 // Covers reports whether r covers every line of o. A range running to the end of the
 // file covers any range that starts at or after its start. A whole range covers
-// everything; an Unknown range covers nothing and is covered only by a whole range;
-// a Last range covers only a Last range of at most as many lines, and is covered
-// only by a whole range or such a Last range (the file length is not known).
+// everything; an unknown range covers nothing and is covered only by a whole range;
+// a tail covers only a tail of at most as many lines, and is covered only by a whole
+// range or such a tail (the file's length is not known).
 func (r Range) Covers(o Range) bool {
 	if r.Whole() {
 		return true
 	}
-	if r.Unknown || o.Unknown {
+	if r.Unknown() || o.Unknown() {
 		return false
 	}
-	if r.Last > 0 || o.Last > 0 {
-		return o.Last > 0 && r.Last >= o.Last
+	if r.Tail() > 0 || o.Tail() > 0 {
+		return o.Tail() > 0 && r.Tail() >= o.Tail()
 	}
 	rs := max(r.Start, 1)
 	os := max(o.Start, 1)
@@ -145,10 +160,10 @@ func (r Range) Covers(o Range) bool {
 
 func (r Range) String() string {
 	switch {
-	case r.Unknown:
+	case r.Unknown():
 		return "part"
-	case r.Last > 0:
-		return fmt.Sprintf("last %d", r.Last)
+	case r.Tail() > 0:
+		return fmt.Sprintf("last %d", r.Tail())
 	case r.Whole():
 		return "all"
 	case r.End == 0:

@@ -25,7 +25,11 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/cards"
 )
 
-var _ advisor.Scorer = (*auto.Scorer)(nil)
+var (
+	_ advisor.Scorer = (*auto.Scorer)(nil)
+	_ advisor.Scorer = (*ollama.Scorer)(nil)
+	_ advisor.Scorer = (*lexical.Scorer)(nil)
+)
 
 func client(t *testing.T, raw string) *api.Client {
 	u, err := url.Parse(raw)
@@ -170,6 +174,14 @@ func TestFailKind(t *testing.T) {
 	for _, tt := range tests {
 		if got := auto.FailKind(tt.err); got != tt.want {
 			t.Errorf("FailKind(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+	// The advisor counts failures by a Kind() string method along the error chain;
+	// the sentinels of both scorers carry it.
+	for _, err := range []error{empty, fmt.Errorf("x: %w", ollama.ErrInvalidAnswer), fmt.Errorf("x: %w", ollama.ErrUnreachable)} {
+		var k interface{ Kind() string }
+		if !errors.As(err, &k) || k.Kind() != auto.FailKind(err) {
+			t.Errorf("%v: no Kind() %q along the chain", err, auto.FailKind(err))
 		}
 	}
 }

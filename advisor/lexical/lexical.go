@@ -19,7 +19,6 @@ package lexical
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -48,8 +47,14 @@ const HalfScore = 3.0
 
 // ErrEmptyQuery is returned (with all scores not OK) when the task and now hold no
 // terms: BM25 then has no evidence either way, and a score of 0 would prune every
-// card on no grounds, so the batch gets "no score" instead.
-var ErrEmptyQuery = errors.New("lexical: task and now hold no terms")
+// card on no grounds, so the batch gets "no score" instead. Its Kind() is
+// "empty_query" (advisor.FailKind counts failures by a Kind() string method).
+var ErrEmptyQuery error = emptyQuery{}
+
+type emptyQuery struct{}
+
+func (emptyQuery) Error() string { return "lexical: task and now hold no terms" }
+func (emptyQuery) Kind() string  { return "empty_query" }
 
 // Scorer is the BM25 scorer. The zero value is ready to use; it holds no state and
 // is safe for concurrent use.

@@ -34,53 +34,56 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
+// Failure is the type of the sentinel errors below: Kind names the failure kind for
+// counting (advisor.FailKind looks for a Kind() string method along the chain).
+type Failure struct {
+	kind, msg string
+}
+
+// Error returns the sentinel's message.
+func (f *Failure) Error() string { return f.msg }
+
+// Kind returns the failure kind: "timeout", "canceled", "unreachable", "http",
+// "truncated", "invalid" or "too_large".
+func (f *Failure) Kind() string { return f.kind }
+
 // Failure kinds. Every error Score and Ping return wraps exactly one of them.
 var (
 	// ErrTimeout: no complete answer before the per-request deadline (Scorer.Timeout)
 	// or the caller's deadline.
-	ErrTimeout = errors.New("ollama: timeout")
+	ErrTimeout error = &Failure{"timeout", "ollama: timeout"}
 	// ErrCanceled: the caller canceled the context.
-	ErrCanceled = errors.New("ollama: canceled")
+	ErrCanceled error = &Failure{"canceled", "ollama: canceled"}
 	// ErrUnreachable: the connection was refused, reset, or closed before a complete
 	// answer arrived.
-	ErrUnreachable = errors.New("ollama: server unreachable")
+	ErrUnreachable error = &Failure{"unreachable", "ollama: server unreachable"}
 	// ErrHTTP: the server answered with an error status (4xx/5xx) or an in-band
 	// {"error": …} line; the message includes the status and the server's text
 	// (for an unknown model: `model "x" not found, try pulling it first`).
-	ErrHTTP = errors.New("ollama: server error")
+	ErrHTTP error = &Failure{"http", "ollama: server error"}
 	// ErrTruncated: the answer stopped early: "done" was not true (Ollama stops a
 	// repeating generation and still answers 200, with no done_reason), or
 	// done_reason was "length" (num_predict reached).
-	ErrTruncated = errors.New("ollama: answer truncated")
+	ErrTruncated error = &Failure{"truncated", "ollama: answer truncated"}
 	// ErrInvalidAnswer: the answer was not a JSON object holding every card id
 	// exactly once, no other key, and integer values 0-100.
-	ErrInvalidAnswer = errors.New("ollama: invalid answer")
+	ErrInvalidAnswer error = &Failure{"invalid", "ollama: invalid answer"}
 	// ErrTooLarge: one card, even cut down (see Scorer.Score), does not fit NumCtx
 	// next to the prompt; only with a very small NumCtx.
-	ErrTooLarge = errors.New("ollama: card does not fit the context window")
+	ErrTooLarge error = &Failure{"too_large", "ollama: card does not fit the context window"}
 )
 
 // FailKind names the failure kind of an error from Score or Ping, for counting:
-// "timeout", "canceled", "unreachable", "http", "truncated", "invalid", "too_large";
-// "" for nil and "other" for an error wrapping none of the sentinels.
+// "timeout", "canceled", "unreachable", "http", "truncated", "invalid", "too_large"
+// (the Kind of the *Failure it wraps); "" for nil and "other" for an error wrapping
+// no *Failure.
 func FailKind(err error) string {
-	switch {
-	case err == nil:
+	if err == nil {
 		return ""
-	case errors.Is(err, ErrTimeout):
-		return "timeout"
-	case errors.Is(err, ErrCanceled):
-		return "canceled"
-	case errors.Is(err, ErrUnreachable):
-		return "unreachable"
-	case errors.Is(err, ErrHTTP):
-		return "http"
-	case errors.Is(err, ErrTruncated):
-		return "truncated"
-	case errors.Is(err, ErrInvalidAnswer):
-		return "invalid"
-	case errors.Is(err, ErrTooLarge):
-		return "too_large"
+	}
+	var f *Failure
+	if errors.As(err, &f) {
+		return f.Kind()
 	}
 	return "other"
 }

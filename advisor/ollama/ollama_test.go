@@ -145,6 +145,10 @@ func TestFaults(t *testing.T) {
 			if kind := FailKind(err); kind != tt.wantKind {
 				t.Errorf("FailKind(%v) = %q, want %q", err, kind, tt.wantKind)
 			}
+			var k interface{ Kind() string }
+			if !errors.As(err, &k) || k.Kind() != tt.wantKind {
+				t.Errorf("error %v has no Kind() %q along its chain", err, tt.wantKind)
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantText) {
 				t.Errorf("error %v, want it to contain %q", err, tt.wantText)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/ollama/ollama/api"
 	"github.com/spf13/cobra"
@@ -42,7 +43,8 @@ func (f *scorerFlags) build(ctx context.Context, e *env) (advisor.Scorer, error)
 			sc.Logger = e.log
 			return sc, nil
 		}
-		return auto.New(ctx, client, f.model, e.stderr), nil
+		// Info level: the one line saying which scorer auto chose goes to stderr.
+		return auto.New(ctx, client, f.model, slog.New(slog.NewTextHandler(e.stderr, nil))), nil
 	default:
 		return nil, usageError{fmt.Errorf("--scorer %q: want auto, ollama, lexical or none", f.kind)}
 	}

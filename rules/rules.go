@@ -1,0 +1,288 @@
+// Package rules implements DESIGN.md step 3, the deterministic layer of the advisor:
+// tool outputs that are dead whatever the agent does next.
+//
+// Superseded read: a read R of path P at step i is dead once a later successful edit
+// or write of P happened at step j > i and the file's current content is again in
+// context after j — a later successful read (at a step after j) whose range covers R's
+// range (transcript.Range.Covers), or a successful write whose input holds the whole
+// file (transcript.FileOp.Content). A failed edit (ToolOutput.Failed: an error result,
+// "String to replace not found", "Could not find the exact text", a non-zero exit)
+// supersedes nothing; a partial read is superseded only by content covering its range;
+// a read that came back as an "unchanged since last read" stub (ToolOutput.Unchanged)
+// is no content in context and keeps the earlier read alive. A read call that reads
+// several files (cat a b) dies when each of its files is superseded.
+//
+// Duplicate: an output byte-identical (ToolOutput.Hash) to a later output of the same
+// tool (ToolCall.Name) with the same arguments (ToolCall.Args as canonical JSON) is
+// dead.
+//
+// Each Death names the later call that decided it. Calls of the same step count as
+// simultaneous (parallel tool calls): a read and an edit in one step never supersede
+// each other; only within one shell command line is the order of its operations
+// known (sed -i … f && cat f).
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// Rule names the rule that killed an output.
+type Rule string
+
+// The rules.
+const (
+	RuleSuperseded Rule = "superseded" // a read made stale by an edit, its content back in context
+	RuleDuplicate  Rule = "duplicate"  // byte-identical to a later output of the same call
+)
+
+// Death is one rule decision: the output OutputKey is dead.
+type Death struct {
+	OutputKey string `json:"output"`         // transcript.ToolOutput.Key of the dead output
+	Rule      Rule   `json:"rule"`           // which rule
+	By        string `json:"by"`             // ID of the later call that superseded or repeated it
+	ByOutput  string `json:"by_output"`      // Key of that call's output
+	Step      int    `json:"step"`           // step of the By call: the output is dead from this step on
+	Path      string `json:"path,omitempty"` // for RuleSuperseded, the file (the last one, for multi-file reads)
+}
+
+// Index finds dead outputs incrementally. Add each message once, in session order,
+// when it appears; each call to Add costs work proportional to the new message plus
+// the live reads of the files it touches (reads are kept per path), never to the
+// session's length. The zero value is not usable; call NewIndex.
+type Index struct {
+	files map[string]*fileState // by normalised path
+	dups  map[string]string     // duplicate key -> key of the latest output with it
+	dead  map[string]Death      // by output key
+	all   []Death               // in the order they died
+	seen  map[*transcript.Message]bool
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{
+		files: map[string]*fileState{},
+		dups:  map[string]string{},
+		dead:  map[string]Death{},
+		seen:  map[*transcript.Message]bool{},
+	}
+}
+
+// fileState holds the live reads of one file: fresh ones (no successful edit since)
+// and stale ones (an edit came after them; they wait for the content to return).
+type fileState struct {
+	fresh []*target
+	stale []*target
+}
+
+// target is one file a read output shows.
+type target struct {
+	cand    *candidate
+	rng     transcript.Range
+	at      pos
+	staleAt pos // the first successful edit after the read
+	done    bool
+}
+
+// candidate is a read-only output that the superseded rule may kill.
+type candidate struct {
+	key  string
+	left int // targets not yet superseded
+}
+
+// pos orders file operations: by step, and inside one call by operation index.
+type pos struct {
+	step int
+	call *transcript.ToolCall
+	op   int
+}
+
+// before reports whether p certainly happened before q: an earlier step, or an
+// earlier operation of the same call. Calls of one step are simultaneous.
+func (p pos) before(q pos) bool {
+	return p.step < q.step || p.call == q.call && p.op < q.op
+}
+
+// Add indexes the outputs m carries and returns the outputs that died because of
+// them, in order. A message added before is ignored. Outputs whose call is unknown
+// (orphans) are skipped.
+func (x *Index) Add(m *transcript.Message) []Death {
+	if m == nil || x.seen[m] {
+		return nil
+	}
+	x.seen[m] = true
+	var out []Death
+	for _, o := range m.Outputs {
+		out = append(out, x.output(o)...)
+	}
+	return out
+}
+
+// Dead returns the rule decision about the output with key, if it is dead.
+func (x *Index) Dead(key string) (Death, bool) {
+	d, ok := x.dead[key]
+	return d, ok
+}
+
+// All returns every decision so far, in the order the outputs died (a copy).
+func (x *Index) All() []Death {
+	return append([]Death(nil), x.all...)
+}
+
+// Analyze runs a fresh Index over the whole session and returns every decision.
+func Analyze(s *transcript.Session) []Death {
+	x := NewIndex()
+	for _, m := range s.Messages {
+		x.Add(m)
+	}
+	return x.All()
+}
+
+func (x *Index) output(o *transcript.ToolOutput) []Death {
+	c := o.Call
+	if c == nil {
+		return nil
+	}
+	var out []Death
+	// Duplicate: the latest earlier output with the same tool, arguments and text dies.
+	k := dupKey(c, o)
+	if prev, ok := x.dups[k]; ok && prev != o.Key {
+		if d, ok := x.kill(prev, RuleDuplicate, c, o, ""); ok {
+			out = append(out, d)
+		}
+	}
+	x.dups[k] = o.Key
+	// Superseded: only what really happened counts.
+	if o.Failed() || o.Unchanged {
+		return out
+	}
+	ops := c.FileOps()
+	reads := 0
+	for _, op := range ops {
+		if op.Action == transcript.ActionRead {
+			reads++
+		}
+	}
+	var cand *candidate
+	if c.Action == transcript.ActionRead && reads == len(ops) && reads > 0 {
+		cand = &candidate{key: o.Key, left: reads}
+	}
+	// what the output really shows (truncation notes, elisions): a superseding read
+	// covers, and a dead read needs covered, only the lines it shows
+	cut := !transcript.VisibleRange(transcript.Range{}, o.Text).Whole()
+	for i, op := range ops {
+		fs := x.file(op.Path)
+		at := pos{step: c.Step, call: c, op: 2 * i}
+		switch op.Action {
+		case transcript.ActionRead:
+			shown := op.Range
+			if reads == 1 {
+				shown = transcript.VisibleRange(op.Range, o.Text)
+			} else if cut {
+				shown = transcript.UnknownRange()
+			}
+			out = append(out, x.cover(fs, shown, at, c, o, op.Path)...)
+			if cand != nil {
+				fs.fresh = append(fs.fresh, &target{cand: cand, rng: shown, at: at})
+			}
+		case transcript.ActionEdit, transcript.ActionWrite:
+			x.edit(fs, at)
+			if op.Action == transcript.ActionWrite {
+				// the whole new content is in the call's input, after the edit itself
+				out = append(out, x.cover(fs, transcript.Range{}, pos{step: c.Step, call: c, op: 2*i + 1}, c, o, op.Path)...)
+			}
+		}
+	}
+	return out
+}
+
+func (x *Index) file(p string) *fileState {
+	fs, ok := x.files[p]
+	if !ok {
+		fs = &fileState{}
+		x.files[p] = fs
+	}
+	return fs
+}
+
+// edit marks the fresh reads of a file made before at as stale.
+func (x *Index) edit(fs *fileState, at pos) {
+	keep := fs.fresh[:0]
+	for _, t := range fs.fresh {
+		switch {
+		case t.done || x.isDead(t.cand.key):
+		case t.at.before(at):
+			t.staleAt = at
+			fs.stale = append(fs.stale, t)
+		default:
+			keep = append(keep, t)
+		}
+	}
+	clear(fs.fresh[len(keep):])
+	fs.fresh = keep
+}
+
+// cover supersedes the stale reads of a file that content shown at `at`, covering
+// rng, replaces; it returns the outputs that died.
+func (x *Index) cover(fs *fileState, rng transcript.Range, at pos, c *transcript.ToolCall, o *transcript.ToolOutput, path string) []Death {
+	var out []Death
+	keep := fs.stale[:0]
+	for _, t := range fs.stale {
+		if t.done || x.isDead(t.cand.key) {
+			continue
+		}
+		if !t.staleAt.before(at) || !rng.Covers(t.rng) {
+			keep = append(keep, t)
+			continue
+		}
+		t.done = true
+		t.cand.left--
+		if t.cand.left == 0 {
+			if d, ok := x.kill(t.cand.key, RuleSuperseded, c, o, path); ok {
+				out = append(out, d)
+			}
+		}
+	}
+	clear(fs.stale[len(keep):])
+	fs.stale = keep
+	return out
+}
+
+func (x *Index) isDead(key string) bool {
+	_, ok := x.dead[key]
+	return ok
+}
+
+// kill records key as dead (once).
+func (x *Index) kill(key string, r Rule, by *transcript.ToolCall, o *transcript.ToolOutput, path string) (Death, bool) {
+	if x.isDead(key) {
+		return Death{}, false
+	}
+	d := Death{OutputKey: key, Rule: r, By: by.ID, ByOutput: o.Key, Step: by.Step, Path: path}
+	x.dead[key] = d
+	x.all = append(x.all, d)
+	return d, true
+}
+
+// dupKey identifies (tool, canonical arguments, output text).
+func dupKey(c *transcript.ToolCall, o *transcript.ToolOutput) string {
+	return c.Name + "\x00" + transcript.TextHash(canonArgs(c.Args)) + "\x00" + o.Hash
+}
+
+// canonArgs re-encodes JSON arguments with sorted keys and no insignificant space, so
+// the same arguments written differently compare equal; non-JSON arguments are used
+// as they are (trimmed).
+func canonArgs(raw json.RawMessage) string {
+	t := bytes.TrimSpace(raw)
+	var v any
+	if err := json.Unmarshal(t, &v); err != nil {
+		return string(t)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return string(t)
+	}
+	return string(b)
+}
