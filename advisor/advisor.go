@@ -95,12 +95,27 @@ func (a *Advisor) state(id string) *state {
 }
 
 // Advise runs one step for the session so far: s.Messages are the messages the
-// agent is about to send, and the step being prepared is the number of assistant
-// messages in them plus one. It returns the plan (a decision for every tool output)
-// and the messages with the stubs applied; messages without a stub are shared with
-// s, not copied. Errors: ErrNoSession for nil; a storage failure is not an error
-// (nothing new is pruned and Plan.StorageError says why); a context error is
-// returned as is.
+// agent is about to send (originals, not stubs), and the step being prepared is the
+// number of assistant messages in them plus one. It returns the plan (a decision for
+// every tool output) and the messages with the applied stubs in place: a message
+// with a stubbed output is a copy whose output copies carry the stub as Text (Hash
+// and Tokens stay the original's); every other message is s's own.
+//
+// Cost: each message is indexed once, the first time it is seen; a step then costs
+// work for the new messages, for the outputs whose state changes at that step, and
+// for the due asks — not for the session's length (docs/PERFORMANCE.md). Passing the
+// same growing slice each step (as `pruneadvisor advise` does) avoids even rebuilding
+// the returned message list; a fresh slice each step (a proxy parsing every request)
+// costs one pass over it. Plan.Items and the returned slice are the advisor's own:
+// valid until the next Advise of the same session (see Plan.Items, Plan.Clone).
+//
+// A client that shortened or rewrote its history resets the session's state;
+// stubs already sent come back from the Store unchanged. Stubs and recalls written
+// by other processes sharing the Store are picked up at every step.
+//
+// Errors: ErrNoSession for a nil session or nil message; a storage failure is not an
+// error (nothing new is pruned and Plan.StorageError says why); a scorer failure is
+// not an error (Plan.ScorerFailures counts it); a context error is returned as is.
 func (a *Advisor) Advise(ctx context.Context, s *transcript.Session) (Plan, []*transcript.Message, error) {
 	if s == nil {
 		return Plan{}, nil, ErrNoSession

@@ -1,15 +1,20 @@
 package advisor
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/go-playground/validator/v10"
+
+	"github.com/pruneadvisor/pruneadvisor/backoff"
 )
 
 // Duration is a time.Duration that reads and writes as a Go duration string ("5m").
@@ -47,7 +52,8 @@ type Config struct {
 	// about half, agents degrade").
 	BudgetFraction float64 `json:"budget_fraction" validate:"gt=0,lte=1"`
 	// Budget, when > 0, sets the budget in tokens directly and overrides BudgetFraction.
-	Budget int `json:"budget,omitempty" validate:"gte=0"`
+	// It may not exceed ContextWindow.
+	Budget int `json:"budget,omitempty" validate:"gte=0,ltefield=ContextWindow"`
 	// HardLimitFraction is the fraction of the window past which pending prunes are
 	// applied at once. Default 0.9.
 	HardLimitFraction float64 `json:"hard_limit_fraction" validate:"gt=0,lte=1,gtefield=BudgetFraction"`
@@ -102,48 +108,65 @@ func DefaultConfig() Config {
 	}
 }
 
-var validate = validator.New(validator.WithRequiredStructEnabled())
+// validate checks Config's tags; errors name fields by their JSON keys.
+var validate = func() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			return f.Name
+		}
+		return name
+	})
+	return v
+}()
 
 // ErrConfig wraps every configuration error.
 var ErrConfig = errors.New("invalid config")
 
 // Validate checks every field and returns an error wrapping ErrConfig that names
-// each bad field (by its JSON name) and the rule it broke.
+// each bad field by its JSON key (for example "cache_ttl", "excluded_tools[2]") with
+// its value and the rule it broke, all bad fields in one message, in field order.
+// Besides the tags it checks that Schedule parses (backoff.Parse) and that every
+// excluded-tool glob is valid path.Match syntax.
 func (c Config) Validate() error {
-	err := validate.Struct(c)
-	if err == nil {
-		for _, g := range c.ExcludedTools {
-			if _, err := path.Match(strings.ToLower(g), ""); err != nil {
-				return fmt.Errorf("%w: excluded_tools: bad glob %q: %v", ErrConfig, g, err)
-			}
+	var msgs []string
+	if err := validate.Struct(c); err != nil {
+		var verrs validator.ValidationErrors
+		if !errors.As(err, &verrs) {
+			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}
-		return nil
-	}
-	var verrs validator.ValidationErrors
-	if !errors.As(err, &verrs) {
-		return fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	msgs := make([]string, 0, len(verrs))
-	for _, fe := range verrs {
-		field := jsonName(fe.StructField())
-		msgs = append(msgs, fmt.Sprintf("%s = %v fails %q %s", field, fe.Value(), fe.Tag(), fe.Param()))
-	}
-	return fmt.Errorf("%w: %s", ErrConfig, strings.Join(msgs, "; "))
-}
-
-// jsonName maps a Config field name to its JSON key for error messages.
-func jsonName(field string) string {
-	var b strings.Builder
-	for i, r := range field {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 {
-				b.WriteByte('_')
+		for _, fe := range verrs {
+			rule, param := fe.Tag(), fe.Param()
+			if strings.HasSuffix(rule, "field") {
+				if f, ok := reflect.TypeFor[Config]().FieldByName(param); ok {
+					param, _, _ = strings.Cut(f.Tag.Get("json"), ",")
+				}
 			}
-			r += 'a' - 'A'
+			if param != "" {
+				rule += "=" + param
+			}
+			value := fe.Value()
+			if d, ok := value.(Duration); ok {
+				value = time.Duration(d)
+			}
+			msgs = append(msgs, fmt.Sprintf("%s = %v breaks %q", fe.Field(), value, rule))
 		}
-		b.WriteRune(r)
 	}
-	return b.String()
+	if strings.TrimSpace(c.Schedule) != "" {
+		if _, err := backoff.Parse(c.Schedule); err != nil {
+			msgs = append(msgs, fmt.Sprintf("schedule: %v", err))
+		}
+	}
+	for i, g := range c.ExcludedTools {
+		if _, err := path.Match(strings.ToLower(g), ""); err != nil {
+			msgs = append(msgs, fmt.Sprintf("excluded_tools[%d]: bad glob %q: %v", i, g, err))
+		}
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(msgs, "; "))
+	}
+	return nil
 }
 
 // BudgetTokens returns the budget in tokens: Budget when set, else the window times
@@ -162,21 +185,25 @@ func (c Config) HardLimitTokens() int {
 }
 
 // LoadConfig reads a JSON config file over the defaults: fields the file omits keep
-// their defaults; unknown fields are an error naming the field. The result is
-// validated.
+// their defaults. Errors name the file: an unknown field (json's `unknown field
+// "name"`), a value of the wrong type, data after the object (wrapping ErrConfig),
+// or a Validate failure (wrapping ErrConfig); on error the Config is the zero value.
 func LoadConfig(file string) (Config, error) {
 	cfg := DefaultConfig()
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return cfg, fmt.Errorf("load config: %w", err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("load config %s: %w", file, err)
+		return Config{}, fmt.Errorf("load config %s: %w", file, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Config{}, fmt.Errorf("load config %s: %w: data after the JSON object", file, ErrConfig)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("load config %s: %w", file, err)
+		return Config{}, fmt.Errorf("load config %s: %w", file, err)
 	}
 	return cfg, nil
 }

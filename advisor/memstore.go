@@ -6,26 +6,41 @@ import (
 	"sync"
 )
 
-// MemoryStore is an in-memory Store for library use without a database and for
-// tests. Originals live only as long as the process: use storage.DB when pruned
-// outputs must survive a restart. Its zero value is not ready; use NewMemoryStore.
+// MemoryStore is an in-memory Store (and VersionedStore, and recall.Store) for
+// library use without a database and for tests. Originals live only as long as the
+// process: use storage.DB when pruned outputs must survive a restart. Several
+// Advisors may share one MemoryStore, as several processes share one database. Its
+// zero value is not ready; use NewMemoryStore.
 type MemoryStore struct {
 	mu        sync.Mutex
-	originals map[string]Original   // by recall id
-	stubs     map[string]StubRecord // by recall id
-	recalls   []RecallEvent
+	originals map[string]Original          // by recall id
+	stubs     map[string]StubRecord        // by recall id
+	bySession map[string]map[string]string // session id -> output key -> recall id of its stub
+	versions  map[string]int64             // session id -> SessionVersion
+	recalls   map[string][]RecallEvent     // by session id, in order
 	asks      []AskRecord
 	decisions []DecisionRecord
-	// Fail, when set, makes SaveOriginal and SaveStub return it (fault injection).
+	// Fail, when set, makes SaveOriginal and SaveStub return it (fault injection:
+	// storage that cannot commit).
 	Fail error
+	// FailReads, when set, makes SessionStubs, SessionRecalls and SessionVersion
+	// return it (fault injection: storage that cannot be read).
+	FailReads error
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{originals: map[string]Original{}, stubs: map[string]StubRecord{}}
+	return &MemoryStore{
+		originals: map[string]Original{},
+		stubs:     map[string]StubRecord{},
+		bySession: map[string]map[string]string{},
+		versions:  map[string]int64{},
+		recalls:   map[string][]RecallEvent{},
+	}
 }
 
-// SaveOriginal implements Store.
+// SaveOriginal implements Store. Saving again under the same recall id replaces the
+// record (an output pruned again after a recall).
 func (m *MemoryStore) SaveOriginal(_ context.Context, o Original) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -36,7 +51,9 @@ func (m *MemoryStore) SaveOriginal(_ context.Context, o Original) error {
 	return nil
 }
 
-// SaveStub implements Store; it fails when the original was not saved first.
+// SaveStub implements Store; it fails when the original was not saved first, so a
+// stub never exists without its original. A later stub of the same recall id
+// replaces the earlier one.
 func (m *MemoryStore) SaveStub(_ context.Context, s StubRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -47,6 +64,13 @@ func (m *MemoryStore) SaveStub(_ context.Context, s StubRecord) error {
 		return fmt.Errorf("save stub %s: original not stored", s.RecallID)
 	}
 	m.stubs[s.RecallID] = s
+	keys := m.bySession[s.SessionID]
+	if keys == nil {
+		keys = map[string]string{}
+		m.bySession[s.SessionID] = keys
+	}
+	keys[s.OutputKey] = s.RecallID
+	m.versions[s.SessionID]++
 	return nil
 }
 
@@ -66,33 +90,44 @@ func (m *MemoryStore) RecordDecisions(_ context.Context, ds []DecisionRecord) er
 	return nil
 }
 
-// SessionStubs implements Store.
+// SessionStubs implements Store: a fresh map, keyed by output key.
 func (m *MemoryStore) SessionStubs(_ context.Context, sessionID string) (map[string]StubRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := map[string]StubRecord{}
-	for _, s := range m.stubs {
-		if s.SessionID == sessionID {
-			out[s.OutputKey] = s
-		}
+	if m.FailReads != nil {
+		return nil, m.FailReads
+	}
+	keys := m.bySession[sessionID]
+	out := make(map[string]StubRecord, len(keys))
+	for key, id := range keys {
+		out[key] = m.stubs[id]
 	}
 	return out, nil
 }
 
-// SessionRecalls implements Store.
+// SessionRecalls implements Store: a copy, in the order the recalls were recorded.
 func (m *MemoryStore) SessionRecalls(_ context.Context, sessionID string) ([]RecallEvent, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []RecallEvent
-	for _, r := range m.recalls {
-		if r.SessionID == sessionID {
-			out = append(out, r)
-		}
+	if m.FailReads != nil {
+		return nil, m.FailReads
 	}
-	return out, nil
+	return append([]RecallEvent(nil), m.recalls[sessionID]...), nil
 }
 
-// Original returns a stored original by recall id (the recall.Store method).
+// SessionVersion implements VersionedStore: the number of stubs saved and recalls
+// recorded in the session so far.
+func (m *MemoryStore) SessionVersion(_ context.Context, sessionID string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.FailReads != nil {
+		return 0, m.FailReads
+	}
+	return m.versions[sessionID], nil
+}
+
+// Original returns a stored original by recall id (the recall.Store method); the
+// error wraps ErrNotFound for an unknown id.
 func (m *MemoryStore) Original(_ context.Context, id string) (Original, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -107,7 +142,8 @@ func (m *MemoryStore) Original(_ context.Context, id string) (Original, error) {
 func (m *MemoryStore) RecordRecall(_ context.Context, e RecallEvent) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.recalls = append(m.recalls, e)
+	m.recalls[e.SessionID] = append(m.recalls[e.SessionID], e)
+	m.versions[e.SessionID]++
 	return nil
 }
 
@@ -123,4 +159,15 @@ func (m *MemoryStore) Decisions() []DecisionRecord {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]DecisionRecord(nil), m.decisions...)
+}
+
+// Stubs returns a copy of every stub stored, by recall id.
+func (m *MemoryStore) Stubs() map[string]StubRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]StubRecord, len(m.stubs))
+	for k, v := range m.stubs {
+		out[k] = v
+	}
+	return out
 }

@@ -11,8 +11,12 @@ import (
 var (
 	// ErrNotFound means no pruned output has the given recall id.
 	ErrNotFound = errors.New("no pruned output with this id")
-	// ErrNoSession means Advise was given a nil session.
+	// ErrNoSession means Advise was given a nil session, or one with a nil message.
 	ErrNoSession = errors.New("no session")
+	// ErrInvalidScores means a scorer returned no error but an unusable answer: not
+	// one score per card, or a keep-probability outside [0,1] or not finite. The
+	// cards get no score (failure kind "invalid").
+	ErrInvalidScores = errors.New("scorer returned invalid scores")
 )
 
 // Decision is what the advisor decided for one tool output at one step.
@@ -52,6 +56,9 @@ type Plan struct {
 	// Rewrite is true when pending prunes were applied at this step; RewriteReason
 	// says which condition allowed it ("pending >= 5% of budget", "cache cold",
 	// "hard limit").
+	// A recall that brings an original back into its slot also changes the bytes
+	// sent; it sets Rewrite with RewriteReason "recall" (prefixed "recall; " to the
+	// prune reason when both happen at one step).
 	Rewrite       bool   `json:"rewrite"`
 	RewriteReason string `json:"rewrite_reason,omitempty"`
 	Pruned        int    `json:"pruned"`         // outputs newly stubbed at this step
@@ -61,7 +68,25 @@ type Plan struct {
 	ScorerFailures map[string]int `json:"scorer_failures,omitempty"`
 	// StorageError is set when storage failed at this step: nothing new was pruned.
 	StorageError string `json:"storage_error,omitempty"`
-	Items        []Item `json:"items"` // every tool output, in session order
+	// Items lists every tool output, in session order. It is the advisor's own
+	// table for the session, updated in place (so a step costs no copy of it): it is
+	// complete when Advise returns and valid until the next Advise call for the same
+	// session. Use Clone to keep a plan across steps or to read it while another
+	// step of the same session may run.
+	Items []Item `json:"items"`
+}
+
+// Clone returns a deep copy of p that later steps do not change.
+func (p Plan) Clone() Plan {
+	c := p
+	c.Items = append([]Item(nil), p.Items...)
+	if p.ScorerFailures != nil {
+		c.ScorerFailures = make(map[string]int, len(p.ScorerFailures))
+		for k, v := range p.ScorerFailures {
+			c.ScorerFailures[k] = v
+		}
+	}
+	return c
 }
 
 // Item is one tool output's decision.

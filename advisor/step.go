@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,97 +24,102 @@ func (a *Advisor) step(ctx context.Context, st *state, s *transcript.Session) (P
 	if st.indexed > len(msgs) || st.indexed > 0 && fingerprint(msgs[st.indexed-1]) != st.lastPrint {
 		st.reset()
 	}
-	if !st.loaded {
-		frozen, err := a.Store.SessionStubs(ctx, st.id)
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return plan, nil, cerr
-			}
-			plan.StorageError = err.Error()
-			a.warnOnce(st, "storage", "storage: cannot load frozen stubs", err)
-		} else {
-			st.frozen = frozen
-			st.loaded = true
+	T := st.steps + 1
+	for i, m := range msgs[st.indexed:] {
+		if m == nil {
+			return plan, nil, fmt.Errorf("%w: message %d is nil", ErrNoSession, st.indexed+i)
+		}
+		if m.Role == transcript.RoleAssistant {
+			T++
 		}
 	}
-	a.index(st, msgs)
-	T := st.steps + 1
 	plan.Step = T
+	var changes []DecisionRecord
+	restored := a.syncStore(ctx, st, T, &plan, &changes)
+	if err := ctx.Err(); err != nil {
+		return plan, nil, err
+	}
+	a.prepareView(st, msgs)
+	a.index(st, msgs, T)
 	now := a.Clock()
 	cold := !st.lastCall.IsZero() && now.Sub(st.lastCall) > time.Duration(cfg.CacheTTL)
 	st.lastCall = now
 
-	var changes []DecisionRecord
-	a.applyRecalls(ctx, st, T, &plan, &changes)
-
+	// Protect, apply rules, collect due asks: only the outputs whose state can
+	// change at this step are looked at.
+	var due []*outState
+	settle := func(o *outState) { a.settle(st, o, T, &due, &changes) }
+	st.due(T, settle)
+	for _, o := range st.touched {
+		settle(o)
+	}
+	clear(st.touched)
+	st.touched = st.touched[:0]
 	over := st.ctxTokens > plan.Budget
 	plan.OverBudget = over
-
-	// Protect, apply rules, collect due asks.
-	var due []*outState
-	for _, o := range st.outs {
-		if o.decision == DecisionPruned {
-			continue
-		}
-		prev := o.decision
-		prevReason := o.reason
-		if why := a.protection(o, T); why != "" {
-			if o.decision != DecisionPending {
-				o.decision, o.reason = DecisionProtected, why
-			}
-		} else if o.decision != DecisionPending {
-			switch {
-			case o.dead:
-				o.decision, o.by = DecisionPending, o.deadBy
-				o.reason = fmt.Sprintf("%s by call %s", o.deadRule, o.deadBy)
-			case o.retention == transcript.RetentionDisposable:
-				o.decision, o.reason = DecisionPending, "disposable"
-			default:
-				if o.decision == DecisionProtected || o.decision == DecisionRecalled {
-					o.decision, o.reason = DecisionKeep, "candidate, not yet scored"
-				}
-				if o.asks == 0 || a.schedule.Due(o.lastAsk, o.asks, T, over) {
-					due = append(due, o)
-				}
+	if over && len(st.ripe) > 0 {
+		for _, o := range st.ripe {
+			o.inRipe = false
+			if o.decision == DecisionKeep && !o.inDue {
+				o.inDue = true
+				due = append(due, o)
 			}
 		}
-		if o.decision != prev || o.reason != prevReason && o.decision != DecisionKeep {
-			o.decidedAt = T
-			changes = append(changes, a.record(st, o, T))
-		}
+		clear(st.ripe)
+		st.ripe = st.ripe[:0]
 	}
 
-	// Ask: every due card in one batch.
-	if len(due) > 0 && a.Scorer != nil {
-		a.ask(ctx, st, s, due, T, &plan, &changes)
+	// Ask: every due card in one batch. A rule may have killed a due output after it
+	// was queued at this step: the rule decides, it is not asked.
+	if len(due) > 0 {
+		keep := due[:0]
+		for _, o := range due {
+			if o.decision == DecisionKeep {
+				keep = append(keep, o)
+			} else {
+				o.inDue = false
+			}
+		}
+		due = keep
+	}
+	if len(due) > 0 {
+		if a.Scorer != nil {
+			a.ask(ctx, st, s, due, T, &plan, &changes)
+		}
+		for _, o := range due {
+			o.inDue = false
+		}
 		if err := ctx.Err(); err != nil {
 			return plan, nil, err
 		}
 	}
 
 	// Decide whether pending prunes are applied now.
-	pending := 0
-	for _, o := range st.outs {
-		if o.decision == DecisionPending {
-			pending += o.tokens - a.stubTokensEstimate(o)
+	if st.pendingTokens > 0 {
+		switch {
+		case !st.synced:
+			// syncStore set StorageError: without the stored stubs a new stub could
+			// contradict one another process applied.
+		case st.ctxTokens > plan.HardLimit:
+			plan.RewriteReason = "hard limit"
+		case cold:
+			plan.RewriteReason = "cache cold"
+		case float64(st.pendingTokens) >= cfg.RewriteFraction*float64(plan.Budget):
+			plan.RewriteReason = fmt.Sprintf("pending >= %g%% of budget", cfg.RewriteFraction*100)
 		}
-	}
-	switch {
-	case pending == 0:
-	case st.ctxTokens > plan.HardLimit:
-		plan.RewriteReason = "hard limit"
-	case cold:
-		plan.RewriteReason = "cache cold"
-	case float64(pending) >= cfg.RewriteFraction*float64(plan.Budget):
-		plan.RewriteReason = fmt.Sprintf("pending >= %g%% of budget", cfg.RewriteFraction*100)
 	}
 	if plan.RewriteReason != "" {
-		a.apply(ctx, st, s, T, &plan, &changes)
+		a.apply(ctx, st, msgs, T, &plan, &changes)
 	}
-	for _, o := range st.outs {
-		if o.decision == DecisionPending {
-			plan.PendingTokens += o.tokens - a.stubTokensEstimate(o)
-		}
+	switch {
+	case plan.Pruned > 0 && restored > 0:
+		plan.Rewrite, plan.RewriteReason = true, "recall; "+plan.RewriteReason
+	case plan.Pruned > 0:
+		plan.Rewrite = true
+	case restored > 0:
+		plan.Rewrite, plan.RewriteReason = true, "recall"
+	default:
+		plan.RewriteReason = ""
 	}
 
 	if len(changes) > 0 {
@@ -120,35 +127,196 @@ func (a *Advisor) step(ctx context.Context, st *state, s *transcript.Session) (P
 			a.warnOnce(st, "storage-decisions", "storage: cannot record decisions", err)
 		}
 	}
+	a.patchView(st, msgs)
+	plan.PendingTokens = st.pendingTokens
 	plan.ContextTokens = st.ctxTokens
 	plan.SavedTokens = st.fullTokens - st.ctxTokens
-	plan.Items = make([]Item, len(st.outs))
-	stubs := make(map[string]string)
-	for i, o := range st.outs {
-		plan.Items[i] = o.item()
-		if o.decision == DecisionPruned {
-			stubs[o.key] = o.stub
-		}
-	}
-	return plan, s.WithStubs(msgs, stubs), nil
+	plan.Items = st.items[:len(st.items):len(st.items)]
+	st.viewShared = true
+	return plan, st.view[:len(st.view):len(st.view)], nil
 }
 
-// protection returns why o is not a candidate at step T, or "".
-func (a *Advisor) protection(o *outState, T int) string {
-	cfg := a.Config
-	switch {
-	case o.retention == transcript.RetentionKeep:
-		return "caller marked keep"
-	case o.excluded:
-		return "excluded tool " + o.tool
-	case T-o.step <= cfg.ProtectedSteps:
-		return fmt.Sprintf("recent (age %d <= %d steps)", T-o.step, cfg.ProtectedSteps)
-	case o.protectTill >= T:
-		return fmt.Sprintf("recalled at step %d", o.recalledAt)
-	case o.tokens < cfg.MinCandidateTokens:
-		return fmt.Sprintf("small (%d < %d tokens)", o.tokens, cfg.MinCandidateTokens)
+// syncStore reads the session's stubs and recalls when they may have changed (every
+// step with a plain Store; when SessionVersion moved with a VersionedStore): recalls
+// since the last read bring originals back, and stubs applied by another process
+// are adopted so every process sends the same bytes. It returns how many originals
+// were restored. On a read error it sets plan.StorageError and st.synced = false:
+// nothing new is pruned at this step.
+func (a *Advisor) syncStore(ctx context.Context, st *state, T int, plan *Plan, changes *[]DecisionRecord) int {
+	st.synced = false
+	fail := func(what string, err error) int {
+		plan.StorageError = fmt.Sprintf("cannot read %s, nothing new pruned: %v", what, err)
+		a.warnOnce(st, "storage-read", "storage: cannot read the session's stubs and recalls; pruning paused", err)
+		return 0
 	}
-	return ""
+	var version int64
+	vs, versioned := a.Store.(VersionedStore)
+	if versioned {
+		v, err := vs.SessionVersion(ctx, st.id)
+		if err != nil {
+			return fail("the session version", err)
+		}
+		if st.loaded && v == st.version {
+			st.synced = true
+			return 0
+		}
+		version = v
+	}
+	stubs, err := a.Store.SessionStubs(ctx, st.id)
+	if err != nil {
+		return fail("stubs", err)
+	}
+	evs, err := a.Store.SessionRecalls(ctx, st.id)
+	if err != nil {
+		return fail("recalls", err)
+	}
+	restored := 0
+	if len(evs) < st.recalls {
+		st.recalls = len(evs) // the store lost events; nothing to replay
+	}
+	for _, e := range evs[st.recalls:] {
+		if at, ok := st.recalledAt[e.OutputKey]; !ok || e.At.After(at) {
+			st.recalledAt[e.OutputKey] = e.At
+		}
+		if o := st.byKey[e.OutputKey]; o != nil {
+			if a.recall(st, o, T, changes) {
+				restored++
+			}
+		}
+	}
+	st.recalls = len(evs)
+	st.frozen = stubs
+	for key, s := range stubs {
+		o := st.byKey[key]
+		if o == nil || o.decision == DecisionPruned && o.stub == s.Stub || !a.stubStands(st, key, s) {
+			continue
+		}
+		a.prune(st, o, s.Stub, transcript.CountTokens(s.Stub), s.Reason, s.Score, T)
+		*changes = append(*changes, a.record(st, o, T))
+	}
+	st.loaded, st.synced = true, true
+	if versioned {
+		st.version = version
+	}
+	return restored
+}
+
+// recall handles a recall event of o at step T: a pruned output gets its original
+// back (reported true); any output is protected for one back-off window and asked
+// afresh when the window ends.
+func (a *Advisor) recall(st *state, o *outState, T int, changes *[]DecisionRecord) bool {
+	was := o.decision
+	switch was {
+	case DecisionPruned:
+		st.ctxTokens += o.tokens - o.stubTokens
+		if st.stubbed[o.msg]--; st.stubbed[o.msg] <= 0 {
+			delete(st.stubbed, o.msg)
+		}
+		st.dirty[o.msg] = true
+		o.stub, o.stubTokens = "", 0
+	case DecisionPending:
+		st.pendingTokens -= o.tokens - o.stubTokens
+		o.stub, o.stubTokens = "", 0
+	}
+	o.dead, o.by, o.asks = false, "", 0
+	o.protectTil = T + a.schedule.Gap(0)
+	o.protectWhy = fmt.Sprintf("recalled at step %d", T)
+	if was == DecisionPruned {
+		a.set(st, o, DecisionRecalled, o.protectWhy, T, changes)
+		st.wakeAt(o, o.protectTil+1)
+		return true
+	}
+	if o.fixed == "" {
+		a.set(st, o, DecisionProtected, o.protectWhy, T, changes)
+		st.wakeAt(o, o.protectTil+1)
+	}
+	return false
+}
+
+// settle brings o's decision up to date at step T: which protection holds, whether
+// a rule killed it, whether it is due for an ask (appended to due), and when it
+// must be looked at again.
+func (a *Advisor) settle(st *state, o *outState, T int, due *[]*outState, changes *[]DecisionRecord) {
+	if o.decision == DecisionPruned {
+		return
+	}
+	K := a.Config.ProtectedSteps
+	switch {
+	case o.fixed != "":
+		a.set(st, o, DecisionProtected, o.fixed, T, changes)
+	case T-o.step <= K:
+		a.set(st, o, DecisionProtected, fmt.Sprintf("recent (protected through step %d)", o.step+K), T, changes)
+		st.wakeAt(o, o.step+K+1)
+	case o.protectTil >= T:
+		if o.decision != DecisionRecalled {
+			a.set(st, o, DecisionProtected, o.protectWhy, T, changes)
+		}
+		st.wakeAt(o, o.protectTil+1)
+	case o.dead:
+		o.by = o.deadBy
+		a.set(st, o, DecisionPending, fmt.Sprintf("%s by call %s", o.deadRule, o.deadBy), T, changes)
+	case o.decision == DecisionPending:
+		// scored under the cutoff or disposable: stays pending until applied
+	case o.retention == transcript.RetentionDisposable:
+		a.set(st, o, DecisionPending, "disposable", T, changes)
+	default:
+		if o.decision != DecisionKeep {
+			reason := "candidate, not yet scored"
+			if o.asks > 0 && o.score >= 0 {
+				reason = keepReason(o.score, a.Config.Cutoff)
+			}
+			a.set(st, o, DecisionKeep, reason, T, changes)
+		}
+		switch gap := a.schedule.Gap(o.asks); {
+		case o.asks == 0:
+			if !o.inDue {
+				o.inDue = true
+				*due = append(*due, o)
+			}
+		case T-o.lastAsk >= gap:
+			if !o.inRipe {
+				o.inRipe = true
+				st.ripe = append(st.ripe, o)
+			}
+		default:
+			st.wakeAt(o, o.lastAsk+gap)
+		}
+	}
+}
+
+// set changes o's decision and reason (no-op when both are unchanged), keeping the
+// pending total, the plan item and the decision records right. A pending prune gets
+// its stub text now, so its size is exact; an output whose stub would not be shorter
+// is protected instead, for good.
+func (a *Advisor) set(st *state, o *outState, d Decision, reason string, T int, changes *[]DecisionRecord) {
+	if d == o.decision && reason == o.reason {
+		return
+	}
+	if o.decision == DecisionPending {
+		st.pendingTokens -= o.tokens - o.stubTokens
+		o.stub, o.stubTokens = "", 0
+	}
+	if d == DecisionPending {
+		stub := a.stubText(o, reason)
+		n := transcript.CountTokens(stub)
+		if len(stub) >= o.bytes || n >= o.tokens {
+			o.fixed = stubNotShorter
+			d, reason = DecisionProtected, stubNotShorter
+		} else {
+			o.stub, o.stubTokens = stub, n
+			st.pendingTokens += o.tokens - n
+			if !o.inPending {
+				o.inPending = true
+				st.pending = append(st.pending, o)
+			}
+		}
+	}
+	if d != DecisionPending && d != DecisionPruned {
+		o.by = ""
+	}
+	o.decision, o.reason, o.decidedAt = d, reason, T
+	st.items[o.i] = o.item()
+	*changes = append(*changes, a.record(st, o, T))
 }
 
 // ask sends the due cards in one batch and folds the scores into the states.
@@ -168,128 +336,133 @@ func (a *Advisor) ask(ctx context.Context, st *state, s *transcript.Session, due
 	scores, err := a.Scorer.Score(ctx, batch)
 	latency := time.Since(start)
 	kind := ""
-	if err != nil {
+	switch {
+	case err != nil:
 		kind = FailKind(err)
+	case len(scores) != len(due):
+		kind = "invalid"
+		err = fmt.Errorf("%w: %d scores for %d cards", ErrInvalidScores, len(scores), len(due))
+	}
+	if err != nil {
 		a.warnOnce(st, "scorer-"+kind, "scorer failed; nothing pruned on its account", err)
 	}
 	plan.Asked = len(due)
+	name := a.Scorer.Name()
 	asks := make([]AskRecord, len(due))
 	for i, o := range due {
 		o.asks++
 		o.lastAsk = T
 		sc := cards.Score{}
-		if err == nil && i < len(scores) {
+		if kind == "" {
 			sc = scores[i]
 		}
 		asks[i] = AskRecord{
 			SessionID: st.id, OutputKey: o.key, Step: T,
 			CardHash: transcript.TextHash(batch.Cards[i].Text("c")),
-			Scorer:   a.Scorer.Name(), Score: sc.Keep, OK: sc.OK, Latency: latency,
+			Scorer:   name, Score: sc.Keep, OK: sc.OK, Latency: latency,
 		}
-		if !sc.OK {
-			k := kind
-			if k == "" {
-				k = "no-score"
-			}
-			asks[i].FailKind = k
+		k := kind
+		switch {
+		case k != "":
+		case !sc.OK:
+			k = "no-score"
+		case math.IsNaN(sc.Keep) || sc.Keep < 0 || sc.Keep > 1:
+			k = "invalid"
+			a.warnOnce(st, "scorer-invalid", "scorer failed; nothing pruned on its account",
+				fmt.Errorf("%w: keep-probability %v for card %s", ErrInvalidScores, sc.Keep, o.key))
+		}
+		if k != "" {
+			asks[i].OK, asks[i].FailKind = false, k
 			if plan.ScorerFailures == nil {
 				plan.ScorerFailures = map[string]int{}
 			}
 			plan.ScorerFailures[k]++
+			st.wakeAt(o, T+a.schedule.Gap(o.asks))
 			continue
 		}
 		o.score = sc.Keep
-		prev, prevReason := o.decision, o.reason
 		if sc.Keep < a.Config.Cutoff {
-			o.decision = DecisionPending
-			o.reason = fmt.Sprintf("score %.2f < cutoff %.2f", sc.Keep, a.Config.Cutoff)
-		} else {
-			o.decision = DecisionKeep
-			o.reason = fmt.Sprintf("score %.2f >= cutoff %.2f", sc.Keep, a.Config.Cutoff)
+			a.set(st, o, DecisionPending, fmt.Sprintf("score %.2f < cutoff %.2f", sc.Keep, a.Config.Cutoff), T, changes)
+			continue
 		}
-		if o.decision != prev || o.reason != prevReason {
-			o.decidedAt = T
-			*changes = append(*changes, a.record(st, o, T))
-		}
+		a.set(st, o, DecisionKeep, keepReason(o.score, a.Config.Cutoff), T, changes)
+		st.items[o.i] = o.item()
+		st.wakeAt(o, T+a.schedule.Gap(o.asks))
 	}
 	if err := a.Store.RecordAsks(ctx, asks); err != nil {
 		a.warnOnce(st, "storage-asks", "storage: cannot record asks", err)
 	}
 }
 
-// apply turns pending prunes into stubs, original first. A storage failure stops
-// the rewrite: what was not committed stays pending, and the plan says why.
-func (a *Advisor) apply(ctx context.Context, st *state, s *transcript.Session, T int, plan *Plan, changes *[]DecisionRecord) {
+// apply turns pending prunes into stubs, in session order, original first. A
+// storage failure stops the rewrite: what was not committed stays pending, and the
+// plan says why.
+func (a *Advisor) apply(ctx context.Context, st *state, msgs []*transcript.Message, T int, plan *Plan, changes *[]DecisionRecord) {
+	list := st.pending[:0]
+	for _, o := range st.pending {
+		if o.decision == DecisionPending {
+			list = append(list, o)
+		} else {
+			o.inPending = false
+		}
+	}
+	clear(st.pending[len(list):])
+	st.pending = list
+	slices.SortFunc(list, func(x, y *outState) int { return x.i - y.i })
 	now := a.Clock()
-	for _, o := range st.outs {
-		if o.decision != DecisionPending {
-			continue
-		}
-		text, ok := outputText(s.Messages, o)
-		if !ok {
-			continue
-		}
-		stub := a.stubText(o)
-		if len(stub) >= len(text) {
-			o.decision, o.reason = DecisionProtected, "stub not shorter than the output"
+	kept := 0
+	for n, o := range list {
+		text, ok := outputText(msgs, o)
+		if !ok || transcript.TextHash(text) != o.hash {
+			// The slot no longer holds the original (the caller sent something
+			// else): no stub without the original.
+			list[kept] = o
+			kept++
 			continue
 		}
 		orig := Original{
 			RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Tool: o.tool,
 			Summary: o.summary, Text: text, Hash: o.hash, Tokens: o.tokens, Step: o.step,
 		}
-		if err := a.Store.SaveOriginal(ctx, orig); err != nil {
-			plan.StorageError = "original not stored, nothing pruned: " + err.Error()
-			a.warnOnce(st, "storage-original", "storage: cannot store originals; pruning stopped", err)
-			return
-		}
 		rec := StubRecord{
-			RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Stub: stub,
+			RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Stub: o.stub,
 			Step: T, Reason: o.reason, Score: o.score, At: now,
 		}
-		if err := a.Store.SaveStub(ctx, rec); err != nil {
-			plan.StorageError = "stub not stored, nothing pruned: " + err.Error()
-			a.warnOnce(st, "storage-stub", "storage: cannot store stubs; pruning stopped", err)
-			return
+		err := a.Store.SaveOriginal(ctx, orig)
+		what := "original"
+		if err == nil {
+			what = "stub"
+			err = a.Store.SaveStub(ctx, rec)
 		}
-		o.stub = stub
-		o.stubTokens = transcript.CountTokens(stub)
-		o.decision = DecisionPruned
-		o.decidedAt = T
-		st.ctxTokens -= o.tokens - o.stubTokens
+		if err != nil {
+			plan.StorageError = fmt.Sprintf("%s not stored, pruning stopped: %v", what, err)
+			a.warnOnce(st, "storage-"+what, "storage: cannot store "+what+"s; pruning stopped", err)
+			kept += copy(list[kept:], list[n:])
+			break
+		}
+		o.inPending = false
+		a.prune(st, o, o.stub, o.stubTokens, o.reason, o.score, T)
+		if st.frozen == nil {
+			st.frozen = map[string]StubRecord{}
+		}
+		st.frozen[o.key] = rec
 		plan.Pruned++
 		*changes = append(*changes, a.record(st, o, T))
 	}
-	plan.Rewrite = plan.Pruned > 0
-	if !plan.Rewrite {
-		plan.RewriteReason = ""
+	clear(list[kept:])
+	st.pending = list[:kept]
+	// Our own stubs moved the store's version by one each: when nobody else wrote
+	// meanwhile, the next step need not read the stubs back.
+	if vs, ok := a.Store.(VersionedStore); ok && plan.Pruned > 0 && st.synced {
+		if v, err := vs.SessionVersion(ctx, st.id); err == nil && v == st.version+int64(plan.Pruned) {
+			st.version = v
+		}
 	}
 }
 
-// applyRecalls brings back outputs recalled since the last step.
-func (a *Advisor) applyRecalls(ctx context.Context, st *state, T int, plan *Plan, changes *[]DecisionRecord) {
-	evs, err := a.Store.SessionRecalls(ctx, st.id)
-	if err != nil {
-		a.warnOnce(st, "storage-recalls", "storage: cannot read recalls", err)
-		return
-	}
-	if len(evs) <= st.recalls {
-		return
-	}
-	window := a.schedule.Gap(0)
-	for _, e := range evs[st.recalls:] {
-		o, ok := st.byKey[e.OutputKey]
-		if !ok || o.decision != DecisionPruned {
-			continue
-		}
-		st.ctxTokens += o.tokens - o.stubTokens
-		o.stub, o.stubTokens = "", 0
-		o.decision, o.reason = DecisionRecalled, "recalled"
-		o.recalledAt, o.protectTill, o.decidedAt = T, T+window, T
-		o.dead = false
-		*changes = append(*changes, a.record(st, o, T))
-	}
-	st.recalls = len(evs)
+// keepReason is the reason of a candidate scored at or above the cutoff.
+func keepReason(score, cutoff float64) string {
+	return fmt.Sprintf("score %.2f >= cutoff %.2f", score, cutoff)
 }
 
 // outputText finds o's current text in the session's messages.
@@ -304,35 +477,20 @@ func outputText(msgs []*transcript.Message, o *outState) (string, bool) {
 	return out.Text, true
 }
 
-// stubText renders the stub of DESIGN.md step 7, for example
-// `[pruned: Read /src/get.rs, 4,210 tokens, score 0.08 < cutoff 0.25; recall("o_7f3a9c0b1d") restores it]`.
-func (a *Advisor) stubText(o *outState) string {
+// stubText renders the stub of DESIGN.md step 7 for o with the given reason, for
+// example `[pruned: Read /src/get.rs, 4,210 tokens, score 0.08 < cutoff 0.25;
+// recall("o_7f3a9c0b1d") restores it]`: tool and argument summary (cut to 80
+// characters), the original's size in tokens, the reason, and the recall call.
+func (a *Advisor) stubText(o *outState, reason string) string {
 	what := strings.TrimSpace(o.tool + " " + cards.Cut(o.summary, 80))
 	return fmt.Sprintf("[pruned: %s, %s tokens, %s; %s(%q) restores it]",
-		what, thousands(o.tokens), o.reason, a.Config.RecallTool, o.recallID)
-}
-
-// stubTokensEstimate is the token count a stub for o will have, used to size
-// pending prunes before the stub exists.
-func (a *Advisor) stubTokensEstimate(o *outState) int {
-	if o.stubTokens > 0 {
-		return o.stubTokens
-	}
-	return min(o.tokens, 40)
+		what, thousands(o.tokens), reason, a.Config.RecallTool, o.recallID)
 }
 
 func (a *Advisor) record(st *state, o *outState, T int) DecisionRecord {
 	return DecisionRecord{
 		SessionID: st.id, OutputKey: o.key, Step: T, Decision: o.decision,
 		Reason: o.reason, Score: o.score, Superseder: o.by, Tokens: o.tokens,
-	}
-}
-
-func (o *outState) item() Item {
-	return Item{
-		Key: o.key, Tool: o.tool, Summary: o.summary, Step: o.step, Tokens: o.tokens,
-		Decision: o.decision, Reason: o.reason, By: o.by, Score: o.score,
-		DecidedAt: o.decidedAt, RecallID: o.recallID, Stub: o.stub,
 	}
 }
 
@@ -345,8 +503,8 @@ func (a *Advisor) warnOnce(st *state, kind, msg string, err error) {
 }
 
 // FailKind names the kind of a scorer failure for counting: the scorer's own kind
-// when its error has a Kind() string method, "timeout" for deadline errors, else
-// "error".
+// when its error has a Kind() string method, "timeout" for deadline errors,
+// "canceled" for a canceled context, "invalid" for ErrInvalidScores, else "error".
 func FailKind(err error) string {
 	var k interface{ Kind() string }
 	switch {
@@ -354,6 +512,10 @@ func FailKind(err error) string {
 		return k.Kind()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, ErrInvalidScores):
+		return "invalid"
 	default:
 		return "error"
 	}
@@ -361,10 +523,10 @@ func FailKind(err error) string {
 
 // thousands formats n with comma separators ("4,210").
 func thousands(n int) string {
-	s := fmt.Sprint(n)
 	if n < 0 {
 		return "-" + thousands(-n)
 	}
+	s := fmt.Sprint(n)
 	var b strings.Builder
 	for i, r := range s {
 		if i > 0 && (len(s)-i)%3 == 0 {

@@ -25,6 +25,19 @@ type Store interface {
 	SessionRecalls(ctx context.Context, sessionID string) ([]RecallEvent, error)
 }
 
+// VersionedStore is an optional extension of Store that lets the advisor notice
+// cheaply whether another process (or a recall) touched a session. SessionVersion
+// returns a counter that grows by exactly one for every SaveStub and every recall
+// event recorded in the session, by any process sharing the store (0 for a session
+// with neither). An Advisor whose Store implements it re-reads SessionStubs and
+// SessionRecalls only when the version moved by more than its own stubs since its
+// last read; with a plain Store it re-reads both at every step (correct, but the
+// cost grows with the number of stubs in the session).
+type VersionedStore interface {
+	Store
+	SessionVersion(ctx context.Context, sessionID string) (int64, error)
+}
+
 // Original is a pruned output's original, committed before its stub exists.
 type Original struct {
 	RecallID  string // "o_" + 10 hex digits (RecallID)

@@ -52,6 +52,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -649,43 +651,60 @@ func ArgNames(args json.RawMessage) []string {
 // and whether it is a prose word.
 type emitFunc func(name string, group int32, prose bool)
 
-// visitArgNames walks the JSON arguments and visits the names of their values.
+// visitArgNames walks the JSON arguments and visits the names of their values
+// (see ArgNames). It reads the JSON with gjson, without building a tree: tool
+// arguments are on every assistant message, and decoding them into maps was the
+// largest single cost of Tracker.Add.
 func visitArgNames(args json.RawMessage, g *int32, emit emitFunc) {
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	if !gjson.ValidBytes(args) {
 		visitNames(string(args), g, emit)
 		return
 	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			if len(x) >= MinNameLen && len(x) <= MaxQuotedLen && strings.TrimSpace(x) == x &&
-				!strings.ContainsAny(x, "\r\n") && hasWordByte(x) {
-				*g++
-				emit(x, *g, false)
+	walkArgs(gjson.ParseBytes(args), g, emit)
+}
+
+// walkArgs visits one JSON value: strings and numbers, array elements in order,
+// object values in key order (the last of repeated keys, as encoding/json keeps).
+func walkArgs(v gjson.Result, g *int32, emit emitFunc) {
+	switch v.Type {
+	case gjson.String:
+		x := v.Str
+		if len(x) >= MinNameLen && len(x) <= MaxQuotedLen && strings.TrimSpace(x) == x &&
+			!strings.ContainsAny(x, "\r\n") && hasWordByte(x) {
+			*g++
+			emit(x, *g, false)
+		}
+		visitNames(x, g, emit)
+	case gjson.Number:
+		visitNames(v.Raw, g, emit)
+	case gjson.JSON:
+		if v.IsArray() {
+			v.ForEach(func(_, e gjson.Result) bool {
+				walkArgs(e, g, emit)
+				return true
+			})
+			return
+		}
+		type kv struct {
+			k string
+			v gjson.Result
+		}
+		var fields []kv
+		v.ForEach(func(k, e gjson.Result) bool {
+			for i := range fields {
+				if fields[i].k == k.Str {
+					fields[i].v = e
+					return true
+				}
 			}
-			visitNames(x, g, emit)
-		case json.Number:
-			visitNames(string(x), g, emit)
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				walk(x[k])
-			}
+			fields = append(fields, kv{k.Str, e})
+			return true
+		})
+		sort.Slice(fields, func(i, j int) bool { return fields[i].k < fields[j].k })
+		for _, f := range fields {
+			walkArgs(f.v, g, emit)
 		}
 	}
-	walk(v)
 }
 
 func isWordByte(b byte) bool {

@@ -57,7 +57,7 @@ type Index struct {
 	dups  map[string]string     // duplicate key -> key of the latest output with it
 	dead  map[string]Death      // by output key
 	all   []Death               // in the order they died
-	seen  map[*transcript.Message]bool
+	seen  map[string]bool       // keys of the outputs indexed
 }
 
 // NewIndex returns an empty index.
@@ -66,7 +66,7 @@ func NewIndex() *Index {
 		files: map[string]*fileState{},
 		dups:  map[string]string{},
 		dead:  map[string]Death{},
-		seen:  map[*transcript.Message]bool{},
+		seen:  map[string]bool{},
 	}
 }
 
@@ -106,15 +106,19 @@ func (p pos) before(q pos) bool {
 }
 
 // Add indexes the outputs m carries and returns the outputs that died because of
-// them, in order. A message added before is ignored. Outputs whose call is unknown
-// (orphans) are skipped.
+// them, in order (nil when none). An output whose Key was indexed before is skipped,
+// so adding a message twice, or a rebuilt copy of the same history, changes
+// nothing. Outputs whose call is unknown (orphans) are skipped.
 func (x *Index) Add(m *transcript.Message) []Death {
-	if m == nil || x.seen[m] {
+	if m == nil {
 		return nil
 	}
-	x.seen[m] = true
 	var out []Death
 	for _, o := range m.Outputs {
+		if x.seen[o.Key] {
+			continue
+		}
+		x.seen[o.Key] = true
 		out = append(out, x.output(o)...)
 	}
 	return out

@@ -113,6 +113,10 @@ func TestIncremental(t *testing.T) {
 		if again := x.Add(m); again != nil {
 			t.Errorf("message %d added twice reported %v", m.Index, again)
 		}
+		cp := *m // a rebuilt copy of the same message (a re-sent history)
+		if again := x.Add(&cp); again != nil {
+			t.Errorf("copy of message %d reported %v", m.Index, again)
+		}
 	}
 	if diff := cmp.Diff(Analyze(s), got); diff != "" {
 		t.Errorf("incremental vs Analyze (-want +got):\n%s", diff)
@@ -308,11 +312,14 @@ func TestRealSessions(t *testing.T) {
 }
 
 // TestRealCounts pins the decisions on real sessions, as (dead output's step,
-// deciding step) pairs. The figures were computed independently by a Python model
-// of the two rules (regexes over the bash blocks of the trajectory JSON: sed -n
-// 'a,bp', cat f, head/tail -n N, cat -A f | sed -n, sed -i chains, cat X >> f,
-// cat <<'EOF' > f, rm; returncode 0 = success; duplicates = identical command and
-// observation text), which agreed exactly with these lists.
+// deciding step) pairs. The figures were computed independently by Python models of
+// the two rules: for mini-swe-agent, regexes over the bash blocks of the trajectory
+// JSON (sed -n 'a,bp', cat f, head/tail -n N, cat -A f | sed -n, sed -i chains,
+// cat X >> f, cat <<'EOF' > f, rm; returncode 0 = success; duplicates = identical
+// command and observation text); for pi, the read/edit/write tool arguments (1-based
+// offset, limit, "Showing lines" notes), isError, and bash sed -n/head/cat, with
+// duplicates = same tool, same sorted-key arguments, same text. Both agreed exactly
+// with these lists.
 func TestRealCounts(t *testing.T) {
 	type pair struct{ Dead, By int }
 	tests := []struct {
@@ -327,6 +334,7 @@ func TestRealCounts(t *testing.T) {
 				{57, 61}, {85, 87}, {89, 100}, {91, 100}, {92, 100}, {107, 109}, {109, 112}, {112, 114}, {119, 122},
 				{122, 129}, {123, 129}, {127, 129}, {136, 138}},
 			[]pair{{7, 90}, {25, 137}, {31, 60}, {98, 115}, {102, 106}, {103, 107}, {118, 119}}},
+		{"pi/session.jsonl", []pair{{46, 47}, {165, 175}}, []pair{{9, 46}, {9, 67}, {9, 153}, {68, 171}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

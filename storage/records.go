@@ -151,9 +151,12 @@ func (db *DB) Decisions(ctx context.Context, f DecisionFilter) ([]advisor.Decisi
 // transcript's content and SettingsHash the advisor configuration it was run with
 // (both hex SHA-256, computed by the caller).
 type Session struct {
-	ID           string
-	Format       string // transcript.Format, e.g. "claude-code"; "" when unknown
-	Name         string // display name, e.g. the transcript's file name
+	ID     string
+	Format string // transcript.Format, e.g. "claude-code"; "" when unknown
+	Name   string // display name, e.g. the transcript's file name
+	// Path is the transcript file the session was read from ("" when none), so
+	// replay-based commands can read it again (migration 0002).
+	Path         string
 	ContentHash  string
 	SettingsHash string
 	CreatedAt    time.Time // zero when unknown
@@ -168,14 +171,7 @@ func (db *DB) SaveSession(ctx context.Context, s Session) error {
 		return fmt.Errorf("storage: save session: %w: empty session id", ErrInvalid)
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions(id, format, name, content_hash, settings_hash, created_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT(id) DO UPDATE SET format = excluded.format, name = excluded.name,
-				content_hash = excluded.content_hash, settings_hash = excluded.settings_hash,
-				created_at = coalesce(sessions.created_at, excluded.created_at),
-				finished_at = coalesce(excluded.finished_at, sessions.finished_at)`,
-			s.ID, s.Format, s.Name, s.ContentHash, s.SettingsHash, timeText(s.CreatedAt), timeText(s.FinishedAt))
-		return err
+		return saveSession(ctx, tx, s)
 	})
 	if err != nil {
 		return fmt.Errorf("storage: save session %q: %w", s.ID, err)
@@ -183,9 +179,21 @@ func (db *DB) SaveSession(ctx context.Context, s Session) error {
 	return nil
 }
 
+// saveSession is SaveSession's statement, shared with CommitReplay.
+func saveSession(ctx context.Context, tx *sql.Tx, s Session) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions(id, format, name, path, content_hash, settings_hash, created_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET format = excluded.format, name = excluded.name, path = excluded.path,
+			content_hash = excluded.content_hash, settings_hash = excluded.settings_hash,
+			created_at = coalesce(sessions.created_at, excluded.created_at),
+			finished_at = coalesce(excluded.finished_at, sessions.finished_at)`,
+		s.ID, s.Format, s.Name, s.Path, s.ContentHash, s.SettingsHash, timeText(s.CreatedAt), timeText(s.FinishedAt))
+	return err
+}
+
 // Sessions returns every stored session ordered by id.
 func (db *DB) Sessions(ctx context.Context) ([]Session, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id, format, name, content_hash, settings_hash, created_at, finished_at
+	rows, err := db.r.QueryContext(ctx, `SELECT id, format, name, path, content_hash, settings_hash, created_at, finished_at
 		FROM sessions ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("storage: sessions: %w", classify(err))
@@ -195,7 +203,7 @@ func (db *DB) Sessions(ctx context.Context) ([]Session, error) {
 	for rows.Next() {
 		var s Session
 		var created, finished sql.NullString
-		if err := rows.Scan(&s.ID, &s.Format, &s.Name, &s.ContentHash, &s.SettingsHash, &created, &finished); err != nil {
+		if err := rows.Scan(&s.ID, &s.Format, &s.Name, &s.Path, &s.ContentHash, &s.SettingsHash, &created, &finished); err != nil {
 			return nil, fmt.Errorf("storage: sessions: %w", err)
 		}
 		if s.CreatedAt, err = parseTime(created); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -224,7 +225,7 @@ func (k *classifier) classify(name string) {
 	case "write", "write_file", "writefile", "create", "create_file":
 		k.writeTool(name)
 	case "open":
-		k.sweOpen(a.str(pathKeys...), a.has("line_number"))
+		k.sweOpen(a.str(pathKeys...))
 	case "goto", "scroll_down", "scroll_up":
 		k.set(ActionRead, FileOp{Action: ActionRead, Range: UnknownRange()})
 	case "apply_patch", "applypatch":
@@ -247,7 +248,7 @@ func (k *classifier) set(act Action, ops ...FileOp) {
 	k.c.Ops = append(k.c.Ops[:0], ops...)
 }
 
-// path normalises a path argument against dir ("" = the session cwd).
+// path normalises a path argument against the session cwd.
 func (k *classifier) path(p string) string { return NormalizePath(p, k.cwd) }
 
 // readTool handles Read (Claude Code, pi: 1-based offset + limit), read_file (Gemini:
@@ -424,7 +425,7 @@ func (k *classifier) writeTool(name string) {
 
 // sweOpen handles SWE-agent `open path [line]`. The window it shows is known only
 // from the output (OpenFiles refines it), so until then the read covers nothing.
-func (k *classifier) sweOpen(p string, _ bool) {
+func (k *classifier) sweOpen(p string) {
 	if p == "" {
 		return
 	}
@@ -777,7 +778,7 @@ func (k *classifier) summary() string {
 		}
 		return oneLine(p, 120)
 	}
-	if s := a.str(append(pathKeys, "dir_path", "description", "prompt", "url", "subject", "question", "skill", "command")...); s != "" {
+	if s := a.str(slices.Concat(pathKeys, []string{"dir_path", "description", "prompt", "url", "subject", "question", "skill", "command"})...); s != "" {
 		return oneLine(s, 120)
 	}
 	if a.m == nil && a.text != "" {
@@ -873,9 +874,20 @@ var editFailures = []string{
 // readFailures open the output of a read tool that read nothing (lower case, at the
 // start of the output).
 var readFailures = []string{
-	"<tool_use_error>", "file does not exist", "file not found", "error:", "error reading",
-	"enoent", "no such file", "is a directory", "file content (", "usage:", "the path ",
+	"<tool_use_error>",    // Claude Code: File does not exist.
+	"file does not exist", // Claude Code (older)
+	"file not found",      // Gemini CLI read_file error
+	"file content (",      // Claude Code: File content (N tokens) exceeds maximum allowed tokens
+	"error:",              // OpenHands/str_replace_editor: ERROR: Invalid path…
+	"error reading",       // generic
+	"enoent",              // pi read: ENOENT: no such file or directory
+	"no such file",        // shell-like tools
+	"is a directory",      // read of a directory
+	"usage:",              // SWE-agent open without arguments
 }
+
+// sweNotFound is SWE-agent's answer to open on a missing file: File x not found.
+var sweNotFound = regexp.MustCompile(`^file \S+ not found`)
 
 // Failed reports whether the output says its call did not do what it asked: the
 // reader's IsError, a non-zero exit status in the agent's own words (Claude Code's
@@ -920,6 +932,9 @@ func (o *ToolOutput) Failed() bool {
 			if strings.HasPrefix(low, p) {
 				return true
 			}
+		}
+		if sweNotFound.MatchString(low) {
+			return true
 		}
 	}
 	return false

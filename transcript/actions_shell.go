@@ -100,6 +100,16 @@ func (l *shLexer) next() (ok, done bool) {
 		l.readHeredocs()
 		return true, false
 	}
+	if strings.HasPrefix(s[l.i:], "<(") || strings.HasPrefix(s[l.i:], ">(") {
+		// process substitution: its commands feed another command, not the output
+		n, ok := skipExpansion("$" + s[l.i+1:])
+		if !ok {
+			return false, false
+		}
+		l.toks = append(l.toks, shTok{val: s[l.i : l.i+n], lit: false})
+		l.i += n
+		return true, false
+	}
 	for _, op := range []string{"&&", "||", ";;", "|&", "&>>", "&>", ";", "|", "&", "(", ")", ">>", ">|", ">&", ">", "<<<", "<<-", "<<", "<&", "<>", "<"} {
 		if strings.HasPrefix(s[l.i:], op) {
 			l.i += len(op)
@@ -263,7 +273,9 @@ func (l *shLexer) word() (w string, lit, quoted, ok bool) {
 			b.WriteString(s[l.i : l.i+n])
 			l.i += n
 		default:
-			if c == '*' || c == '?' || c == '[' || c == '{' {
+			// * and ? glob; [ is taken literally, as bash does when nothing matches
+			// (redacted transcripts write paths like /Users/[USER]/…)
+			if c == '*' || c == '?' || c == '{' {
 				lit = false
 			}
 			b.WriteByte(c)
@@ -398,8 +410,8 @@ type dirState struct {
 	known bool
 }
 
-// analyzeShell analyses cmd run in directory dir ("" = unknown, relative paths stay
-// relative when dir is "" but known is true).
+// analyzeShell analyses cmd run in directory dir, against which relative paths
+// resolve ("" leaves them relative).
 func analyzeShell(cmd, dir string) shellResult {
 	res := shellResult{}
 	a := &shellAnalyzer{res: &res, dir: dir, known: true}
@@ -415,9 +427,14 @@ func (a *shellAnalyzer) run(cmd string) bool {
 	if !ok {
 		return false
 	}
-	// An and-or list (pipelines joined by && and ||) is interpreted when it ends: its
-	// first pipeline always runs; when the list holds a ||, the later ones may not.
-	type entry struct{ cmds []*simpleCmd }
+	// An and-or list (pipelines joined by && and ||) is interpreted when it ends. The
+	// pipelines before its first || run unless an earlier one failed (and then the
+	// exit status says so, unless a || masks it: cd x && cat f || echo no is taken to
+	// read f); the pipelines after a || may not run at all.
+	type entry struct {
+		cmds    []*simpleCmd
+		afterOr bool
+	}
 	var list []entry
 	hasOr := false
 	var pipe []*simpleCmd
@@ -429,8 +446,8 @@ func (a *shellAnalyzer) run(cmd string) bool {
 		cur = &simpleCmd{}
 	}
 	endList := func() {
-		for i, e := range list {
-			a.pipeline(e.cmds, i > 0 && hasOr)
+		for _, e := range list {
+			a.pipeline(e.cmds, e.afterOr)
 		}
 		list, hasOr = nil, false
 	}
@@ -440,7 +457,7 @@ func (a *shellAnalyzer) run(cmd string) bool {
 			return
 		}
 		if len(pipe) > 0 {
-			list = append(list, entry{pipe})
+			list = append(list, entry{cmds: pipe, afterOr: hasOr})
 		}
 		pipe = nil
 		switch connector {
@@ -456,7 +473,12 @@ func (a *shellAnalyzer) run(cmd string) bool {
 		switch t.op {
 		case "":
 			cur.words = append(cur.words, t)
-		case "&&", "||", ";", "\n", "&", "|", "|&", ";;":
+		case "\n":
+			if k > 0 && (toks[k-1].op == "|" || toks[k-1].op == "|&" || toks[k-1].op == "&&" || toks[k-1].op == "||") {
+				continue // the list or pipeline goes on on the next line
+			}
+			flush(t.op)
+		case "&&", "||", ";", "&", "|", "|&", ";;":
 			flush(t.op)
 		case "(":
 			flush(";")
@@ -1091,21 +1113,23 @@ func (a *shellAnalyzer) reader(c *simpleCmd) ([]FileOp, cmdKind) {
 			return nil, kindOther
 		}
 		files = wordsFor(c, o.files)
+		if len(files) > 1 {
+			// sed numbers the lines of all its files as one stream
+			a.res.unsure = true
+			return nil, kindRead
+		}
 		if len(o.ranges) > 1 {
-			var ops []FileOp
-			for _, w := range files {
-				p, ok := a.path(w)
-				if !ok {
-					a.res.unsure = true
-					continue
-				}
-				for _, rr := range o.ranges {
-					ops = append(ops, FileOp{Action: ActionRead, Path: p, Range: rr})
-				}
+			if len(files) == 0 {
+				return nil, kindOther
 			}
-			if len(files) != 1 {
+			p, ok := a.path(files[0])
+			if !ok {
 				a.res.unsure = true
 				return nil, kindRead
+			}
+			ops := make([]FileOp, 0, len(o.ranges))
+			for _, rr := range o.ranges {
+				ops = append(ops, FileOp{Action: ActionRead, Path: p, Range: rr})
 			}
 			return ops, kindRead
 		}
@@ -1117,6 +1141,10 @@ func (a *shellAnalyzer) reader(c *simpleCmd) ([]FileOp, cmdKind) {
 		files, r, ok = awkRange(c.words[1:])
 		if !ok {
 			return nil, kindOther
+		}
+		if len(files) > 1 {
+			a.res.unsure = true // NR counts across files
+			return nil, kindRead
 		}
 	case "git":
 		if len(args) > 1 && (args[1] == "grep" || args[1] == "ls-files") {

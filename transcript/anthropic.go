@@ -96,60 +96,43 @@ func apiDecodeContent(raw json.RawMessage, base string) ([]apiBlock, error) {
 
 // apiDecodeBlock decodes one content block at JSON path p.
 func apiDecodeBlock(el json.RawMessage, p string) (apiBlock, error) {
-	var head struct {
-		Type json.RawMessage `json:"type"`
+	obj, problem := apiObject(el)
+	if problem != "" {
+		return apiBlock{}, &apiFieldError{p, problem}
 	}
-	if err := json.Unmarshal(el, &head); err != nil {
-		return apiBlock{}, &apiFieldError{p, "content block is not a JSON object"}
-	}
-	typ, ok := apiString(head.Type)
-	if !ok || typ == "" {
+	typ, _ := apiString(obj["type"])
+	if typ == "" {
 		return apiBlock{}, &apiFieldError{p + ".type", "content block has no type"}
 	}
 	blk := apiBlock{typ: typ}
 	switch typ {
 	case "text":
-		var t struct {
-			Text string `json:"text"`
+		if err := apiField(obj, "text", p, &blk.text); err != nil {
+			return apiBlock{}, err
 		}
-		if err := json.Unmarshal(el, &t); err != nil {
-			return apiBlock{}, apiTypeError(p, err)
-		}
-		blk.text = t.Text
 	case "tool_use":
-		var t struct {
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
+		if err := apiFields(obj, p, apiF{"id", &blk.id}, apiF{"name", &blk.name}); err != nil {
+			return apiBlock{}, err
 		}
-		if err := json.Unmarshal(el, &t); err != nil {
-			return apiBlock{}, apiTypeError(p, err)
-		}
-		if t.ID == "" {
+		if blk.id == "" {
 			return apiBlock{}, &apiFieldError{p + ".id", "tool_use block without an id"}
 		}
-		blk.id, blk.name, blk.input = t.ID, t.Name, t.Input
+		blk.input = obj["input"]
 		if len(bytes.TrimSpace(blk.input)) == 0 {
 			blk.input = json.RawMessage("{}")
 		}
 	case "tool_result":
-		var t struct {
-			ToolUseID string          `json:"tool_use_id"`
-			Content   json.RawMessage `json:"content"`
-			IsError   *bool           `json:"is_error"`
+		if err := apiFields(obj, p, apiF{"tool_use_id", &blk.callID}, apiF{"is_error", &blk.isError}); err != nil {
+			return apiBlock{}, err
 		}
-		if err := json.Unmarshal(el, &t); err != nil {
-			return apiBlock{}, apiTypeError(p, err)
-		}
-		if t.ToolUseID == "" {
+		if blk.callID == "" {
 			return apiBlock{}, &apiFieldError{p + ".tool_use_id", "tool_result block without a tool_use_id"}
 		}
-		res, err := apiDecodeResult(t.Content, p+".content")
+		res, err := apiDecodeResult(obj["content"], p+".content")
 		if err != nil {
 			return apiBlock{}, err
 		}
-		blk.callID, blk.result = t.ToolUseID, res
-		blk.isError = t.IsError != nil && *t.IsError
+		blk.result = res
 	}
 	return blk, nil
 }
@@ -180,28 +163,155 @@ func apiDecodeResult(raw json.RawMessage, p string) (apiResult, error) {
 	var pieces []string
 	for j, el := range elems {
 		q := p + "." + strconv.Itoa(j)
-		var t struct {
-			Type json.RawMessage `json:"type"`
-			Text json.RawMessage `json:"text"`
+		obj, problem := apiObject(el)
+		if problem != "" {
+			return res, &apiFieldError{q, problem}
 		}
-		if err := json.Unmarshal(el, &t); err != nil {
-			return res, &apiFieldError{q, "content block is not a JSON object"}
-		}
-		typ, _ := apiString(t.Type)
+		typ, _ := apiString(obj["type"])
 		switch typ {
 		case "text":
-			s, ok := apiString(t.Text)
-			if !ok && len(t.Text) > 0 && string(t.Text) != "null" {
-				return res, &apiFieldError{q + ".text", "text must be a string"}
+			var s string
+			if err := apiField(obj, "text", q, &s); err != nil {
+				return res, err
 			}
 			pieces = append(pieces, s)
-			res.paths = append(res.paths, q+".text")
+			if _, present := obj["text"]; present {
+				res.paths = append(res.paths, q+".text")
+			}
 		case "image":
 			res.hasImage = true
 		}
 	}
 	res.text = apiJoin(pieces)
 	return res, nil
+}
+
+// apiObject decodes raw as a JSON object with its keys exactly as written.
+// encoding/json matches struct fields case-insensitively ("Content" fills Content),
+// while the API, JSON.parse and the gjson/sjson paths Rewrite uses do not; reading
+// through maps keeps the reader and Rewrite looking at the same values. For the same
+// reason an object with a repeated key is refused: the map keeps the last value, gjson
+// finds the first. problem is "" on success, else what was wrong (invalid or truncated
+// JSON, another JSON type, a repeated key).
+func apiObject(raw []byte) (obj map[string]json.RawMessage, problem string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] != '{' && json.Valid(raw) {
+		return nil, "expected a JSON object, found a JSON " + apiKind(raw)
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, apiJSONProblem(err)
+	}
+	if obj == nil {
+		return nil, "expected a JSON object, found a JSON null"
+	}
+	if apiCountKeys(raw) != len(obj) {
+		return nil, "a key occurs twice in the object"
+	}
+	return obj, ""
+}
+
+// apiCountKeys counts the keys at the top level of the valid JSON object raw, as
+// written (two spellings of one key count twice).
+func apiCountKeys(raw []byte) int {
+	depth, n := 0, 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			j := i + 1
+			for j < len(raw) && raw[j] != '"' {
+				if raw[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if depth == 1 {
+				k := j + 1
+				for k < len(raw) && apiBlank(raw[k]) {
+					k++
+				}
+				if k < len(raw) && raw[k] == ':' {
+					n++
+				}
+			}
+			i = j
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+	}
+	return n
+}
+
+func apiBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// apiF names one field for apiFields: its key and where to decode it.
+type apiF struct {
+	key string
+	dst any // *string, *bool, *float64 or *json.RawMessage
+}
+
+// apiFields decodes each named field of obj (at JSON path base) with apiField.
+func apiFields(obj map[string]json.RawMessage, base string, fields ...apiF) error {
+	for _, f := range fields {
+		if err := apiField(obj, f.key, base, f.dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apiField decodes obj[key] into dst when the key is present and not null; a value
+// of the wrong JSON type is an *apiFieldError naming base.key.
+func apiField(obj map[string]json.RawMessage, key, base string, dst any) error {
+	raw, ok := obj[key]
+	if !ok || apiNull(raw) {
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		want := "a valid value"
+		switch dst.(type) {
+		case *string:
+			want = "a string"
+		case *bool:
+			want = "a boolean"
+		case *float64:
+			want = "a number"
+		}
+		path := key
+		if base != "" {
+			path = base + "." + key
+		}
+		return &apiFieldError{path, fmt.Sprintf("expected %s, found JSON %s", want, apiKind(raw))}
+	}
+	return nil
+}
+
+// apiNull reports whether raw is absent or the JSON null.
+func apiNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// apiKind names the JSON type of raw.
+func apiKind(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 // apiJoin joins the non-empty pieces with "\n". Empty pieces are skipped so that a
@@ -229,18 +339,6 @@ func apiString(r json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-// apiTypeError turns a json.Unmarshal error inside the value at path p into a *apiFieldError.
-func apiTypeError(p string, err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		if te.Field == "" {
-			return &apiFieldError{p, "expected a JSON object, found JSON " + te.Value}
-		}
-		return &apiFieldError{p + "." + te.Field, fmt.Sprintf("expected %s, found JSON %s", te.Type, te.Value)}
-	}
-	return &apiFieldError{p, err.Error()}
 }
 
 // apiJSONProblem describes why a whole line or document failed to decode as an object.
@@ -280,12 +378,6 @@ var apiWrapperPrefixes = []string{
 	"[Request interrupted by user",
 }
 
-// anthropicRequest is the part of a request body the reader uses.
-type anthropicRequest struct {
-	System   json.RawMessage `json:"system"`
-	Messages json.RawMessage `json:"messages"`
-}
-
 // readAnthropic reads one Messages API request body. The whole object is the single
 // unit outputs point into; Line is 0 for every message except in errors, where a JSON
 // syntax error is located by line.
@@ -311,9 +403,9 @@ func readAnthropic(name string, data []byte, opts Options) (*Session, error) {
 	if rest := apiSkipSpace(data, end); rest != len(data) {
 		return nil, &ParseError{File: name, Line: apiLineAt(data, rest), Msg: "data after the request body: a body is one JSON object"}
 	}
-	var req anthropicRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return nil, &ParseError{File: name, Line: apiLineAt(data, start), Msg: apiJSONProblem(err)}
+	req, problem := apiObject(raw)
+	if problem != "" {
+		return nil, &ParseError{File: name, Line: apiLineAt(data, start), Msg: problem}
 	}
 	unit := b.addUnit(start, end)
 
@@ -327,7 +419,7 @@ func readAnthropic(name string, data []byte, opts Options) (*Session, error) {
 		return nil
 	}
 
-	if sys := bytes.TrimSpace(req.System); len(sys) > 0 && string(sys) != "null" {
+	if sys := req["system"]; !apiNull(sys) {
 		blocks, err := apiDecodeContent(sys, "system")
 		if err != nil {
 			if e := fail(apiAsFieldError(err, "system")); e != nil {
@@ -346,8 +438,8 @@ func readAnthropic(name string, data []byte, opts Options) (*Session, error) {
 		}
 	}
 
-	msgs := bytes.TrimSpace(req.Messages)
-	if len(msgs) == 0 || string(msgs) == "null" {
+	msgs := req["messages"]
+	if apiNull(msgs) {
 		return nil, &ParseError{File: name, Field: "messages", Msg: "request body has no messages array"}
 	}
 	var elems []json.RawMessage
@@ -356,35 +448,29 @@ func readAnthropic(name string, data []byte, opts Options) (*Session, error) {
 	}
 	for i, el := range elems {
 		p := "messages." + strconv.Itoa(i)
-		var m struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		}
-		if err := json.Unmarshal(el, &m); err != nil {
-			if e := fail(apiAsFieldError(apiTypeError(p, err), p)); e != nil {
+		m, problem := apiObject(el)
+		if problem != "" {
+			if e := fail(&apiFieldError{p, problem}); e != nil {
 				return nil, e
 			}
 			continue
 		}
-		if m.Role != "user" && m.Role != "assistant" {
-			if e := fail(&apiFieldError{p + ".role", fmt.Sprintf("role %q is neither user nor assistant", m.Role)}); e != nil {
+		role, _ := apiString(m["role"])
+		if role != "user" && role != "assistant" {
+			if e := fail(&apiFieldError{p + ".role", fmt.Sprintf("role %q is neither user nor assistant", role)}); e != nil {
 				return nil, e
 			}
 			continue
 		}
-		blocks, err := apiDecodeContent(m.Content, p+".content")
+		blocks, err := apiDecodeContent(m["content"], p+".content")
 		if err != nil {
 			if e := fail(apiAsFieldError(err, p+".content")); e != nil {
 				return nil, e
 			}
 			continue
 		}
-		if m.Role == "assistant" {
-			am := apiAssistant(blocks, 0)
-			b.add(am)
-			for _, c := range am.Calls {
-				ccRefineArgs(c)
-			}
+		if role == "assistant" {
+			b.add(apiAssistant(blocks, 0))
 			continue
 		}
 		msg := apiUser(blocks, unit)

@@ -114,7 +114,9 @@ func TestAnthropicSDKBody(t *testing.T) {
 
 // anCheckRewrite rewrites the stubbed outputs and checks, independently of the reader's
 // paths, that (1) decoded, the new body equals the old one with exactly the stubbed
-// tool_result texts replaced (stub in the first text piece, the other pieces emptied),
+// tool_result texts replaced (stub in the first text piece, the other text blocks
+// removed, since the API rejects empty ones, or "[pruned]" where they carry
+// cache_control),
 // (2) every byte outside those tool_result blocks is unchanged, and (3) the reader reads
 // the new body back with the stubs in place.
 func anCheckRewrite(t *testing.T, body []byte, s *Session, stubs map[string]string) {
@@ -147,16 +149,25 @@ func anCheckRewrite(t *testing.T, body []byte, s *Session, stubs map[string]stri
 				blk["content"] = stub
 			case []any:
 				first := true
+				kept := []any{}
 				for _, p := range c {
-					if pb, _ := p.(map[string]any); pb["type"] == "text" {
-						if first {
-							pb["text"] = stub
-						} else {
-							pb["text"] = ""
-						}
-						first = false
+					pb, _ := p.(map[string]any)
+					if pb["type"] != "text" {
+						kept = append(kept, p)
+						continue
 					}
+					switch {
+					case first:
+						pb["text"] = stub
+					case pb["cache_control"] != nil:
+						pb["text"] = PrunedPiece
+					default:
+						continue
+					}
+					first = false
+					kept = append(kept, p)
 				}
+				blk["content"] = kept
 			}
 		}
 	}
@@ -276,11 +287,14 @@ func TestAnthropicBadInput(t *testing.T) {
 		{"no messages", `{"model":"x","system":"s"}`, 0, "messages", "no messages array", -1},
 		{"messages not an array", `{"messages":{"role":"user"}}`, 0, "messages", "must be an array", -1},
 		{"system role", `{"messages":[{"role":"system","content":"s"},` + user + `]}`, 0, "messages.0.role", "neither user nor assistant", 1},
-		{"message not an object", `{"messages":[` + user + `, 7]}`, 0, "messages.1", "found JSON number", 1},
+		{"message not an object", `{"messages":[` + user + `, 7]}`, 0, "messages.1", "found a JSON number", 1},
 		{"content a number", `{"messages":[` + user + `,{"role":"assistant","content":3}]}`, 0, "messages.1.content", "string or an array", 1},
 		{"tool_use without id", `{"messages":[` + user + `,{"role":"assistant","content":[{"type":"tool_use","name":"x","input":{}}]}]}`, 0, "messages.1.content.0.id", "without an id", 1},
 		{"tool_result without id", `{"messages":[` + user + `,{"role":"user","content":[{"type":"tool_result","content":"x"}]}]}`, 0, "messages.1.content.0.tool_use_id", "without a tool_use_id", 1},
-		{"tool_result text not a string", `{"messages":[` + user + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":{}}]}]}]}`, 0, "messages.1.content.0.content.0.text", "must be a string", 1},
+		{"tool_result text not a string", `{"messages":[` + user + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":{}}]}]}]}`, 0, "messages.1.content.0.content.0.text", "expected a string, found JSON object", 1},
+		// Keys are matched exactly, as the API and Rewrite's paths match them (a fuzz find:
+		// encoding/json alone would take "messAges" for "messages").
+		{"keys are case-sensitive", `{"messAges":[{"role":"user","Content":[{"tYpe":"tool_result","tool_use_id":"0","Content":[{"tYpe":"text"}]}]}]}`, 0, "messages", "no messages array", -1},
 		{"block without type", `{"messages":[{"role":"user","content":[{"text":"x"}]},` + user + `]}`, 0, "messages.0.content.0.type", "no type", 1},
 	}
 	for _, tt := range tests {
@@ -308,6 +322,19 @@ func TestAnthropicBadInput(t *testing.T) {
 			}
 		})
 	}
+	t.Run("case variants of known keys are other keys", func(t *testing.T) {
+		body := `{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Read","input":{}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","Content":"hidden","content":[{"type":"text","Text":"no","text":"yes"}]}],"Role":"assistant"}]}`
+		s, err := readAnthropic("case.json", []byte(body), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := s.Outputs()[0]
+		if o.Text != "yes" || s.Messages[2].Role != RoleTool {
+			t.Fatalf("output %q, role %s", o.Text, s.Messages[2].Role)
+		}
+		anCheckRewrite(t, []byte(body), s, map[string]string{"t": "[pruned]"})
+	})
 	t.Run("empty", func(t *testing.T) {
 		if _, err := readAnthropic("e.json", []byte(" \n"), Options{}); !errors.Is(err, ErrEmpty) {
 			t.Errorf("err = %v", err)

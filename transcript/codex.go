@@ -35,7 +35,7 @@ import (
 //   - each function_call_output / custom_tool_call_output line is one RoleTool
 //     message with one output, located at the line's output field. An output string
 //     that is itself JSON {output, metadata} (custom tool outputs, the argv shell
-//     tool) is codexPeeled: Text is its "output" and IsError comes from
+//     tool) is peeled: Text is its "output" and IsError comes from
 //     metadata.exit_code; a Rewrite replaces the whole string with the stub.
 //     Otherwise IsError comes from a "Process exited with code N" or "Exit code: N"
 //     header line. Content-item lists ({type:input_text,text}, input_image) and
@@ -267,7 +267,10 @@ func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, ba
 		switch role := str("role"); role {
 		case "assistant":
 			m := r.turn(n)
-			m.Text = strings.TrimPrefix(m.Text+"\n"+text, "\n")
+			if m.Text != "" && text != "" {
+				m.Text += "\n"
+			}
+			m.Text += text
 		case "user":
 			r.flush()
 			meta := false
@@ -380,6 +383,7 @@ func codexOutput(raw json.RawMessage, path string) (*ToolOutput, *ParseError) {
 	return nil, &ParseError{Field: path, Msg: "output is neither a string, a list nor an object"}
 }
 
+// codexPeeled is the inside of a {output, metadata} output string.
 type codexPeeled struct {
 	text   string
 	failed bool

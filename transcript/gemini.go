@@ -19,10 +19,11 @@ import (
 //     result[].functionResponse.response.output (or .error, IsError; status "error"
 //     or "cancelled" is IsError too). The output points at
 //     messages.N.toolCalls.K.result.J.functionResponse.response.output|error, and at
-//     result.J.text for plain text parts; inlineData parts set HasImage. A call
-//     without a result stays unanswered;
-//   - info and error entries are the CLI's own notices, never sent to the model:
-//     they are left out, as are entries of unknown type (with a warning).
+//     result.J.text for plain text parts, and at ...response itself (its JSON text)
+//     for a response with neither output nor error; inlineData and fileData parts
+//     set HasImage. A call without a result stays unanswered;
+//   - info, error and warning entries are the CLI's own notices, never sent to the
+//     model: they are left out, as are entries of unknown type (with a warning).
 //
 // Gemini records no working directory (only a hash of it), so Session.Cwd is "" and
 // relative paths stay relative. Newer builds write JSONL with $set patches; that

@@ -721,13 +721,13 @@ func (r *chatReader) readOne(i int, raw json.RawMessage) error {
 			o.CallID = q[0].ID
 			r.byName[fn] = q[1:]
 		}
-		setLoc(o, 0, r.outPaths(path, paths)...)
+		setLoc(o, 0, r.outPaths(path, m.Content, paths)...)
 		r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
 	case role == "user":
 		if c := r.pending; c != nil && (r.mode != chatSWE || msgType == "" || msgType == "observation") {
 			r.pending = nil
 			o := &ToolOutput{CallID: c.ID, Text: text, HasImage: image, IsError: r.observationFailed(c, text, m.Extra)}
-			setLoc(o, 0, r.outPaths(path, paths)...)
+			setLoc(o, 0, r.outPaths(path, m.Content, paths)...)
 			r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
 			return nil
 		}
@@ -739,10 +739,14 @@ func (r *chatReader) readOne(i int, raw json.RawMessage) error {
 }
 
 // outPaths gives the rewrite paths of an output whose content had the given text
-// pieces: the pieces, or the content field itself when it held none.
-func (r *chatReader) outPaths(path string, pieces []string) []string {
+// pieces: the pieces, or the content field itself when it held none (null, an empty
+// list); none when the message has no content key, as Rewrite never adds one.
+func (r *chatReader) outPaths(path string, content json.RawMessage, pieces []string) []string {
 	if len(pieces) > 0 {
 		return pieces
+	}
+	if content == nil {
+		return nil
 	}
 	return []string{docPath(path, "content")}
 }
@@ -836,7 +840,7 @@ func (r *chatReader) toolResult(path string, m chatMsg, text string, paths []str
 	if r.mode == chatSWE && sweEditFailed(text) {
 		o.IsError = true
 	}
-	setLoc(o, 0, r.outPaths(path, paths)...)
+	setLoc(o, 0, r.outPaths(path, m.Content, paths)...)
 	r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
 	return nil
 }

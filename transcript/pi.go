@@ -27,33 +27,65 @@ func init() {
 	register(reader{format: FormatPi, detect: detectPi, read: readPi})
 }
 
-// piEntry is one JSON object of a pi file. Identifiers are raw so that odd values
-// never fail a line the reader would not use.
+// piEntry is one JSON object of a pi file. Identifiers and payloads stay raw so that
+// odd values never fail an entry the reader would not use.
 type piEntry struct {
-	Type     string          `json:"type"`
-	ID       json.RawMessage `json:"id"`
-	ParentID json.RawMessage `json:"parentId"`
-	Cwd      json.RawMessage `json:"cwd"`
-	Message  json.RawMessage `json:"message"`
-	Summary  json.RawMessage `json:"summary"`
-	Content  json.RawMessage `json:"content"`
+	Type                                string
+	ID, ParentID, Cwd, Message, Summary json.RawMessage
+	Content                             json.RawMessage
+}
+
+// piDecodeEntry decodes one object (keys matched exactly, see apiObject).
+func piDecodeEntry(raw []byte) (piEntry, *apiFieldError) {
+	obj, problem := apiObject(raw)
+	if problem != "" {
+		return piEntry{}, &apiFieldError{"", problem}
+	}
+	e := piEntry{ID: obj["id"], ParentID: obj["parentId"], Cwd: obj["cwd"], Message: obj["message"], Summary: obj["summary"], Content: obj["content"]}
+	if err := apiField(obj, "type", "", &e.Type); err != nil {
+		return piEntry{}, apiAsFieldError(err, "type")
+	}
+	return e, nil
 }
 
 // piMessage is the message of a "message" entry.
 type piMessage struct {
-	Role               string          `json:"role"`
-	Content            json.RawMessage `json:"content"`
-	ToolCallID         string          `json:"toolCallId"`
-	IsError            bool            `json:"isError"`
-	Details            json.RawMessage `json:"details"`
-	Command            string          `json:"command"`
-	Output             string          `json:"output"`
-	ExitCode           *float64        `json:"exitCode"`
-	Cancelled          bool            `json:"cancelled"`
-	Truncated          bool            `json:"truncated"`
-	FullOutputPath     string          `json:"fullOutputPath"`
-	ExcludeFromContext bool            `json:"excludeFromContext"`
-	Summary            string          `json:"summary"`
+	Role               string
+	Content, Details   json.RawMessage
+	ToolCallID         string
+	IsError            bool
+	Command, Output    string
+	ExitCode           *float64
+	Cancelled          bool
+	Truncated          bool
+	FullOutputPath     string
+	ExcludeFromContext bool
+	Summary            string
+}
+
+// piDecodeMessage decodes a message entry's message object.
+func piDecodeMessage(raw json.RawMessage) (*piMessage, error) {
+	obj, problem := apiObject(raw)
+	if problem != "" {
+		if apiNull(raw) {
+			problem = "a message entry without a message object"
+		}
+		return nil, &apiFieldError{"message", problem}
+	}
+	m := &piMessage{Content: obj["content"], Details: obj["details"]}
+	var exit float64
+	err := apiFields(obj, "message",
+		apiF{"role", &m.Role}, apiF{"toolCallId", &m.ToolCallID}, apiF{"isError", &m.IsError},
+		apiF{"command", &m.Command}, apiF{"output", &m.Output}, apiF{"exitCode", &exit},
+		apiF{"cancelled", &m.Cancelled}, apiF{"truncated", &m.Truncated}, apiF{"fullOutputPath", &m.FullOutputPath},
+		apiF{"excludeFromContext", &m.ExcludeFromContext}, apiF{"summary", &m.Summary})
+	if err != nil {
+		return nil, err
+	}
+	if !apiNull(obj["exitCode"]) {
+		m.ExitCode = &exit
+	}
+	return m, nil
 }
 
 // piObj is one decoded object of the file.
@@ -96,8 +128,9 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 			end := int(dec.InputOffset())
 			start := end - len(raw)
 			o := &piObj{line: ln.no, unit: -1, node: -1}
-			if err := json.Unmarshal(raw, &o.e); err != nil {
-				if e := jsonlSkip(b, name, opts, ln.no, "", apiJSONProblem(err)); e != nil {
+			var fe *apiFieldError
+			if o.e, fe = piDecodeEntry(raw); fe != nil {
+				if e := jsonlSkip(b, name, opts, ln.no, fe.field, fe.msg); e != nil {
 					return nil, e
 				}
 				continue
@@ -173,18 +206,14 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 func piInspect(o *piObj) (benign bool, err error) {
 	switch o.e.Type {
 	case "message":
-		raw := bytes.TrimSpace(o.e.Message)
-		if len(raw) == 0 || raw[0] != '{' {
-			return false, &apiFieldError{"message", "a message entry without a message object"}
-		}
-		var m piMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return false, apiTypeError("message", err)
+		m, err := piDecodeMessage(o.e.Message)
+		if err != nil {
+			return false, err
 		}
 		if m.Role == "" {
 			return false, &apiFieldError{"message.role", "message without a role"}
 		}
-		o.m = &m
+		o.m = m
 		switch m.Role {
 		case "user", "assistant", "bashExecution", "custom", "hookMessage", "branchSummary", "compactionSummary":
 			return false, nil
@@ -203,7 +232,7 @@ func piAdd(b *builder, o *piObj) error {
 	switch o.e.Type {
 	case "compaction", "branch_summary":
 		s, ok := apiString(o.e.Summary)
-		if !ok && len(bytes.TrimSpace(o.e.Summary)) > 0 && string(bytes.TrimSpace(o.e.Summary)) != "null" {
+		if !ok && !apiNull(o.e.Summary) {
 			return &apiFieldError{"summary", "summary must be a string"}
 		}
 		if s != "" {
@@ -246,9 +275,6 @@ func piAdd(b *builder, o *piObj) error {
 		}
 		m.Line = o.line
 		b.add(m)
-		for _, c := range m.Calls {
-			ccRefineArgs(c)
-		}
 	case "toolResult":
 		if pm.ToolCallID == "" {
 			return &apiFieldError{"message.toolCallId", "toolResult without a toolCallId"}
@@ -309,42 +335,34 @@ func piAssistant(raw json.RawMessage) (*Message, error) {
 	seen := map[string]bool{}
 	for j, el := range elems {
 		p := fmt.Sprintf("message.content.%d", j)
-		var head struct {
-			Type json.RawMessage `json:"type"`
+		obj, problem := apiObject(el)
+		if problem != "" {
+			return nil, &apiFieldError{p, problem}
 		}
-		if err := json.Unmarshal(el, &head); err != nil {
-			return nil, &apiFieldError{p, "content block is not a JSON object"}
-		}
-		switch typ, _ := apiString(head.Type); typ {
+		switch typ, _ := apiString(obj["type"]); typ {
 		case "text":
-			var t struct {
-				Text string `json:"text"`
+			var text string
+			if err := apiField(obj, "text", p, &text); err != nil {
+				return nil, err
 			}
-			if err := json.Unmarshal(el, &t); err != nil {
-				return nil, apiTypeError(p, err)
-			}
-			texts = append(texts, t.Text)
+			texts = append(texts, text)
 		case "toolCall":
-			var t struct {
-				ID        string          `json:"id"`
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
+			var id, name string
+			if err := apiFields(obj, p, apiF{"id", &id}, apiF{"name", &name}); err != nil {
+				return nil, err
 			}
-			if err := json.Unmarshal(el, &t); err != nil {
-				return nil, apiTypeError(p, err)
-			}
-			if t.ID == "" {
+			if id == "" {
 				return nil, &apiFieldError{p + ".id", "toolCall without an id"}
 			}
-			if seen[t.ID] {
+			if seen[id] {
 				continue
 			}
-			seen[t.ID] = true
-			args := t.Arguments
+			seen[id] = true
+			args := obj["arguments"]
 			if len(bytes.TrimSpace(args)) == 0 {
 				args = json.RawMessage("{}")
 			}
-			m.Calls = append(m.Calls, &ToolCall{ID: t.ID, Name: t.Name, Args: args})
+			m.Calls = append(m.Calls, &ToolCall{ID: id, Name: name, Args: args})
 		}
 	}
 	m.Text = apiJoin(texts)

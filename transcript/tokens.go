@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"hash/maphash"
 	"sync"
 
 	"github.com/tiktoken-go/tokenizer"
@@ -23,10 +24,26 @@ var (
 // tokenizer, encoding shipped in the module). Texts over ExactTokenLimit bytes are
 // estimated from their prefix (see ExactTokenLimit). If the tokenizer fails it falls
 // back to len(s)/4, the usual bytes-per-token rule of thumb for English and code.
+// Counts of texts of at least tokenCacheMinBytes are remembered (see tokenCache), so
+// a proxy that reads the whole history on every request tokenizes each output once.
 func CountTokens(s string) int {
 	if s == "" {
 		return 0
 	}
+	if len(s) < tokenCacheMinBytes {
+		return countTokens(s)
+	}
+	k := tokenKey{maphash.String(tokenSeed, s), len(s)}
+	if n, ok := tokenCache.get(k); ok {
+		return n
+	}
+	n := countTokens(s)
+	tokenCache.put(k, n)
+	return n
+}
+
+// countTokens is CountTokens without the cache.
+func countTokens(s string) int {
 	codecOnce.Do(func() { codec, codecErr = tokenizer.Get(tokenizer.O200kBase) })
 	if codecErr != nil {
 		return (len(s) + 3) / 4
@@ -55,4 +72,60 @@ func truncateValid(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// tokenCacheMinBytes is the text size from which CountTokens remembers counts:
+// shorter texts tokenize faster than a cache round trip is worth.
+const tokenCacheMinBytes = 512
+
+// tokenCacheEntries bounds each of the cache's two generations (see tokenLRU); with
+// 24-byte entries the cache stays under about 5 MB.
+const tokenCacheEntries = 1 << 16
+
+// tokenKey identifies a text by its 64-bit maphash and length. The texts themselves
+// are not kept. Two different texts of the same length with the same hash (odds about
+// 2^-64 per pair) would share a count: a wrong size estimate, never wrong content.
+type tokenKey struct {
+	hash uint64
+	size int
+}
+
+var (
+	tokenSeed  = maphash.MakeSeed()
+	tokenCache = &tokenLRU{cur: map[tokenKey]int{}}
+)
+
+// tokenLRU is a two-generation cache: lookups hit the current generation, then the
+// previous one (promoting the entry); when the current generation reaches
+// tokenCacheEntries it becomes the previous one and the oldest is dropped. Safe for
+// concurrent use.
+type tokenLRU struct {
+	mu        sync.Mutex
+	cur, prev map[tokenKey]int
+}
+
+func (c *tokenLRU) get(k tokenKey) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.cur[k]; ok {
+		return n, true
+	}
+	n, ok := c.prev[k]
+	if ok {
+		c.putLocked(k, n)
+	}
+	return n, ok
+}
+
+func (c *tokenLRU) put(k tokenKey, n int) {
+	c.mu.Lock()
+	c.putLocked(k, n)
+	c.mu.Unlock()
+}
+
+func (c *tokenLRU) putLocked(k tokenKey, n int) {
+	if len(c.cur) >= tokenCacheEntries {
+		c.prev, c.cur = c.cur, make(map[tokenKey]int, tokenCacheEntries/4)
+	}
+	c.cur[k] = n
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -107,7 +108,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	} else {
 		sum.Scorer = "none (rules only)"
 	}
-	plan, err := simulate(ctx, adv, s, runID, func(p advisor.Plan, view []*transcript.Message) {
+	plan, err := replay.Simulate(ctx, adv, s, runID, true, func(p advisor.Plan, view []*transcript.Message) error {
 		sum.Steps++
 		if p.Rewrite {
 			sum.Rewrites++
@@ -125,6 +126,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 				sum.TokenSteps += int64(o.Tokens)
 			}
 		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -160,40 +162,6 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	}
 	printAdvise(e, sum, plan, f.plan)
 	return nil
-}
-
-// simulate runs the advisor over s step by step as a live agent would have called
-// it: step t sees only the messages before the t-th assistant message, and a last
-// step sees them all. each is called after every step with its plan and view. It
-// returns the last plan.
-func simulate(ctx context.Context, adv *advisor.Advisor, s *transcript.Session, id string,
-	each func(advisor.Plan, []*transcript.Message)) (advisor.Plan, error) {
-	view := *s
-	view.ID = id
-	var plan advisor.Plan
-	stepAt := func(end int) error {
-		view.Messages = s.Messages[:end]
-		p, _, err := adv.Advise(ctx, &view)
-		if err != nil {
-			return err
-		}
-		plan = p
-		if each != nil {
-			each(p, view.Messages)
-		}
-		return nil
-	}
-	for i, m := range s.Messages {
-		if m.Role == transcript.RoleAssistant {
-			if err := stepAt(i); err != nil {
-				return plan, err
-			}
-		}
-	}
-	if err := stepAt(len(s.Messages)); err != nil {
-		return plan, err
-	}
-	return plan, nil
 }
 
 // reasonClass groups a decision reason for counting: "superseded", "duplicate",

@@ -81,5 +81,10 @@ func commands(e *env) []*cobra.Command {
 		inspectCmd(e),
 		adviseCmd(e),
 		recallCmd(e),
+		replayCmd(e),
+		calibrateCmd(e),
+		backoffCmd(e),
+		serveCmd(e),
+		mcpCmd(e),
 	}
 }

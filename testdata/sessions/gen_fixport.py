@@ -121,6 +121,14 @@ assistant("Config.Load never looks at the environment. Let me check how handlers
 result(*r3)
 assistant(None, [("toolu_05Grep", "Grep", {"pattern": "Getenv|PORT", "path": CWD, "output_mode": "content", "-n": True})])
 result("toolu_05Grep", grep_out)
+changelog = "\n".join(["# Changelog", ""] + ["## v0.%d.0 (2025-%02d-14)\n- Improved catalogue pagination for warehouse %d\n- Fixed currency rounding in invoice export batch %d\n- Bumped golang.org/x/text to v0.%d.0" % (i, i % 12 + 1, i * 3, i * 11, i + 10) for i in range(40, 0, -1)])
+assistant("Let me check the changelog for any earlier mention of this.",
+          [("toolu_05bLog", "Bash", {"command": "cat CHANGELOG.md", "description": "Show changelog"})])
+result("toolu_05bLog", changelog, {"stdout": changelog, "stderr": "", "interrupted": False, "isImage": False})
+goenv = "\n".join("%s='%s'" % (k, v) for k, v in [("AR", "ar"), ("CC", "gcc"), ("CGO_CFLAGS", "-O2 -g"), ("CGO_ENABLED", "1"), ("CXX", "g++"), ("GCCGO", "gccgo"), ("GOAMD64", "v1"), ("GOARCH", "amd64"), ("GOCACHE", "/home/dev/.cache/go-build"), ("GOMODCACHE", "/home/dev/go/pkg/mod"), ("GOOS", "linux"), ("GOPATH", "/home/dev/go"), ("GOPROXY", "https://proxy.golang.org,direct"), ("GOROOT", "/usr/local/go"), ("GOSUMDB", "sum.golang.org"), ("GOTOOLCHAIN", "auto"), ("GOVERSION", "go1.26.8")] + [("GOEXPERIMENT_%d" % i, "x%07d" % (i * 7919)) for i in range(260)])
+assistant("Nothing there. Checking the toolchain in case the build uses an old Go.",
+          [("toolu_05cEnv", "Bash", {"command": "go env", "description": "Go environment"})])
+result("toolu_05cEnv", goenv, {"stdout": goenv, "stderr": "", "interrupted": False, "isImage": False})
 c4, r4 = read("toolu_06Route", "server/route.go", router)
 assistant("The routes use the same Getenv pattern. Checking route.go before I change anything.", [c4])
 result(*r4)

@@ -1,0 +1,213 @@
+package advisor_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/backoff"
+	"github.com/pruneadvisor/pruneadvisor/cards"
+)
+
+// The defaults are DESIGN.md's defaults table, row by row.
+func TestDefaultConfigIsDesignTable(t *testing.T) {
+	cfg := advisor.DefaultConfig()
+	sched, err := backoff.Parse(cfg.Schedule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Setting string
+		Value   any
+	}
+	got := []row{
+		{"context window (tokens)", cfg.ContextWindow},
+		{"budget (fraction of window)", cfg.BudgetFraction},
+		{"budget (tokens)", cfg.BudgetTokens()},
+		{"hard limit (fraction of window)", cfg.HardLimitFraction},
+		{"hard limit (tokens)", cfg.HardLimitTokens()},
+		{"protected recent steps K", cfg.ProtectedSteps},
+		{"minimum candidate size (tokens)", cfg.MinCandidateTokens},
+		{"cutoff", cfg.Cutoff},
+		{"rewrite threshold (fraction of budget)", cfg.RewriteFraction},
+		{"cache TTL", time.Duration(cfg.CacheTTL)},
+		{"ask back-off (steps)", sched.Gaps()},
+		{"card head (characters)", cards.HeadChars},
+		{"card tail (characters)", cards.TailChars},
+		{"recall tool", cfg.RecallTool},
+	}
+	want := []row{
+		{"context window (tokens)", 200_000},
+		{"budget (fraction of window)", 0.5},
+		{"budget (tokens)", 100_000},
+		{"hard limit (fraction of window)", 0.9},
+		{"hard limit (tokens)", 180_000},
+		{"protected recent steps K", 3},
+		{"minimum candidate size (tokens)", 200},
+		{"cutoff", 0.25},
+		{"rewrite threshold (fraction of budget)", 0.05},
+		{"cache TTL", 5 * time.Minute},
+		{"ask back-off (steps)", []int{3, 6, 12, 24}},
+		{"card head (characters)", 300},
+		{"card tail (characters)", 100},
+		{"recall tool", "recall"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("defaults (-want +got):\n%s", d)
+	}
+	// Excluded by default: memory, todo, skill and task/subagent tools.
+	for _, tool := range []string{"memory", "Memory", "mcp__memory__read", "TodoWrite", "todoread", "write_todos",
+		"update_plan", "Skill", "Task", "agent", "spawn_subagent", "think"} {
+		if !cfg.Excluded(tool) {
+			t.Errorf("%s is not excluded by default", tool)
+		}
+	}
+	for _, tool := range []string{"Read", "Bash", "Edit", "grep", "apply_patch"} {
+		if cfg.Excluded(tool) {
+			t.Errorf("%s is excluded by default", tool)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("the defaults do not validate: %v", err)
+	}
+}
+
+// Validate names every bad field by its JSON key.
+func TestValidateNamesBadFields(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*advisor.Config)
+		want   []string // substrings of the error
+	}{
+		{"window", func(c *advisor.Config) { c.ContextWindow = 10 }, []string{"context_window = 10"}},
+		{"budget fraction", func(c *advisor.Config) { c.BudgetFraction = 0 }, []string{"budget_fraction = 0"}},
+		{"budget over window", func(c *advisor.Config) { c.Budget = 300_000 }, []string{"budget = 300000", "ltefield=context_window"}},
+		{"negative budget", func(c *advisor.Config) { c.Budget = -1 }, []string{"budget = -1"}},
+		{"hard limit under budget", func(c *advisor.Config) { c.HardLimitFraction = 0.4 }, []string{"hard_limit_fraction = 0.4"}},
+		{"protected steps", func(c *advisor.Config) { c.ProtectedSteps = -1 }, []string{"protected_steps = -1"}},
+		{"min size", func(c *advisor.Config) { c.MinCandidateTokens = 0 }, []string{"min_candidate_tokens = 0"}},
+		{"cutoff", func(c *advisor.Config) { c.Cutoff = 1.5 }, []string{"cutoff = 1.5"}},
+		{"rewrite fraction", func(c *advisor.Config) { c.RewriteFraction = -0.1 }, []string{"rewrite_fraction = -0.1"}},
+		{"cache ttl", func(c *advisor.Config) { c.CacheTTL = advisor.Duration(-time.Second) }, []string{"cache_ttl = -1s"}},
+		{"empty schedule", func(c *advisor.Config) { c.Schedule = "" }, []string{"schedule = "}},
+		{"bad schedule", func(c *advisor.Config) { c.Schedule = "3,x" }, []string{"schedule:", `"x"`}},
+		{"bad glob", func(c *advisor.Config) { c.ExcludedTools = []string{"ok", "[memory"} }, []string{"excluded_tools[1]", `"[memory"`}},
+		{"empty glob", func(c *advisor.Config) { c.ExcludedTools = []string{""} }, []string{"excluded_tools[0]"}},
+		{"recall tool", func(c *advisor.Config) { c.RecallTool = "" }, []string{"recall_tool = "}},
+		{"several", func(c *advisor.Config) { c.Cutoff = 2; c.ProtectedSteps = -3 }, []string{"cutoff = 2", "protected_steps = -3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := advisor.DefaultConfig()
+			tt.change(&cfg)
+			err := cfg.Validate()
+			if !errors.Is(err, advisor.ErrConfig) {
+				t.Fatalf("Validate() = %v, want an ErrConfig", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if _, err := advisor.New(cfg, nil, advisor.NewMemoryStore()); !errors.Is(err, advisor.ErrConfig) {
+				t.Errorf("New accepted the config: %v", err)
+			}
+		})
+	}
+	if _, err := advisor.New(advisor.DefaultConfig(), nil, nil); !errors.Is(err, advisor.ErrConfig) {
+		t.Errorf("New without a store: %v, want ErrConfig", err)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Run("partial file keeps defaults", func(t *testing.T) {
+		cfg, err := advisor.LoadConfig(write("p.json", `{"cutoff": 0.1, "cache_ttl": "90s", "excluded_tools": ["todo*"]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := advisor.DefaultConfig()
+		want.Cutoff, want.CacheTTL, want.ExcludedTools = 0.1, advisor.Duration(90*time.Second), []string{"todo*"}
+		if d := cmp.Diff(want, cfg); d != "" {
+			t.Errorf("(-want +got):\n%s", d)
+		}
+	})
+	t.Run("seconds as a number", func(t *testing.T) {
+		cfg, err := advisor.LoadConfig(write("n.json", `{"cache_ttl": 120}`))
+		if err != nil || time.Duration(cfg.CacheTTL) != 2*time.Minute {
+			t.Errorf("cache_ttl 120 = %v, %v; want 2m", time.Duration(cfg.CacheTTL), err)
+		}
+	})
+	errs := []struct {
+		name, text string
+		want       []string
+	}{
+		{"unknown field", `{"cutof": 0.1}`, []string{"u.json", `unknown field "cutof"`}},
+		{"wrong type", `{"cutoff": "low"}`, []string{"u.json", "cutoff"}},
+		{"invalid value", `{"protected_steps": -2}`, []string{"u.json", "protected_steps = -2"}},
+		{"bad duration", `{"cache_ttl": "5 minutes"}`, []string{"u.json", "5 minutes"}},
+		{"trailing data", `{"cutoff": 0.1} {"cutoff": 0.2}`, []string{"u.json", "data after the JSON object"}},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := advisor.LoadConfig(write("u.json", tt.text))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+	if _, err := advisor.LoadConfig(filepath.Join(dir, "missing.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestWriteConfigRoundTrip(t *testing.T) {
+	cfg := advisor.DefaultConfig()
+	cfg.Cutoff = 0.17
+	cfg.Budget = 64_000
+	cfg.CacheTTL = advisor.Duration(time.Hour)
+	cfg.Schedule = "every:4"
+	cfg.ExcludedTools = []string{"memory", "todo*"}
+	cfg.RecallTool = "mcp__pruneadvisor__recall"
+	p := filepath.Join(t.TempDir(), "c.json")
+	if err := advisor.WriteConfig(p, cfg); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"cache_ttl": "1h0m0s"`) {
+		t.Errorf("written config has no readable cache_ttl:\n%s", data)
+	}
+	got, err := advisor.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(cfg, got); d != "" {
+		t.Errorf("round trip (-want +got):\n%s", d)
+	}
+	bad := cfg
+	bad.Cutoff = -1
+	if err := advisor.WriteConfig(p, bad); !errors.Is(err, advisor.ErrConfig) {
+		t.Errorf("WriteConfig of an invalid config: %v", err)
+	}
+}

@@ -1,0 +1,519 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
+	"github.com/pruneadvisor/pruneadvisor/calibrate"
+	"github.com/pruneadvisor/pruneadvisor/replay"
+	"github.com/pruneadvisor/pruneadvisor/storage"
+)
+
+// priceFlags are the price model of calibrate and backoff (calibrate.Prices).
+type priceFlags struct {
+	input, cached, writeFactor float64
+	recallOverhead             int
+}
+
+func (p *priceFlags) register(c *cobra.Command) {
+	d := calibrate.DefaultPrices()
+	c.Flags().Float64Var(&p.input, "price-input", d.InputPerMTok, "US dollars per million uncached input tokens (default: Claude Sonnet's list price)")
+	c.Flags().Float64Var(&p.cached, "price-cached", d.CachedInputPerMTok, "US dollars per million cached input tokens (cache reads, 0.1x input)")
+	c.Flags().Float64Var(&p.writeFactor, "cache-write-factor", d.CacheWriteFactor, "cache write price as a multiple of the input price (Anthropic: 1.25)")
+	c.Flags().IntVar(&p.recallOverhead, "recall-overhead", d.RecallOverheadTokens, "tokens one recall round trip costs beyond the output itself, at the input price")
+}
+
+func (p *priceFlags) prices() calibrate.Prices {
+	return calibrate.Prices{InputPerMTok: p.input, CachedInputPerMTok: p.cached, CacheWriteFactor: p.writeFactor, RecallOverheadTokens: p.recallOverhead}
+}
+
+// replayGroup is the finished replays stored under one settings hash.
+type replayGroup struct {
+	hash     string
+	settings replay.Settings
+	scorer   string
+	sessions []storage.ReplayedSession // by path
+}
+
+// label names the group in reports: its scorer, settings hash and cutoff.
+func (g *replayGroup) label() string {
+	return fmt.Sprintf("%s (settings %s, cutoff %.2f, schedule %s, %d sessions)", g.scorer, short(g.hash), g.settings.Config.Cutoff, g.settings.Config.Schedule, len(g.sessions))
+}
+
+// loadGroups reads the finished replays of db grouped by settings, most sessions
+// first (then by hash).
+func loadGroups(ctx context.Context, db *storage.DB) ([]*replayGroup, error) {
+	rs, err := db.ReplayedSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	by := map[string]*replayGroup{}
+	var groups []*replayGroup
+	for _, r := range rs {
+		g := by[r.SettingsHash]
+		if g == nil {
+			st, err := replay.ParseSettings(r.Settings)
+			if err != nil {
+				return nil, fmt.Errorf("settings %s: %w", short(r.SettingsHash), err)
+			}
+			g = &replayGroup{hash: r.SettingsHash, settings: st, scorer: r.Scorer}
+			by[r.SettingsHash] = g
+			groups = append(groups, g)
+		}
+		g.sessions = append(g.sessions, r)
+	}
+	if len(groups) == 0 {
+		return nil, fmt.Errorf("no finished replays in %s: run `pruneadvisor replay --db %s PATH...` first", db.Path(), db.Path())
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		if len(groups[i].sessions) != len(groups[j].sessions) {
+			return len(groups[i].sessions) > len(groups[j].sessions)
+		}
+		return groups[i].hash < groups[j].hash
+	})
+	return groups, nil
+}
+
+// selectGroups keeps the groups whose settings hash starts with one of prefixes
+// (all groups when prefixes is empty), in loadGroups order.
+func selectGroups(groups []*replayGroup, prefixes []string) ([]*replayGroup, error) {
+	if len(prefixes) == 0 {
+		return groups, nil
+	}
+	var out []*replayGroup
+	for _, g := range groups {
+		for _, p := range prefixes {
+			if p != "" && strings.HasPrefix(g.hash, p) {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, usageError{fmt.Errorf("--settings %s matches no stored replay; stored: %s", strings.Join(prefixes, ","), groupList(groups))}
+	}
+	return out, nil
+}
+
+func groupList(groups []*replayGroup) string {
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = g.label()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// parallel runs fn(i) for i in [0, n) on up to workers goroutines and returns the
+// errors by index.
+func parallel(n, workers int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	if workers < 1 {
+		workers = runtime.NumCPU()
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, max(n, 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = fn(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errs
+}
+
+// loadSource reads a stored session's file again and checks its content hash.
+func loadSource(rs storage.ReplayedSession, lenient bool) (*replay.Source, error) {
+	if rs.Path == "" {
+		return nil, fmt.Errorf("session %s has no stored path", rs.ID)
+	}
+	src, err := replay.Load(rs.Path, lenient)
+	if err != nil {
+		return nil, err
+	}
+	if src.ContentHash != rs.ContentHash {
+		return nil, fmt.Errorf("%s: %w (stored %s, now %s)", rs.Path, replay.ErrChanged, short(rs.ContentHash), short(src.ContentHash))
+	}
+	return src, nil
+}
+
+type calibrateFlags struct {
+	priceFlags
+	db          string
+	targetMiss  float64
+	objective   string
+	plot        string
+	asJSON      bool
+	writeConfig string
+	scorer      string
+	settings    []string
+	recency     []int
+	bins        int
+	seed        uint64
+	workers     int
+}
+
+// calibrateJSON is calibrate's --json output.
+type calibrateJSON struct {
+	DB       string           `json:"db"`
+	Groups   []string         `json:"replays"`
+	Sessions []string         `json:"sessions"`
+	Dropped  []string         `json:"dropped,omitempty"`
+	Report   calibrate.Report `json:"report"`
+	Chosen   string           `json:"chosen_scorer,omitempty"`
+	Wrote    string           `json:"wrote_config,omitempty"`
+}
+
+func calibrateCmd(e *env) *cobra.Command {
+	var f calibrateFlags
+	c := &cobra.Command{
+		Use:   "calibrate",
+		Short: "Choose the cutoff from replay evidence, beside keep-all, rules, recency, lexical, random and the oracle",
+		Long: `calibrate reads the replays stored by 'pruneadvisor replay' and reports, for every
+scorer replayed: a reliability table (score bins: asks, later-used count, rate), the
+Brier score and AUC; for every cutoff the prune rate, miss rate (pruned outputs used
+later), token-steps saved, cache rewrites and net dollars under the price model; and
+the recommended cutoff: the one with the best --objective among those whose miss rate
+is at most --target-miss.
+
+Beside it, on the same sessions and in the same run: keep-all (doing nothing), rules
+only, recency masking (keep the last N outputs), the lexical scorer (its stored asks,
+or scored in this process when the store has none; the session files are read again),
+random pruning at each cutoff's prune rate, and the oracle (every output pruned right
+after its last later use: the most any pruner saves without a miss).
+
+Objective: token-steps (default) maximises the context kept out of the agent's calls;
+net maximises dollars under the price model. Replay sees no call times, so every
+rewrite is priced as a cache write of the whole context (cold-cache rewrites are free
+in reality) and net dollars are a lower bound; on the sessions of docs/EVALUATION.md
+every pruner, the oracle included, comes out negative, so net would always recommend
+pruning nothing. See docs/EVALUATION.md.
+
+--write-config writes the recommended cutoff of one scorer (--scorer, default the
+first stored scorer) into an advisor config file, keeping its other fields.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCalibrate(cmd.Context(), e, f)
+		},
+	}
+	f.priceFlags.register(c)
+	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database holding the replays")
+	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "highest acceptable miss rate (pruned outputs used later / pruned outputs)")
+	c.Flags().StringVar(&f.objective, "objective", string(calibrate.ObjectiveTokenSteps), "what the recommended cutoff maximises: token-steps | net")
+	c.Flags().StringVar(&f.plot, "plot", "", "also draw the reliability and savings plot to this .png or .svg file")
+	c.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
+	c.Flags().StringVar(&f.writeConfig, "write-config", "", "write the recommended cutoff into this advisor config file (created if missing)")
+	c.Flags().StringVar(&f.scorer, "scorer", "", "the scorer whose cutoff --write-config writes (default: the first stored scorer, else lexical)")
+	c.Flags().StringSliceVar(&f.settings, "settings", nil, "use only the replays whose settings hash starts with these prefixes (default: all)")
+	c.Flags().IntSliceVar(&f.recency, "recency", calibrate.DefaultRecency, "windows N of the recency-masking baseline (keep the last N outputs)")
+	c.Flags().IntVar(&f.bins, "bins", 10, "score bins of the reliability table")
+	c.Flags().Uint64Var(&f.seed, "seed", 1, "seed of the random baseline")
+	c.Flags().IntVar(&f.workers, "workers", 0, "sessions scored at once by the in-process lexical baseline (default: the number of CPUs)")
+	return c
+}
+
+func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
+	ob := calibrate.Objective(f.objective)
+	if ob != calibrate.ObjectiveTokenSteps && ob != calibrate.ObjectiveNet {
+		return usageError{fmt.Errorf("--objective %q: want token-steps or net", f.objective)}
+	}
+	if f.targetMiss < 0 || f.targetMiss > 1 || f.targetMiss != f.targetMiss {
+		return usageError{fmt.Errorf("--target-miss %v: want a rate in [0,1]", f.targetMiss)}
+	}
+	db, closeDB, err := openStore(ctx, f.db)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	all, err := loadGroups(ctx, db)
+	if err != nil {
+		return err
+	}
+	groups, err := selectGroups(all, f.settings)
+	if err != nil {
+		return err
+	}
+	in, err := buildCalibration(ctx, e, db, groups, f.workers)
+	if err != nil {
+		return err
+	}
+	base := groups[0].settings.Config
+	opts := calibrate.DefaultOptions()
+	opts.Budget, opts.HardLimit, opts.RewriteFraction = base.BudgetTokens(), base.HardLimitTokens(), base.RewriteFraction
+	opts.Prices, opts.Bins, opts.Seed = f.prices(), f.bins, f.seed
+	if err := opts.Validate(); err != nil {
+		return usageError{err}
+	}
+	rep, err := calibrate.NewReport(in.base, in.sessions, in.scorers, calibrate.ReportConfig{
+		Options: opts, Recency: f.recency, TargetMiss: f.targetMiss, Objective: ob,
+	})
+	if err != nil {
+		if errors.Is(err, calibrate.ErrInvalid) && len(groups) > 1 {
+			return fmt.Errorf("%w\nthe replays were made with different protection settings; pick one with --settings (stored: %s)", err, groupList(groups))
+		}
+		return err
+	}
+	out := calibrateJSON{DB: f.db, Report: rep, Dropped: in.dropped}
+	for _, g := range groups {
+		out.Groups = append(out.Groups, g.label())
+	}
+	out.Sessions = in.names
+	chosen := f.scorer
+	if chosen == "" {
+		chosen = in.primary
+	}
+	var sr *calibrate.ScorerReport
+	for i := range rep.Scorers {
+		if rep.Scorers[i].Scorer == chosen {
+			sr = &rep.Scorers[i]
+		}
+	}
+	if sr == nil && (f.scorer != "" || f.writeConfig != "") {
+		names := make([]string, len(rep.Scorers))
+		for i, s := range rep.Scorers {
+			names[i] = s.Scorer
+		}
+		return usageError{fmt.Errorf("--scorer %q: no such scorer in the report (have %s)", chosen, strings.Join(names, ", "))}
+	}
+	if sr != nil {
+		out.Chosen = sr.Scorer
+	}
+	if f.plot != "" {
+		if err := calibrate.Plot(f.plot, rep); err != nil {
+			return err
+		}
+	}
+	var writeErr error
+	if f.writeConfig != "" {
+		if sr.Recommendation.None {
+			writeErr = fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
+		} else if writeErr = writeCutoff(f.writeConfig, sr.Recommendation.Cutoff); writeErr == nil {
+			out.Wrote = f.writeConfig
+		}
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		if err := printCalibrate(e.stdout, out, groups, in); err != nil {
+			return err
+		}
+		if out.Wrote != "" {
+			fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f (scorer %s, objective %s, target miss %.3f) to %s\n", sr.Recommendation.Cutoff, sr.Scorer, ob, f.targetMiss, out.Wrote)
+		}
+		if f.plot != "" {
+			fmt.Fprintf(e.stdout, "plot written to %s\n", f.plot)
+		}
+	}
+	return writeErr
+}
+
+// writeCutoff sets the cutoff in an advisor config file, keeping its other fields
+// (a missing file starts from the defaults).
+func writeCutoff(path string, cutoff float64) error {
+	cfg, err := advisor.LoadConfig(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		cfg = advisor.DefaultConfig()
+	}
+	cfg.Cutoff = cutoff
+	return advisor.WriteConfig(path, cfg)
+}
+
+// calibration is what NewReport needs, gathered from the store.
+type calibration struct {
+	base     []calibrate.Output
+	sessions []calibrate.Session
+	scorers  []calibrate.ScorerInput
+	names    []string // session display names (path), by calibrate session order
+	dropped  []string // sessions left out, with the reason
+	primary  string   // the first stored scorer other than none, else "lexical"
+	inProc   bool     // the lexical baseline was scored in this process
+}
+
+// buildCalibration loads the groups' records over the sessions they all hold, and
+// scores the lexical baseline in process when no group holds lexical asks.
+func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*replayGroup, workers int) (*calibration, error) {
+	in := &calibration{}
+	// Sessions every group holds, by content hash, in the base group's order.
+	count := map[string]int{}
+	for _, g := range groups {
+		for _, s := range g.sessions {
+			count[s.ContentHash]++
+		}
+	}
+	base := groups[0]
+	var keep []storage.ReplayedSession
+	for _, s := range base.sessions {
+		if count[s.ContentHash] == len(groups) {
+			keep = append(keep, s)
+		} else {
+			in.dropped = append(in.dropped, s.Path+": not replayed under every selected setting")
+		}
+	}
+	hasLexical := false
+	for _, g := range groups {
+		if g.scorer == "lexical" {
+			hasLexical = true
+		}
+		if in.primary == "" && g.scorer != replay.ScorerNone {
+			in.primary = g.scorer
+		}
+	}
+	if in.primary == "" {
+		in.primary = "lexical"
+	}
+	// In-process lexical asks, per content hash.
+	lexAsks := map[string]*replay.Record{}
+	if !hasLexical {
+		in.inProc = true
+		rp := &replay.Replayer{Config: base.settings.Config, Scorer: lexical.New(), Lenient: base.settings.Lenient}
+		recs := make([]*replay.Record, len(keep))
+		errs := parallel(len(keep), workers, func(i int) error {
+			src, err := loadSource(keep[i], base.settings.Lenient)
+			if err != nil {
+				return err
+			}
+			recs[i], err = rp.Replay(ctx, src)
+			return err
+		})
+		var ok []storage.ReplayedSession
+		for i, err := range errs {
+			if err != nil {
+				if cerr := ctx.Err(); cerr != nil {
+					return nil, cerr
+				}
+				in.dropped = append(in.dropped, fmt.Sprintf("%s: lexical baseline not scored: %v", keep[i].Path, err))
+				fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: %s left out: lexical baseline not scored: %v\n", keep[i].Path, err)
+				continue
+			}
+			lexAsks[keep[i].ContentHash] = recs[i]
+			ok = append(ok, keep[i])
+		}
+		keep = ok
+	}
+	if len(keep) == 0 {
+		return nil, fmt.Errorf("calibrate: no session left to calibrate on (%s)", strings.Join(in.dropped, "; "))
+	}
+	want := map[string]bool{}
+	for _, s := range keep {
+		want[s.ContentHash] = true
+	}
+	for gi, g := range groups {
+		var outs []calibrate.Output
+		var lex []calibrate.Output
+		for _, s := range g.sessions {
+			if !want[s.ContentHash] {
+				continue
+			}
+			rec, err := db.LoadReplay(ctx, s.ID)
+			if err != nil {
+				return nil, err
+			}
+			o := rec.CalibrateOutputs()
+			outs = append(outs, o...)
+			if gi == 0 {
+				in.sessions = append(in.sessions, rec.CalibrateSession())
+				in.names = append(in.names, s.Path)
+				if lr := lexAsks[s.ContentHash]; lr != nil {
+					l, err := withAsks(o, lr)
+					if err != nil {
+						return nil, err
+					}
+					lex = append(lex, l...)
+				}
+			}
+		}
+		if gi == 0 {
+			in.base = outs
+		}
+		if g.scorer != replay.ScorerNone {
+			in.scorers = append(in.scorers, calibrate.ScorerInput{Name: scorerLabel(g, groups), Outputs: outs})
+		}
+		if gi == 0 && in.inProc {
+			in.scorers = append(in.scorers, calibrate.ScorerInput{Name: "lexical", Outputs: lex})
+		}
+	}
+	return in, nil
+}
+
+// scorerLabel names a group's scorer in the report: the scorer name, with the
+// settings hash when two selected groups share a scorer.
+func scorerLabel(g *replayGroup, groups []*replayGroup) string {
+	n := 0
+	for _, o := range groups {
+		if o.scorer == g.scorer {
+			n++
+		}
+	}
+	if n > 1 {
+		return g.scorer + "@" + short(g.hash)[:8]
+	}
+	return g.scorer
+}
+
+// withAsks returns outs (one session's base records) with the asks of rec, a
+// replay of the same session under another scorer.
+func withAsks(outs []calibrate.Output, rec *replay.Record) ([]calibrate.Output, error) {
+	other := rec.CalibrateOutputs()
+	if len(other) != len(outs) {
+		return nil, fmt.Errorf("calibrate: %s: %d outputs in process, %d stored", rec.Path, len(other), len(outs))
+	}
+	res := make([]calibrate.Output, len(outs))
+	for i := range outs {
+		if other[i].Key != outs[i].Key {
+			return nil, fmt.Errorf("calibrate: %s: output %d is %q in process, %q stored", rec.Path, i, other[i].Key, outs[i].Key)
+		}
+		res[i] = outs[i]
+		res[i].Asks = other[i].Asks
+	}
+	return res, nil
+}
+
+func printCalibrate(w io.Writer, out calibrateJSON, groups []*replayGroup, in *calibration) error {
+	fmt.Fprintf(w, "calibrating on %d sessions from %s\n", len(out.Sessions), out.DB)
+	for _, g := range groups {
+		fmt.Fprintf(w, "  replay: %s\n", g.label())
+	}
+	if in.inProc {
+		fmt.Fprintf(w, "  lexical baseline: scored in this process (no lexical replay stored)\n")
+	}
+	for _, d := range out.Dropped {
+		fmt.Fprintf(w, "  left out: %s\n", d)
+	}
+	fmt.Fprintf(w, "objective %s, target miss rate %.3f\n\n", out.Report.Objective, out.Report.TargetMiss)
+	if err := out.Report.WriteText(w); err != nil {
+		return err
+	}
+	rep := out.Report
+	oracle := rep.Baselines[len(rep.Baselines)-1]
+	fmt.Fprintf(w, "\nthe oracle saves %.1f%% of tool-output token-steps with no miss; net $ %.4f under the price model.\n", 100*oracle.SavedShare(), oracle.NetUSD)
+	if oracle.NetUSD < 0 {
+		fmt.Fprintln(w, "net $ is negative even for the oracle: replay prices every rewrite as a cache write of the whole context (no cold caches); see docs/EVALUATION.md.")
+	}
+	return nil
+}

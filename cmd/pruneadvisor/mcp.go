@@ -1,0 +1,57 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/pruneadvisor/pruneadvisor/mcpserver"
+	"github.com/pruneadvisor/pruneadvisor/recall"
+)
+
+func mcpCmd(e *env) *cobra.Command {
+	var (
+		db       string
+		toolName string
+	)
+	c := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the recall tool over MCP on stdin/stdout",
+		Long: `mcp runs a Model Context Protocol server on stdin/stdout offering one tool, the
+recall tool: given the id a stub names, it returns the pruned output's original,
+byte for byte, from the same SQLite database the proxy or advise command stored it
+in. Register it with an agent, for example Claude Code:
+
+  claude mcp add pruneadvisor -- pruneadvisor mcp --db ~/.local/share/pruneadvisor/pruneadvisor.db
+
+Claude Code then shows the tool as mcp__pruneadvisor__recall: start the proxy with
+--recall-tool mcp__pruneadvisor__recall so the stubs name it that way. An unknown or
+malformed id is a tool error the agent can read, not a protocol failure. Logs go to
+stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, closeStore, err := openStore(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			svc := recall.New(store)
+			svc.Logger = e.log
+			transport := &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}}
+			return mcpserver.Run(cmd.Context(), svc, mcpserver.Options{
+				ToolName: toolName,
+				Logger:   slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			}, transport)
+		},
+	}
+	c.Flags().StringVar(&db, "db", defaultDBPath(), "SQLite database the stubs were stored in")
+	c.Flags().StringVar(&toolName, "tool-name", recall.DefaultToolName, "the tool's name as the server lists it")
+	return c
+}
+
+// nopWriteCloser lets the MCP transport close stdout without closing the process's.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/advisor/auto"
+	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
+	"github.com/pruneadvisor/pruneadvisor/replay"
+)
+
+type replayFlags struct {
+	scorerFlags
+	configFlags
+	db       string
+	workers  int
+	strict   bool
+	asJSON   bool
+	progress string
+}
+
+// replaySummary is the JSON form of a replay run.
+type replaySummary struct {
+	DB           string           `json:"db"`
+	Scorer       string           `json:"scorer"`
+	SettingsHash string           `json:"settings_hash"`
+	Workers      int              `json:"workers"`
+	Found        int              `json:"found"`
+	Replayed     int              `json:"replayed"`
+	AlreadyDone  int              `json:"already_done"`
+	Duplicates   int              `json:"duplicates"`
+	NotSessions  int              `json:"not_sessions"`
+	Ignored      int              `json:"ignored"`
+	Failed       int              `json:"failed"`
+	Failures     []replayFailure  `json:"failures,omitempty"`
+	Skips        []replay.Skip    `json:"skips,omitempty"`
+	Steps        int              `json:"steps"`
+	Outputs      int              `json:"outputs"`
+	Asks         int              `json:"asks"`
+	Pruned       int              `json:"pruned"`
+	Evidence     int              `json:"evidence"`
+	SkippedLines int              `json:"skipped_lines"`
+	Bytes        int64            `json:"bytes"`
+	Seconds      float64          `json:"seconds"`
+	Interrupted  bool             `json:"interrupted,omitempty"`
+	Sessions     []replaySessionJ `json:"sessions,omitempty"`
+}
+
+type replayFailure struct {
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+type replaySessionJ struct {
+	ID     string `json:"id"`
+	Path   string `json:"path"`
+	Format string `json:"format"`
+	Steps  int    `json:"steps"`
+	Asks   int    `json:"asks"`
+	Pruned int    `json:"pruned"`
+}
+
+func replayCmd(e *env) *cobra.Command {
+	var f replayFlags
+	c := &cobra.Command{
+		Use:   "replay PATH...",
+		Short: "Replay old sessions through the advisor and record asks, decisions and later-use evidence",
+		Long: `replay runs the advisor over old sessions exactly as live: at step t it sees only the
+messages before the t-th assistant message. PATH is a session file or a folder, walked
+recursively (Claude Code's ~/.claude/projects, pi's ~/.pi/agent/sessions, Codex's
+~/.codex/sessions, Gemini CLI's ~/.gemini/tmp); in folders only *.jsonl, *.json and
+*.traj files are read, and files no reader recognises are skipped. Symbolic links are
+followed; loops are detected and reported.
+
+For every session it stores in --db, in one transaction when the session is done:
+every ask (output, step, card hash, score, scorer, latency, scorer tokens), every
+decision, the later-use evidence of every output (docs/EVALUATION.md), the facts
+calibrate needs per output and per step, and the session's path (for backoff).
+
+It is resumable: a session already stored with the same content and settings is
+skipped, and an interrupted run (Ctrl-C, kill -9) loses only the sessions it was in
+the middle of; run the same command again to finish. A session that fails is
+reported and counted; the others go on (exit status 1 if any failed).
+
+A progress bar (sessions, steps, ETA) is drawn on stderr when it is a terminal;
+otherwise one line per session is logged.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReplay(cmd.Context(), e, args, f)
+		},
+	}
+	f.scorerFlags.register(c)
+	f.configFlags.register(c)
+	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database to store the replay in")
+	c.Flags().IntVar(&f.workers, "workers", 0, "sessions replayed at once (default: the number of CPUs, or 1 with the Ollama scorer)")
+	c.Flags().BoolVar(&f.strict, "strict", false, "fail a session on its first malformed line instead of skipping such lines")
+	c.Flags().BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
+	c.Flags().StringVar(&f.progress, "progress", "auto", "auto (bar on a terminal, else log lines) | bar | log | none")
+	return c
+}
+
+func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error {
+	cfg, err := f.configFlags.load()
+	if err != nil {
+		return usageError{err}
+	}
+	switch f.progress {
+	case "auto", "bar", "log", "none":
+	default:
+		return usageError{fmt.Errorf("--progress %q: want auto, bar, log or none", f.progress)}
+	}
+	if f.workers < 0 {
+		return usageError{fmt.Errorf("--workers %d: want 1 or more (0: default)", f.workers)}
+	}
+	scorer, err := f.scorerFlags.build(ctx, e)
+	if err != nil {
+		return err
+	}
+	workers := f.workers
+	if workers == 0 {
+		workers = defaultWorkers(scorer)
+	}
+	store, closeStore, err := openStore(ctx, f.db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	rp := &replay.Replayer{Config: cfg, Scorer: scorer, Lenient: !f.strict}
+	settings := rp.Settings()
+	prog := newReplayProgress(e, f.progress)
+	runner := &replay.Runner{Replayer: rp, Sink: store, Workers: workers, Events: prog.event}
+	sum, runErr := runner.Run(ctx, paths)
+	prog.finish()
+	out := replaySummary{
+		DB: f.db, Scorer: settings.Scorer, SettingsHash: settings.Hash(), Workers: workers,
+		Found: sum.Found, Replayed: sum.Replayed, AlreadyDone: sum.AlreadyDone, Duplicates: sum.Duplicates,
+		NotSessions: sum.NotSessions, Ignored: sum.Ignored, Failed: len(sum.Failures), Skips: sum.Skips,
+		Steps: sum.Steps, Outputs: sum.Outputs, Asks: sum.Asks, Pruned: sum.Pruned, Evidence: sum.Evidence,
+		SkippedLines: sum.SkippedLine, Bytes: sum.Bytes, Seconds: sum.Duration.Seconds(),
+		Interrupted: runErr != nil, Sessions: prog.sessions,
+	}
+	sort.Slice(out.Sessions, func(i, j int) bool { return out.Sessions[i].Path < out.Sessions[j].Path })
+	for _, fl := range sum.Failures {
+		out.Failures = append(out.Failures, replayFailure{Path: fl.Path, Error: fl.Err.Error()})
+		fmt.Fprintf(e.stderr, "pruneadvisor: replay: %s: %v\n", fl.Path, fl.Err)
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printReplay(e.stdout, out)
+	}
+	switch {
+	case runErr != nil:
+		return fmt.Errorf("replay interrupted (%w): %d sessions committed; run the same command again to replay the rest", runErr, sum.Replayed)
+	case len(sum.Failures) > 0:
+		return fmt.Errorf("replay: %d of %d sessions failed (listed above); the others are stored", len(sum.Failures), len(sum.Failures)+sum.Replayed)
+	}
+	return nil
+}
+
+// defaultWorkers is --workers' default: one per CPU, but one for a model scorer
+// (a local Ollama server answers one request at a time; parallel sessions would
+// only queue and time out).
+func defaultWorkers(s advisor.Scorer) int {
+	switch sc := s.(type) {
+	case *ollama.Scorer:
+		return 1
+	case *auto.Scorer:
+		if sc.Ollama != nil {
+			return 1
+		}
+	}
+	return runtime.NumCPU()
+}
+
+func printReplay(w io.Writer, s replaySummary) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "replayed\t%d sessions\t%d steps, %d tool outputs, %d asks, %d pruned, %d evidence items, %.1f MB in %.2fs\n",
+		s.Replayed, s.Steps, s.Outputs, s.Asks, s.Pruned, s.Evidence, float64(s.Bytes)/1e6, s.Seconds)
+	fmt.Fprintf(tw, "already stored\t%d\t(same content and settings)\n", s.AlreadyDone)
+	fmt.Fprintf(tw, "skipped\t%d duplicates, %d not sessions, %d other files\t\n", s.Duplicates, s.NotSessions, s.Ignored)
+	if s.SkippedLines > 0 {
+		fmt.Fprintf(tw, "malformed lines\t%d skipped\t(--strict fails such sessions instead)\n", s.SkippedLines)
+	}
+	fmt.Fprintf(tw, "failed\t%d\n", s.Failed)
+	fmt.Fprintf(tw, "stored in\t%s\t(scorer %s, settings %s, %d workers)\n", s.DB, s.Scorer, short(s.SettingsHash), s.Workers)
+	tw.Flush()
+	for _, sk := range s.Skips {
+		fmt.Fprintf(w, "  skipped %s: %s\n", sk.Path, sk.Reason)
+	}
+}
+
+// short returns the first 12 characters of a hash.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// replayProgress renders replay events: a progress bar on a terminal, log lines
+// otherwise, or nothing.
+type replayProgress struct {
+	e        *env
+	bar      *progressbar.ProgressBar
+	log      bool
+	started  time.Time
+	sessions []replaySessionJ
+}
+
+func newReplayProgress(e *env, mode string) *replayProgress {
+	p := &replayProgress{e: e, started: time.Now()}
+	tty := false
+	if f, ok := e.stderr.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	switch {
+	case mode == "bar" || mode == "auto" && tty:
+		p.bar = progressbar.NewOptions64(1,
+			progressbar.OptionSetWriter(e.stderr),
+			progressbar.OptionSetDescription("replay"),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionSetWidth(30),
+		)
+	case mode == "log" || mode == "auto":
+		p.log = true
+	}
+	return p
+}
+
+func (p *replayProgress) event(ev replay.Event) {
+	if ev.Kind == replay.EventDone {
+		r := ev.Record
+		pruned := 0
+		for _, o := range r.Outputs {
+			if o.PrunedAt > 0 {
+				pruned++
+			}
+		}
+		p.sessions = append(p.sessions, replaySessionJ{ID: r.ID, Path: r.Path, Format: string(r.Format), Steps: r.Steps, Asks: len(r.Asks), Pruned: pruned})
+	}
+	switch {
+	case p.bar != nil:
+		if ev.Kind == replay.EventPlanned {
+			p.bar.ChangeMax64(max(ev.Bytes, 1))
+		}
+		p.bar.Describe(fmt.Sprintf("%d/%d sessions, %d steps", ev.Done, ev.Total, ev.Steps))
+		_ = p.bar.Set64(ev.BytesDone)
+	case p.log:
+		switch ev.Kind {
+		case replay.EventPlanned:
+			fmt.Fprintf(p.e.stderr, "replay: %d sessions to replay (%.1f MB)\n", ev.Total, float64(ev.Bytes)/1e6)
+		case replay.EventDone:
+			r := ev.Record
+			fmt.Fprintf(p.e.stderr, "replay: [%d/%d] %s: %d steps, %d asks, %s\n", ev.Done, ev.Total, r.Path, r.Steps, len(r.Asks), r.Duration().Round(time.Millisecond))
+		case replay.EventFailed:
+			fmt.Fprintf(p.e.stderr, "replay: [%d/%d] %s: FAILED: %v\n", ev.Done, ev.Total, ev.Path, ev.Err)
+		}
+	}
+}
+
+func (p *replayProgress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// updateScripts makes TestScript rewrite the golden files its scripts compare with.
+var updateScripts = flag.Bool("update-scripts", false, "rewrite testscript golden files in place")
+
+// TestMain lets testscript run this test binary as the pruneadvisor command
+// (`exec pruneadvisor ...` in scripts).
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"pruneadvisor": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScript runs every script in testdata/script (*.txtar). Scripts see $REPO,
+// the repository root, and $SHARED, the real sessions (../shared/sessions from the
+// root), as absolute paths; $PRUNEADVISOR_DB points into the script's $WORK so no
+// script touches the user's database. Run with -update-scripts to rewrite failing cmp
+// golden files in place.
+func TestScript(t *testing.T) {
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		UpdateScripts:       *updateScripts,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("REPO", repo)
+			env.Setenv("SHARED", filepath.Join(filepath.Dir(repo), "shared", "sessions"))
+			env.Setenv("PRUNEADVISOR_DB", filepath.Join(env.WorkDir, "pruneadvisor.db"))
+			return nil
+		},
+	})
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pruneadvisor/pruneadvisor/server"
+)
+
+type serveFlags struct {
+	scorerFlags
+	configFlags
+	addr          string
+	db            string
+	openai        string
+	anthropic     string
+	token         string
+	maxBody       int64
+	maxSessions   int
+	adviseTimeout time.Duration
+	verbose       bool
+}
+
+func serveCmd(e *env) *cobra.Command {
+	var f serveFlags
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP sidecar and the transparent OpenAI/Anthropic proxy",
+		Long: `serve runs one HTTP server with:
+
+  POST /v1/chat/completions  OpenAI Chat Completions, advised and forwarded to --openai-upstream
+  POST /v1/messages          Anthropic Messages, advised and forwarded to --anthropic-upstream
+  POST /v1/advise            sidecar: {session_id, format, messages, budget?, task?, now?} -> {messages, plan}
+  GET  /v1/recall/{id}       a pruned output's original, byte for byte
+  GET  /healthz, GET /metrics (Prometheus)
+
+Other /v1/ paths pass through to the upstream untouched. Proxied requests keep every
+byte but the content of pruned tool results; responses, streams included, come back as
+the upstream sent them. If advising fails the request goes on unchanged. A session is
+named by the X-Pruneadvisor-Session header, else by a hash of its system prompt and
+first user message. Point an agent at it with ANTHROPIC_BASE_URL=http://127.0.0.1:8377
+or an OpenAI base URL of http://127.0.0.1:8377/v1 (docs/INTEGRATIONS.md).
+
+Listening beyond loopback needs --token (or $PRUNEADVISOR_TOKEN); clients then send it
+in the X-Pruneadvisor-Token header. SIGINT or SIGTERM shuts down gracefully.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd, e, &f)
+		},
+	}
+	f.scorerFlags.register(c)
+	f.configFlags.register(c)
+	c.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8377", "listen address (host:port)")
+	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database for originals, stubs, asks and decisions")
+	c.Flags().StringVar(&f.openai, "openai-upstream", server.DefaultOpenAIUpstream, "base URL OpenAI requests are forwarded to (the request path is appended)")
+	c.Flags().StringVar(&f.anthropic, "anthropic-upstream", server.DefaultAnthropicUpstream, "base URL Anthropic requests are forwarded to (the request path is appended)")
+	c.Flags().StringVar(&f.token, "token", os.Getenv("PRUNEADVISOR_TOKEN"), "token clients must send (X-Pruneadvisor-Token header); required beyond loopback (default $PRUNEADVISOR_TOKEN)")
+	c.Flags().Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (larger: 413)")
+	c.Flags().IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "sessions whose advisor state is kept in memory (least recently used idle ones are dropped; their stubs stay in the database)")
+	c.Flags().DurationVar(&f.adviseTimeout, "advise-timeout", server.DefaultAdviseTimeout, "longest time spent advising one request before forwarding it unchanged")
+	c.Flags().BoolVar(&f.verbose, "verbose", false, "log at info level (default: warnings only)")
+	return c
+}
+
+func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
+	if err := server.CheckListen(f.addr, f.token); err != nil {
+		return usageError{err}
+	}
+	if f.maxBody <= 0 {
+		return usageError{fmt.Errorf("--max-body %d: want a positive number of bytes", f.maxBody)}
+	}
+	cfg, err := f.configFlags.load()
+	if err != nil {
+		return usageError{err}
+	}
+	ctx := cmd.Context()
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	store, closeStore, err := openStore(ctx, f.db)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	scorer, err := f.scorerFlags.build(ctx, e)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Options{
+		Config: cfg, Scorer: scorer, Store: store,
+		OpenAIUpstream: f.openai, AnthropicUpstream: f.anthropic,
+		Token: f.token, MaxBody: f.maxBody, MaxSessions: f.maxSessions,
+		AdviseTimeout: f.adviseTimeout, Logger: logger,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	scorerName := "none (rules only)"
+	if scorer != nil {
+		scorerName = scorer.Name()
+	}
+	fmt.Fprintf(e.stderr, "pruneadvisor: serving on http://%s (scorer %s, db %s, recall tool %q)\n", ln.Addr(), scorerName, f.db, cfg.RecallTool)
+	if err := srv.Serve(ctx, ln); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintln(e.stderr, "pruneadvisor: shut down")
+	return nil
+}

@@ -1,0 +1,179 @@
+// Package replay runs the advisor over old sessions, step by step as if live
+// (DESIGN.md "Replay and later-use evidence"), and finds later-use evidence
+// (evidence.go). Replay records what calibration and back-off tuning need: every
+// ask and decision the advisor made, the evidence of every output's later use, and
+// per-output and per-step facts (Record). The replay command stores Records through
+// a Sink (storage.DB implements it); the calibrate and backoff commands read them
+// back and turn them into calibrate records (CalibrateOutputs).
+//
+// Replay never writes originals or stubs: a pruned output's original is the
+// session file itself. It runs the advisor with an in-memory store and a fixed
+// clock (the prompt cache is warm throughout: old sessions carry no call times the
+// advisor's cache-TTL rule could use), and writes each session's rows in one
+// transaction when the session is finished, so an interrupted replay loses nothing
+// already committed and leaves no partial session behind.
+package replay
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// Version identifies what a replay records and how (the replay driver, the
+// evidence definition, the facts). It is part of every settings hash, so a stored
+// replay made by a program with another Version is replayed again, not reused.
+// Change it whenever a change to this package would change stored rows.
+const Version = "replay-1"
+
+// Sentinel errors returned (wrapped) by this package besides the evidence ones.
+var (
+	// ErrNotSession means a file is not a session transcript any reader knows.
+	ErrNotSession = errors.New("not a session file")
+	// ErrChanged means a session file's content no longer matches the content hash
+	// stored when it was replayed.
+	ErrChanged = errors.New("session file changed since it was replayed")
+	// ErrSettings means replay settings are invalid (bad advisor config).
+	ErrSettings = errors.New("invalid replay settings")
+)
+
+// Settings is everything a replay's stored rows depend on besides the session
+// file's bytes. Its Hash, with the file's content hash, identifies a replay.
+type Settings struct {
+	Version string         `json:"version"` // Version
+	Config  advisor.Config `json:"config"`  // the advisor configuration
+	// Scorer is the scorer's name as recorded with every ask ("lexical",
+	// "ollama:qwen2.5:0.5b:p1"), "none" for rules only.
+	Scorer string `json:"scorer"`
+	// Lenient: malformed lines are skipped (counted in Record.Skipped) instead of
+	// failing the session.
+	Lenient bool `json:"lenient"`
+}
+
+// ScorerNone is Settings.Scorer when no scorer is used (rules only).
+const ScorerNone = "none"
+
+// Hash returns the hex SHA-256 of the settings' JSON encoding (fields in
+// declaration order, so the same settings always give the same hash). Settings
+// that do not encode (a NaN in an unvalidated config) hash their Go syntax
+// representation instead.
+func (s Settings) Hash() string {
+	data, err := json.Marshal(s)
+	if err != nil {
+		data = []byte(fmt.Sprintf("%#v", s))
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// JSON returns the settings' JSON encoding, as stored beside the hash.
+func (s Settings) JSON() string {
+	data, _ := json.Marshal(s)
+	return string(data)
+}
+
+// ParseSettings reads settings stored by JSON. Fields the text lacks keep their
+// zero value, except Config, which starts from advisor.DefaultConfig.
+func ParseSettings(text string) (Settings, error) {
+	s := Settings{Config: advisor.DefaultConfig()}
+	if err := json.Unmarshal([]byte(text), &s); err != nil {
+		return s, fmt.Errorf("%w: parsing stored settings: %v", ErrSettings, err)
+	}
+	return s, nil
+}
+
+// SessionID returns the id a replay stores a session under: "replay-" and the
+// first 20 hex digits of SHA-256(contentHash ":" settingsHash). It differs for
+// every (content, settings) pair, so the frozen stubs, asks and decisions of one
+// replay never mix with another's, and two files with the same bytes share it.
+func SessionID(contentHash, settingsHash string) string {
+	sum := sha256.Sum256([]byte(contentHash + ":" + settingsHash))
+	return "replay-" + hex.EncodeToString(sum[:])[:20]
+}
+
+// Record is one session's replay: what the advisor did at every step and what
+// the agent did afterwards.
+type Record struct {
+	ID           string            // SessionID(ContentHash, SettingsHash)
+	Path         string            // the session file as given (absolute when found by a walk)
+	Name         string            // display name: the file's base name
+	Format       transcript.Format // the format the reader detected
+	ContentHash  string            // hex SHA-256 of the file's bytes
+	Settings     Settings
+	SettingsHash string // Settings.Hash()
+	// Steps is the number of steps (assistant messages): the session's last step,
+	// EndStep of every output. The advisor ran once before each of them.
+	Steps   int
+	Skipped int // malformed lines skipped (lenient reading)
+	// Outputs holds one entry per tool output, in session order.
+	Outputs []OutputFacts
+	// StepFacts[t-1] describes step t, for t = 1..Steps.
+	StepFacts []StepFacts
+	// Asks and Decisions are the advisor's records, in the order it made them.
+	// Ask Tokens are filled by the replay when the advisor leaves them 0 (see
+	// Replayer.Replay).
+	Asks      []advisor.AskRecord
+	Decisions []advisor.DecisionRecord
+	// Evidence holds every later use the Tracker found, counting or not (Use.Counts),
+	// with session-wide weights, ordered by output (session order) then step.
+	Evidence []Use
+	// Started and Finished bound the replay in wall time; Duration is their
+	// difference. They are the only fields that differ between two replays of the
+	// same file with the same settings (with ask latencies).
+	Started, Finished time.Time
+}
+
+// Duration is the wall time the replay took.
+func (r *Record) Duration() time.Duration { return r.Finished.Sub(r.Started) }
+
+// OutputFacts are the per-output facts calibrate needs. Steps are advisor steps;
+// 0 means never.
+type OutputFacts struct {
+	Key     string // transcript.ToolOutput.Key
+	Tool    string
+	Summary string
+	Tokens  int // o200k_base tokens of the output text
+	Step    int // step of the call that produced it; visible from Step+1
+	// CandidateFrom is the first step at which the advisor did not protect the
+	// output (old enough, large enough, not excluded): it could be pruned from then.
+	CandidateFrom int
+	// RuleDeadAt is the first step at which a rule (superseded read, duplicate)
+	// made the output a pending prune.
+	RuleDeadAt int
+	// PendingAt is the first step at which the output was a pending prune, by a rule
+	// or by a score under the cutoff.
+	PendingAt int
+	// PrunedAt is the step at which the output's stub was applied (a rewrite).
+	PrunedAt int
+	EndStep  int // the session's last step (Record.Steps)
+}
+
+// StepFacts describe one step of a replay.
+type StepFacts struct {
+	Step int
+	// ContextTokens is the size, in tokens, of the messages before model call Step
+	// with nothing pruned (the sum of transcript.Message.Tokens).
+	ContextTokens int
+	// AppliedTokens is the same with the stubs applied, after this step's rewrite;
+	// ContextTokens - AppliedTokens is what the stubs save at this call.
+	AppliedTokens int
+	Asked         int  // cards sent to the scorer at this step
+	OverBudget    bool // the context with earlier stubs was over the budget
+	Rewrite       bool // stubs were applied at this step
+}
+
+// SavedTokenSteps returns the token-steps the applied stubs saved over the session:
+// the sum over steps of ContextTokens - AppliedTokens.
+func (r *Record) SavedTokenSteps() int64 {
+	var n int64
+	for _, s := range r.StepFacts {
+		n += int64(s.ContextTokens - s.AppliedTokens)
+	}
+	return n
+}

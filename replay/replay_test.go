@@ -1,0 +1,442 @@
+package replay
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
+	"github.com/pruneadvisor/pruneadvisor/calibrate"
+	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// portFile is the hand-made session of testdata/replay (see gen.py there): ten
+// steps; O1..O5 (call_1..call_5, steps 1..5) are candidates, O5 re-reads NOTES.md
+// with the same bytes as O3, the agent writes `listen_port` (only in O1) at step 6.
+const portFile = "../testdata/replay/port.json"
+
+func loadPort(t testing.TB) *Source {
+	t.Helper()
+	src, err := Load(portFile, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+type keyStep struct {
+	Key  string
+	Step int
+}
+
+func askSteps(asks []advisor.AskRecord) []keyStep {
+	var out []keyStep
+	for _, a := range asks {
+		out = append(out, keyStep{a.OutputKey, a.Step})
+	}
+	return out
+}
+
+// TestReplayFacts checks every fact of the port session against values worked out
+// by hand from DESIGN.md's rules with the default config (K = 3, 200-token
+// minimum, budget 100,000): an output of step s is protected through step s+3, so
+// it is a candidate from s+4 when it has 200 tokens or more (call_1..call_5 do;
+// call_6..call_9 have 0, 1, 1 and 17). call_3 is a duplicate of call_5 (produced at
+// step 5, seen from plan 6) and becomes a pending prune at its first unprotected
+// step, 7; it is never applied, as 923 tokens are under 5% of the budget. Each
+// other candidate is asked once, when it becomes one (no re-ask under budget).
+func TestReplayFacts(t *testing.T) {
+	src := loadPort(t)
+	rp := &Replayer{Config: advisor.DefaultConfig(), Scorer: lexical.New()}
+	rec, err := rp.Replay(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := src.Session.Outputs()
+	if len(outs) != 9 {
+		t.Fatalf("port.json has %d outputs, want 9", len(outs))
+	}
+	want := []OutputFacts{
+		{Key: "call_1", Tool: "read_file", Summary: "config/server.yaml", Step: 1, CandidateFrom: 5},
+		{Key: "call_2", Tool: "bash", Summary: "ls -la /srv/app", Step: 2, CandidateFrom: 6},
+		{Key: "call_3", Tool: "read_file", Summary: "NOTES.md", Step: 3, CandidateFrom: 7, RuleDeadAt: 7, PendingAt: 7},
+		{Key: "call_4", Tool: "bash", Summary: "tail -n 40 /var/log/app.log", Step: 4, CandidateFrom: 8},
+		{Key: "call_5", Tool: "read_file", Summary: "NOTES.md", Step: 5, CandidateFrom: 9},
+		{Key: "call_6", Tool: "bash", Summary: "sed -i 's/8080/9090/' config/server.yaml", Step: 6},
+		{Key: "call_7", Tool: "bash", Summary: "systemctl restart app", Step: 7},
+		{Key: "call_8", Tool: "bash", Summary: "systemctl is-active app", Step: 8},
+		{Key: "call_9", Tool: "bash", Summary: "ss -ltn", Step: 9},
+	}
+	for i := range want {
+		want[i].EndStep = 10
+		want[i].Tokens = outs[i].Tokens
+	}
+	if diff := cmp.Diff(want, rec.Outputs); diff != "" {
+		t.Errorf("outputs (-want +got):\n%s", diff)
+	}
+	// Sizes: the four large outputs are candidates, the small ones are not.
+	for i, o := range outs {
+		if large := o.Tokens >= 200; large != (i < 5) {
+			t.Errorf("output %s has %d tokens; the fixture wants outputs 1-5 at 200 or more and the rest under", o.Key, o.Tokens)
+		}
+	}
+	if rec.Steps != 10 || len(rec.StepFacts) != 10 {
+		t.Fatalf("steps = %d (%d step facts), want 10", rec.Steps, len(rec.StepFacts))
+	}
+	// Context before call t: the session's own message sizes, summed here without
+	// the advisor.
+	t0, ctx := 0, 0
+	for _, m := range src.Session.Messages {
+		if m.Role == transcript.RoleAssistant {
+			s := rec.StepFacts[t0]
+			if s.Step != t0+1 || s.ContextTokens != ctx || s.AppliedTokens != ctx || s.OverBudget || s.Rewrite {
+				t.Errorf("step %d: %+v, want context %d with nothing applied, under budget", t0+1, s, ctx)
+			}
+			t0++
+		}
+		ctx += m.Tokens
+	}
+	if got, want := askSteps(rec.Asks), []keyStep{{"call_1", 5}, {"call_2", 6}, {"call_4", 8}, {"call_5", 9}}; !cmp.Equal(got, want) {
+		t.Errorf("asks = %v, want %v", got, want)
+	}
+	for _, a := range rec.Asks {
+		if !a.OK || a.Scorer != "lexical" || a.CardHash == "" || a.Tokens <= 0 {
+			t.Errorf("ask %+v: want an OK lexical ask with a card hash and scorer tokens", a)
+		}
+	}
+	wantEv := []Use{
+		{Key: "call_1", Step: 6, Kind: UseName, Proof: `name "listen_port"`, Weight: 1},
+		{Key: "call_3", Step: 5, Kind: UseReread, Proof: "re-read NOTES.md", Weight: 1},
+	}
+	if diff := cmp.Diff(wantEv, rec.Evidence); diff != "" {
+		t.Errorf("evidence (-want +got):\n%s", diff)
+	}
+	settings := rp.Settings()
+	if rec.ID != SessionID(ContentHash(mustRead(t, portFile)), settings.Hash()) || rec.SettingsHash != settings.Hash() {
+		t.Errorf("id %s, settings %s: not SessionID(content, settings)", rec.ID, rec.SettingsHash)
+	}
+	if rec.Name != "port.json" || rec.Format != transcript.FormatOpenAI {
+		t.Errorf("name %q format %q, want port.json and openai", rec.Name, rec.Format)
+	}
+
+	// Calibrate records: asks within the candidate window, counting uses only.
+	cal := rec.CalibrateOutputs()
+	for i := range cal {
+		if err := cal[i].Validate(); err != nil {
+			t.Error(err)
+		}
+	}
+	if got := cal[0].Uses; !cmp.Equal(got, []int{6}) {
+		t.Errorf("call_1 uses = %v, want [6]", got)
+	}
+	if got := cal[2].Uses; !cmp.Equal(got, []int{5}) {
+		t.Errorf("call_3 uses = %v, want [5]", got)
+	}
+	if got := len(cal[0].Asks); got != 1 || cal[0].Asks[0].Step != 5 {
+		t.Errorf("call_1 asks = %+v, want one at step 5", cal[0].Asks)
+	}
+	sess := rec.CalibrateSession()
+	if sess.Name != rec.ContentHash || len(sess.Context) != 10 || sess.Context[9] != rec.StepFacts[9].ContextTokens {
+		t.Errorf("calibrate session %s with %d steps, want the content hash and 10 steps", sess.Name, len(sess.Context))
+	}
+	if got := rec.PendingSteps(); !cmp.Equal(got, []int{0, 0, 7, 0, 0, 0, 0, 0, 0}) {
+		t.Errorf("pending steps = %v", got)
+	}
+}
+
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestReplaySmallBudget replays the port session with a 1,000-token budget: the
+// context passes it at step 2 (28 + 975 tokens), so re-asks follow the default
+// back-off (3 steps after the first ask, while over budget) and the pending
+// duplicate is applied at once (923 tokens >= 5% of 1,000). Worked out by hand:
+// call_1 asked at 5 and 8, call_2 at 6 and 9, call_4 at 8 (next due 11 > 10),
+// call_5 at 9; call_3 pruned at 7 and frozen after.
+func TestReplaySmallBudget(t *testing.T) {
+	src := loadPort(t)
+	cfg := advisor.DefaultConfig()
+	cfg.Budget = 1000
+	rec, err := (&Replayer{Config: cfg, Scorer: lexical.New()}).Replay(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Outputs[2].PrunedAt; got != 7 {
+		t.Errorf("call_3 pruned at %d, want 7", got)
+	}
+	want := []keyStep{{"call_1", 5}, {"call_2", 6}, {"call_4", 8}, {"call_1", 8}, {"call_5", 9}, {"call_2", 9}}
+	if got := askSteps(rec.Asks); !cmp.Equal(got, want) {
+		t.Errorf("asks = %v, want %v", got, want)
+	}
+	stub := 0
+	for _, s := range rec.StepFacts {
+		if got, wantOver := s.OverBudget, s.Step >= 2; got != wantOver {
+			t.Errorf("step %d over budget = %v, want %v", s.Step, got, wantOver)
+		}
+		if s.Rewrite != (s.Step == 7) {
+			t.Errorf("step %d rewrite = %v, want only at 7", s.Step, s.Rewrite)
+		}
+		saved := s.ContextTokens - s.AppliedTokens
+		switch {
+		case s.Step < 7 && saved != 0:
+			t.Errorf("step %d saves %d tokens before any stub", s.Step, saved)
+		case s.Step == 7:
+			stub = 923 - saved
+			if stub <= 0 || stub >= 100 {
+				t.Errorf("step 7 saves %d of call_3's 923 tokens: stub of %d tokens", saved, stub)
+			}
+		case s.Step > 7 && saved != 923-stub:
+			t.Errorf("step %d saves %d tokens, want the frozen %d", s.Step, saved, 923-stub)
+		}
+	}
+	if got, want := rec.SavedTokenSteps(), int64(4*(923-stub)); got != want {
+		t.Errorf("saved token-steps = %d, want 4 steps x %d", got, 923-stub)
+	}
+}
+
+// TestReplayDeterministic replays twice: the records differ only in wall times
+// and ask latencies.
+func TestReplayDeterministic(t *testing.T) {
+	src := loadPort(t)
+	rp := &Replayer{Config: advisor.DefaultConfig(), Scorer: lexical.New()}
+	a, err := rp.Replay(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rp.Replay(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*Record{a, b} {
+		r.Started, r.Finished = time.Time{}, time.Time{}
+		for i := range r.Asks {
+			r.Asks[i].Latency = 0
+		}
+	}
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("second replay differs (-first +second):\n%s", diff)
+	}
+}
+
+// recordingScorer keeps every batch it scores.
+type recordingScorer struct {
+	advisor.Scorer
+	batches []cards.Batch
+}
+
+func (r *recordingScorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error) {
+	r.batches = append(r.batches, b)
+	return r.Scorer.Score(ctx, b)
+}
+
+// TestRequestTokenEstimate compares the per-card scorer tokens Replay records
+// with the exact count of the rendered request (RequestTokens) on real sessions:
+// the estimate counts each card once per output and the prompt frame as
+// constants, so it may differ by a few tokens per card; it must stay within 2%
+// over a session.
+func TestRequestTokenEstimate(t *testing.T) {
+	files := []string{portFile, filepath.Join(sharedDir, "claude-code", "abc757d1-3da3-42fb-bb7b-ffa293a4ba29.jsonl")}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			t.Skipf("%s: %v", f, err)
+		}
+		src, err := Load(f, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := advisor.DefaultConfig()
+		cfg.Budget = 2000 // re-asks, so cards are counted again at a new age
+		sc := &recordingScorer{Scorer: lexical.New()}
+		rec, err := (&Replayer{Config: cfg, Scorer: sc, Lenient: true}).Replay(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var exact, est int
+		for _, b := range sc.batches {
+			n, err := RequestTokens(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exact += n
+		}
+		for _, a := range rec.Asks {
+			est += a.Tokens
+		}
+		if len(sc.batches) < 3 || exact == 0 {
+			t.Fatalf("%s: %d batches, want several", f, len(sc.batches))
+		}
+		if rel := math.Abs(float64(est-exact)) / float64(exact); rel > 0.02 {
+			t.Errorf("%s: estimated %d scorer tokens over %d batches, exact %d (%.1f%% off)", f, est, len(sc.batches), exact, 100*rel)
+		}
+	}
+}
+
+// TestSettings checks the settings hash and session ids: stable for equal
+// settings, different when anything recorded differs, and JSON round trips.
+func TestSettings(t *testing.T) {
+	base := Settings{Version: Version, Config: advisor.DefaultConfig(), Scorer: "lexical", Lenient: true}
+	same := Settings{Version: Version, Config: advisor.DefaultConfig(), Scorer: "lexical", Lenient: true}
+	if base.Hash() != same.Hash() {
+		t.Error("equal settings hash differently")
+	}
+	changes := map[string]func(s *Settings){
+		"cutoff":   func(s *Settings) { s.Config.Cutoff = 0.3 },
+		"schedule": func(s *Settings) { s.Config.Schedule = "1" },
+		"scorer":   func(s *Settings) { s.Scorer = "none" },
+		"lenient":  func(s *Settings) { s.Lenient = false },
+		"version":  func(s *Settings) { s.Version = "replay-0" },
+		"excluded": func(s *Settings) { s.Config.ExcludedTools = nil },
+	}
+	seen := map[string]string{base.Hash(): "base"}
+	for name, change := range changes {
+		s := base
+		s.Config.ExcludedTools = append([]string(nil), base.Config.ExcludedTools...)
+		change(&s)
+		h := s.Hash()
+		if prev, ok := seen[h]; ok {
+			t.Errorf("changing %s gives the hash of %s", name, prev)
+		}
+		seen[h] = name
+	}
+	back, err := ParseSettings(base.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(base, back); diff != "" || back.Hash() != base.Hash() {
+		t.Errorf("ParseSettings(JSON()) (-want +got):\n%s", diff)
+	}
+	if _, err := ParseSettings("{"); err == nil {
+		t.Error("ParseSettings of bad JSON succeeded")
+	}
+	a, b := SessionID("c1", "s1"), SessionID("c1", "s2")
+	if a == b || a == SessionID("c2", "s1") || a != SessionID("c1", "s1") || len(a) != len("replay-")+20 {
+		t.Errorf("session ids %s %s: want distinct per (content, settings), stable, 27 characters", a, b)
+	}
+}
+
+// TestCompareSchedules works through three schedules over one hand-made session
+// (end step 10, context 1,000 tokens everywhere) of three outputs, all candidates
+// from step 3:
+//
+//	a: 100 tokens, used at step 6; b: 200 tokens, never used; c: 300 tokens, never used.
+//
+// Prune (pending) steps: reference "1": a 4, b 5, c 0. Schedule "3": a 6 (later),
+// b 5, c 8 (changed: pruned only here). Schedule "3,6": a 4, b 3 (earlier), c 0.
+// Decision-level token-steps (pruned at p, saved until the first use at or after p,
+// else to step 11): "1": a 100x(6-4) + b 200x(11-5) = 1,400, misses 1 (a) of 2;
+// "3": a used at 6 >= 6 so 100x0, b 1,200, c 300x3 = 900, total 2,100, misses 1 of 3;
+// "3,6": a 200 + b 200x8 = 1,600 + 200 = 1,800, misses 1 of 2.
+// Later: "3" has a (4 -> 6): 200 - 0 = 200 token-steps lost. Asks and tokens: "1"
+// 9 asks x 10 tokens, "3" 5 x 10, "3,6" 4 x 10.
+// Recommendation with tolerance 0.02: floor 0.98 x 1,400 = 1,372 and at most 1
+// miss: "3" (2,100, 1 miss) and "3,6" (1,800, 1 miss) qualify with "1"; fewest
+// scorer tokens: "3,6" (40).
+func TestCompareSchedules(t *testing.T) {
+	mk := func(schedule string, pending [3]int, asks int) ScheduleRun {
+		rec := &Record{ID: "s", Path: "s.json", ContentHash: "h", Steps: 10}
+		for i, k := range []string{"a", "b", "c"} {
+			rec.Outputs = append(rec.Outputs, OutputFacts{Key: k, Tokens: 100 * (i + 1), Step: 1, CandidateFrom: 3, PendingAt: pending[i], EndStep: 10})
+		}
+		for s := 1; s <= 10; s++ {
+			rec.StepFacts = append(rec.StepFacts, StepFacts{Step: s, ContextTokens: 1000, AppliedTokens: 1000})
+		}
+		for i := range asks {
+			rec.Asks = append(rec.Asks, advisor.AskRecord{OutputKey: "a", Step: 3 + i%8, OK: true, Score: 0.5, Tokens: 10})
+		}
+		rec.Evidence = []Use{{Key: "a", Step: 6, Kind: UseName, Weight: 1}}
+		return ScheduleRun{Schedule: schedule, Records: []*Record{rec}}
+	}
+	runs := []ScheduleRun{mk("1", [3]int{4, 5, 0}, 9), mk("3", [3]int{6, 5, 8}, 5), mk("3,6", [3]int{4, 3, 0}, 4)}
+	rep, err := CompareSchedules(runs, 0.25, calibrate.DefaultOptions(), 0.02)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Schedule         string
+		Asks             int
+		Tokens           int64
+		Later            int
+		LaterTS          int64
+		Earlier, Changed int
+		Pruned, Misses   int
+		TokenSteps       int64
+		Candidates       int
+		AsksPerCandidate float64
+	}
+	var got []row
+	for _, r := range rep.Results {
+		got = append(got, row{r.Schedule, r.Asks, r.ScorerTokens, r.Later, r.LaterTokenSteps, r.Earlier, r.Changed,
+			r.Result.Pruned, r.Result.Misses, r.Result.TokenSteps, r.Candidates, r.AsksPerCandidate})
+	}
+	want := []row{
+		{"1", 9, 90, 0, 0, 0, 0, 2, 1, 1400, 3, 3},
+		{"3", 5, 50, 1, 200, 0, 1, 3, 1, 2100, 3, 5.0 / 3},
+		{"3,6", 4, 40, 0, 0, 1, 0, 2, 1, 1800, 3, 4.0 / 3},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if rep.Recommended != "3,6" || rep.Reference != "1" {
+		t.Errorf("recommended %q (reference %q), want \"3,6\" (\"1\"): %s", rep.Recommended, rep.Reference, rep.Reason)
+	}
+	// A schedule giving up more than the tolerance is not recommended, nor one
+	// with more misses.
+	runs[2] = mk("3,6", [3]int{0, 3, 0}, 4) // only b: 1,600 token-steps, no miss
+	runs[1] = mk("3", [3]int{0, 0, 0}, 5)   // nothing pruned
+	rep, err = CompareSchedules(runs, 0.25, calibrate.DefaultOptions(), 0.0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Recommended != "3,6" {
+		t.Errorf("tolerance 0: recommended %q, want \"3,6\" (saves 1,600 >= 1,400 with miss rate 0)", rep.Recommended)
+	}
+	rep, err = CompareSchedules(runs[:2], 0.25, calibrate.DefaultOptions(), 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Recommended != "1" {
+		t.Errorf("\"3\" saves nothing: recommended %q, want the reference", rep.Recommended)
+	}
+	more := mk("2", [3]int{4, 4, 0}, 1) // a and b at 4: 200 + 1,400 = 1,600, 1 miss
+	more.Records[0].Evidence = append(more.Records[0].Evidence, Use{Key: "b", Step: 9, Kind: UseName, Weight: 1})
+	ref := mk("1", [3]int{4, 5, 0}, 9)
+	ref.Records[0].Evidence = more.Records[0].Evidence // b used at 9: the reference misses it too
+	rep, err = CompareSchedules([]ScheduleRun{ref, more}, 0.25, calibrate.DefaultOptions(), 0.02)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Recommended != "2" || rep.Results[0].Result.Misses != 2 || rep.Results[1].Result.Misses != 2 {
+		t.Errorf("equal misses (%d, %d): recommended %q, want \"2\" (fewer tokens, %d >= 98%% of %d token-steps)",
+			rep.Results[0].Result.Misses, rep.Results[1].Result.Misses, rep.Recommended, rep.Results[1].Result.TokenSteps, rep.Results[0].Result.TokenSteps)
+	}
+	// b used at step 4: pruned at 5 (reference) it is not a miss, pruned at 4 it is.
+	extra, ref2 := mk("2", [3]int{4, 4, 0}, 1), mk("1", [3]int{4, 5, 0}, 9)
+	ev := []Use{{Key: "a", Step: 6, Kind: UseName, Weight: 1}, {Key: "b", Step: 4, Kind: UseName, Weight: 1}}
+	extra.Records[0].Evidence, ref2.Records[0].Evidence = ev, ev
+	rep, err = CompareSchedules([]ScheduleRun{ref2, extra}, 0.25, calibrate.DefaultOptions(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Recommended != "1" {
+		t.Errorf("\"2\" misses b (used at 4, pruned at 4): recommended %q, want the reference", rep.Recommended)
+	}
+	// Misaligned runs are refused.
+	bad := mk("2", [3]int{0, 0, 0}, 1)
+	bad.Records[0].ContentHash = "other"
+	if _, err := CompareSchedules([]ScheduleRun{runs[0], bad}, 0.25, calibrate.DefaultOptions(), 0.02); err == nil {
+		t.Error("runs over different sessions were compared")
+	}
+}

@@ -1,0 +1,288 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// Sink stores replays; storage.DB implements it.
+type Sink interface {
+	// ReplayDone reports whether a complete replay of the content under the
+	// settings is stored.
+	ReplayDone(ctx context.Context, contentHash, settingsHash string) (bool, error)
+	// CommitReplay stores rec (its session, asks, decisions, evidence, facts and a
+	// finished run) in one transaction, replacing whatever was stored under rec.ID.
+	// When it returns nil the rows are durable; when it fails nothing was stored.
+	CommitReplay(ctx context.Context, rec *Record) error
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// Event kinds.
+const (
+	// EventPlanned comes once, after the scan: Total sessions to replay, Bytes to
+	// read.
+	EventPlanned EventKind = iota
+	// EventDone: the session at Path was replayed and committed (Record).
+	EventDone
+	// EventFailed: the session at Path failed (Err); the others go on.
+	EventFailed
+	// EventTick comes about every TickEvery while sessions run, with Steps.
+	EventTick
+)
+
+// TickEvery is how often EventTick is sent while a replay runs.
+const TickEvery = 200 * time.Millisecond
+
+// Event reports the progress of Runner.Run. Done, Total, Steps and BytesDone are
+// running totals at the time of the event.
+type Event struct {
+	Kind   EventKind
+	Path   string  // EventDone, EventFailed
+	Record *Record // EventDone
+	Err    error   // EventFailed
+	Done   int     // sessions finished (committed or failed)
+	Total  int     // sessions to replay (not already stored)
+	Steps  int64   // steps replayed, including sessions still running
+	// Bytes is the total size of the files to replay (every event); BytesDone the
+	// size of the finished ones.
+	Bytes, BytesDone int64
+}
+
+// Runner replays many session files into a Sink, several at a time.
+type Runner struct {
+	Replayer *Replayer // required
+	Sink     Sink      // required
+	// Workers is the number of sessions replayed at once; < 1 means
+	// runtime.NumCPU(). Each session is replayed by one goroutine from start to end.
+	Workers int
+	// Events, when set, receives progress, from one goroutine at a time.
+	Events func(Event)
+}
+
+// Summary is what Runner.Run did.
+type Summary struct {
+	Found       int    // files selected by Discover
+	Ignored     int    // files a folder walk passed over by name
+	NotSessions int    // files found by a walk whose content no reader recognised
+	Skips       []Skip // paths passed over, with the reason (not sessions, loops, duplicates)
+	AlreadyDone int    // sessions already stored with the same content and settings
+	Duplicates  int    // files with the same bytes as an earlier file of this run
+	Replayed    int    // sessions replayed and committed by this run
+	Failures    []Failure
+	Steps       int   // steps replayed by this run
+	Outputs     int   // tool outputs in the sessions replayed
+	Asks        int   // cards scored
+	Pruned      int   // outputs pruned (stub applied) by the advisor
+	Evidence    int   // later uses recorded (counting or not)
+	SkippedLine int   // malformed lines skipped (lenient reading)
+	Bytes       int64 // bytes of the sessions replayed
+	Duration    time.Duration
+}
+
+// job is one session to replay.
+type job struct {
+	Found
+	hash string
+}
+
+// outcome is one worker's answer for a job.
+type outcome struct {
+	job
+	rec *Record
+	err error
+}
+
+// Run discovers the session files under paths (Discover), skips files that are no
+// session, duplicates and sessions already stored with the same settings
+// (Sink.ReplayDone), and replays the rest with Workers goroutines, committing each
+// session when it is finished. A session that fails (unreadable, malformed,
+// commit error) is counted in Summary.Failures and the others go on. When ctx is
+// cancelled Run stops starting sessions, abandons the running ones (nothing of them
+// is stored; a later Run replays them again) and returns the summary so far with
+// ctx's error. Errors other than ctx's are reported per session, never returned.
+func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
+	start := time.Now()
+	var sum Summary
+	found, skips, ignored, fails := Discover(paths)
+	sum.Found, sum.Skips, sum.Ignored, sum.Failures = len(found), skips, ignored, fails
+
+	settingsHash := r.Replayer.Settings().Hash()
+	var jobs []job
+	var total int64
+	seen := map[string]string{}
+	for _, f := range found {
+		if err := ctx.Err(); err != nil {
+			sum.Duration = time.Since(start)
+			return sum, err
+		}
+		data, err := os.ReadFile(f.Path)
+		if err != nil {
+			sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: err})
+			continue
+		}
+		if _, err := transcript.Detect(f.Path, data); err != nil {
+			if f.Explicit {
+				sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: fmt.Errorf("%w: %w", ErrNotSession, err)})
+			} else {
+				sum.NotSessions++
+				sum.Skips = append(sum.Skips, Skip{Path: f.Path, Reason: "not a session: no reader recognises the content"})
+			}
+			continue
+		}
+		hash := ContentHash(data)
+		if first, ok := seen[hash]; ok {
+			sum.Duplicates++
+			sum.Skips = append(sum.Skips, Skip{Path: f.Path, Reason: "same content as " + first})
+			continue
+		}
+		seen[hash] = f.Path
+		done, err := r.Sink.ReplayDone(ctx, hash, settingsHash)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				sum.Duration = time.Since(start)
+				return sum, cerr
+			}
+			sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: err})
+			continue
+		}
+		if done {
+			sum.AlreadyDone++
+			continue
+		}
+		f.Size = int64(len(data))
+		jobs = append(jobs, job{Found: f, hash: hash})
+		total += f.Size
+	}
+
+	ev := Event{Kind: EventPlanned, Total: len(jobs), Bytes: total}
+	emit := func(e Event) {
+		if r.Events != nil {
+			r.Events(e)
+		}
+	}
+	emit(ev)
+
+	workers := r.Workers
+	if workers < 1 {
+		workers = runtime.NumCPU()
+	}
+	workers = min(workers, max(len(jobs), 1))
+	var steps atomic.Int64
+	rp := *r.Replayer
+	prev := rp.OnStep
+	rp.OnStep = func(path string, step int) {
+		steps.Add(1)
+		if prev != nil {
+			prev(path, step)
+		}
+	}
+	todo := make(chan job)
+	results := make(chan outcome)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range todo {
+				rec, err := r.one(ctx, &rp, j)
+				results <- outcome{job: j, rec: rec, err: err}
+			}
+		}()
+	}
+	go func() {
+		defer close(todo)
+		for _, j := range jobs {
+			select {
+			case todo <- j:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+
+	tick := time.NewTicker(TickEvery)
+	defer tick.Stop()
+	interrupted := false
+	for open := true; open; {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				open = false
+				break
+			}
+			ev.Done++
+			ev.BytesDone += res.Size
+			ev.Steps = steps.Load()
+			ev.Path, ev.Record, ev.Err = res.Path, nil, nil
+			switch {
+			case res.err == nil:
+				ev.Kind, ev.Record = EventDone, res.rec
+				sum.Replayed++
+				sum.Bytes += res.Size
+				sum.Steps += res.rec.Steps
+				sum.Outputs += len(res.rec.Outputs)
+				sum.Asks += len(res.rec.Asks)
+				sum.Evidence += len(res.rec.Evidence)
+				sum.SkippedLine += res.rec.Skipped
+				for _, o := range res.rec.Outputs {
+					if o.PrunedAt > 0 {
+						sum.Pruned++
+					}
+				}
+			case ctx.Err() != nil:
+				// Cancelled: whatever the error says (a context error, or the
+				// driver's "interrupted"), the session is abandoned, not failed.
+				interrupted = true
+				continue
+			default:
+				ev.Kind, ev.Err = EventFailed, res.err
+				sum.Failures = append(sum.Failures, Failure{Path: res.Path, Err: res.err})
+			}
+			emit(ev)
+		case <-tick.C:
+			ev.Kind, ev.Path, ev.Record, ev.Err = EventTick, "", nil, nil
+			ev.Steps = steps.Load()
+			emit(ev)
+		}
+	}
+	sum.Duration = time.Since(start)
+	if err := ctx.Err(); err != nil || interrupted {
+		if err == nil {
+			err = context.Canceled
+		}
+		return sum, err
+	}
+	return sum, nil
+}
+
+// one replays and commits one session.
+func (r *Runner) one(ctx context.Context, rp *Replayer, j job) (*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	src, err := Load(j.Path, rp.Lenient)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := rp.Replay(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Sink.CommitReplay(ctx, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}

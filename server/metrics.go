@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// metrics are the Prometheus series GET /metrics exposes. Every name starts with
+// "pruneadvisor_"; docs/INTEGRATIONS.md lists them.
+type metrics struct {
+	requests        *prometheus.CounterVec   // route, code
+	pruned          *prometheus.CounterVec   // reason
+	tokensSaved     prometheus.Counter       // tokens removed when stubs are applied
+	tokenStepsSaved prometheus.Counter       // sum over advised requests of the tokens stubs remove
+	rewrites        *prometheus.CounterVec   // reason
+	asks            prometheus.Counter       // cards sent to the scorer
+	scorerFailures  *prometheus.CounterVec   // kind
+	scorerSeconds   prometheus.Histogram     // one scorer request (a batch of cards)
+	adviseSeconds   *prometheus.HistogramVec // route: parse + advise + rewrite, the latency the proxy adds
+	adviseFailures  *prometheus.CounterVec   // route, stage: requests forwarded unchanged because advising failed
+	storageErrors   prometheus.Counter       // advised requests whose plan reports a storage failure
+	recalls         *prometheus.CounterVec   // result
+	sessions        prometheus.Gauge         // sessions with in-memory advisor state
+}
+
+// latencyBuckets run from 0.25 ms to about 8 s, doubling: the proxy's added latency
+// sits in the low milliseconds, a local model's scoring in the seconds.
+var latencyBuckets = prometheus.ExponentialBuckets(0.00025, 2, 16)
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_requests_total",
+			Help: "HTTP requests served, by route and status code.",
+		}, []string{"route", "code"}),
+		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_outputs_pruned_total",
+			Help: "Tool outputs replaced by a stub, by reason (superseded, duplicate, score, disposable, other).",
+		}, []string{"reason"}),
+		tokensSaved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pruneadvisor_tokens_saved_total",
+			Help: "Tokens removed from the context by stubs when they were applied (original minus stub tokens, o200k_base).",
+		}),
+		tokenStepsSaved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pruneadvisor_token_steps_saved_total",
+			Help: "Token-steps saved: over every advised request, the tokens the applied stubs removed from it.",
+		}),
+		rewrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_rewrites_total",
+			Help: "Steps at which pending prunes were applied (a prompt-cache rewrite), by the condition that allowed it (threshold, cache-cold, hard-limit).",
+		}, []string{"reason"}),
+		asks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pruneadvisor_asks_total",
+			Help: "Cards sent to the scorer.",
+		}),
+		scorerFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_scorer_failures_total",
+			Help: "Cards that got no score, by failure kind (timeout, http, invalid, ...).",
+		}, []string{"kind"}),
+		scorerSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pruneadvisor_scorer_seconds",
+			Help:    "Wall time of one scorer request (all due cards of a step in one batch).",
+			Buckets: latencyBuckets,
+		}),
+		adviseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pruneadvisor_advise_seconds",
+			Help:    "Time spent advising one request (read, advise, rewrite): the latency the proxy adds before forwarding.",
+			Buckets: latencyBuckets,
+		}, []string{"route"}),
+		adviseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_advise_failures_total",
+			Help: "Proxy requests forwarded unchanged because advising failed (fail open), by route and stage (read, advise, rewrite).",
+		}, []string{"route", "stage"}),
+		storageErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pruneadvisor_storage_errors_total",
+			Help: "Advised requests at which storage failed (nothing new was pruned).",
+		}),
+		recalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_recalls_total",
+			Help: "Recalls served over HTTP, by result (ok, not_found, invalid, error).",
+		}, []string{"result"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pruneadvisor_sessions",
+			Help: "Sessions whose advisor state is held in memory (bounded by the server's MaxSessions).",
+		}),
+	}
+	reg.MustRegister(m.requests, m.pruned, m.tokensSaved, m.tokenStepsSaved, m.rewrites, m.asks,
+		m.scorerFailures, m.scorerSeconds, m.adviseSeconds, m.adviseFailures, m.storageErrors,
+		m.recalls, m.sessions)
+	return m
+}
+
+// observePlan counts what one advised step did.
+func (m *metrics) observePlan(p advisor.Plan) {
+	m.asks.Add(float64(p.Asked))
+	for kind, n := range p.ScorerFailures {
+		m.scorerFailures.WithLabelValues(kind).Add(float64(n))
+	}
+	if p.StorageError != "" {
+		m.storageErrors.Inc()
+	}
+	m.tokenStepsSaved.Add(float64(max(p.SavedTokens, 0)))
+	if !p.Rewrite {
+		return
+	}
+	m.rewrites.WithLabelValues(rewriteReason(p.RewriteReason)).Inc()
+	for _, it := range p.Items {
+		if it.Decision != advisor.DecisionPruned || it.DecidedAt != p.Step {
+			continue
+		}
+		m.pruned.WithLabelValues(pruneReason(it)).Inc()
+		m.tokensSaved.Add(float64(max(it.Tokens-transcript.CountTokens(it.Stub), 0)))
+	}
+}
+
+// pruneReason maps a pruned item's free-text reason onto a small label set.
+func pruneReason(it advisor.Item) string {
+	r := it.Reason
+	switch {
+	case strings.HasPrefix(r, "superseded"):
+		return "superseded"
+	case strings.HasPrefix(r, "duplicate"):
+		return "duplicate"
+	case strings.HasPrefix(r, "score"):
+		return "score"
+	case strings.HasPrefix(r, "disposable"):
+		return "disposable"
+	}
+	return "other"
+}
+
+// rewriteReason maps advisor.Plan.RewriteReason onto a small label set.
+func rewriteReason(r string) string {
+	switch {
+	case r == "hard limit":
+		return "hard-limit"
+	case r == "cache cold":
+		return "cache-cold"
+	case strings.HasPrefix(r, "pending"):
+		return "threshold"
+	}
+	return "other"
+}
+
+// timedScorer wraps a Scorer to observe each request's wall time.
+type timedScorer struct {
+	advisor.Scorer
+	seconds prometheus.Histogram
+}
+
+// Score implements advisor.Scorer.
+func (t timedScorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error) {
+	start := time.Now()
+	s, err := t.Scorer.Score(ctx, b)
+	t.seconds.Observe(time.Since(start).Seconds())
+	return s, err
+}

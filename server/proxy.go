@@ -1,0 +1,339 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// apiKind is the wire API a proxied request speaks.
+type apiKind string
+
+const (
+	kindOpenAI    apiKind = "openai"    // POST /v1/chat/completions
+	kindAnthropic apiKind = "anthropic" // POST /v1/messages
+)
+
+func (k apiKind) format() transcript.Format {
+	if k == kindAnthropic {
+		return transcript.FormatAnthropic
+	}
+	return transcript.FormatOpenAI
+}
+
+func (k apiKind) defaultUpstream() string {
+	if k == kindAnthropic {
+		return DefaultAnthropicUpstream
+	}
+	return DefaultOpenAIUpstream
+}
+
+// proxyKind tells which API a request to a proxied or passed-through path speaks:
+// Anthropic for /v1/messages* or an anthropic-version header, else OpenAI. ok is
+// false for the sidecar's own routes.
+func proxyKind(r *http.Request) (k apiKind, ok bool) {
+	p := r.URL.Path
+	if p == "/v1/advise" || strings.HasPrefix(p, "/v1/recall/") || !strings.HasPrefix(p, "/v1/") {
+		return "", false
+	}
+	if p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") || r.Header.Get("anthropic-version") != "" {
+		return kindAnthropic, true
+	}
+	return kindOpenAI, true
+}
+
+// proxy advises one Chat Completions or Messages request and forwards it.
+func (s *Server) proxy(kind apiKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, ok := s.readBody(w, r, func(code int, msg string) {
+			writeAPIError(w, kind, code, errType(code), msg)
+		})
+		if !ok {
+			return
+		}
+		start := time.Now()
+		out, err := s.adviseBody(r.Context(), kind, r.Header.Get(HeaderSession), body)
+		s.metrics.adviseSeconds.WithLabelValues(string(kind)).Observe(time.Since(start).Seconds())
+		var bad *badRequest
+		if errors.As(err, &bad) {
+			writeAPIError(w, kind, http.StatusBadRequest, "invalid_request_error", bad.msg)
+			return
+		}
+		if r.Context().Err() != nil {
+			return // the client is gone
+		}
+		s.forward(w, r, kind, out)
+	}
+}
+
+// errType is the API error type for a status the proxy itself answers with.
+func errType(code int) string {
+	switch code {
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusBadGateway:
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+// badRequest is a client error the proxy answers itself instead of forwarding.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+// readBody reads the request body up to the limit; on failure it answers through
+// fail (413 over the limit, 400 otherwise) and returns false.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code int, msg string)) ([]byte, bool) {
+	if r.ContentLength > s.maxBody {
+		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d bytes (--max-body)", r.ContentLength, s.maxBody))
+		return nil, false
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes (--max-body)", s.maxBody))
+		return nil, false
+	case err != nil:
+		fail(http.StatusBadRequest, "reading the request body: "+err.Error())
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// adviseBody returns the body to forward: body itself when nothing is pruned or
+// advising failed (fail open: logged and counted), else body with the content of
+// each pruned tool result replaced by its stub. A body that is not JSON gives a
+// *badRequest naming the position.
+func (s *Server) adviseBody(ctx context.Context, kind apiKind, header string, body []byte) ([]byte, error) {
+	route := string(kind)
+	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format()})
+	if err != nil {
+		if at := jsonErrorAt(body); at != "" {
+			return nil, &badRequest{at}
+		}
+		s.failOpen(route, "read", "", err)
+		return body, nil
+	}
+	id, err := proxySessionID(kind, header, sess)
+	if err != nil {
+		return nil, &badRequest{err.Error()}
+	}
+	sess.ID = id
+	e, err := s.sessions.acquire(0, id)
+	if err != nil {
+		s.failOpen(route, "advise", id, err)
+		return body, nil
+	}
+	defer s.sessions.release(e)
+	actx, cancel := context.WithTimeout(ctx, s.adviseTimeout)
+	defer cancel()
+	plan, _, err := e.adv.Advise(actx, sess)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.failOpen(route, "advise", id, err)
+		}
+		return body, nil
+	}
+	s.metrics.observePlan(plan)
+	stubs := planStubs(plan)
+	if len(stubs) == 0 {
+		return body, nil
+	}
+	out, err := sess.Rewrite(stubs)
+	if err != nil {
+		s.failOpen(route, "rewrite", id, err)
+		return body, nil
+	}
+	return out, nil
+}
+
+// planStubs returns the stub of every pruned output, by output key.
+func planStubs(p advisor.Plan) map[string]string {
+	var stubs map[string]string
+	for _, it := range p.Items {
+		if it.Decision == advisor.DecisionPruned && it.Stub != "" {
+			if stubs == nil {
+				stubs = map[string]string{}
+			}
+			stubs[it.Key] = it.Stub
+		}
+	}
+	return stubs
+}
+
+// failOpen logs and counts an advising failure; the request goes on unchanged.
+func (s *Server) failOpen(route, stage, session string, err error) {
+	s.metrics.adviseFailures.WithLabelValues(route, stage).Inc()
+	s.log.Warn("advising failed; forwarding the request unchanged", "route", route, "stage", stage, "session", session, "err", err)
+}
+
+// maxSessionHeader bounds the X-Pruneadvisor-Session value.
+const maxSessionHeader = 200
+
+// proxySessionID returns the session a proxied request belongs to: the
+// X-Pruneadvisor-Session header when given (printable ASCII, at most 200 bytes),
+// else "<kind>-" followed by 16 hex digits of SHA-256 over the kind, the system
+// prompt and the first user message's text. Texts, not raw bytes, are hashed: clients
+// move cache_control markers between requests.
+func proxySessionID(kind apiKind, header string, s *transcript.Session) (string, error) {
+	if header != "" {
+		if len(header) > maxSessionHeader {
+			return "", fmt.Errorf("%s header is %d bytes; at most %d", HeaderSession, len(header), maxSessionHeader)
+		}
+		for i := 0; i < len(header); i++ {
+			if c := header[i]; c < 0x21 || c > 0x7e {
+				return "", fmt.Errorf("%s header must be printable ASCII without spaces", HeaderSession)
+			}
+		}
+		return header, nil
+	}
+	h := sha256.New()
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	for _, m := range s.Messages {
+		if m.Role == transcript.RoleSystem {
+			h.Write([]byte(m.Text))
+			h.Write([]byte{0})
+			continue
+		}
+		if m.Role == transcript.RoleUser {
+			h.Write([]byte{1})
+			h.Write([]byte(m.Text))
+			break
+		}
+	}
+	return string(kind) + "-" + hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// hopHeaders are the hop-by-hop headers (RFC 9110 section 7.6.1) a proxy must not
+// forward, plus the server's own headers.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	HeaderSession, HeaderToken,
+}
+
+// copyHeader copies src into dst without hop-by-hop headers (including those the
+// Connection header names).
+func copyHeader(dst, src http.Header) {
+	drop := map[string]bool{}
+	for _, h := range hopHeaders {
+		drop[h] = true
+	}
+	for _, v := range src.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				drop[textproto.CanonicalMIMEHeaderKey(f)] = true
+			}
+		}
+	}
+	for k, vs := range src {
+		if drop[k] {
+			continue
+		}
+		dst[k] = append([]string(nil), vs...)
+	}
+}
+
+// upstreamURL joins the upstream base and the request's path and query.
+func upstreamURL(base *url.URL, r *http.Request) string {
+	u := *base
+	u.Path = strings.TrimSuffix(base.Path, "/") + r.URL.Path
+	u.RawPath = ""
+	if base.RawPath != "" || r.URL.RawPath != "" {
+		u.RawPath = strings.TrimSuffix(base.EscapedPath(), "/") + r.URL.EscapedPath()
+	}
+	u.RawQuery = r.URL.RawQuery
+	return u.String()
+}
+
+// forward sends body upstream with the client's headers (hop-by-hop ones removed)
+// and streams the response back as it arrives, flushing after every read. Upstream
+// errors come back as they came; an unreachable upstream gives 502.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, kind apiKind, body []byte) {
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	s.forwardStream(w, r, kind, rd, int64(len(body)))
+}
+
+// forwardStream is forward with a body reader of the given length (-1: unknown).
+func (s *Server) forwardStream(w http.ResponseWriter, r *http.Request, kind apiKind, body io.Reader, n int64) {
+	target := s.upstream[kind]
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, upstreamURL(target, r), body)
+	if err != nil {
+		writeAPIError(w, kind, http.StatusBadGateway, "api_error", "building the upstream request: "+err.Error())
+		return
+	}
+	copyHeader(req.Header, r.Header)
+	req.Header.Del("Content-Length")
+	req.ContentLength = n
+	if n == 0 {
+		req.Body = http.NoBody
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""} // do not add Go's own
+	}
+	resp, err := s.transport.RoundTrip(req)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return
+		}
+		s.log.Warn("upstream unreachable", "api", string(kind), "upstream", target.Redacted(), "err", err)
+		writeAPIError(w, kind, http.StatusBadGateway, "api_error",
+			fmt.Sprintf("upstream %s unreachable: %v", target.Redacted(), err))
+		return
+	}
+	defer resp.Body.Close()
+	copyHeader(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		m, rerr := resp.Body.Read(buf)
+		if m > 0 {
+			if _, werr := w.Write(buf[:m]); werr != nil {
+				return // the client is gone
+			}
+			if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
+				return
+			}
+		}
+		if rerr != nil {
+			if rerr != io.EOF && r.Context().Err() == nil {
+				s.log.Warn("upstream response cut short", "api", string(kind), "err", rerr)
+			}
+			return
+		}
+	}
+}
+
+// passthrough forwards any other /v1/ request untouched, body streamed.
+func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
+	kind, _ := proxyKind(r)
+	n := r.ContentLength
+	var body io.Reader = r.Body
+	if n == 0 {
+		body = http.NoBody
+	}
+	s.forwardStream(w, r, kind, body, n)
+}

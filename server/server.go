@@ -1,0 +1,473 @@
+// Package server is pruneadvisor's HTTP side (DESIGN.md "Ways in"): a sidecar that
+// advises on message lists (POST /v1/advise), serves recalls (GET /v1/recall/{id}),
+// health and Prometheus metrics, and a transparent proxy for OpenAI Chat Completions
+// (POST /v1/chat/completions) and Anthropic Messages (POST /v1/messages) requests that
+// prunes old tool outputs in the raw request bytes and forwards everything else as the
+// client sent it. Any other path under /v1/ is passed through to the upstream
+// untouched (Anthropic's when the request carries an anthropic-version header, else
+// OpenAI's), so count_tokens or model listing keep working behind the proxy.
+//
+// Session state: decisions and stubs are frozen in the Store (SQLite), so a stub's
+// bytes are the same on every later request, across restarts. The advisors' in-memory
+// state is bounded by Options.MaxSessions (least recently used idle sessions are
+// forgotten and rebuilt from the store when they come back).
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/recall"
+)
+
+// Sentinel errors.
+var (
+	// ErrOptions wraps every error New returns for bad Options.
+	ErrOptions = errors.New("invalid server options")
+	// ErrExposed means a non-loopback listen address was given without a token.
+	ErrExposed = errors.New("refusing to listen beyond loopback without a token")
+)
+
+// Defaults for Options.
+const (
+	// DefaultMaxBody is the largest request body read (32 MiB): a 200k-token request
+	// is about 1 MB of JSON, images and documents included rarely pass 20 MB.
+	DefaultMaxBody = 32 << 20
+	// DefaultMaxSessions bounds the sessions held in memory.
+	DefaultMaxSessions = 1024
+	// DefaultAdviseTimeout bounds advising one request; past it the request is
+	// forwarded unchanged (fail open).
+	DefaultAdviseTimeout = 10 * time.Second
+	// DefaultShutdownTimeout is how long Serve waits for in-flight requests
+	// (streams included) after its context ends.
+	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultOpenAIUpstream and DefaultAnthropicUpstream are the public APIs.
+	DefaultOpenAIUpstream    = "https://api.openai.com"
+	DefaultAnthropicUpstream = "https://api.anthropic.com"
+)
+
+// Headers addressed to the server itself. They are never forwarded upstream.
+const (
+	// HeaderSession names the session a proxied request belongs to. Without it the
+	// session is a hash of the system prompt and the first user message.
+	HeaderSession = "X-Pruneadvisor-Session"
+	// HeaderToken carries the server's token (Options.Token). Proxy routes accept
+	// only this header, since Authorization belongs to the upstream; the other routes
+	// also accept "Authorization: Bearer <token>".
+	HeaderToken = "X-Pruneadvisor-Token"
+)
+
+// Store is what the server needs from storage: the advisor's store and the recall
+// service's. storage.DB and advisor.MemoryStore implement it.
+type Store interface {
+	advisor.Store
+	recall.Store
+}
+
+// Options configure New. Store is required; every other field has a default.
+type Options struct {
+	// Config is the advisor configuration (validated by New); the zero value means
+	// advisor.DefaultConfig(). POST /v1/advise may override Budget per request.
+	Config advisor.Config
+	// Scorer gives keep-probabilities; nil means rules only.
+	Scorer advisor.Scorer
+	// Store keeps originals, stubs, decisions and recalls. Required.
+	Store Store
+	// OpenAIUpstream and AnthropicUpstream are the base URLs requests are forwarded
+	// to: the request path is appended (https://api.openai.com + /v1/chat/completions).
+	// "" means DefaultOpenAIUpstream / DefaultAnthropicUpstream. A URL must be http or
+	// https and must not carry credentials.
+	OpenAIUpstream    string
+	AnthropicUpstream string
+	// Token, when set, is required on every route but /healthz (see HeaderToken).
+	Token string
+	// MaxBody is the largest request body read, in bytes; larger ones get 413.
+	// Zero means DefaultMaxBody.
+	MaxBody int64
+	// MaxSessions bounds the sessions held in memory. Zero means DefaultMaxSessions.
+	MaxSessions int
+	// AdviseTimeout bounds advising one request. Zero means DefaultAdviseTimeout.
+	AdviseTimeout time.Duration
+	// ShutdownTimeout bounds Serve's graceful shutdown. Zero means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Logger receives one line per failure (never a header value or a body). Default
+	// slog.Default().
+	Logger *slog.Logger
+	// Registry receives the metrics and is what GET /metrics serves. Default: a new
+	// registry holding only this server's metrics.
+	Registry *prometheus.Registry
+	// Transport forwards requests upstream. Default: a clone of
+	// http.DefaultTransport with compression handling off (Accept-Encoding and
+	// compressed bodies pass through untouched) and 256 idle connections per host.
+	Transport http.RoundTripper
+	// Clock is the advisors' clock for the cache-TTL rule. Default time.Now.
+	Clock func() time.Time
+}
+
+// Server is the sidecar and proxy. Create it with New; it is safe for concurrent use.
+type Server struct {
+	cfg           advisor.Config
+	store         Store
+	recall        *recall.Service
+	upstream      map[apiKind]*url.URL
+	token         string
+	maxBody       int64
+	adviseTimeout time.Duration
+	shutdown      time.Duration
+	log           *slog.Logger
+	registry      *prometheus.Registry
+	metrics       *metrics
+	transport     http.RoundTripper
+	sessions      *sessionTable
+	mux           *http.ServeMux
+}
+
+// New validates opts and returns a Server. Errors wrap ErrOptions (or
+// advisor.ErrConfig for a bad Config).
+func New(opts Options) (*Server, error) {
+	cfg := opts.Config
+	if cfg.ContextWindow == 0 && cfg.Schedule == "" && cfg.RecallTool == "" {
+		cfg = advisor.DefaultConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Store == nil {
+		return nil, fmt.Errorf("%w: a store is required", ErrOptions)
+	}
+	s := &Server{
+		cfg:           cfg,
+		store:         opts.Store,
+		token:         opts.Token,
+		maxBody:       opts.MaxBody,
+		adviseTimeout: opts.AdviseTimeout,
+		shutdown:      opts.ShutdownTimeout,
+		log:           opts.Logger,
+		registry:      opts.Registry,
+		transport:     opts.Transport,
+		upstream:      map[apiKind]*url.URL{},
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	if s.adviseTimeout <= 0 {
+		s.adviseTimeout = DefaultAdviseTimeout
+	}
+	if s.shutdown <= 0 {
+		s.shutdown = DefaultShutdownTimeout
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+	}
+	if s.transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DisableCompression = true
+		t.MaxIdleConns = 1024
+		t.MaxIdleConnsPerHost = 256
+		s.transport = t
+	}
+	for kind, raw := range map[apiKind]string{kindOpenAI: opts.OpenAIUpstream, kindAnthropic: opts.AnthropicUpstream} {
+		if raw == "" {
+			raw = kind.defaultUpstream()
+		}
+		u, err := parseUpstream(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s upstream: %v", ErrOptions, kind, err)
+		}
+		s.upstream[kind] = u
+	}
+	maxSessions := opts.MaxSessions
+	if maxSessions <= 0 {
+		maxSessions = DefaultMaxSessions
+	}
+	s.metrics = newMetrics(s.registry)
+	scorer := opts.Scorer
+	if scorer != nil {
+		scorer = timedScorer{Scorer: scorer, seconds: s.metrics.scorerSeconds}
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	build := func(budget int) (*advisor.Advisor, error) {
+		c := cfg
+		if budget > 0 {
+			c.Budget = budget
+		}
+		a, err := advisor.New(c, scorer, opts.Store)
+		if err != nil {
+			return nil, err
+		}
+		a.Logger = s.log
+		a.Clock = clock
+		return a, nil
+	}
+	if _, err := build(0); err != nil {
+		return nil, err
+	}
+	s.sessions = newSessionTable(maxSessions, build, func(n int) { s.metrics.sessions.Set(float64(n)) })
+	s.recall = recall.New(opts.Store)
+	s.recall.Logger = s.log
+	s.mux = s.routes()
+	return s, nil
+}
+
+// parseUpstream checks an upstream base URL: absolute http(s), no credentials, no
+// query or fragment.
+func parseUpstream(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not a URL: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("%q: want an absolute http or https URL", u.Redacted())
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("%q: the URL must not carry credentials (clients send their own headers)", u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%q: the URL must not have a query or fragment", u.Redacted())
+	}
+	return u, nil
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Registry returns the registry the metrics are registered in.
+func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// Sessions returns the number of sessions whose advisor state is in memory.
+func (s *Server) Sessions() int { return s.sessions.len() }
+
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/chat/completions", s.instrument("openai", s.auth(true, s.proxy(kindOpenAI))))
+	mux.Handle("POST /v1/messages", s.instrument("anthropic", s.auth(true, s.proxy(kindAnthropic))))
+	mux.Handle("/v1/advise", s.instrument("advise", s.auth(false, methods(s.advise, http.MethodPost))))
+	mux.Handle("/v1/recall/{id}", s.instrument("recall", s.auth(false, methods(s.recallHandler, http.MethodGet, http.MethodHead))))
+	mux.Handle("/v1/", s.instrument("passthrough", s.auth(true, http.HandlerFunc(s.passthrough))))
+	mux.Handle("/healthz", s.instrument("healthz", methods(s.healthz, http.MethodGet, http.MethodHead)))
+	mux.Handle("/metrics", s.instrument("metrics", s.auth(false, methods(
+		promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, http.MethodGet))))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no route %s %s; see docs/INTEGRATIONS.md", r.Method, r.URL.Path)
+	})
+	return mux
+}
+
+// methods allows only the given methods (405 otherwise, with Allow).
+func methods(h http.HandlerFunc, allowed ...string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, m := range allowed {
+			if r.Method == m {
+				h(w, r)
+				return
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "method %s not allowed; use %s", r.Method, strings.Join(allowed, " or "))
+	})
+}
+
+// auth enforces Options.Token. proxy routes accept only HeaderToken (Authorization
+// is the client's upstream credential there); the others also accept a bearer token.
+func (s *Server) auth(proxy bool, h http.Handler) http.Handler {
+	if s.token == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok := tokenEqual(r.Header.Get(HeaderToken), s.token)
+		if !ok && !proxy {
+			if b, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
+				ok = tokenEqual(strings.TrimSpace(b), s.token)
+			}
+		}
+		if !ok {
+			msg := "missing or wrong pruneadvisor token: send it in the " + HeaderToken + " header"
+			if !proxy {
+				msg += " or as Authorization: Bearer"
+			}
+			if k, isProxy := proxyKind(r); isProxy {
+				writeAPIError(w, k, http.StatusUnauthorized, "authentication_error", msg)
+				return
+			}
+			writeError(w, http.StatusUnauthorized, "%s", msg)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func tokenEqual(got, want string) bool {
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+// statusRecorder remembers the status code for the request counter. Unwrap lets
+// http.ResponseController reach the underlying writer's Flush.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// instrument counts requests by route and status code.
+func (s *Server) instrument(route string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		code := rec.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		s.metrics.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	})
+}
+
+// CheckListen refuses a listen address beyond loopback when token is empty: the
+// sidecar serves originals of tool outputs and the proxy spends the clients' API keys.
+// The host must be a loopback IP or "localhost"; an empty host (every interface)
+// counts as exposed. The error wraps ErrExposed.
+func CheckListen(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if token != "" {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%w: %q is not a loopback address; set a token (--token or $PRUNEADVISOR_TOKEN) or listen on 127.0.0.1", ErrExposed, addr)
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: it stops accepting,
+// waits up to Options.ShutdownTimeout for in-flight requests (streams included),
+// closes what is left, and closes idle upstream connections. It returns nil after a
+// shutdown caused by ctx, else the listener's error.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.closeIdle()
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.shutdown)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		s.log.Warn("shutdown: closing connections still open", "err", err)
+		_ = hs.Close()
+	}
+	<-errc
+	s.closeIdle()
+	return nil
+}
+
+func (s *Server) closeIdle() {
+	if t, ok := s.transport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+}
+
+// writeError writes the sidecar's JSON error {"error": msg}.
+func writeError(w http.ResponseWriter, code int, format string, args ...any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(format, args...)})
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeAPIError writes an error in the shape the client's SDK parses: OpenAI's
+// {"error":{"message","type","code"}} or Anthropic's {"type":"error","error":{"type","message"}}.
+func writeAPIError(w http.ResponseWriter, k apiKind, code int, typ, msg string) {
+	var body any
+	if k == kindAnthropic {
+		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": "pruneadvisor: " + msg}}
+	} else {
+		body = map[string]any{"error": map[string]any{"message": "pruneadvisor: " + msg, "type": typ, "code": nil, "param": nil}}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(body)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// jsonErrorAt describes where data stops being valid JSON, as "line L, column C
+// (byte B)"; "" when data is valid.
+func jsonErrorAt(data []byte) string {
+	var v json.RawMessage
+	err := json.Unmarshal(data, &v)
+	if err == nil {
+		return ""
+	}
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	// encoding/json reports the offset just past the offending byte.
+	off := min(max(int(se.Offset)-1, 0), len(data))
+	line, col := position(data, off)
+	return fmt.Sprintf("invalid JSON at line %d, column %d (byte offset %d): %s", line, col, off, se.Error())
+}
+
+// position returns the 1-based line and column (in bytes) of byte offset off in data.
+func position(data []byte, off int) (line, col int) {
+	line = bytes.Count(data[:off], []byte("\n")) + 1
+	col = off - bytes.LastIndexByte(data[:off], '\n')
+	return line, col
+}

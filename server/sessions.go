@@ -1,0 +1,113 @@
+package server
+
+import (
+	"container/list"
+	"fmt"
+	"sync"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+)
+
+// maxBudgets bounds how many distinct per-request budgets (POST /v1/advise "budget")
+// a server keeps an advisor for.
+const maxBudgets = 16
+
+// sessionTable keeps one advisor per budget and bounds the sessions whose state the
+// advisors hold in memory: past max, the least recently used idle session is
+// forgotten (advisor.Forget). Its frozen stubs stay in the store and come back on its
+// next request. A session with a request in flight is never forgotten.
+type sessionTable struct {
+	mu       sync.Mutex
+	max      int
+	build    func(budget int) (*advisor.Advisor, error)
+	advisors map[int]*advisor.Advisor // by budget; 0 = the configured one
+	lru      *list.List               // of *sessionEntry, most recent first
+	byKey    map[sessionKey]*list.Element
+	onSize   func(n int)
+}
+
+type sessionKey struct {
+	budget int
+	id     string
+}
+
+// sessionEntry is one session's slot. requests counts the requests seen since the
+// entry was created.
+type sessionEntry struct {
+	key      sessionKey
+	adv      *advisor.Advisor
+	inflight int
+	requests int
+}
+
+func newSessionTable(max int, build func(int) (*advisor.Advisor, error), onSize func(int)) *sessionTable {
+	return &sessionTable{
+		max: max, build: build, onSize: onSize,
+		advisors: map[int]*advisor.Advisor{},
+		lru:      list.New(),
+		byKey:    map[sessionKey]*list.Element{},
+	}
+}
+
+// errTooManyBudgets is returned by acquire for a budget past maxBudgets distinct ones.
+var errTooManyBudgets = fmt.Errorf("at most %d distinct budgets per server", maxBudgets)
+
+// acquire returns the session's entry, marked in flight; release it when done.
+func (t *sessionTable) acquire(budget int, id string) (*sessionEntry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := sessionKey{budget, id}
+	if el, ok := t.byKey[k]; ok {
+		t.lru.MoveToFront(el)
+		e := el.Value.(*sessionEntry)
+		e.inflight++
+		e.requests++
+		return e, nil
+	}
+	adv, ok := t.advisors[budget]
+	if !ok {
+		if len(t.advisors) >= maxBudgets {
+			return nil, errTooManyBudgets
+		}
+		var err error
+		if adv, err = t.build(budget); err != nil {
+			return nil, err
+		}
+		t.advisors[budget] = adv
+	}
+	e := &sessionEntry{key: k, adv: adv, inflight: 1, requests: 1}
+	t.byKey[k] = t.lru.PushFront(e)
+	t.evictLocked()
+	return e, nil
+}
+
+// release marks one request of e done and evicts idle sessions over the bound.
+func (t *sessionTable) release(e *sessionEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e.inflight--
+	t.evictLocked()
+}
+
+func (t *sessionTable) evictLocked() {
+	for el := t.lru.Back(); el != nil && t.lru.Len() > t.max; {
+		prev := el.Prev()
+		e := el.Value.(*sessionEntry)
+		if e.inflight == 0 {
+			t.lru.Remove(el)
+			delete(t.byKey, e.key)
+			e.adv.Forget(e.key.id)
+		}
+		el = prev
+	}
+	if t.onSize != nil {
+		t.onSize(t.lru.Len())
+	}
+}
+
+// len returns the number of sessions held.
+func (t *sessionTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lru.Len()
+}

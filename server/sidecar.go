@@ -1,0 +1,217 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-playground/validator/v10"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/recall"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// AdviseRequest is the body of POST /v1/advise.
+type AdviseRequest struct {
+	// SessionID names the conversation; the advisor keeps its state and frozen stubs
+	// under it. 1 to 200 bytes.
+	SessionID string `json:"session_id" validate:"required,max=200"`
+	// Format is the shape of Messages: "openai" (Chat Completions messages, tool
+	// results as role "tool" messages) or "anthropic" (Messages API messages, tool
+	// results as tool_result blocks).
+	Format string `json:"format" validate:"required,oneof=openai anthropic"`
+	// Messages is the message list the agent is about to send, as a JSON array.
+	Messages json.RawMessage `json:"messages" validate:"required"`
+	// Budget, when > 0, is the context budget in tokens for this session instead of
+	// the server's; keep it the same on every request of a session. At most the
+	// server's context window.
+	Budget int `json:"budget,omitempty" validate:"omitempty,gte=1"`
+	// Task, when set, is the user's request that started the current task (the
+	// default is the first real user prompt in Messages).
+	Task string `json:"task,omitempty"`
+	// Now, when set, is taken as the agent's latest words: it replaces the text of the
+	// last assistant message for the advisor (cards' "now" and reactions).
+	Now string `json:"now,omitempty"`
+}
+
+// AdviseResponse is the answer of POST /v1/advise.
+type AdviseResponse struct {
+	// Messages is the request's message list with the content of each pruned tool
+	// result replaced by its stub, every other byte as sent.
+	Messages json.RawMessage `json:"messages"`
+	// Plan is the advisor's plan for this step: a decision per tool output (Key is the
+	// tool call id; Stub is set for pruned outputs).
+	Plan advisor.Plan `json:"plan"`
+}
+
+var validate = sync.OnceValue(func() *validator.Validate {
+	return validator.New(validator.WithRequiredStructEnabled())
+})
+
+// advise handles POST /v1/advise. Client errors (bad JSON with its position, failed
+// validation naming the field, messages the reader cannot read) give 400; an advisor
+// failure gives 500 with the reason.
+func (s *Server) advise(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r, func(code int, msg string) { writeError(w, code, "%s", msg) })
+	if !ok {
+		return
+	}
+	start := time.Now()
+	var req AdviseRequest
+	if at := jsonErrorAt(body); at != "" {
+		writeError(w, http.StatusBadRequest, "%s", at)
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "request: %s", decodeProblem(err))
+		return
+	}
+	if err := validate().Struct(req); err != nil {
+		writeError(w, http.StatusBadRequest, "request: %s", validationProblem(err))
+		return
+	}
+	if req.Budget > s.cfg.ContextWindow {
+		writeError(w, http.StatusBadRequest, "request: budget %d is over the context window of %d tokens", req.Budget, s.cfg.ContextWindow)
+		return
+	}
+	msgs := bytes.TrimSpace(req.Messages)
+	if len(msgs) == 0 || msgs[0] != '[' {
+		writeError(w, http.StatusBadRequest, "request: messages must be a JSON array of messages")
+		return
+	}
+	kind := apiKind(req.Format)
+	const prefix = `{"messages":`
+	doc := make([]byte, 0, len(prefix)+len(msgs)+1)
+	doc = append(append(append(doc, prefix...), msgs...), '}')
+	sess, err := transcript.Read("messages", doc, transcript.Options{Format: kind.format()})
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "messages: "))
+		return
+	}
+	sess.ID = req.SessionID
+	if req.Task != "" {
+		sess.Task = req.Task
+	}
+	if req.Now != "" {
+		for i := len(sess.Messages) - 1; i >= 0; i-- {
+			if sess.Messages[i].Role == transcript.RoleAssistant {
+				sess.Messages[i].Text = req.Now
+				break
+			}
+		}
+	}
+	e, err := s.sessions.acquire(req.Budget, req.SessionID)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "request: budget: %v", err)
+		return
+	}
+	defer s.sessions.release(e)
+	ctx, cancel := context.WithTimeout(r.Context(), s.adviseTimeout)
+	defer cancel()
+	plan, _, err := e.adv.Advise(ctx, sess)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return
+		}
+		s.log.Warn("advise failed", "route", "advise", "session", req.SessionID, "err", err)
+		writeError(w, http.StatusInternalServerError, "advise: %v", err)
+		return
+	}
+	s.metrics.observePlan(plan)
+	out := doc
+	if stubs := planStubs(plan); len(stubs) > 0 {
+		if out, err = sess.Rewrite(stubs); err != nil {
+			s.log.Warn("rewrite failed", "route", "advise", "session", req.SessionID, "err", err)
+			writeError(w, http.StatusInternalServerError, "rewrite: %v", err)
+			return
+		}
+	}
+	s.metrics.adviseSeconds.WithLabelValues("advise").Observe(time.Since(start).Seconds())
+	// Written by hand, not marshalled: encoding/json would compact the messages, and
+	// they must come back byte for byte but for the stubs.
+	var buf bytes.Buffer
+	buf.WriteString(`{"messages":`)
+	buf.Write(out[len(prefix) : len(out)-1])
+	buf.WriteString(`,"plan":`)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(plan); err != nil {
+		writeError(w, http.StatusInternalServerError, "encoding the plan: %v", err)
+		return
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	buf.WriteString("}\n")
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// decodeProblem words a json decoding error for a client.
+func decodeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %s: expected %s, got JSON %s (byte %d)", te.Field, te.Type, te.Value, te.Offset)
+	}
+	if errors.Is(err, io.EOF) {
+		return "empty body; want a JSON object"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// validationProblem names each failed field by its JSON name and rule.
+func validationProblem(err error) string {
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) {
+		return err.Error()
+	}
+	names := map[string]string{"SessionID": "session_id", "Format": "format", "Messages": "messages", "Budget": "budget"}
+	var parts []string
+	for _, fe := range verrs {
+		name := names[fe.StructField()]
+		if name == "" {
+			name = fe.StructField()
+		}
+		switch fe.Tag() {
+		case "required":
+			parts = append(parts, name+" is required")
+		case "oneof":
+			parts = append(parts, fmt.Sprintf("%s %q: want one of %s", name, fe.Value(), strings.ReplaceAll(fe.Param(), " ", ", ")))
+		default:
+			parts = append(parts, fmt.Sprintf("%s fails %s %s", name, fe.Tag(), fe.Param()))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// recallHandler handles GET /v1/recall/{id}: the original, byte for byte, as
+// text/plain; 400 for a malformed id, 404 for an unknown one.
+func (s *Server) recallHandler(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	text, err := s.recall.Recall(r.Context(), id)
+	switch {
+	case err == nil:
+		s.metrics.recalls.WithLabelValues("ok").Inc()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = io.WriteString(w, text)
+	case errors.Is(err, recall.ErrInvalidID):
+		s.metrics.recalls.WithLabelValues("invalid").Inc()
+		writeError(w, http.StatusBadRequest, "%v", err)
+	case errors.Is(err, recall.ErrNotFound):
+		s.metrics.recalls.WithLabelValues("not_found").Inc()
+		writeError(w, http.StatusNotFound, "%v", err)
+	default:
+		s.metrics.recalls.WithLabelValues("error").Inc()
+		s.log.Warn("recall failed", "id", id, "err", err)
+		writeError(w, http.StatusInternalServerError, "%v", err)
+	}
+}

@@ -1,0 +1,272 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/replay"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// DB stores replays for the replay, calibrate and backoff commands.
+var _ replay.Sink = (*DB)(nil)
+
+// ReplayDone reports whether a finished replay (status ReplayDone) of the content
+// under the settings is stored.
+func (db *DB) ReplayDone(ctx context.Context, contentHash, settingsHash string) (bool, error) {
+	var n int
+	err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM replay_runs WHERE content_hash = ? AND settings_hash = ? AND status = ?`,
+		contentHash, settingsHash, ReplayDone).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("storage: replay done (content %s): %w", contentHash, classify(err))
+	}
+	return n > 0, nil
+}
+
+// replayTables are the tables whose rows of one session CommitReplay replaces.
+var replayTables = []string{"asks", "decisions", "evidence", "replay_outputs", "replay_steps", "replay_runs"}
+
+// CommitReplay stores one replayed session in one transaction: its settings
+// (replay_settings, once per hash), its sessions row (with the file path), every
+// ask, decision and piece of evidence, its replay_outputs and replay_steps rows,
+// and a replay_runs row with status ReplayDone. Rows stored earlier under rec.ID
+// in those tables are deleted first, so committing the same record twice leaves
+// the same rows as committing it once (row ids and times aside). ErrInvalid for a
+// record without id or hashes; ErrReadOnly on a read-only database.
+func (db *DB) CommitReplay(ctx context.Context, rec *replay.Record) error {
+	if rec == nil || rec.ID == "" || rec.ContentHash == "" || rec.SettingsHash == "" {
+		return fmt.Errorf("storage: commit replay: %w: id, content hash and settings hash are required", ErrInvalid)
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO replay_settings(hash, scorer, settings) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING`,
+			rec.SettingsHash, rec.Settings.Scorer, rec.Settings.JSON()); err != nil {
+			return fmt.Errorf("settings: %w", err)
+		}
+		for _, t := range replayTables {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE session_id = ?`, rec.ID); err != nil {
+				return fmt.Errorf("clearing %s: %w", t, err)
+			}
+		}
+		if err := saveSession(ctx, tx, Session{
+			ID: rec.ID, Format: string(rec.Format), Name: rec.Name, Path: rec.Path,
+			ContentHash: rec.ContentHash, SettingsHash: rec.SettingsHash,
+			CreatedAt: rec.Started, FinishedAt: rec.Finished,
+		}); err != nil {
+			return fmt.Errorf("session: %w", err)
+		}
+		if err := insertAll(ctx, tx, `INSERT INTO asks(session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, len(rec.Asks), func(i int) []any {
+			a := rec.Asks[i]
+			return []any{rec.ID, a.OutputKey, a.Step, a.CardHash, a.Scorer, nullFloat(a.Score), boolInt(a.OK), a.FailKind, int64(a.Latency), a.Tokens}
+		}); err != nil {
+			return fmt.Errorf("asks: %w", err)
+		}
+		if err := insertAll(ctx, tx, `INSERT INTO decisions(session_id, output_key, step, decision, reason, score, superseder, tokens)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, len(rec.Decisions), func(i int) []any {
+			d := rec.Decisions[i]
+			return []any{rec.ID, d.OutputKey, d.Step, string(d.Decision), d.Reason, nullFloat(d.Score), d.Superseder, d.Tokens}
+		}); err != nil {
+			return fmt.Errorf("decisions: %w", err)
+		}
+		if err := insertAll(ctx, tx, `INSERT INTO evidence(session_id, output_key, use_step, proof, weight) VALUES (?, ?, ?, ?, ?)`,
+			len(rec.Evidence), func(i int) []any {
+				u := rec.Evidence[i]
+				return []any{rec.ID, u.Key, u.Step, u.Proof, nullFloat(u.Weight)}
+			}); err != nil {
+			return fmt.Errorf("evidence: %w", err)
+		}
+		if err := insertAll(ctx, tx, `INSERT INTO replay_outputs(session_id, output_key, seq, tool, summary, tokens, step,
+			candidate_from, rule_dead_at, pending_at, pruned_at, end_step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			len(rec.Outputs), func(i int) []any {
+				o := rec.Outputs[i]
+				return []any{rec.ID, o.Key, i, o.Tool, o.Summary, o.Tokens, o.Step, o.CandidateFrom, o.RuleDeadAt, o.PendingAt, o.PrunedAt, o.EndStep}
+			}); err != nil {
+			return fmt.Errorf("outputs: %w", err)
+		}
+		if err := insertAll(ctx, tx, `INSERT INTO replay_steps(session_id, step, context_tokens, applied_tokens, asked, over_budget, rewrite)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, len(rec.StepFacts), func(i int) []any {
+			s := rec.StepFacts[i]
+			return []any{rec.ID, s.Step, s.ContextTokens, s.AppliedTokens, s.Asked, boolInt(s.OverBudget), boolInt(s.Rewrite)}
+		}); err != nil {
+			return fmt.Errorf("steps: %w", err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO replay_runs(session_id, content_hash, settings_hash, scorer, schedule, status, started_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, rec.ID, rec.ContentHash, rec.SettingsHash, rec.Settings.Scorer,
+			rec.Settings.Config.Schedule, ReplayDone, timeText(rec.Started), timeText(rec.Finished))
+		if err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: commit replay of %s (%s): %w", rec.Path, rec.ID, err)
+	}
+	return nil
+}
+
+// insertAll runs one prepared statement n times with the arguments args(i).
+func insertAll(ctx context.Context, tx *sql.Tx, query string, n int, args func(i int) []any) error {
+	if n == 0 {
+		return nil
+	}
+	st, err := tx.PrepareContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for i := range n {
+		if _, err := st.ExecContext(ctx, args(i)...); err != nil {
+			return fmt.Errorf("row %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ReplayedSession is one finished replay as listed by ReplayedSessions.
+type ReplayedSession struct {
+	Session            // the sessions row (Path, ContentHash, SettingsHash…)
+	Scorer   string    // the scorer recorded with the run
+	Settings string    // the replay.Settings JSON the settings hash stands for
+	Started  time.Time // the run's start
+	Finished time.Time // the run's end
+}
+
+// ReplayedSessions returns every session with a finished replay (status
+// ReplayDone), ordered by settings hash, then file path, then id.
+func (db *DB) ReplayedSessions(ctx context.Context) ([]ReplayedSession, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT s.id, s.format, s.name, s.path, s.content_hash, s.settings_hash, s.created_at, s.finished_at,
+			r.scorer, coalesce(x.settings, ''), r.started_at, r.finished_at
+		FROM replay_runs r JOIN sessions s ON s.id = r.session_id
+		LEFT JOIN replay_settings x ON x.hash = r.settings_hash
+		WHERE r.status = ?
+		ORDER BY s.settings_hash, s.path, s.id`, ReplayDone)
+	if err != nil {
+		return nil, fmt.Errorf("storage: replayed sessions: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []ReplayedSession
+	for rows.Next() {
+		var rs ReplayedSession
+		var created, finished, rStarted, rFinished sql.NullString
+		if err := rows.Scan(&rs.ID, &rs.Format, &rs.Name, &rs.Path, &rs.ContentHash, &rs.SettingsHash, &created, &finished,
+			&rs.Scorer, &rs.Settings, &rStarted, &rFinished); err != nil {
+			return nil, fmt.Errorf("storage: replayed sessions: %w", err)
+		}
+		for _, t := range []struct {
+			dst *time.Time
+			src sql.NullString
+		}{{&rs.CreatedAt, created}, {&rs.FinishedAt, finished}, {&rs.Started, rStarted}, {&rs.Finished, rFinished}} {
+			if *t.dst, err = parseTime(t.src); err != nil {
+				return nil, fmt.Errorf("storage: replayed session %q: %w", rs.ID, err)
+			}
+		}
+		out = append(out, rs)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: replayed sessions: %w", classify(err))
+	}
+	return out, nil
+}
+
+// LoadReplay reads back what CommitReplay stored for session id: the record's
+// identity and settings, outputs, steps, asks and evidence (decisions are left
+// out: calibration does not need them; read them with Decisions). Evidence Kind is
+// not stored (the Proof names it). ErrNotFound when no finished replay of id is
+// stored.
+func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error) {
+	what := fmt.Sprintf("storage: load replay %q", id)
+	rec := &replay.Record{ID: id}
+	var format, settings string
+	var started, finished sql.NullString
+	err := db.r.QueryRowContext(ctx, `SELECT s.format, s.name, s.path, s.content_hash, s.settings_hash, coalesce(x.settings, ''), r.started_at, r.finished_at
+		FROM replay_runs r JOIN sessions s ON s.id = r.session_id
+		LEFT JOIN replay_settings x ON x.hash = r.settings_hash
+		WHERE r.session_id = ? AND r.status = ? ORDER BY r.id DESC LIMIT 1`, id, ReplayDone).
+		Scan(&format, &rec.Name, &rec.Path, &rec.ContentHash, &rec.SettingsHash, &settings, &started, &finished)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, classify(err))
+	}
+	rec.Format = transcript.Format(format)
+	if settings != "" {
+		if rec.Settings, err = replay.ParseSettings(settings); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	if rec.Started, err = parseTime(started); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if rec.Finished, err = parseTime(finished); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+
+	if err := db.query(ctx, `SELECT output_key, tool, summary, tokens, step, candidate_from, rule_dead_at, pending_at, pruned_at, end_step
+		FROM replay_outputs WHERE session_id = ? ORDER BY seq`, []any{id}, func(rows *sql.Rows) error {
+		var o replay.OutputFacts
+		if err := rows.Scan(&o.Key, &o.Tool, &o.Summary, &o.Tokens, &o.Step, &o.CandidateFrom, &o.RuleDeadAt, &o.PendingAt, &o.PrunedAt, &o.EndStep); err != nil {
+			return err
+		}
+		rec.Outputs = append(rec.Outputs, o)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("%s: outputs: %w", what, err)
+	}
+	if err := db.query(ctx, `SELECT step, context_tokens, applied_tokens, asked, over_budget, rewrite
+		FROM replay_steps WHERE session_id = ? ORDER BY step`, []any{id}, func(rows *sql.Rows) error {
+		var s replay.StepFacts
+		var over, rewrite int
+		if err := rows.Scan(&s.Step, &s.ContextTokens, &s.AppliedTokens, &s.Asked, &over, &rewrite); err != nil {
+			return err
+		}
+		s.OverBudget, s.Rewrite = over != 0, rewrite != 0
+		rec.StepFacts = append(rec.StepFacts, s)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("%s: steps: %w", what, err)
+	}
+	rec.Steps = len(rec.StepFacts)
+	if rec.Asks, err = db.Asks(ctx, AskFilter{SessionID: id}); err != nil {
+		return nil, err
+	}
+	if err := db.query(ctx, `SELECT output_key, use_step, proof, weight FROM evidence WHERE session_id = ? ORDER BY id`,
+		[]any{id}, func(rows *sql.Rows) error {
+			var u replay.Use
+			var w sql.NullFloat64
+			if err := rows.Scan(&u.Key, &u.Step, &u.Proof, &w); err != nil {
+				return err
+			}
+			u.Weight = floatBack(w)
+			rec.Evidence = append(rec.Evidence, u)
+			return nil
+		}); err != nil {
+		return nil, fmt.Errorf("%s: evidence: %w", what, err)
+	}
+	return rec, nil
+}
+
+// query runs a read query and calls scan for every row.
+func (db *DB) query(ctx context.Context, q string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return classify(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return classify(rows.Err())
+}

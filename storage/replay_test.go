@@ -1,0 +1,109 @@
+package storage
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/replay"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+func replayRecord() *replay.Record {
+	t0 := time.Date(2025, 3, 1, 9, 0, 0, 123, time.UTC)
+	st := replay.Settings{Version: replay.Version, Config: advisor.DefaultConfig(), Scorer: "lexical", Lenient: true}
+	rec := &replay.Record{
+		Path: "/s/a.jsonl", Name: "a.jsonl", Format: transcript.FormatClaudeCode,
+		ContentHash: "c0ffee", Settings: st, SettingsHash: st.Hash(), Steps: 3, Skipped: 2,
+		Outputs: []replay.OutputFacts{
+			{Key: "k1", Tool: "Read", Summary: "a.go", Tokens: 500, Step: 1, CandidateFrom: 2, RuleDeadAt: 3, PendingAt: 3, PrunedAt: 3, EndStep: 3},
+			{Key: "k2", Tool: "Bash", Summary: "ls", Tokens: 10, Step: 2, EndStep: 3},
+		},
+		StepFacts: []replay.StepFacts{
+			{Step: 1, ContextTokens: 10, AppliedTokens: 10},
+			{Step: 2, ContextTokens: 520, AppliedTokens: 520, Asked: 1, OverBudget: true},
+			{Step: 3, ContextTokens: 540, AppliedTokens: 80, Rewrite: true, OverBudget: true},
+		},
+		Asks: []advisor.AskRecord{
+			{OutputKey: "k1", Step: 2, CardHash: "h", Scorer: "lexical", Score: 0.4, OK: true, Latency: time.Millisecond, Tokens: 120},
+			{OutputKey: "k1", Step: 3, Scorer: "lexical", Score: math.NaN(), FailKind: "timeout"},
+		},
+		Decisions: []advisor.DecisionRecord{{OutputKey: "k1", Step: 3, Decision: advisor.DecisionPruned, Reason: "superseded", Score: 0.4, Superseder: "k3", Tokens: 500}},
+		Evidence: []replay.Use{
+			{Key: "k1", Step: 2, Kind: replay.UseName, Proof: `name "parseConfig"`, Weight: 0.75},
+			{Key: "k2", Step: 3, Kind: replay.UseReread, Proof: "re-read a.go", Weight: 1},
+		},
+		Started: t0, Finished: t0.Add(time.Second),
+	}
+	rec.ID = replay.SessionID(rec.ContentHash, rec.SettingsHash)
+	for i := range rec.Asks {
+		rec.Asks[i].SessionID = rec.ID
+	}
+	for i := range rec.Decisions {
+		rec.Decisions[i].SessionID = rec.ID
+	}
+	return rec
+}
+
+// TestCommitReplay stores a record, reads it back, and commits it again: the
+// second commit replaces the first (same rows), and ReplayDone turns true.
+func TestCommitReplay(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openTemp(t)
+	rec := replayRecord()
+	if done, err := db.ReplayDone(ctx, rec.ContentHash, rec.SettingsHash); err != nil || done {
+		t.Fatalf("ReplayDone before commit = %v, %v", done, err)
+	}
+	for round := 1; round <= 2; round++ {
+		if err := db.CommitReplay(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		counts := [6]int{count(t, db, "asks"), count(t, db, "decisions"), count(t, db, "evidence"),
+			count(t, db, "replay_outputs"), count(t, db, "replay_steps"), count(t, db, "replay_runs")}
+		if counts != [6]int{2, 1, 2, 2, 3, 1} {
+			t.Errorf("round %d: asks, decisions, evidence, outputs, steps, runs = %v, want [2 1 2 2 3 1]", round, counts)
+		}
+	}
+	if done, err := db.ReplayDone(ctx, rec.ContentHash, rec.SettingsHash); err != nil || !done {
+		t.Errorf("ReplayDone after commit = %v, %v", done, err)
+	}
+	if done, _ := db.ReplayDone(ctx, rec.ContentHash, "other"); done {
+		t.Error("ReplayDone with other settings = true")
+	}
+	got, err := db.LoadReplay(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *rec
+	want.Decisions = nil // not loaded
+	want.Evidence = []replay.Use{{Key: "k1", Step: 2, Proof: `name "parseConfig"`, Weight: 0.75}, {Key: "k2", Step: 3, Proof: "re-read a.go", Weight: 1}}
+	want.Skipped = 0 // not stored
+	if diff := cmp.Diff(&want, got, cmpopts.EquateNaNs()); diff != "" {
+		t.Errorf("LoadReplay (-want +got):\n%s", diff)
+	}
+	rs, err := db.ReplayedSessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Path != "/s/a.jsonl" || rs[0].Scorer != "lexical" || rs[0].Settings != rec.Settings.JSON() || !rs[0].Started.Equal(rec.Started) {
+		t.Errorf("ReplayedSessions = %+v", rs)
+	}
+	ss, err := db.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 1 || ss[0].Path != "/s/a.jsonl" || ss[0].ContentHash != "c0ffee" {
+		t.Errorf("Sessions = %+v, want the replayed session with its path", ss)
+	}
+	if _, err := db.LoadReplay(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("LoadReplay(unknown) = %v, want ErrNotFound", err)
+	}
+	if err := db.CommitReplay(ctx, &replay.Record{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("CommitReplay(empty) = %v, want ErrInvalid", err)
+	}
+}

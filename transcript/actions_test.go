@@ -1,0 +1,616 @@
+package transcript
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// actCall classifies a call of tool name with args (a Go value marshalled to JSON,
+// or json.RawMessage as is) against cwd.
+func actCall(t *testing.T, name string, args any, cwd string) *ToolCall {
+	t.Helper()
+	raw, ok := args.(json.RawMessage)
+	if !ok {
+		b, err := json.Marshal(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = b
+	}
+	c := &ToolCall{ID: "c1", Name: name, Args: raw}
+	c.Classify(cwd)
+	return c
+}
+
+// actView is what the tests compare.
+type actView struct {
+	Action  Action
+	Path    string
+	Range   Range
+	Content string
+	Command string
+	Ops     []FileOp
+}
+
+func viewOf(c *ToolCall) actView {
+	return actView{c.Action, c.Path, c.Range, c.Content, c.Command, c.Ops}
+}
+
+func rd(p string, r Range) FileOp      { return FileOp{Action: ActionRead, Path: p, Range: r} }
+func ed(p string) FileOp               { return FileOp{Action: ActionEdit, Path: p} }
+func wr(p, content string) FileOp      { return FileOp{Action: ActionWrite, Path: p, Content: content} }
+func rg(start, end int) Range          { return Range{Start: start, End: end} }
+func shellArgs(cmd string) any         { return map[string]any{"command": cmd} }
+func rawArgs(s string) json.RawMessage { return json.RawMessage(s) }
+
+// TestClassifyTools covers each agent's structured tool vocabulary.
+func TestClassifyTools(t *testing.T) {
+	patch := "*** Begin Patch\n*** Add File: docs/new.md\n+# New\n+\n+body\n*** Update File: src/a.go\n*** Move to: src/b.go\n@@ func A\n-a\n+b\n*** Delete File: old.txt\n*** End Patch\n"
+	patchOps := []FileOp{wr("/r/docs/new.md", "# New\n\nbody\n"), ed("/r/src/a.go"), ed("/r/src/b.go"), ed("/r/old.txt")}
+	tests := []struct {
+		name string
+		tool string
+		args any
+		cwd  string
+		want actView
+	}{
+		// Claude Code
+		{"claude Read", "Read", map[string]any{"file_path": "/r/a.go"}, "/r",
+			actView{ActionRead, "/r/a.go", Range{}, "", "", []FileOp{rd("/r/a.go", Range{})}}},
+		{"claude Read offset+limit", "Read", map[string]any{"file_path": "C:\\r\\a.go", "offset": 17, "limit": 30}, "",
+			actView{ActionRead, "/c/r/a.go", rg(17, 46), "", "", []FileOp{rd("/c/r/a.go", rg(17, 46))}}},
+		{"claude Read offset only", "Read", map[string]any{"file_path": "/r/a.go", "offset": 200}, "",
+			actView{ActionRead, "/r/a.go", Range{Start: 200}, "", "", []FileOp{rd("/r/a.go", Range{Start: 200})}}},
+		{"claude Edit", "Edit", map[string]any{"file_path": "a.go", "old_string": "x", "new_string": "y"}, "/r",
+			actView{ActionEdit, "/r/a.go", Range{}, "", "", []FileOp{ed("/r/a.go")}}},
+		{"claude MultiEdit", "MultiEdit", map[string]any{"file_path": "/r/a.go", "edits": []any{map[string]any{"old_string": "x", "new_string": "y"}}}, "",
+			actView{ActionEdit, "/r/a.go", Range{}, "", "", []FileOp{ed("/r/a.go")}}},
+		{"claude Write", "Write", map[string]any{"file_path": "/r/a.go", "content": "package a\n"}, "",
+			actView{ActionWrite, "/r/a.go", Range{}, "package a\n", "", []FileOp{wr("/r/a.go", "package a\n")}}},
+		{"claude Write empty", "Write", map[string]any{"file_path": "/r/empty", "content": ""}, "",
+			actView{ActionWrite, "/r/empty", Range{}, "", "", []FileOp{wr("/r/empty", "")}}},
+		{"claude NotebookEdit", "NotebookEdit", map[string]any{"notebook_path": "/r/n.ipynb", "cell_id": "x", "new_source": "1"}, "",
+			actView{ActionEdit, "/r/n.ipynb", Range{}, "", "", []FileOp{ed("/r/n.ipynb")}}},
+		{"claude Bash", "Bash", map[string]any{"command": "cat README.md", "description": "Show readme"}, "/r",
+			actView{ActionRead, "/r/README.md", Range{}, "", "cat README.md", []FileOp{rd("/r/README.md", Range{})}}},
+		{"claude Grep", "Grep", map[string]any{"pattern": "func A", "path": "/r/src"}, "",
+			actView{ActionSearch, "", Range{}, "", "", nil}},
+		{"claude Glob", "Glob", map[string]any{"pattern": "**/*.go"}, "", actView{ActionSearch, "", Range{}, "", "", nil}},
+		{"claude LS", "LS", map[string]any{"path": "/r"}, "", actView{ActionSearch, "", Range{}, "", "", nil}},
+		{"claude Task", "Task", map[string]any{"description": "find it", "prompt": "…", "subagent_type": "x"}, "", actView{ActionOther, "", Range{}, "", "", nil}},
+		{"claude TodoWrite", "TodoWrite", map[string]any{"todos": []any{}}, "", actView{ActionOther, "", Range{}, "", "", nil}},
+		{"claude Skill", "Skill", map[string]any{"skill": "pdf"}, "", actView{ActionOther, "", Range{}, "", "", nil}},
+		{"claude WebFetch", "WebFetch", map[string]any{"url": "https://x", "prompt": "p"}, "", actView{ActionOther, "", Range{}, "", "", nil}},
+		// pi
+		{"pi read", "read", map[string]any{"path": "src/a.ts", "offset": 100, "limit": 20}, "/p",
+			actView{ActionRead, "/p/src/a.ts", rg(100, 119), "", "", []FileOp{rd("/p/src/a.ts", rg(100, 119))}}},
+		{"pi edit", "edit", map[string]any{"path": "/p/a.ts", "oldText": "x", "newText": "y"}, "",
+			actView{ActionEdit, "/p/a.ts", Range{}, "", "", []FileOp{ed("/p/a.ts")}}},
+		{"pi write", "write", map[string]any{"path": "/p/a.ts", "content": "x\n"}, "",
+			actView{ActionWrite, "/p/a.ts", Range{}, "x\n", "", []FileOp{wr("/p/a.ts", "x\n")}}},
+		{"pi bash", "bash", map[string]any{"command": "sed -n '796,825p' /p/README.md", "timeout": 10}, "",
+			actView{ActionRead, "/p/README.md", rg(796, 825), "", "sed -n '796,825p' /p/README.md", []FileOp{rd("/p/README.md", rg(796, 825))}}},
+		{"pi grep", "grep", map[string]any{"pattern": "x", "path": "."}, "", actView{ActionSearch, "", Range{}, "", "", nil}},
+		{"pi find", "find", map[string]any{"pattern": "*.ts"}, "", actView{ActionSearch, "", Range{}, "", "", nil}},
+		{"pi ls", "ls", map[string]any{"path": "."}, "", actView{ActionSearch, "", Range{}, "", "", nil}},
+		// Codex
+		{"codex exec_command", "exec_command", map[string]any{"cmd": "nl -ba src/main.rs | sed -n '1,80p'", "workdir": "/repo"}, "/elsewhere",
+			actView{ActionRead, "/repo/src/main.rs", rg(1, 80), "", "nl -ba src/main.rs | sed -n '1,80p'", []FileOp{rd("/repo/src/main.rs", rg(1, 80))}}},
+		{"codex shell bash -lc", "shell", map[string]any{"command": []any{"bash", "-lc", "sed -n '10,20p' lib.rs"}, "workdir": "/repo/src", "timeout_ms": 1000}, "",
+			actView{ActionRead, "/repo/src/lib.rs", rg(10, 20), "", "sed -n '10,20p' lib.rs", []FileOp{rd("/repo/src/lib.rs", rg(10, 20))}}},
+		{"codex shell argv", "shell", map[string]any{"command": []any{"cat", "my file.txt"}, "workdir": "/repo"}, "",
+			actView{ActionRead, "/repo/my file.txt", Range{}, "", "cat 'my file.txt'", []FileOp{rd("/repo/my file.txt", Range{})}}},
+		{"codex shell apply_patch argv", "shell", map[string]any{"command": []any{"apply_patch", patch}, "workdir": "/r"}, "",
+			actView{ActionEdit, "/r/docs/new.md", Range{}, "", "apply_patch", patchOps}},
+		{"codex shell_command", "shell_command", map[string]any{"command": "rg -n 'fn main' src"}, "/repo",
+			actView{ActionSearch, "", Range{}, "", "rg -n 'fn main' src", nil}},
+		{"codex apply_patch custom (JSON string)", "apply_patch", rawArgs(mustJSON(t, patch)), "/r",
+			actView{ActionEdit, "/r/docs/new.md", Range{}, "", "apply_patch", patchOps}},
+		{"codex apply_patch function input", "apply_patch", map[string]any{"input": patch}, "/r",
+			actView{ActionEdit, "/r/docs/new.md", Range{}, "", "apply_patch", patchOps}},
+		{"codex apply_patch raw text", "apply_patch", rawArgs(patch), "/r",
+			actView{ActionEdit, "/r/docs/new.md", Range{}, "", "apply_patch", patchOps}},
+		{"codex apply_patch add only", "apply_patch", rawArgs(mustJSON(t, "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch")), "/r",
+			actView{ActionWrite, "/r/a.txt", Range{}, "hi\n", "apply_patch", []FileOp{wr("/r/a.txt", "hi\n")}}},
+		{"codex exec_command apply_patch heredoc", "exec_command", map[string]any{"cmd": "apply_patch <<'PATCH'\n" + patch + "PATCH\n", "workdir": "/r"}, "",
+			actView{ActionEdit, "/r/docs/new.md", Range{}, "", "apply_patch <<'PATCH'\n" + patch + "PATCH\n", patchOps}},
+		// Gemini CLI
+		{"gemini read_file", "read_file", map[string]any{"file_path": "Gemini-Playground/index.html"}, "/home/m",
+			actView{ActionRead, "/home/m/Gemini-Playground/index.html", Range{}, "", "", []FileOp{rd("/home/m/Gemini-Playground/index.html", Range{})}}},
+		{"gemini read_file 0-based offset", "read_file", map[string]any{"absolute_path": "/h/j.md", "offset": 10, "limit": 5}, "",
+			actView{ActionRead, "/h/j.md", rg(11, 15), "", "", []FileOp{rd("/h/j.md", rg(11, 15))}}},
+		{"gemini read_file limit", "read_file", map[string]any{"file_path": "M-Gemini/scripts/sync_raw_logs.py", "limit": 50}, "",
+			actView{ActionRead, "M-Gemini/scripts/sync_raw_logs.py", rg(1, 50), "", "", []FileOp{rd("M-Gemini/scripts/sync_raw_logs.py", rg(1, 50))}}},
+		{"gemini read_many_files", "read_many_files", map[string]any{"paths": []any{"a.md", "b.md"}}, "/h",
+			actView{ActionRead, "/h/a.md", Range{}, "", "", []FileOp{rd("/h/a.md", Range{}), rd("/h/b.md", Range{})}}},
+		{"gemini read_many_files glob", "read_many_files", map[string]any{"paths": []any{"docs/*.md"}}, "/h", actView{ActionSearch, "", Range{}, "", "", nil}},
+		{"gemini write_file", "write_file", map[string]any{"file_path": "README.md", "content": "# W\n"}, "/h",
+			actView{ActionWrite, "/h/README.md", Range{}, "# W\n", "", []FileOp{wr("/h/README.md", "# W\n")}}},
+		{"gemini replace", "replace", map[string]any{"file_path": "/h/x.toml", "old_string": "a", "new_string": "b", "instruction": "i"}, "",
+			actView{ActionEdit, "/h/x.toml", Range{}, "", "", []FileOp{ed("/h/x.toml")}}},
+		{"gemini run_shell_command dir_path", "run_shell_command", map[string]any{"command": "git status", "dir_path": "M-Gemini"}, "/h",
+			actView{ActionShell, "", Range{}, "", "git status", nil}},
+		{"gemini list_directory", "list_directory", map[string]any{"dir_path": "M-Gemini"}, "", actView{ActionSearch, "", Range{}, "", "", nil}},
+		{"gemini search_file_content", "search_file_content", map[string]any{"pattern": "x"}, "", actView{ActionSearch, "", Range{}, "", "", nil}},
+		{"gemini google_web_search", "google_web_search", map[string]any{"query": "x"}, "", actView{ActionOther, "", Range{}, "", "", nil}},
+		// SWE-agent function calls
+		{"swe str_replace_editor view", "str_replace_editor", map[string]any{"command": "view", "path": "/testbed/setup.py", "view_range": []any{10, -1}}, "",
+			actView{ActionRead, "/testbed/setup.py", Range{Start: 10}, "", "", []FileOp{rd("/testbed/setup.py", Range{Start: 10})}}},
+		{"swe str_replace_editor create", "str_replace_editor", map[string]any{"command": "create", "path": "/testbed/r.py", "file_text": "print(1)\n"}, "",
+			actView{ActionWrite, "/testbed/r.py", Range{}, "print(1)\n", "", []FileOp{wr("/testbed/r.py", "print(1)\n")}}},
+		{"swe str_replace_editor str_replace", "str_replace_editor", map[string]any{"command": "str_replace", "path": "/testbed/r.py", "old_str": "1", "new_str": "2"}, "",
+			actView{ActionEdit, "/testbed/r.py", Range{}, "", "", []FileOp{ed("/testbed/r.py")}}},
+		{"swe str_replace_editor undo_edit", "str_replace_editor", map[string]any{"command": "undo_edit", "path": "/testbed/r.py"}, "",
+			actView{ActionEdit, "/testbed/r.py", Range{}, "", "", []FileOp{ed("/testbed/r.py")}}},
+		{"swe open", "open", map[string]any{"path": "src/marshmallow/fields.py", "line_number": 1474}, "/testbed",
+			actView{ActionRead, "/testbed/src/marshmallow/fields.py", UnknownRange(), "", "", []FileOp{rd("/testbed/src/marshmallow/fields.py", UnknownRange())}}},
+		{"swe create", "create", map[string]any{"filename": "reproduce.py"}, "/testbed",
+			actView{ActionWrite, "/testbed/reproduce.py", Range{}, "", "", []FileOp{wr("/testbed/reproduce.py", "")}}},
+		{"swe edit on the open file", "edit", map[string]any{"search": "return int(value", "replace": "return int(round(value"}, "",
+			actView{ActionEdit, "", Range{}, "", "", []FileOp{{Action: ActionEdit}}}},
+		{"swe find_file", "find_file", map[string]any{"file_name": "fields.py", "dir": "src"}, "", actView{ActionSearch, "", Range{}, "", "", nil}},
+		{"swe submit", "submit", map[string]any{}, "", actView{ActionOther, "", Range{}, "", "", nil}},
+		// SWE-agent and mini-swe-agent text actions
+		{"swe text open", "open", shellArgs("open pydicom/pixel_data_handlers/numpy_handler.py 293"), "/pydicom__pydicom",
+			actView{ActionRead, "/pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py", UnknownRange(), "", "open pydicom/pixel_data_handlers/numpy_handler.py 293",
+				[]FileOp{rd("/pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py", UnknownRange())}}},
+		{"swe text edit", "edit", shellArgs("edit 287:295\n    required_elements = [\nend_of_edit"), "",
+			actView{ActionEdit, "", Range{}, "", "edit 287:295\n    required_elements = [\nend_of_edit", []FileOp{{Action: ActionEdit}}}},
+		{"swe text create", "bash", shellArgs("create reproduce_bug.py\n"), "/pydicom__pydicom",
+			actView{ActionWrite, "/pydicom__pydicom/reproduce_bug.py", Range{}, "", "create reproduce_bug.py\n", []FileOp{wr("/pydicom__pydicom/reproduce_bug.py", "")}}},
+		{"swe text str_replace_editor", "bash", shellArgs("str_replace_editor view /testbed/setup.py --view_range 1 20"), "",
+			actView{ActionRead, "/testbed/setup.py", rg(1, 20), "", "str_replace_editor view /testbed/setup.py --view_range 1 20", []FileOp{rd("/testbed/setup.py", rg(1, 20))}}},
+		{"text-only args string", "bash", rawArgs(`"nl -ba lib/matplotlib/text.py | sed -n '1120,1140p'"`), "/testbed",
+			actView{ActionRead, "/testbed/lib/matplotlib/text.py", rg(1120, 1140), "", "nl -ba lib/matplotlib/text.py | sed -n '1120,1140p'", []FileOp{rd("/testbed/lib/matplotlib/text.py", rg(1120, 1140))}}},
+		{"macOS open is no SWE-agent command", "Bash", shellArgs("open -a Safari index.html"), "/r",
+			actView{ActionShell, "", Range{}, "", "open -a Safari index.html", nil}},
+		// OpenHands
+		{"openhands run", "run", map[string]any{"command": "mkdir -p /workspace/todo-app", "is_input": false}, "",
+			actView{ActionShell, "", Range{}, "", "mkdir -p /workspace/todo-app", nil}},
+		{"openhands read", "read", map[string]any{"path": "/workspace/a.py", "start": 0, "end": -1}, "",
+			actView{ActionRead, "/workspace/a.py", Range{}, "", "", []FileOp{rd("/workspace/a.py", Range{})}}},
+		{"openhands edit view", "edit", map[string]any{"path": "/workspace/a.py", "command": "view", "view_range": []any{5, 9}}, "",
+			actView{ActionRead, "/workspace/a.py", rg(5, 9), "", "", []FileOp{rd("/workspace/a.py", rg(5, 9))}}},
+		{"openhands edit create (ipython)", "edit", map[string]any{"path": "/workspace/g.py", "content": "", "start": 1, "end": -1,
+			"translated_ipython_code": "print(file_editor(**{'command': 'view', 'path': '/workspace/g.py'}))"}, "",
+			actView{ActionRead, "/workspace/g.py", Range{}, "", "", []FileOp{rd("/workspace/g.py", Range{})}}},
+		{"openhands write", "write", map[string]any{"path": "/workspace/a.py", "content": "x\n", "start": 0, "end": -1}, "",
+			actView{ActionWrite, "/workspace/a.py", Range{}, "x\n", "", []FileOp{wr("/workspace/a.py", "x\n")}}},
+		{"openhands partial write", "write", map[string]any{"path": "/workspace/a.py", "content": "x\n", "start": 3, "end": 5}, "",
+			actView{ActionEdit, "/workspace/a.py", Range{}, "", "", []FileOp{ed("/workspace/a.py")}}},
+		// anything else
+		{"mcp tool", "mcp__github__create_issue", map[string]any{"title": "x"}, "", actView{ActionOther, "", Range{}, "", "", nil}},
+		{"no args", "Read", rawArgs(""), "", actView{ActionOther, "", Range{}, "", "", nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := actCall(t, tt.tool, tt.args, tt.cwd)
+			if diff := cmp.Diff(tt.want, viewOf(c)); diff != "" {
+				t.Errorf("Classify(%s %v) (-want +got):\n%s", tt.tool, tt.args, diff)
+			}
+			// Classify resets everything it sets: a second run gives the same result.
+			again := *c
+			again.Classify(tt.cwd)
+			if diff := cmp.Diff(viewOf(c), viewOf(&again)); diff != "" {
+				t.Errorf("second Classify differs (-first +second):\n%s", diff)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestClassifyShell runs real command lines taken from ../shared/sessions (noted per
+// row) through the shell analysis.
+func TestClassifyShell(t *testing.T) {
+	const dj = "/testbed/django/db/models/constraints.py"
+	heredoc := "cat <<'EOF' > reproduce_issue.py\nimport os\nimport django\n\nprint(f\"{os.sep}\")\nEOF"
+	tests := []struct {
+		src string // which session the command comes from
+		cmd string
+		dir string
+		act Action
+		ops []FileOp
+	}{
+		{"django", "cat django/db/models/constraints.py", "/testbed", ActionRead, []FileOp{rd(dj, Range{})}},
+		{"django", "sed -n '18,50p' django/db/models/constraints.py", "/testbed", ActionRead, []FileOp{rd(dj, rg(18, 50))}},
+		{"django", "sed -n '329p' django/db/models/constraints.py", "/testbed", ActionRead, []FileOp{rd(dj, rg(329, 329))}},
+		{"django", "tail -n 20 django/db/models/constraints.py", "/testbed", ActionRead, []FileOp{rd(dj, TailRange(20))}},
+		{"django", "cat -A django/db/models/constraints.py | sed -n '130,140p'", "/testbed", ActionRead, []FileOp{rd(dj, rg(130, 140))}},
+		{"django", `sed -i '21a\    violation_error_code = None' django/db/models/constraints.py`, "/testbed", ActionEdit, []FileOp{ed(dj)}},
+		{"django", `sed -i '25s/def __init__(self, \*args, name=None, violation_error_message=None):/def __init__(self, *args, name=None, violation_error_message=None, violation_error_code=None):/' django/db/models/constraints.py`, "/testbed", ActionEdit, []FileOp{ed(dj)}},
+		{"django", "sed -i '301,319d' django/db/models/constraints.py && sed -i '300r unique_constraint_repr.py' django/db/models/constraints.py", "/testbed", ActionEdit, []FileOp{ed(dj), ed(dj)}},
+		{"django", "sed -i '348,$d' django/db/models/constraints.py && cat unique_constraint_validate.py >> django/db/models/constraints.py", "/testbed", ActionEdit, []FileOp{ed(dj), ed(dj)}},
+		{"django", heredoc, "/testbed", ActionWrite, []FileOp{wr("/testbed/reproduce_issue.py", "import os\nimport django\n\nprint(f\"{os.sep}\")\n")}},
+		{"django", "grep -n \"def unique_error_message\" django/db/models/base.py", "/testbed", ActionSearch, nil},
+		{"django", "ls -R | grep \":$\" | head -n 20 && grep -r \"class BaseConstraint\" .", "/testbed", ActionSearch, nil},
+		{"django", "python reproduce_issue.py", "/testbed", ActionShell, nil},
+		{"django", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached", "/testbed", ActionShell, nil},
+		{"sympy", "sed -n '340,360p;1270,1290p' sympy/sets/sets.py", "/testbed", ActionRead,
+			[]FileOp{rd("/testbed/sympy/sets/sets.py", rg(340, 360)), rd("/testbed/sympy/sets/sets.py", rg(1270, 1290))}},
+		{"sympy", "sed -n '692,800p' sympy/sets/sets.py | grep \"def is_subset\"", "/testbed", ActionSearch, nil},
+		{"sympy", "head -n 50 sympy/sets/sets.py", "/testbed", ActionRead, []FileOp{rd("/testbed/sympy/sets/sets.py", rg(1, 50))}},
+		{"sympy", "cat <<'EOF' >> reproduce_issue.py\n\nprint(1)\nEOF", "/testbed", ActionEdit, []FileOp{ed("/testbed/reproduce_issue.py")}},
+		{"sympy", "git checkout sympy/sets/sets.py", "/testbed", ActionShell, []FileOp{ed("/testbed/sympy/sets/sets.py")}},
+		{"sympy", "rm reproduce_issue.py check_iter.py check_finiteset.py", "/testbed", ActionEdit,
+			[]FileOp{ed("/testbed/reproduce_issue.py"), ed("/testbed/check_iter.py"), ed("/testbed/check_finiteset.py")}},
+		{"pytest", "cat -A src/_pytest/reports.py | head -n 230 | tail -n 10", "/testbed", ActionRead, []FileOp{rd("/testbed/src/_pytest/reports.py", rg(221, 230))}},
+		{"pytest", "sed -n '/class BaseReport/,/def __init__/p' src/_pytest/reports.py", "/testbed", ActionRead, []FileOp{rd("/testbed/src/_pytest/reports.py", UnknownRange())}},
+		{"pytest", "sed -i '165,186d' src/_pytest/reports.py && sed -i '164r new_disassembled_report.py' src/_pytest/reports.py", "/testbed", ActionEdit,
+			[]FileOp{ed("/testbed/src/_pytest/reports.py"), ed("/testbed/src/_pytest/reports.py")}},
+		{"matplotlib", "nl -ba lib/matplotlib/_mathtext.py | sed -n '102,115p'", "/testbed", ActionRead, []FileOp{rd("/testbed/lib/matplotlib/_mathtext.py", rg(102, 115))}},
+		{"matplotlib", "cat lib/matplotlib/mathtext.py | head -n 20", "/testbed", ActionRead, []FileOp{rd("/testbed/lib/matplotlib/mathtext.py", rg(1, 20))}},
+		{"matplotlib", "nl -ba sympy/sets/sets.py | grep -n \"def is_subset\"", "/testbed", ActionSearch, nil},
+		{"github_issue", "cat /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py", "", ActionRead,
+			[]FileOp{rd("/Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/missing_colon.py", Range{})}},
+		{"github_issue", "cat > tests/missing_colon.py << 'EOF'\ndef division(a, b):\n    return a / b\nEOF", "", ActionWrite,
+			[]FileOp{wr("tests/missing_colon.py", "def division(a, b):\n    return a / b\n")}},
+		{"pi", "sed -i '' 's/main-new/main/g' /Users/badlogic/workspaces/pi-mono/packages/coding-agent/src/cli.ts", "", ActionEdit,
+			[]FileOp{ed("/Users/badlogic/workspaces/pi-mono/packages/coding-agent/src/cli.ts")}},
+		{"pi", "sed -n '/^## Philosophy/,/^## Development/p' /Users/badlogic/workspaces/pi-mono/packages/coding-agent/README.md | head -80", "", ActionRead,
+			[]FileOp{rd("/Users/badlogic/workspaces/pi-mono/packages/coding-agent/README.md", UnknownRange())}},
+		{"pi", "cd /Users/badlogic/workspaces/pi-mono && tail -30 packages/coding-agent/src/core/agent-session.ts", "/elsewhere", ActionRead,
+			[]FileOp{rd("/Users/badlogic/workspaces/pi-mono/packages/coding-agent/src/core/agent-session.ts", TailRange(30))}},
+		{"pi", "cd packages/coding-agent && npm run build 2>&1 | tail -3", "/p", ActionShell, nil},
+		{"pi", "mkdir -p ~/.pi/agent/themes && cp packages/coding-agent/src/theme/dark.json ~/.pi/agent/themes/test.json", "/p", ActionShell,
+			[]FileOp{ed("~/.pi/agent/themes/test.json")}},
+		{"pi", "grep -rn \"turn_end\" /Users/badlogic/workspaces/pi-mono/packages/agent/src/ | grep -v \"types.ts\"", "", ActionSearch, nil},
+		{"pi", "head -50 /Users/badlogic/workspaces/pi-mono/CHANGELOG.md", "", ActionRead, []FileOp{rd("/Users/badlogic/workspaces/pi-mono/CHANGELOG.md", rg(1, 50))}},
+		{"claude", `cd "C:\Users\Mischa\.claude-worktrees\M-Claude\unruffled-mcclintock" && cat scripts/search.py`, "", ActionRead,
+			[]FileOp{rd("/c/Users/Mischa/.claude-worktrees/M-Claude/unruffled-mcclintock/scripts/search.py", Range{})}},
+		{"claude", `cd /c/Users/[USER]/.claude-worktrees/M-Claude/unruffled-mcclintock && head -50 CHAT_LOGS-markdown/README.md 2>/dev/null || echo "not found"`, "", ActionRead,
+			[]FileOp{rd("/c/Users/[USER]/.claude-worktrees/M-Claude/unruffled-mcclintock/CHAT_LOGS-markdown/README.md", rg(1, 50))}},
+		{"claude", "cd \"C:\\Users\\Mischa\\x\" && git commit -m \"$(cat <<'EOF'\nFix: don't break\n\nCo-Authored-By: Claude\nEOF\n)\"", "", ActionShell, nil},
+		{"claude", `echo "" >> .gitignore && echo "# Gitleaks reports" >> .gitignore`, "/Users/u/M", ActionEdit,
+			[]FileOp{ed("/Users/u/M/.gitignore"), ed("/Users/u/M/.gitignore")}},
+		{"claude", `ls -la ~/Library/Application\ Support/Raycast/*/shortcuts* 2>/dev/null; ls ~/Library/Application\ Support/Raycast/ 2>/dev/null | head -20`, "", ActionSearch, nil},
+		{"claude", `mv ~/Applications/Claude-Mw.app ~/Applications/Claude\ Tmux.app`, "", ActionEdit,
+			[]FileOp{ed("~/Applications/Claude-Mw.app"), ed("~/Applications/Claude Tmux.app")}},
+		{"gemini", "cat Gemini-Playground/index.html Gemini-Playground/style.css Gemini-Playground/script.js", "/home/m", ActionRead,
+			[]FileOp{rd("/home/m/Gemini-Playground/index.html", Range{}), rd("/home/m/Gemini-Playground/style.css", Range{}), rd("/home/m/Gemini-Playground/script.js", Range{})}},
+		{"gemini", "# Create dark.toml\ncat <<EOF > ~/.config/alacritty/dark.toml\n[colors]\nx = \"0x1e1e1e\"\nEOF\n\n# Create light.toml\ncat <<EOF > ~/.config/alacritty/light.toml\ny = $HOME\nEOF\ncp ~/.config/alacritty/dark.toml ~/.config/alacritty/current_theme.toml\n", "", ActionEdit,
+			[]FileOp{wr("~/.config/alacritty/dark.toml", "[colors]\nx = \"0x1e1e1e\"\n"), ed("~/.config/alacritty/light.toml"), ed("~/.config/alacritty/current_theme.toml")}},
+		// shapes seen in agents' commands generally
+		{"shell", "for f in a.py b.py; do cat $f; done", "/r", ActionShell, nil},
+		{"shell", "if [ -f a.py ]; then cat a.py; fi", "/r", ActionShell, nil},
+		{"shell", "(cd sub && cat a.py); cat a.py", "/r", ActionRead, []FileOp{rd("/r/sub/a.py", Range{}), rd("/r/a.py", Range{})}},
+		{"shell", "cd $HOME && cat a.py", "/r", ActionShell, nil},
+		{"shell", "cat a.py > b.py", "/r", ActionEdit, []FileOp{ed("/r/b.py")}},
+		{"shell", "cat < a.py", "/r", ActionRead, []FileOp{rd("/r/a.py", Range{})}},
+		{"shell", "tee notes.txt <<'EOF'\nhello\nEOF", "/r", ActionWrite, []FileOp{wr("/r/notes.txt", "hello\n")}},
+		{"shell", "echo 'x = 1' > a.py && cat a.py", "/r", ActionEdit, []FileOp{wr("/r/a.py", "x = 1\n"), rd("/r/a.py", Range{})}},
+		{"shell", "perl -pi -e 's/a/b/' x.txt y.txt", "/r", ActionEdit, []FileOp{ed("/r/x.txt"), ed("/r/y.txt")}},
+		{"shell", "awk 'NR>=5 && NR<=9' a.py", "/r", ActionRead, []FileOp{rd("/r/a.py", rg(5, 9))}},
+		{"shell", "tail -n +40 a.py | head -n 10", "/r", ActionRead, []FileOp{rd("/r/a.py", rg(40, 49))}},
+		{"shell", "head -c 100 a.py", "/r", ActionRead, []FileOp{rd("/r/a.py", UnknownRange())}},
+		{"shell", "tail -f log.txt", "/r", ActionShell, nil},
+		{"shell", "bash -lc 'cd src && sed -n \"1,9p\" a.go'", "/r", ActionRead, []FileOp{rd("/r/src/a.go", rg(1, 9))}},
+		{"shell", "sed 's/a/b/' a.py", "/r", ActionShell, nil},
+		{"shell", "sed -n '1,5p' a.py b.py", "/r", ActionShell, nil},
+		{"shell", "cat a.py |\n  head -n 3 &&\n  cat b.py", "/r", ActionRead, []FileOp{rd("/r/a.py", rg(1, 3)), rd("/r/b.py", Range{})}},
+		{"shell", "diff <(cat a.py) <(cat b.py)", "/r", ActionShell, nil},
+		{"shell", "cat a.py | python -c 'import sys; print(len(sys.stdin.read()))'", "/r", ActionShell, nil},
+		{"shell", "sed -n '1,10p' a.py > /dev/null", "/r", ActionShell, nil},
+		{"shell", "cat a.py 2>&1 | tee copy.txt", "/r", ActionEdit, []FileOp{ed("/r/copy.txt"), rd("/r/a.py", Range{})}},
+		{"shell", "cat 'unterminated", "/r", ActionShell, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src+": "+oneLine(tt.cmd, 60), func(t *testing.T) {
+			c := actCall(t, "bash", shellArgs(tt.cmd), tt.dir)
+			if c.Command != tt.cmd {
+				t.Errorf("Command = %q, want %q", c.Command, tt.cmd)
+			}
+			if c.Action != tt.act {
+				t.Errorf("Action = %s, want %s", c.Action, tt.act)
+			}
+			if diff := cmp.Diff(tt.ops, c.Ops); diff != "" {
+				t.Errorf("Ops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestClassifyPathsAndSummary checks Paths and Summary.
+func TestClassifyPathsAndSummary(t *testing.T) {
+	tests := []struct {
+		tool    string
+		args    any
+		paths   []string
+		summary string
+	}{
+		{"Read", map[string]any{"file_path": "/r/a.go", "offset": 10, "limit": 5}, []string{"/r/a.go"}, "/r/a.go:10-14"},
+		{"Bash", shellArgs("cat a.go b.go a.go"), []string{"/r/a.go", "/r/b.go"}, "cat a.go b.go a.go"},
+		{"Grep", map[string]any{"pattern": "func A", "path": "/r/src"}, nil, "func A in /r/src"},
+		{"Task", map[string]any{"description": "Find   the\nbug", "prompt": "long"}, nil, "Find the bug"},
+		{"WebFetch", map[string]any{"url": "https://example.com", "prompt": "summarise"}, nil, "summarise"},
+		{"read_many_files", map[string]any{"paths": []any{"a.md", "b.md"}}, []string{"/r/a.md", "/r/b.md"}, "/r/a.md (+1 more)"},
+		{"Bash", shellArgs(strings.Repeat("x", 200)), nil, strings.Repeat("x", 119) + "…"},
+	}
+	for _, tt := range tests {
+		c := actCall(t, tt.tool, tt.args, "/r")
+		if diff := cmp.Diff(tt.paths, c.Paths); diff != "" {
+			t.Errorf("%s %v: Paths (-want +got):\n%s", tt.tool, tt.args, diff)
+		}
+		if c.Summary != tt.summary {
+			t.Errorf("%s %v: Summary = %q, want %q", tt.tool, tt.args, c.Summary, tt.summary)
+		}
+	}
+}
+
+func TestNormalizePath(t *testing.T) {
+	tests := []struct{ p, cwd, want string }{
+		{"C:\\Users\\x\\a.py", "", "/c/Users/x/a.py"},
+		{"C:/Users/x/a.py", "", "/c/Users/x/a.py"},
+		{"/c/Users/x/a.py", "", "/c/Users/x/a.py"},
+		{"/C/Users/x/a.py", "", "/c/Users/x/a.py"},
+		{"c:\\Users\\x\\..\\x\\a.py", "", "/c/Users/x/a.py"},
+		{"/cygdrive/c/Users/x/a.py", "", "/c/Users/x/a.py"},
+		{"/mnt/c/Users/x/a.py", "", "/c/Users/x/a.py"},
+		{"a.py", "C:\\Users\\x", "/c/Users/x/a.py"},
+		{"./src/../a.py", "/r", "/r/a.py"},
+		{".\\src\\a.py", "/r", "/r/src/a.py"},
+		{"../b/a.py", "/r/x", "/r/b/a.py"},
+		{"src/a.py", "", "src/a.py"},
+		{"./a.py", "", "a.py"},
+		{`"/r/a b.py"`, "", "/r/a b.py"},
+		{"~/x/a.py", "/r", "~/x/a.py"},
+		{"/r/dir/", "", "/r/dir"},
+		{"  ", "/r", ""},
+		{"/mnt/data/x", "", "/mnt/data/x"},
+	}
+	for _, tt := range tests {
+		if got := NormalizePath(tt.p, tt.cwd); got != tt.want {
+			t.Errorf("NormalizePath(%q, %q) = %q, want %q", tt.p, tt.cwd, got, tt.want)
+		}
+	}
+}
+
+func TestRangeForms(t *testing.T) {
+	tests := []struct {
+		r, o Range
+		want bool
+	}{
+		{Range{}, rg(5, 9), true},
+		{Range{}, TailRange(5), true},
+		{Range{}, UnknownRange(), true},
+		{rg(1, 0), rg(3, 4), true},
+		{rg(200, 250), Range{}, false},
+		{rg(190, 260), rg(200, 250), true},
+		{rg(200, 250), rg(190, 260), false},
+		{Range{Start: 10}, rg(12, 400), true},
+		{Range{Start: 10}, Range{Start: 5}, false},
+		{rg(1, 50), Range{Start: 10}, false},
+		{TailRange(20), TailRange(5), true},
+		{TailRange(5), TailRange(20), false},
+		{TailRange(20), rg(1, 2), false},
+		{rg(1, 100000), TailRange(1), false},
+		{Range{Start: 1}, TailRange(3), true},
+		{UnknownRange(), UnknownRange(), false},
+		{rg(1, 10), UnknownRange(), false},
+	}
+	for _, tt := range tests {
+		if got := tt.r.Covers(tt.o); got != tt.want {
+			t.Errorf("%v.Covers(%v) = %v, want %v", tt.r, tt.o, got, tt.want)
+		}
+	}
+	strs := map[Range]string{{}: "all", rg(3, 4): "3-4", {Start: 7}: "7-end", TailRange(5): "last 5", UnknownRange(): "part"}
+	for r, want := range strs {
+		if r.String() != want {
+			t.Errorf("%#v.String() = %q, want %q", r, r.String(), want)
+		}
+	}
+	if TailRange(5).Whole() || UnknownRange().Whole() || !(Range{Start: 1}).Whole() {
+		t.Errorf("Whole wrong for tail/unknown/start-1")
+	}
+}
+
+// TestFailed uses result texts seen in ../shared/sessions (and the tools' own error
+// strings named in TRANSCRIPT-FORMATS.md).
+func TestFailed(t *testing.T) {
+	edit := actCall(t, "Edit", map[string]any{"file_path": "/r/a"}, "")
+	piEdit := actCall(t, "edit", map[string]any{"path": "/r/a", "oldText": "x", "newText": "y"}, "")
+	read := actCall(t, "Read", map[string]any{"file_path": "/r/a"}, "")
+	bash := actCall(t, "Bash", shellArgs("sed -i 's/a/b/' a && cat a"), "/r")
+	gem := actCall(t, "run_shell_command", shellArgs("cat a"), "/r")
+	tests := []struct {
+		name  string
+		call  *ToolCall
+		text  string
+		isErr bool
+		want  bool
+	}{
+		{"is_error", edit, "whatever", true, true},
+		{"claude string not found", edit, "<tool_use_error>String to replace not found in file.\nString: # pytest</tool_use_error>", false, true},
+		{"claude not read yet", edit, "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>", false, true},
+		{"old_string not found", edit, "Error: old_string not found in /r/a", false, true},
+		{"claude edit ok", edit, "The file /r/a has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n     1→x", false, false},
+		{"pi could not find", piEdit, "Could not find the exact text in /Users/badlogic/workspaces/pi-mono/packages/coding-agent/src/core/index.ts. The old text must match exactly including all whitespace and newlines.", false, true},
+		{"pi no changes", piEdit, "No changes made to /Users/badlogic/workspaces/pi-mono/AGENTS.md. The replacement produced identical content.", false, true},
+		{"pi edit ok", piEdit, "Successfully replaced text in /r/a. Changed 209 characters to 1306 characters.", false, false},
+		{"swe lint failure", edit, "Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your edit commmand.\n\nERRORS:\n- E999 SyntaxError: unmatched ']'", false, true},
+		{"read error", read, "<tool_use_error>File does not exist.</tool_use_error>", false, true},
+		{"read too large", read, "File content (37775 tokens) exceeds maximum allowed tokens (25000).", false, true},
+		{"read ok mentioning not found", read, "     1→raise RuntimeError('not found')\n", false, false},
+		{"swe open missing", read, "File pydicom/x.py not found", false, true},
+		{"pi read enoent", read, "ENOENT: no such file or directory, access '/Users/badlogic/workspaces/pi-mono/shittycodingagent.ai/src/index.html'", false, true},
+		{"claude exit code", bash, "Exit code 1\nsed: can't read a: No such file or directory", false, true},
+		{"pi exit code", bash, "ls: x: No such file or directory\n\n\nCommand exited with code 1", false, true},
+		{"mini returncode", bash, "<returncode>2</returncode>\n<output>\nsed: -e expression #1</output>", false, true},
+		{"mini returncode 0", bash, "<returncode>0</returncode>\n<output>\nx\n</output>", false, false},
+		{"codex exec", bash, "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 1\nOutput:\nerr", false, true},
+		{"codex shell json", bash, `{"output":"err\n","metadata":{"exit_code":1,"duration_seconds":0.1}}`, false, true},
+		{"codex shell json ok", bash, `{"output":"x\n","metadata":{"exit_code":0,"duration_seconds":0.1}}`, false, false},
+		{"gemini exit code", gem, "Command: cat a\nDirectory: (root)\nOutput: cat: a: No such file or directory\nError: (none)\nExit Code: 1\nSignal: 0", false, true},
+		{"gemini ok", gem, "Command: cat a\nDirectory: (root)\nOutput: x\nError: (none)\nExit Code: 0\nSignal: 0", false, false},
+		{"file content mentioning exit code", read, "     1→Exit code 1 is returned when …\n", false, false},
+	}
+	for _, tt := range tests {
+		o := &ToolOutput{Call: tt.call, Text: tt.text, IsError: tt.isErr}
+		if got := o.Failed(); got != tt.want {
+			t.Errorf("%s: Failed() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if (&ToolOutput{Text: "Exit code 1"}).Failed() {
+		t.Errorf("orphan output reported failed")
+	}
+}
+
+func TestVisibleRange(t *testing.T) {
+	tests := []struct {
+		name string
+		r    Range
+		text string
+		want Range
+	}{
+		{"plain", Range{}, "a\nb\n", Range{}},
+		{"pi read truncated", Range{}, "x\n\n[Showing lines 1-1603 of 2377 (50.0KB limit). Use offset=1604 to continue]", rg(1, 1603)},
+		{"pi bash tail", Range{}, "y\n\n[Showing lines 1464-2638 of 2638 (50.0KB limit). Full output: /tmp/x.log]", rg(1464, 2638)},
+		{"gemini partial", Range{}, "\nIMPORTANT: The file content has been truncated.\nStatus: Showing lines 1-50 of 195 total lines.\nAction: …", rg(1, 50)},
+		{"gemini long lines cut", Range{}, "\nIMPORTANT: The file content has been truncated.\nStatus: Showing lines 1-119 of 119 total lines.\n", UnknownRange()},
+		{"note on a partial read", rg(100, 200), "[Showing lines 100-150 of 900]", UnknownRange()},
+		{"claude bash elision", Range{}, "a\n... [600615 characters truncated] ...\nb", UnknownRange()},
+		{"mini elision", rg(1, 10), "<output_head>\na\n</output_head>\n<elided_chars>\n100 characters elided\n</elided_chars>", UnknownRange()},
+		{"partial unchanged", rg(5, 9), "x", rg(5, 9)},
+	}
+	for _, tt := range tests {
+		if got := VisibleRange(tt.r, tt.text); got != tt.want {
+			t.Errorf("%s: VisibleRange = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestFileOps checks that readers' refinements of the call-level fields win for
+// single-file calls.
+func TestFileOps(t *testing.T) {
+	c := actCall(t, "read", map[string]any{"path": "/t/f.py"}, "")
+	c.Range = rg(1459, 1558) // a reader narrowed it from the output
+	if diff := cmp.Diff([]FileOp{rd("/t/f.py", rg(1459, 1558))}, c.FileOps()); diff != "" {
+		t.Errorf("refined read (-want +got):\n%s", diff)
+	}
+	w := actCall(t, "Write", map[string]any{"file_path": "/t/f.py", "content": ""}, "")
+	if diff := cmp.Diff([]FileOp{wr("/t/f.py", "")}, w.FileOps()); diff != "" {
+		t.Errorf("empty write (-want +got):\n%s", diff)
+	}
+	w2 := &ToolCall{Action: ActionWrite, Path: "/t/g.py"} // set by a reader, content unknown
+	if diff := cmp.Diff([]FileOp{ed("/t/g.py")}, w2.FileOps()); diff != "" {
+		t.Errorf("write without content (-want +got):\n%s", diff)
+	}
+	m := actCall(t, "Bash", shellArgs("cat a b"), "/t")
+	if diff := cmp.Diff([]FileOp{rd("/t/a", Range{}), rd("/t/b", Range{})}, m.FileOps()); diff != "" {
+		t.Errorf("multi (-want +got):\n%s", diff)
+	}
+	swe := actCall(t, "edit", map[string]any{"search": "a", "replace": "b"}, "")
+	if got := swe.FileOps(); got != nil {
+		t.Errorf("edit of an unknown open file: FileOps = %v, want none", got)
+	}
+}
+
+// TestOpenFiles follows SWE-agent's open file through a session built from the
+// pydicom__pydicom-1458 trajectory's actions and (shortened) observations.
+func TestOpenFiles(t *testing.T) {
+	window := "[File: /pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py (372 lines total)]\n(272 more lines above)\n273:            \"Unable to convert\"\n274:            \"is not supported\"\n275:x\n(97 more lines below)"
+	after := "[File: /pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py (373 lines total)]\n(236 more lines above)\n237:    ----------\n238:    ds : Dataset\n239:y\n(134 more lines below)\nFile updated. Please review the changes and make sure they are correct (correct indentation, no duplicate lines, etc). Edit the file again if necessary."
+	failed := "Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your edit commmand.\n\n[This is how your edit would have looked if applied]\n[File: /pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py (373 lines total)]\n1:x\nYour changes have NOT been applied."
+	created := "[File: /pydicom__pydicom/reproduce_bug.py (1 lines total)]\n1:\n"
+	steps := []struct{ action, obs string }{
+		{"create reproduce_bug.py", created},
+		{"edit 1:1\nimport numpy as np\nend_of_edit", "[File: /pydicom__pydicom/reproduce_bug.py (2 lines total)]\n1:import numpy as np\n2:\nFile updated."},
+		{"open pydicom/pixel_data_handlers/numpy_handler.py 293", window},
+		{"edit 287:295\n    required_elements = [\nend_of_edit", failed},
+		{"edit 287:296\n    required_elements = [\nend_of_edit", after},
+		{"goto 1", "[File: /pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py (373 lines total)]\n1:a\n2:b\n3:c\n(370 more lines below)"},
+	}
+	s := &Session{Cwd: "/pydicom__pydicom"}
+	for i, st := range steps {
+		name := strings.Fields(st.action)[0]
+		c := actCall(t, name, shellArgs(st.action), s.Cwd)
+		c.ID, c.Step, c.Message = name+string(rune('0'+i)), i+1, len(s.Messages)
+		s.Messages = append(s.Messages, &Message{Index: len(s.Messages), Step: i + 1, Role: RoleAssistant, Calls: []*ToolCall{c}})
+		o := &ToolOutput{Key: c.ID, CallID: c.ID, Call: c, Text: st.obs, Message: len(s.Messages), Step: i + 1}
+		c.Output = o
+		s.Messages = append(s.Messages, &Message{Index: len(s.Messages), Step: i + 1, Role: RoleTool, Outputs: []*ToolOutput{o}})
+		s.Calls = append(s.Calls, c)
+	}
+	ResolveOpenFiles(s)
+	const np = "/pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py"
+	const rb = "/pydicom__pydicom/reproduce_bug.py"
+	want := [][]FileOp{
+		{wr(rb, "")},
+		{ed(rb), rd(rb, Range{})},
+		{rd(np, rg(273, 275))},
+		{ed(np)}, // failed: the window is the would-be file, no read; the edit itself is judged by Failed
+		{ed(np), rd(np, rg(237, 239))},
+		{rd(np, rg(1, 3))},
+	}
+	for i, c := range s.Calls {
+		if diff := cmp.Diff(want[i], c.Ops); diff != "" {
+			t.Errorf("call %d (%q) ops (-want +got):\n%s", i, steps[i].action, diff)
+		}
+	}
+	if !s.Calls[3].Output.Failed() || s.Calls[4].Output.Failed() {
+		t.Errorf("Failed: failed edit %v, applied edit %v", s.Calls[3].Output.Failed(), s.Calls[4].Output.Failed())
+	}
+	if s.Calls[2].Path != np || s.Calls[2].Range != rg(273, 275) || s.Calls[2].Summary != "open pydicom/pixel_data_handlers/numpy_handler.py 293" {
+		t.Errorf("open call after refinement: %s %v %q", s.Calls[2].Path, s.Calls[2].Range, s.Calls[2].Summary)
+	}
+}
+
+// TestClassifyRealSessions spot-checks the classification of real calls as read by
+// the registered readers: (call index, action, path, range) verified with jq.
+func TestClassifyRealSessions(t *testing.T) {
+	type spot struct {
+		i    int
+		act  Action
+		path string
+		r    Range
+		nOps int
+	}
+	tests := []struct {
+		file  string
+		spots []spot
+	}{
+		// jq -r '.messages[]|select(.role=="assistant")|.content' | bash blocks, in order
+		{"mini-swe-agent/django__django-16560.traj.json", []spot{
+			{0, ActionSearch, "", Range{}, 0},
+			{1, ActionRead, "/testbed/django/db/models/constraints.py", Range{}, 1},
+			{2, ActionWrite, "/testbed/reproduce_issue.py", Range{}, 1},
+			{3, ActionShell, "", Range{}, 0},
+			{4, ActionRead, "/testbed/django/db/models/constraints.py", rg(18, 50), 1},
+			{5, ActionEdit, "/testbed/django/db/models/constraints.py", Range{}, 1},
+			{84, ActionRead, "/testbed/django/db/models/constraints.py", TailRange(5), 1},
+			{85, ActionEdit, "/testbed/django/db/models/constraints.py", Range{}, 2},
+		}},
+		// Gemini: read_file ×3, write_file, replace, write_file, then run_shell_command
+		// "cat index.html style.css script.js"
+		{"gemini-cli/session-2025-12-24T06-40-c330aea9.json", []spot{
+			{4, ActionEdit, "/home/mischa/Gemini-Playground/index.html", Range{}, 1},
+			{5, ActionWrite, "Gemini-Playground/script.js", Range{}, 1},
+			{6, ActionRead, "Gemini-Playground/index.html", Range{}, 3},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			s, err := ReadFile("../../shared/sessions/"+tt.file, Options{Lenient: true})
+			if err != nil {
+				t.Skipf("session not readable here: %v", err)
+			}
+			for _, sp := range tt.spots {
+				c := s.Calls[sp.i]
+				got := spot{sp.i, c.Action, c.Path, c.Range, len(c.Ops)}
+				if diff := cmp.Diff(sp, got, cmp.AllowUnexported(spot{})); diff != "" {
+					t.Errorf("call %d %q (-want +got):\n%s", sp.i, oneLine(c.Command, 80), diff)
+				}
+			}
+		})
+	}
+}
