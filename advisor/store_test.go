@@ -263,3 +263,75 @@ func TestFreshMessagesEachStep(t *testing.T) {
 		}
 	}
 }
+
+// One Advisor serving several sessions at once (a proxy): each session's run gives
+// the same plans as when run alone. Run with -race.
+func TestConcurrentSessions(t *testing.T) {
+	s := frozenSession(t)
+	cfg := advisor.DefaultConfig()
+	cfg.Budget = 6000
+	alone := simulate(t, newAdvisor(t, cfg, parityScorer(), advisor.NewMemoryStore(), newClock()), s)
+	want := stubsIn(s, alone[len(alone)-1].out)
+
+	adv := newAdvisor(t, cfg, parityScorer(), advisor.NewMemoryStore(), newClock())
+	const n = 4
+	got := make([]map[string]string, n)
+	done := make(chan int)
+	for g := 0; g < n; g++ {
+		go func(g int) {
+			defer func() { done <- g }()
+			view := *s
+			view.ID = fmt.Sprintf("session-%d", g)
+			var out []*transcript.Message
+			for i, m := range s.Messages {
+				if m.Role == transcript.RoleAssistant || i == len(s.Messages)-1 {
+					end := i // simulate: the messages before the assistant message
+					if m.Role != transcript.RoleAssistant {
+						end = len(s.Messages) // the last step sees them all
+					}
+					view.Messages = s.Messages[:end]
+					_, o, err := adv.Advise(context.Background(), &view)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					out = o
+				}
+			}
+			got[g] = stubsIn(s, out)
+		}(g)
+	}
+	for g := 0; g < n; g++ {
+		<-done
+	}
+	for g := 0; g < n; g++ {
+		if len(got[g]) != len(want) {
+			t.Errorf("session %d: %d stubs, want %d", g, len(got[g]), len(want))
+		}
+		for k := range want {
+			// The stubs name per-session recall ids; compare what they say before it.
+			if w, h := strings.Split(want[k], "; recall(")[0], strings.Split(got[g][k], "; recall(")[0]; w != h {
+				t.Errorf("session %d: %s stub %q, want %q", g, k, h, w)
+			}
+		}
+	}
+}
+
+func TestAdviseErrors(t *testing.T) {
+	adv := newAdvisor(t, advisor.DefaultConfig(), nil, advisor.NewMemoryStore(), newClock())
+	if _, _, err := adv.Advise(context.Background(), nil); !errors.Is(err, advisor.ErrNoSession) {
+		t.Errorf("nil session: %v", err)
+	}
+	s := frozenSession(t)
+	bad := *s
+	bad.Messages = append([]*transcript.Message{}, s.Messages[:3]...)
+	bad.Messages[1] = nil
+	if _, _, err := adv.Advise(context.Background(), &bad); !errors.Is(err, advisor.ErrNoSession) {
+		t.Errorf("nil message: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := adv.Advise(ctx, s); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled context: %v", err)
+	}
+}

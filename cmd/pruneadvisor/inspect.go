@@ -30,6 +30,7 @@ type inspectReport struct {
 	Unanswered   []string       `json:"unanswered"`   // call ids without a result
 	Orphans      int            `json:"orphan_results"`
 	Skipped      int            `json:"skipped_lines"`
+	Warnings     []string       `json:"warnings,omitempty"` // the reader's first warnings (skipped lines, repeated ids)
 }
 
 // deadRow is one output the rules found dead.
@@ -43,9 +44,9 @@ type deadRow struct {
 
 func inspectCmd(e *env) *cobra.Command {
 	var (
-		asJSON  bool
-		lenient bool
-		format  string
+		asJSON bool
+		strict bool
+		format string
 	)
 	c := &cobra.Command{
 		Use:   "inspect FILE...",
@@ -54,11 +55,13 @@ func inspectCmd(e *env) *cobra.Command {
 and prints one block per file: the format, steps, tool calls by tool and by action,
 tool-output tokens (o200k_base), reads superseded by a later edit and re-read (and by
 which call), duplicate outputs, the tokens those would free, and unanswered calls.
-A file that fails to read is reported and the others go on; the exit code is 1 if
-any failed.`,
+inspect is a report, so it reads leniently: malformed lines are skipped, counted and
+the first ones named (file:line: what was wrong); --strict fails on the first one
+instead, as advise and replay do without --lenient. A file that fails to read is
+reported and the others go on; the exit code is 1 if any failed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := transcript.Options{Format: transcript.Format(format), Lenient: lenient}
+			opts := transcript.Options{Format: transcript.Format(format), Lenient: !strict}
 			var reports []inspectReport
 			failed := 0
 			for _, f := range args {
@@ -84,7 +87,7 @@ any failed.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
-	c.Flags().BoolVar(&lenient, "lenient", false, "skip malformed lines and report how many")
+	c.Flags().BoolVar(&strict, "strict", false, "fail on the first malformed line instead of skipping and counting")
 	c.Flags().StringVar(&format, "format", "", "force a format ("+formatNames()+")")
 	return c
 }
@@ -110,6 +113,7 @@ func inspectFile(file string, opts transcript.Options) inspectReport {
 	r.Messages = len(s.Messages)
 	r.Calls = len(s.Calls)
 	r.Skipped = s.Skipped
+	r.Warnings = firstN(s.Warnings, 3)
 	r.Orphans = len(s.Orphans)
 	for _, c := range s.Calls {
 		r.ByTool[c.Name]++
@@ -167,6 +171,9 @@ func printInspect(e *env, reports []inspectReport) {
 		}
 		if r.Skipped > 0 {
 			fmt.Fprintf(tw, "  malformed lines skipped\t%d\n", r.Skipped)
+		}
+		for _, w := range r.Warnings {
+			fmt.Fprintf(tw, "  warning\t%s\n", cut(w, 150))
 		}
 		tw.Flush()
 		for _, d := range r.Superseded {
