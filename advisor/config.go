@@ -77,7 +77,10 @@ type Config struct {
 	Schedule string `json:"schedule" validate:"required"`
 	// ExcludedTools are tool names or globs (path.Match syntax, case-insensitive)
 	// whose outputs are never candidates. Default: memory, todo, skill and
-	// task/subagent tools of the agents pruneadvisor reads.
+	// task/subagent tools of the agents pruneadvisor reads. A caller unprotects one
+	// output of an excluded tool by attaching the retention class "disposable" to its
+	// message (transcript.Message.Retention), or all of them by leaving the tool out
+	// of this list; "keep" protects any output.
 	ExcludedTools []string `json:"excluded_tools" validate:"dive,required"`
 	// RecallTool is the recall tool's name as the agent sees it, named in every stub.
 	// Default "recall"; "mcp__pruneadvisor__recall" for Claude Code over MCP.

@@ -53,6 +53,7 @@ type state struct {
 	touched       []*outState // outputs to settle at this step (new, killed by a rule, re-read)
 	pending       []*outState // outputs that were pending when added (filtered when used)
 	pendingTokens int         // tokens the pending prunes would free (originals minus stubs)
+	restored      int         // originals brought back by recalls, not yet reported in a plan
 
 	// The rewritten messages.
 	view       []*transcript.Message // the messages with applied stubs, as last returned
@@ -120,7 +121,7 @@ func (st *state) clear() {
 	st.rules, st.corpus, st.awaiting = rules.NewIndex(), cards.NewCorpus(), nil
 	st.lastRead = map[string]*outState{}
 	st.ctxTokens, st.fullTokens, st.lastNow = 0, 0, ""
-	st.events, st.ripe, st.touched, st.pending, st.pendingTokens = nil, nil, nil, nil, 0
+	st.events, st.ripe, st.touched, st.pending, st.pendingTokens, st.restored = nil, nil, nil, nil, 0, 0
 	st.view, st.viewShared = nil, false
 	st.stubbed, st.dirty = map[int]int{}, map[int]bool{}
 }

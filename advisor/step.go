@@ -21,7 +21,7 @@ func (a *Advisor) step(ctx context.Context, st *state, s *transcript.Session) (P
 
 	// A client that rewrote or shortened its history invalidates the index: start
 	// over (frozen stubs come back from the store by output key).
-	if st.indexed > len(msgs) || st.indexed > 0 && fingerprint(msgs[st.indexed-1]) != st.lastPrint {
+	if st.indexed > len(msgs) || st.indexed > 0 && (msgs[st.indexed-1] == nil || fingerprint(msgs[st.indexed-1]) != st.lastPrint) {
 		st.reset()
 	}
 	T := st.steps + 1
@@ -35,7 +35,8 @@ func (a *Advisor) step(ctx context.Context, st *state, s *transcript.Session) (P
 	}
 	plan.Step = T
 	var changes []DecisionRecord
-	restored := a.syncStore(ctx, st, T, &plan, &changes)
+	// Originals restored by recalls are reported at the first step that completes.
+	st.restored += a.syncStore(ctx, st, T, &plan, &changes)
 	if err := ctx.Err(); err != nil {
 		return plan, nil, err
 	}
@@ -112,15 +113,16 @@ func (a *Advisor) step(ctx context.Context, st *state, s *transcript.Session) (P
 		a.apply(ctx, st, msgs, T, &plan, &changes)
 	}
 	switch {
-	case plan.Pruned > 0 && restored > 0:
+	case plan.Pruned > 0 && st.restored > 0:
 		plan.Rewrite, plan.RewriteReason = true, "recall; "+plan.RewriteReason
 	case plan.Pruned > 0:
 		plan.Rewrite = true
-	case restored > 0:
+	case st.restored > 0:
 		plan.Rewrite, plan.RewriteReason = true, "recall"
 	default:
 		plan.RewriteReason = ""
 	}
+	st.restored = 0
 
 	if len(changes) > 0 {
 		if err := a.Store.RecordDecisions(ctx, changes); err != nil {
@@ -202,8 +204,9 @@ func (a *Advisor) syncStore(ctx context.Context, st *state, T int, plan *Plan, c
 }
 
 // recall handles a recall event of o at step T: a pruned output gets its original
-// back (reported true); any output is protected for one back-off window and asked
-// afresh when the window ends.
+// back (reported true); any other output (a pending one included: another process
+// pruned it and it was recalled there) is protected for one back-off window; either
+// is asked afresh when the window ends.
 func (a *Advisor) recall(st *state, o *outState, T int, changes *[]DecisionRecord) bool {
 	was := o.decision
 	switch was {
@@ -213,9 +216,6 @@ func (a *Advisor) recall(st *state, o *outState, T int, changes *[]DecisionRecor
 			delete(st.stubbed, o.msg)
 		}
 		st.dirty[o.msg] = true
-		o.stub, o.stubTokens = "", 0
-	case DecisionPending:
-		st.pendingTokens -= o.tokens - o.stubTokens
 		o.stub, o.stubTokens = "", 0
 	}
 	o.dead, o.by, o.asks = false, "", 0
@@ -319,7 +319,11 @@ func (a *Advisor) set(st *state, o *outState, d Decision, reason string, T int, 
 	*changes = append(*changes, a.record(st, o, T))
 }
 
-// ask sends the due cards in one batch and folds the scores into the states.
+// ask sends the due cards in one batch and folds the scores into the states. The
+// batch's task is the session's Task and its now the latest non-empty assistant
+// text (a message with only tool calls does not replace it), each cut to
+// cards.ContextChars. An answer that is not one score per card, or a score that is
+// not OK, not finite or outside [0,1], is "no score" for that card.
 func (a *Advisor) ask(ctx context.Context, st *state, s *transcript.Session, due []*outState, T int, plan *Plan, changes *[]DecisionRecord) {
 	batch := cards.Batch{
 		Task:   cards.Cut(s.Task, cards.ContextChars),

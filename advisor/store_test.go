@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
@@ -333,5 +335,68 @@ func TestAdviseErrors(t *testing.T) {
 	cancel()
 	if _, _, err := adv.Advise(ctx, s); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled context: %v", err)
+	}
+}
+
+// A recall event for an output this process still holds as pending (another
+// process pruned it, and it was recalled there): it is protected, no longer
+// pending, and the pending total drops by exactly its share.
+func TestRecallOfPendingOutput(t *testing.T) {
+	s, _ := rulesSession(t)
+	cfg := advisor.DefaultConfig()
+	cfg.RewriteFraction = 1 // keep it pending
+	store := advisor.NewMemoryStore()
+	r := newRunner(t, newAdvisor(t, cfg, nil, store, newClock()), s)
+	var st step
+	for T := 1; T <= 5; T++ {
+		st = r.next()
+	}
+	c1 := item(t, st.plan, "c1")
+	if c1.Decision != advisor.DecisionPending || st.plan.PendingTokens <= 0 {
+		t.Fatalf("c1 is %s with %d pending tokens, want pending", c1.Decision, st.plan.PendingTokens)
+	}
+	// c1's share: its tokens minus the stub it would get.
+	stub := fmt.Sprintf(`[pruned: Read /app/config.go, %s tokens, superseded by call c3; recall("o_a32e86c0b9") restores it]`, commas(c1.Tokens))
+	share := c1.Tokens - transcript.CountTokens(stub)
+	before := st.plan.PendingTokens
+	if err := store.RecordRecall(context.Background(), advisor.RecallEvent{RecallID: c1.RecallID, SessionID: "rules.json", OutputKey: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	st = r.next() // step 6: nothing else becomes pending (c4 leaves the window at 8)
+	if it := item(t, st.plan, "c1"); it.Decision != advisor.DecisionProtected || it.Reason != "recalled at step 6" {
+		t.Errorf("c1 is %s (%s), want protected (recalled at step 6)", it.Decision, it.Reason)
+	}
+	if got := before - st.plan.PendingTokens; got != share {
+		t.Errorf("pending dropped by %d tokens, want %d (c1's share)", got, share)
+	}
+	if st.plan.Rewrite {
+		t.Errorf("a recall of an output never stubbed rewrote the messages")
+	}
+}
+
+// Advising the same messages again (a retried request) changes nothing: no new
+// asks, no new decisions, the same items and messages.
+func TestSameStepTwice(t *testing.T) {
+	s := frozenSession(t)
+	cfg := advisor.DefaultConfig()
+	cfg.Budget = 6000
+	store := advisor.NewMemoryStore()
+	adv := newAdvisor(t, cfg, parityScorer(), store, newClock())
+	steps := simulate(t, adv, s)
+	last := steps[len(steps)-1]
+	asks, decisions := len(store.Asks()), len(store.Decisions())
+	p, out, err := adv.Advise(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Asked != 0 || p.Rewrite || len(store.Asks()) != asks || len(store.Decisions()) != decisions {
+		t.Errorf("again: asked %d, rewrite %v, %d new asks, %d new decisions; want none",
+			p.Asked, p.Rewrite, len(store.Asks())-asks, len(store.Decisions())-decisions)
+	}
+	if d := cmp.Diff(last.plan.Items, p.Items); d != "" {
+		t.Errorf("items changed (-before +after):\n%s", d)
+	}
+	if fmt.Sprint(stubsIn(s, last.out)) != fmt.Sprint(stubsIn(s, out)) {
+		t.Errorf("messages changed")
 	}
 }

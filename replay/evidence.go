@@ -150,15 +150,17 @@ type TrackerStats struct {
 // when added, against an index of names, reads and commands built as messages
 // arrive; queries only read the index. Not safe for concurrent use.
 type Tracker struct {
-	names map[string]nameInfo
+	names map[string]int32 // name -> index of its entry in infos and strs
+	infos []nameInfo
+	strs  []string // the names, by index
 	outs  []*outEvidence
 	byKey map[string]int
-	reads map[string][]int    // normalised path -> indexes of live reads of it
-	cmds  map[uint64]int      // hash of tool name + compact args -> latest output index
-	scr   map[string]scrEntry // scratch: names of the current part
-	order []string            // scratch: the current part's names in first-seen order
-	ev    map[int]*rawUse     // scratch: evidence of the current assistant message
-	step  int                 // step of the last message added
+	reads map[string][]int // normalised path -> indexes of live reads of it
+	cmds  map[uint64]int   // hash of tool name + compact args -> latest output index
+	part  int32            // number of the part being scanned (scan)
+	order []int32          // scratch: the current part's names in first-seen order
+	ev    map[int]*rawUse  // scratch: evidence of the current assistant message
+	step  int              // step of the last message added
 	stats TrackerStats
 }
 
@@ -168,6 +170,10 @@ type nameInfo struct {
 	df    int32 // outputs whose text holds the name
 	seen  bool  // the name appeared in some message already added
 	agent bool  // the agent wrote the name (assistant text or call args)
+	// Scratch of scan: part is the number of the last part that visited the name,
+	// scr its entry in that part.
+	part int32
+	scr  scrEntry
 }
 
 // outEvidence is one output's entry.
@@ -192,11 +198,10 @@ type rawUse struct {
 // NewTracker returns an empty tracker for one session.
 func NewTracker() *Tracker {
 	return &Tracker{
-		names: map[string]nameInfo{},
+		names: map[string]int32{},
 		byKey: map[string]int{},
 		reads: map[string][]int{},
 		cmds:  map[uint64]int{},
-		scr:   map[string]scrEntry{},
 		ev:    map[int]*rawUse{},
 	}
 }
@@ -260,35 +265,43 @@ type scrEntry struct {
 // scan visits the distinct names of one part (text, or args when args != nil) in
 // order of first appearance: for each it counts the part in the name's document
 // frequency when the part is a tool output (output), and calls f with the name,
-// its scratch entry and its index entry, which f may change; the index entry is
-// then stored. A name seen both as a prose word and in code context takes the code
-// entry.
+// its scratch entry and its index entry (created when new), which f may change in
+// place. A name seen both as a prose word and in code context takes the code
+// entry. Each occurrence of a name costs one map lookup: the index entry itself
+// marks the part that last visited it, so no per-part set is needed.
 func (t *Tracker) scan(text string, args json.RawMessage, output bool, g *int32, f func(name string, e scrEntry, info *nameInfo)) {
+	t.part++
 	visit := func(name string, group int32, prose bool) {
-		if e, ok := t.scr[name]; ok {
-			if e.prose && !prose {
-				t.scr[name] = scrEntry{group: group}
+		idx, ok := t.names[name]
+		if !ok {
+			idx = int32(len(t.infos))
+			t.infos = append(t.infos, nameInfo{})
+			t.strs = append(t.strs, name)
+			t.names[name] = idx
+		}
+		info := &t.infos[idx]
+		if info.part == t.part {
+			if info.scr.prose && !prose {
+				info.scr = scrEntry{group: group}
 			}
 			return
 		}
-		t.scr[name] = scrEntry{group: group, prose: prose}
-		t.order = append(t.order, name)
+		info.part, info.scr = t.part, scrEntry{group: group, prose: prose}
+		t.order = append(t.order, idx)
 	}
 	if args != nil {
 		visitArgNames(args, g, visit)
 	} else {
 		visitNames(text, g, visit)
 	}
-	for _, name := range t.order {
-		info := t.names[name]
+	for _, idx := range t.order {
+		info := &t.infos[idx]
 		if output {
 			info.df++
 		}
-		f(name, t.scr[name], &info)
-		t.names[name] = info
+		f(t.strs[idx], info.scr, info)
 	}
 	t.stats.Names += len(t.order)
-	clear(t.scr)
 	t.order = t.order[:0]
 }
 
@@ -525,7 +538,10 @@ func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 // With fewer than two outputs every name weighs 1 (nothing to compare with).
 func (t *Tracker) nameWeight(name string) float64 {
 	n := len(t.outs)
-	df := int(t.names[name].df)
+	df := 0
+	if i, ok := t.names[name]; ok {
+		df = int(t.infos[i].df)
+	}
 	if n < 2 || df < 1 {
 		return 1
 	}

@@ -323,13 +323,24 @@ func RequestTokens(b cards.Batch) (int, error) {
 	return transcript.CountTokens(p.System) + transcript.CountTokens(p.User) + ollama.TemplateTokens, nil
 }
 
-// memStore is the advisor's store during a replay: asks, decisions and stubs in
-// memory, originals dropped (the session file holds them), no recalls.
+// memStore is the advisor's store during a replay of one session: asks,
+// decisions and stubs in memory, originals dropped (the session file holds them),
+// no recalls. It is an advisor.VersionedStore, so the advisor does not re-read
+// the stubs at every step.
 type memStore struct {
 	mu        sync.Mutex
 	stubs     map[string]advisor.StubRecord
+	version   int64 // stubs saved
 	asks      []advisor.AskRecord
 	decisions []advisor.DecisionRecord
+}
+
+var _ advisor.VersionedStore = (*memStore)(nil)
+
+func (s *memStore) SessionVersion(context.Context, string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version, nil
 }
 
 func newMemStore() *memStore { return &memStore{stubs: map[string]advisor.StubRecord{}} }
@@ -340,6 +351,7 @@ func (s *memStore) SaveStub(_ context.Context, st advisor.StubRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stubs[st.OutputKey] = st
+	s.version++
 	return nil
 }
 

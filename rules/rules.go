@@ -58,6 +58,7 @@ type Index struct {
 	dead  map[string]Death      // by output key
 	all   []Death               // in the order they died
 	seen  map[string]bool       // keys of the outputs indexed
+	seq   int                   // calls indexed so far; numbers each call for pos
 }
 
 // NewIndex returns an empty index.
@@ -95,7 +96,7 @@ type candidate struct {
 // pos orders file operations: by step, and inside one call by operation index.
 type pos struct {
 	step int
-	call *transcript.ToolCall
+	call int // the call's sequence number in the index (not a pointer: the index must not keep outputs alive)
 	op   int
 }
 
@@ -176,9 +177,11 @@ func (x *Index) output(o *transcript.ToolOutput) []Death {
 	// what the output really shows (truncation notes, elisions): a superseding read
 	// covers, and a dead read needs covered, only the lines it shows
 	cut := !transcript.VisibleRange(transcript.Range{}, o.Text).Whole()
+	x.seq++
+	seq := x.seq
 	for i, op := range ops {
 		fs := x.file(op.Path)
-		at := pos{step: c.Step, call: c, op: 2 * i}
+		at := pos{step: c.Step, call: seq, op: 2 * i}
 		switch op.Action {
 		case transcript.ActionRead:
 			shown := op.Range
@@ -195,7 +198,7 @@ func (x *Index) output(o *transcript.ToolOutput) []Death {
 			x.edit(fs, at)
 			if op.Action == transcript.ActionWrite {
 				// the whole new content is in the call's input, after the edit itself
-				out = append(out, x.cover(fs, transcript.Range{}, pos{step: c.Step, call: c, op: 2*i + 1}, c, o, op.Path)...)
+				out = append(out, x.cover(fs, transcript.Range{}, pos{step: c.Step, call: seq, op: 2*i + 1}, c, o, op.Path)...)
 			}
 		}
 	}

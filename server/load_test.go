@@ -95,6 +95,9 @@ func TestLoadAndShutdown(t *testing.T) {
 	sessions, requests := 20, 8
 	if fullLoad {
 		sessions, requests = 200, 50
+		if v := os.Getenv("PRUNEADVISOR_LOAD_SIZE"); v != "" {
+			fmt.Sscanf(v, "%dx%d", &sessions, &requests)
+		}
 	}
 	goroutines := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -22,7 +22,8 @@ type adviseSummary struct {
 	Format            string         `json:"format"`
 	SessionID         string         `json:"session_id"` // the id stubs and recalls are stored under
 	Scorer            string         `json:"scorer"`
-	Steps             int            `json:"steps"`
+	Steps             int            `json:"steps"`        // the session's steps (assistant messages)
+	AdviseCalls       int            `json:"advise_calls"` // Advise calls made: one per step plus a final one
 	OutputTokens      int            `json:"output_tokens_before"` // tool-output tokens in the final context, unpruned
 	OutputTokensAfter int            `json:"output_tokens_after"`  // the same with the stubs applied
 	TokenSteps        int64          `json:"token_steps"`          // sum over steps of tool-output tokens in context, unpruned
@@ -101,7 +102,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	base := time.Now()
 	adv.Clock = func() time.Time { return base } // warm cache: no timestamps in a replay
 	runID := fmt.Sprintf("%s@advise-%x", advisor.SessionKey(s), base.UnixNano())
-	sum := adviseSummary{File: file, Format: string(s.Format), SessionID: runID, DB: f.db,
+	sum := adviseSummary{File: file, Format: string(s.Format), SessionID: runID, DB: f.db, Steps: s.Steps(),
 		PrunedByReason: map[string]int{}, ScorerFailures: map[string]int{}}
 	if scorer != nil {
 		sum.Scorer = scorer.Name()
@@ -109,7 +110,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		sum.Scorer = "none (rules only)"
 	}
 	plan, err := replay.Simulate(ctx, adv, s, runID, true, func(p advisor.Plan, view []*transcript.Message) error {
-		sum.Steps++
+		sum.AdviseCalls++
 		if p.Rewrite {
 			sum.Rewrites++
 		}
@@ -177,7 +178,7 @@ func reasonClass(reason string) string {
 
 func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
 	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "session\t%s (%s, %d steps)\n", sum.File, sum.Format, sum.Steps-1)
+	fmt.Fprintf(tw, "session\t%s (%s, %d steps)\n", sum.File, sum.Format, sum.Steps)
 	fmt.Fprintf(tw, "scorer\t%s\n", sum.Scorer)
 	fmt.Fprintf(tw, "tool-output tokens\t%d before, %d after\t(%.1f%% removed)\n",
 		sum.OutputTokens, sum.OutputTokensAfter, pct(sum.OutputTokens-sum.OutputTokensAfter, sum.OutputTokens))

@@ -238,7 +238,6 @@ func newReplayProgress(e *env, mode string) *replayProgress {
 			progressbar.OptionShowBytes(true),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
 			progressbar.OptionSetWidth(30),
 		)
@@ -264,8 +263,8 @@ func (p *replayProgress) event(ev replay.Event) {
 		if ev.Kind == replay.EventPlanned {
 			p.bar.ChangeMax64(max(ev.Bytes, 1))
 		}
-		p.bar.Describe(fmt.Sprintf("%d/%d sessions, %d steps", ev.Done, ev.Total, ev.Steps))
 		_ = p.bar.Set64(ev.BytesDone)
+		p.bar.Describe(fmt.Sprintf("%d/%d sessions, %d steps", ev.Done, ev.Total, ev.Steps))
 	case p.log:
 		switch ev.Kind {
 		case replay.EventPlanned:
