@@ -118,7 +118,10 @@ func (db *DB) SaveStub(ctx context.Context, s advisor.StubRecord) error {
 			ON CONFLICT(recall_id) DO UPDATE SET session_id = excluded.session_id, output_key = excluded.output_key,
 				stub = excluded.stub, step = excluded.step, reason = excluded.reason, score = excluded.score, at = excluded.at`,
 			s.RecallID, s.SessionID, s.OutputKey, s.Stub, s.Step, s.Reason, nullFloat(s.Score), timeText(s.At))
-		return err
+		if err != nil {
+			return err
+		}
+		return bumpVersion(ctx, tx, s.SessionID)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -167,7 +170,10 @@ func (db *DB) RecordRecall(ctx context.Context, e advisor.RecallEvent) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO recalls(recall_id, session_id, output_key, step, at) VALUES (?, ?, ?, ?, ?)`,
 			e.RecallID, e.SessionID, e.OutputKey, e.Step, timeText(e.At))
-		return err
+		if err != nil {
+			return err
+		}
+		return bumpVersion(ctx, tx, e.SessionID)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -202,3 +208,27 @@ func (db *DB) SessionRecalls(ctx context.Context, sessionID string) ([]advisor.R
 	}
 	return out, nil
 }
+
+// bumpVersion adds one to the session's version inside tx.
+func bumpVersion(ctx context.Context, tx *sql.Tx, sessionID string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO session_versions(session_id, version) VALUES (?, 1)
+		ON CONFLICT(session_id) DO UPDATE SET version = version + 1`, sessionID)
+	return err
+}
+
+// SessionVersion implements advisor.VersionedStore: a counter that grows by exactly
+// one for every stub saved and every recall recorded in the session, by any process
+// sharing the database; 0 for a session with neither.
+func (db *DB) SessionVersion(ctx context.Context, sessionID string) (int64, error) {
+	var v int64
+	err := db.r.QueryRowContext(ctx, `SELECT version FROM session_versions WHERE session_id = ?`, sessionID).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("storage: version of session %q: %w", sessionID, err)
+	}
+	return v, nil
+}
+
+var _ advisor.VersionedStore = (*DB)(nil)

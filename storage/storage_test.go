@@ -78,10 +78,10 @@ func TestOpenMigratesOnceAndReopens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v != 2 || LatestSchemaVersion() != 2 {
-			t.Errorf("round %d: SchemaVersion = %d, LatestSchemaVersion = %d, want 2 and 2", round, v, LatestSchemaVersion())
+		if v != 3 || LatestSchemaVersion() != 3 {
+			t.Errorf("round %d: SchemaVersion = %d, LatestSchemaVersion = %d, want 3 and 3", round, v, LatestSchemaVersion())
 		}
-		if got := count(t, db, "schema_version"); got != 2 {
+		if got := count(t, db, "schema_version"); got != 3 {
 			t.Errorf("round %d: schema_version has %d rows, want 2 (each migration applied once)", round, got)
 		}
 		rows, err := db.r.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
@@ -97,7 +97,7 @@ func TestOpenMigratesOnceAndReopens(t *testing.T) {
 			tables = append(tables, name)
 		}
 		rows.Close()
-		want := []string{"asks", "blobs", "decisions", "evidence", "outputs", "recalls", "replay_outputs", "replay_runs", "replay_settings", "replay_steps", "schema_version", "sessions", "stubs"}
+		want := []string{"asks", "blobs", "decisions", "evidence", "outputs", "recalls", "replay_outputs", "replay_runs", "replay_settings", "replay_steps", "schema_version", "session_versions", "sessions", "stubs"}
 		if diff := cmp.Diff(want, tables); diff != "" {
 			t.Errorf("round %d: tables (-want +got):\n%s", round, diff)
 		}
@@ -239,8 +239,8 @@ func TestNewerSchemaRefused(t *testing.T) {
 		db2.Close()
 		t.Fatal("Open of a version-99 file succeeded")
 	}
-	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "version 99, newer than this program's 2") {
-		t.Errorf("Open = %v, want ErrSchema naming versions 99 and 2", err)
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "version 99, newer than this program's 3") {
+		t.Errorf("Open = %v, want ErrSchema naming versions 99 and 3", err)
 	}
 }
 
@@ -759,8 +759,8 @@ func TestTwoHandlesWriteConcurrently(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if got := [4]int{count(t, handles[0], "outputs"), count(t, handles[1], "blobs"), count(t, handles[0], "asks"), count(t, handles[1], "schema_version")}; got != [4]int{2 * perHandle, 2 * perHandle, 2 * perHandle, 2} {
-		t.Errorf("outputs, blobs, asks, schema_version rows = %v, want [%d %d %d 2]", got, 2*perHandle, 2*perHandle, 2*perHandle)
+	if got := [4]int{count(t, handles[0], "outputs"), count(t, handles[1], "blobs"), count(t, handles[0], "asks"), count(t, handles[1], "schema_version")}; got != [4]int{2 * perHandle, 2 * perHandle, 2 * perHandle, 3} {
+		t.Errorf("outputs, blobs, asks, schema_version rows = %v, want [%d %d %d 3]", got, 2*perHandle, 2*perHandle, 2*perHandle)
 	}
 	// Each handle reads the other's writes.
 	o, err := handles[0].Original(ctx, advisor.RecallID("proc1", "call_7"))
@@ -828,8 +828,8 @@ func TestTwoProcessesWriteConcurrently(t *testing.T) {
 	if parentErr != nil {
 		t.Fatal(parentErr)
 	}
-	if got := [3]int{count(t, db, "outputs"), count(t, db, "decisions"), count(t, db, "schema_version")}; got != [3]int{2 * n, 2 * n, 2} {
-		t.Errorf("outputs, decisions, schema_version rows = %v, want [%d %d 2]", got, 2*n, 2*n)
+	if got := [3]int{count(t, db, "outputs"), count(t, db, "decisions"), count(t, db, "schema_version")}; got != [3]int{2 * n, 2 * n, 3} {
+		t.Errorf("outputs, decisions, schema_version rows = %v, want [%d %d 3]", got, 2*n, 2*n)
 	}
 	o, err := db.Original(ctx, advisor.RecallID("child", "call_49"))
 	if err != nil || !strings.HasPrefix(o.Text, "child output 49 ") {
@@ -911,7 +911,7 @@ func TestReadOnlyOpenErrors(t *testing.T) {
 		db.Close()
 		t.Fatal("read-only open of an unmigrated file succeeded")
 	}
-	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "file is at version 0, this program needs 2") {
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "file is at version 0, this program needs 3") {
 		t.Errorf("read-only open of an unmigrated file = %v, want ErrSchema with versions", err)
 	}
 }
@@ -970,5 +970,54 @@ func TestReadOnlyFilePermissions(t *testing.T) {
 	}
 	if err := db.SaveOriginal(ctx, original("s", "k2", "new")); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("SaveOriginal on a 0444 file = %v, want ErrReadOnly", err)
+	}
+}
+
+// SessionVersion counts stubs saved and recalls recorded, per session, across two
+// handles on one file.
+func TestSessionVersion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v.db")
+	a, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	version := func(db *DB, session string) int64 {
+		t.Helper()
+		v, err := db.SessionVersion(ctx, session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if got := version(a, "s1"); got != 0 {
+		t.Fatalf("new session version = %d, want 0", got)
+	}
+	for i, key := range []string{"k1", "k2"} {
+		id := advisor.RecallID("s1", key)
+		if err := a.SaveOriginal(ctx, original("s1", key, "text "+key)); err != nil {
+			t.Fatal(err)
+		}
+		if got := version(b, "s1"); got != int64(i) {
+			t.Fatalf("after original %d: version = %d, want %d (originals do not count)", i+1, got, i)
+		}
+		if err := a.SaveStub(ctx, advisor.StubRecord{RecallID: id, SessionID: "s1", OutputKey: key, Stub: "[pruned]", Step: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.RecordRecall(ctx, advisor.RecallEvent{RecallID: advisor.RecallID("s1", "k1"), SessionID: "s1", OutputKey: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := version(a, "s1"), int64(3); got != want {
+		t.Errorf("version after 2 stubs and 1 recall = %d, want %d", got, want)
+	}
+	if got := version(a, "s2"); got != 0 {
+		t.Errorf("other session version = %d, want 0", got)
 	}
 }
