@@ -25,10 +25,11 @@ type Skip struct {
 
 // Failure is one path or session that could not be replayed.
 type Failure struct {
-	Path string
-	Err  error
+	Path string // the file or folder as given or found
+	Err  error  // why: a file system error, a reader's error, ErrNotSession…
 }
 
+// Error returns "path: error".
 func (f Failure) Error() string { return f.Path + ": " + f.Err.Error() }
 
 // SessionExts are the file name endings a folder walk considers session files:

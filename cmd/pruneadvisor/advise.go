@@ -22,8 +22,8 @@ type adviseSummary struct {
 	Format            string         `json:"format"`
 	SessionID         string         `json:"session_id"` // the id stubs and recalls are stored under
 	Scorer            string         `json:"scorer"`
-	Steps             int            `json:"steps"`        // the session's steps (assistant messages)
-	AdviseCalls       int            `json:"advise_calls"` // Advise calls made: one per step plus a final one
+	Steps             int            `json:"steps"`                // the session's steps (assistant messages)
+	AdviseCalls       int            `json:"advise_calls"`         // Advise calls made: one per step plus a final one
 	OutputTokens      int            `json:"output_tokens_before"` // tool-output tokens in the final context, unpruned
 	OutputTokensAfter int            `json:"output_tokens_after"`  // the same with the stubs applied
 	TokenSteps        int64          `json:"token_steps"`          // sum over steps of tool-output tokens in context, unpruned
