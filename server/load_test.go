@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/server"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // fullLoad runs the load test at the size docs/PERFORMANCE.md reports (200 sessions x
@@ -263,6 +264,14 @@ func TestLatency200kTokens(t *testing.T) {
 	}
 	b.WriteString(`]}`)
 	body := b.Bytes()
+	sess, err := transcript.Read("big", body, transcript.Options{Format: transcript.FormatAnthropic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := 0
+	for _, m := range sess.Messages {
+		tokens += m.Tokens
+	}
 	send := func(url string) time.Duration {
 		req, _ := http.NewRequest(http.MethodPost, url+"/v1/messages", bytes.NewReader(body))
 		req.Header.Set(server.HeaderSession, "big-1")
@@ -281,6 +290,6 @@ func TestLatency200kTokens(t *testing.T) {
 		proxied = append(proxied, send(env.http.URL))
 		direct = append(direct, send(up.URL))
 	}
-	t.Logf("200k-token request: %d bytes; first request through the proxy %v; then p50 %v p99 %v through the proxy, p50 %v p99 %v direct",
-		len(body), first.Round(time.Millisecond), percentile(proxied, 0.5), percentile(proxied, 0.99), percentile(direct, 0.5), percentile(direct, 0.99))
+	t.Logf("200k-token request: %d bytes, %d tokens; first request through the proxy %v; then p50 %v p99 %v through the proxy, p50 %v p99 %v direct",
+		len(body), tokens, first.Round(time.Millisecond), percentile(proxied, 0.5), percentile(proxied, 0.99), percentile(direct, 0.5), percentile(direct, 0.99))
 }
