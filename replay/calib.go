@@ -28,6 +28,7 @@ func (r *Record) CalibrateOutputs() []calibrate.Output {
 			uses[u.Key] = append(uses[u.Key], u.Step)
 		}
 	}
+	creditLiveCopies(r.Outputs, uses)
 	out := make([]calibrate.Output, len(r.Outputs))
 	for i, f := range r.Outputs {
 		o := calibrate.Output{
@@ -72,6 +73,58 @@ func (r *Record) PendingSteps() []int {
 	out := make([]int, len(r.Outputs))
 	for i, f := range r.Outputs {
 		out[i] = f.PendingAt
+	}
+	return out
+}
+
+// creditLiveCopies moves the uses of a rule-dead output, from the step the rule
+// applied on, to the output whose call made it dead: a superseded read's content is
+// in context again in the later read, a duplicate's in the later identical output,
+// so a use after that step is a use of the live copy, not a miss of the dead one
+// (DESIGN.md: the rules are never wrong). The evidence definition credits a name to
+// the first output it appeared in, which is the dead one; without this, replay of
+// ../shared/sessions counted 19 of the 66 rule prunes as misses. The live copy's key
+// is its call id (transcript.ToolOutput.Key); uses stay in step order.
+func creditLiveCopies(outs []OutputFacts, uses map[string][]int) {
+	keys := make(map[string]bool, len(outs))
+	for _, f := range outs {
+		keys[f.Key] = true
+	}
+	for _, f := range outs {
+		if f.RuleBy == "" || f.RuleDeadAt == 0 || !keys[f.RuleBy] {
+			continue
+		}
+		var keep, moved []int
+		for _, u := range uses[f.Key] {
+			if u >= f.RuleDeadAt {
+				moved = append(moved, u)
+			} else {
+				keep = append(keep, u)
+			}
+		}
+		if len(moved) == 0 {
+			continue
+		}
+		uses[f.Key] = keep
+		uses[f.RuleBy] = mergeSteps(uses[f.RuleBy], moved)
+	}
+}
+
+// mergeSteps merges two ascending step lists into one ascending list without
+// repeats.
+func mergeSteps(a, b []int) []int {
+	out := make([]int, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var v int
+		if j >= len(b) || i < len(a) && a[i] <= b[j] {
+			v, i = a[i], i+1
+		} else {
+			v, j = b[j], j+1
+		}
+		if len(out) == 0 || out[len(out)-1] != v {
+			out = append(out, v)
+		}
 	}
 	return out
 }

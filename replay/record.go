@@ -30,7 +30,7 @@ import (
 // evidence definition, the facts). It is part of every settings hash, so a stored
 // replay made by a program with another Version is replayed again, not reused.
 // Change it whenever a change to this package would change stored rows.
-const Version = "replay-1"
+const Version = "replay-2"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (
@@ -146,6 +146,9 @@ type OutputFacts struct {
 	// RuleDeadAt is the first step at which a rule (superseded read, duplicate)
 	// made the output a pending prune.
 	RuleDeadAt int
+	// RuleBy is the id of the call whose output made it dead (its content is in
+	// context again there); "" when no rule applied.
+	RuleBy string
 	// PendingAt is the first step at which the output was a pending prune, by a rule
 	// or by a score under the cutoff.
 	PendingAt int

@@ -66,7 +66,7 @@ func TestReplayFacts(t *testing.T) {
 	want := []OutputFacts{
 		{Key: "call_1", Tool: "read_file", Summary: "config/server.yaml", Step: 1, CandidateFrom: 5},
 		{Key: "call_2", Tool: "bash", Summary: "ls -la /srv/app", Step: 2, CandidateFrom: 6},
-		{Key: "call_3", Tool: "read_file", Summary: "NOTES.md", Step: 3, CandidateFrom: 7, RuleDeadAt: 7, PendingAt: 7},
+		{Key: "call_3", Tool: "read_file", Summary: "NOTES.md", Step: 3, CandidateFrom: 7, RuleDeadAt: 7, RuleBy: "call_5", PendingAt: 7},
 		{Key: "call_4", Tool: "bash", Summary: "tail -n 40 /var/log/app.log", Step: 4, CandidateFrom: 8},
 		{Key: "call_5", Tool: "read_file", Summary: "NOTES.md", Step: 5, CandidateFrom: 9},
 		{Key: "call_6", Tool: "bash", Summary: "sed -i 's/8080/9090/' config/server.yaml", Step: 6},

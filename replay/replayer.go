@@ -212,7 +212,7 @@ func fold(f *OutputFacts, it advisor.Item, T int) {
 			f.PendingAt = T
 		}
 		if it.By != "" && f.RuleDeadAt == 0 {
-			f.RuleDeadAt = T
+			f.RuleDeadAt, f.RuleBy = T, it.By
 		}
 	}
 	if it.Decision == advisor.DecisionPruned && f.PrunedAt == 0 {

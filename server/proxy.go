@@ -145,7 +145,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, header string, bo
 	defer s.sessions.release(e)
 	actx, cancel := context.WithTimeout(ctx, s.adviseTimeout)
 	defer cancel()
-	plan, _, err := e.adv.Advise(actx, sess)
+	plan, err := e.advise(actx, sess)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.failOpen(route, "advise", id, err)

@@ -2,10 +2,12 @@ package server
 
 import (
 	"container/list"
+	"context"
 	"fmt"
 	"sync"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // maxBudgets bounds how many distinct per-request budgets (POST /v1/advise "budget")
@@ -31,13 +33,27 @@ type sessionKey struct {
 	id     string
 }
 
-// sessionEntry is one session's slot. requests counts the requests seen since the
-// entry was created.
+// sessionEntry is one session's slot. inflight is guarded by the table's lock.
 type sessionEntry struct {
 	key      sessionKey
 	adv      *advisor.Advisor
 	inflight int
-	requests int
+	// mu serialises the session's steps in the server: the advisor serialises
+	// Advise itself, but the plan it returns shares the advisor's item table, which
+	// the session's next step updates in place.
+	mu sync.Mutex
+}
+
+// advise runs one step of the session and returns a plan of its own (a clone, so a
+// concurrent request of the same session cannot change it).
+func (e *sessionEntry) advise(ctx context.Context, s *transcript.Session) (advisor.Plan, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	plan, _, err := e.adv.Advise(ctx, s)
+	if err != nil {
+		return plan, err
+	}
+	return plan.Clone(), nil
 }
 
 func newSessionTable(max int, build func(int) (*advisor.Advisor, error), onSize func(int)) *sessionTable {
@@ -61,7 +77,6 @@ func (t *sessionTable) acquire(budget int, id string) (*sessionEntry, error) {
 		t.lru.MoveToFront(el)
 		e := el.Value.(*sessionEntry)
 		e.inflight++
-		e.requests++
 		return e, nil
 	}
 	adv, ok := t.advisors[budget]
@@ -75,7 +90,7 @@ func (t *sessionTable) acquire(budget int, id string) (*sessionEntry, error) {
 		}
 		t.advisors[budget] = adv
 	}
-	e := &sessionEntry{key: k, adv: adv, inflight: 1, requests: 1}
+	e := &sessionEntry{key: k, adv: adv, inflight: 1}
 	t.byKey[k] = t.lru.PushFront(e)
 	t.evictLocked()
 	return e, nil

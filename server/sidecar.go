@@ -118,7 +118,7 @@ func (s *Server) advise(w http.ResponseWriter, r *http.Request) {
 	defer s.sessions.release(e)
 	ctx, cancel := context.WithTimeout(r.Context(), s.adviseTimeout)
 	defer cancel()
-	plan, _, err := e.adv.Advise(ctx, sess)
+	plan, err := e.advise(ctx, sess)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return

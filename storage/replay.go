@@ -79,10 +79,10 @@ func (db *DB) CommitReplay(ctx context.Context, rec *replay.Record) error {
 			return fmt.Errorf("evidence: %w", err)
 		}
 		if err := insertAll(ctx, tx, `INSERT INTO replay_outputs(session_id, output_key, seq, tool, summary, tokens, step,
-			candidate_from, rule_dead_at, pending_at, pruned_at, end_step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			len(rec.Outputs), func(i int) []any {
 				o := rec.Outputs[i]
-				return []any{rec.ID, o.Key, i, o.Tool, o.Summary, o.Tokens, o.Step, o.CandidateFrom, o.RuleDeadAt, o.PendingAt, o.PrunedAt, o.EndStep}
+				return []any{rec.ID, o.Key, i, o.Tool, o.Summary, o.Tokens, o.Step, o.CandidateFrom, o.RuleDeadAt, o.PendingAt, o.PrunedAt, o.EndStep, o.RuleBy}
 			}); err != nil {
 			return fmt.Errorf("outputs: %w", err)
 		}
@@ -212,10 +212,10 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 
-	if err := db.query(ctx, `SELECT output_key, tool, summary, tokens, step, candidate_from, rule_dead_at, pending_at, pruned_at, end_step
+	if err := db.query(ctx, `SELECT output_key, tool, summary, tokens, step, candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by
 		FROM replay_outputs WHERE session_id = ? ORDER BY seq`, []any{id}, func(rows *sql.Rows) error {
 		var o replay.OutputFacts
-		if err := rows.Scan(&o.Key, &o.Tool, &o.Summary, &o.Tokens, &o.Step, &o.CandidateFrom, &o.RuleDeadAt, &o.PendingAt, &o.PrunedAt, &o.EndStep); err != nil {
+		if err := rows.Scan(&o.Key, &o.Tool, &o.Summary, &o.Tokens, &o.Step, &o.CandidateFrom, &o.RuleDeadAt, &o.PendingAt, &o.PrunedAt, &o.EndStep, &o.RuleBy); err != nil {
 			return err
 		}
 		rec.Outputs = append(rec.Outputs, o)
