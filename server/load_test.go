@@ -293,3 +293,35 @@ func TestLatency200kTokens(t *testing.T) {
 	t.Logf("200k-token request: %d bytes, %d tokens; first request through the proxy %v; then p50 %v p99 %v through the proxy, p50 %v p99 %v direct",
 		len(body), tokens, first.Round(time.Millisecond), percentile(proxied, 0.5), percentile(proxied, 0.99), percentile(direct, 0.5), percentile(direct, 0.99))
 }
+
+// Concurrent requests of one session (a client retrying, parallel sub-calls) are
+// advised one at a time and all go out with the same bytes.
+func TestSameSessionConcurrent(t *testing.T) {
+	up := newRecorder(t, okJSON)
+	env := newProxy(t, server.Options{OpenAIUpstream: up.URL})
+	body := chatBody(7, 6)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			resp, err := http.Post(env.http.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	if up.count() != 8 {
+		t.Fatalf("%d requests reached the upstream", up.count())
+	}
+	first := up.body(0)
+	if !bytes.Contains(first, []byte("[pruned: run_command make s1")) {
+		t.Fatalf("output 1 not pruned: %s", clip(first))
+	}
+	for i := 1; i < 8; i++ {
+		if !bytes.Equal(up.body(i), first) {
+			t.Errorf("request %d went out differently", i)
+		}
+	}
+}

@@ -109,6 +109,11 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	} else {
 		sum.Scorer = "none (rules only)"
 	}
+	// Each step's view extends the previous one (a prefix of s.Messages), so the
+	// tool-output tokens in view are kept as a running total: summing the whole view
+	// at every step made a run quadratic in the session's length (100,000 steps took
+	// minutes; TestBadInputs "100k-steps").
+	counted, inView := 0, int64(0)
 	plan, err := replay.Simulate(ctx, adv, s, runID, true, func(p advisor.Plan, view []*transcript.Message) error {
 		sum.AdviseCalls++
 		if p.Rewrite {
@@ -122,11 +127,16 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 			sum.StorageErrors++
 		}
 		sum.TokenStepsSaved += int64(p.SavedTokens)
-		for _, m := range view {
+		if len(view) < counted {
+			counted, inView = 0, 0
+		}
+		for _, m := range view[counted:] {
 			for _, o := range m.Outputs {
-				sum.TokenSteps += int64(o.Tokens)
+				inView += int64(o.Tokens)
 			}
 		}
+		counted = len(view)
+		sum.TokenSteps += inView
 		return nil
 	})
 	if err != nil {
