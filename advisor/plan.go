@@ -79,7 +79,7 @@ type Plan struct {
 // Clone returns a deep copy of p that later steps do not change.
 func (p Plan) Clone() Plan {
 	c := p
-	c.Items = append([]Item(nil), p.Items...)
+	c.Items = append([]Item{}, p.Items...)
 	if p.ScorerFailures != nil {
 		c.ScorerFailures = make(map[string]int, len(p.ScorerFailures))
 		for k, v := range p.ScorerFailures {

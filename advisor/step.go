@@ -134,6 +134,9 @@ func (a *Advisor) step(ctx context.Context, st *state, s *transcript.Session) (P
 	plan.ContextTokens = st.ctxTokens
 	plan.SavedTokens = st.fullTokens - st.ctxTokens
 	plan.Items = st.items[:len(st.items):len(st.items)]
+	if plan.Items == nil {
+		plan.Items = []Item{} // an empty list, not null, in JSON
+	}
 	st.viewShared = true
 	return plan, st.view[:len(st.view):len(st.view)], nil
 }
