@@ -25,8 +25,9 @@ type Advisor struct {
 	// Config is the validated configuration (New validates it). Do not change it after
 	// the first Advise call.
 	Config Config
-	// Scorer gives keep-probabilities. nil means rules only: no candidate is ever
-	// scored, so only rule-dead and disposable outputs are pruned.
+	// Scorer gives keep-probabilities. nil, or a Config.Cutoff of 0, means rules
+	// only: no candidate is ever scored (nothing is asked), so only rule-dead and
+	// disposable outputs are pruned.
 	Scorer Scorer
 	// Store keeps originals, stubs, asks, decisions and recalls. Required.
 	Store Store

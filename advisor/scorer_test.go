@@ -15,6 +15,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // `now` names the file an old read holds: through the advisor, the lexical scorer
@@ -253,4 +254,28 @@ func (c *countingStore) SaveStub(ctx context.Context, s advisor.StubRecord) erro
 func (c *countingStore) SaveOriginal(ctx context.Context, o advisor.Original) error {
 	c.originals++
 	return c.MemoryStore.SaveOriginal(ctx, o)
+}
+
+// A cutoff of 0 cannot prune on a score, so the scorer is never asked; a score of 0
+// at cutoff 0.25 would have pruned (the same session with that cutoff asks).
+func TestCutoffZeroAsksNothing(t *testing.T) {
+	s, err := transcript.ReadFile("../../shared/sessions/mini-swe-agent/sympy__sympy-20438.traj.json", transcript.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		cutoff    float64
+		wantAsked bool
+	}{{0, false}, {0.25, true}} {
+		cfg := advisor.DefaultConfig()
+		cfg.Cutoff = tt.cutoff
+		sc := constScorer(0)
+		asked := 0
+		for _, st := range simulate(t, newAdvisor(t, cfg, sc, advisor.NewMemoryStore(), nil), s) {
+			asked += st.plan.Asked
+		}
+		if got := asked > 0 || sc.reqs > 0; got != tt.wantAsked {
+			t.Errorf("cutoff %v: %d cards asked in %d requests; want asked = %v", tt.cutoff, asked, sc.reqs, tt.wantAsked)
+		}
+	}
 }

@@ -84,7 +84,10 @@ func (a *Advisor) step(ctx context.Context, st *state, s *transcript.Session) (P
 		due = keep
 	}
 	if len(due) > 0 {
-		if a.Scorer != nil {
+		// With a cutoff of 0 no score can prune anything (scores are >= 0), so the
+		// scorer is not asked: rules only, as calibrate recommends when no scorer
+		// stays under the target miss rate.
+		if a.Scorer != nil && a.Config.Cutoff > 0 {
 			a.ask(ctx, st, s, due, T, &plan, &changes)
 		}
 		for _, o := range due {
