@@ -57,7 +57,7 @@ func (b *builder) add(m *Message) {
 			c.ID = fmt.Sprintf("call-%d", len(s.Calls)+1)
 		}
 		if b.seenIDs[c.ID] > 0 {
-			b.warn("line %d: call id %q used again", m.Line, c.ID)
+			b.warn("%scall id %q used again", where(m), c.ID)
 		}
 		b.seenIDs[c.ID]++
 		if c.Action == "" {
@@ -92,11 +92,20 @@ func (b *builder) add(m *Message) {
 		} else {
 			o.Step = m.Step
 			s.Orphans = append(s.Orphans, o)
-			b.warn("line %d: tool result for call id %q has no earlier call", m.Line, o.CallID)
+			b.warn("%stool result for call id %q has no earlier call", where(m), o.CallID)
 		}
 	}
 	m.Tokens = tokens
 	s.Messages = append(s.Messages, m)
+}
+
+// where prefixes a warning about m with its source line ("line 12: "); whole-document
+// formats have no line (Message.Line 0), and the warning's call id locates it.
+func where(m *Message) string {
+	if m.Line > 0 {
+		return fmt.Sprintf("line %d: ", m.Line)
+	}
+	return ""
 }
 
 // setLoc points o at the text pieces inside unit u that Rewrite replaces.

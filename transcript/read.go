@@ -75,10 +75,15 @@ func Read(name string, data []byte, opts Options) (*Session, error) {
 	return Read(name, data, opts)
 }
 
-// Detect returns the format of data, judged by content alone.
+// Detect returns the format of data, judged by content alone. It returns an error
+// wrapping ErrEmpty when data holds only blanks (as Read does), else ErrUnknownFormat
+// when no reader recognises it.
 func Detect(name string, data []byte) (Format, error) {
 	head := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
+	if len(bytes.TrimSpace(head)) == 0 {
+		return "", fmt.Errorf("%s: %w: the file holds no data", name, ErrEmpty)
+	}
 	if len(head) > DetectBytes {
 		head = head[:DetectBytes]
 	}

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
 )
 
 // updateScripts makes TestScript rewrite the golden files its scripts compare with.
@@ -34,6 +38,9 @@ func TestScript(t *testing.T) {
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
 		UpdateScripts:       *updateScripts,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"setrecallid": cmdSetRecallID,
+		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("REPO", repo)
 			env.Setenv("SHARED", filepath.Join(filepath.Dir(repo), "shared", "sessions"))
@@ -41,4 +48,27 @@ func TestScript(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// cmdSetRecallID is the script command `setrecallid FILE SUMMARY`: FILE holds the
+// JSON of `advise --json`; it sets $RECALLID to the recall id of the pruned plan item
+// whose summary is SUMMARY (the rest of the arguments, joined by spaces).
+func cmdSetRecallID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: setrecallid FILE SUMMARY")
+	}
+	var out struct {
+		Plan advisor.Plan `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &out); err != nil {
+		ts.Fatalf("setrecallid: %v", err)
+	}
+	want := strings.Join(args[1:], " ")
+	for _, it := range out.Plan.Items {
+		if it.Summary == want && it.Decision == advisor.DecisionPruned {
+			ts.Setenv("RECALLID", it.RecallID)
+			return
+		}
+	}
+	ts.Fatalf("setrecallid: no pruned item with summary %q", want)
 }

@@ -76,7 +76,7 @@ def claude_base(sid="bad-session-0001", listing=LISTING):
     c.user("List the sources twice and then summarise them.")
     c.call("toolu_ls1", "Bash", {"command": "ls -l src", "description": "list"})
     c.result("toolu_ls1", listing)
-    c.call("toolu_ls2", "Bash", {"command": "ls -l src", "description": "list again"})
+    c.call("toolu_ls2", "Bash", {"command": "ls -l src", "description": "list"})
     c.result("toolu_ls2", listing)
     for i in range(3, 7):
         c.call("toolu_e%d" % i, "Bash", {"command": "echo %d" % i})
