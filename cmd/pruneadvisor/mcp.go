@@ -42,7 +42,7 @@ stderr.`,
 			transport := &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}}
 			return mcpserver.Run(cmd.Context(), svc, mcpserver.Options{
 				ToolName: toolName,
-				Logger:   slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+				Logger:   newLogger(e.stderr, slog.LevelWarn),
 			}, transport)
 		},
 	}

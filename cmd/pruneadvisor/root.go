@@ -37,7 +37,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr,
-		log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		log: newLogger(stderr, slog.LevelWarn)}
 	root := &cobra.Command{
 		Use:           "pruneadvisor",
 		Short:         "Keep coding agents' context lean: prune old tool outputs to recallable stubs",
@@ -87,4 +87,19 @@ func commands(e *env) []*cobra.Command {
 		serveCmd(e),
 		mcpCmd(e),
 	}
+}
+
+// newLogger returns the CLI's stderr logger: logfmt lines at level and above,
+// without the timestamp (a person reads them as they happen; serve's access logs
+// keep theirs, see serve.go).
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
 }

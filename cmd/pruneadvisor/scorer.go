@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/ollama/ollama/api"
 	"github.com/spf13/cobra"
@@ -17,17 +18,22 @@ import (
 // scorerFlags choose the scorer: auto (Ollama when it answers, else lexical),
 // ollama, lexical or none (rules only).
 type scorerFlags struct {
-	kind  string
-	model string
+	kind    string
+	model   string
+	timeout time.Duration
 }
 
 func (f *scorerFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.kind, "scorer", "auto", "auto | ollama | lexical | none (auto: Ollama at $OLLAMA_HOST if /api/version answers within 2s, else lexical)")
 	c.Flags().StringVar(&f.model, "model", ollama.DefaultModel, "Ollama model for the ollama scorer")
+	c.Flags().DurationVar(&f.timeout, "scorer-timeout", ollama.DefaultTimeout, "longest wait for one Ollama request; past it the cards get no score (failure kind timeout)")
 }
 
 // build returns the chosen scorer; nil for "none".
 func (f *scorerFlags) build(ctx context.Context, e *env) (advisor.Scorer, error) {
+	if f.timeout <= 0 {
+		return nil, usageError{fmt.Errorf("--scorer-timeout %v: want a positive duration", f.timeout)}
+	}
 	switch f.kind {
 	case "none":
 		return nil, nil
@@ -44,7 +50,7 @@ func (f *scorerFlags) build(ctx context.Context, e *env) (advisor.Scorer, error)
 			return sc, nil
 		}
 		// Info level: the one line saying which scorer auto chose goes to stderr.
-		return auto.New(ctx, client, f.model, slog.New(slog.NewTextHandler(e.stderr, nil))), nil
+		return auto.New(ctx, client, f.model, newLogger(e.stderr, slog.LevelInfo)), nil
 	default:
 		return nil, usageError{fmt.Errorf("--scorer %q: want auto, ollama, lexical or none", f.kind)}
 	}
