@@ -188,6 +188,7 @@ func newProxy(t testing.TB, opts server.Options) *proxyEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = srv.Flush(context.Background()) }) // before the store closes
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return &proxyEnv{srv: srv, http: hs, db: db, dbPth: dbPath, log: logBuf}

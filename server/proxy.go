@@ -124,7 +124,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code
 // *badRequest naming the position.
 func (s *Server) adviseBody(ctx context.Context, kind apiKind, header string, body []byte) ([]byte, error) {
 	route := string(kind)
-	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format()})
+	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format(), Cache: s.msgCache})
 	if err != nil {
 		if at := jsonErrorAt(body); at != "" {
 			return nil, &badRequest{at}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/recall"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // Sentinel errors.
@@ -86,7 +87,9 @@ type Options struct {
 	Config advisor.Config
 	// Scorer gives keep-probabilities; nil means rules only.
 	Scorer advisor.Scorer
-	// Store keeps originals, stubs, decisions and recalls. Required.
+	// Store keeps originals, stubs, decisions and recalls. Required. Asks and
+	// decisions reach it in the background, in order (see Server.Flush); originals
+	// and stubs are written before the request they prune is forwarded.
 	Store Store
 	// OpenAIUpstream and AnthropicUpstream are the base URLs requests are forwarded
 	// to: the request path is appended (https://api.openai.com + /v1/chat/completions).
@@ -101,6 +104,12 @@ type Options struct {
 	MaxBody int64
 	// MaxSessions bounds the sessions held in memory. Zero means DefaultMaxSessions.
 	MaxSessions int
+	// MessageCacheBytes bounds, in bytes of raw message JSON, the proxied request
+	// messages kept decoded from one request to the next (one transcript.MessageCache
+	// shared by every session): a request whose history the proxy has seen costs
+	// reading its new messages, not the whole history. Zero means
+	// transcript.DefaultMessageCacheBytes (256 MiB); negative turns the cache off.
+	MessageCacheBytes int64
 	// AdviseTimeout bounds advising one request. Zero means DefaultAdviseTimeout.
 	AdviseTimeout time.Duration
 	// ShutdownTimeout bounds Serve's graceful shutdown. Zero means
@@ -135,6 +144,8 @@ type Server struct {
 	metrics       *metrics
 	transport     http.RoundTripper
 	sessions      *sessionTable
+	records       *recordQueue             // asks and decisions on their way to the store
+	msgCache      *transcript.MessageCache // nil when off
 	mux           *http.ServeMux
 }
 
@@ -165,6 +176,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
+	}
+	if opts.MessageCacheBytes >= 0 {
+		s.msgCache = transcript.NewMessageCache(opts.MessageCacheBytes)
 	}
 	if s.adviseTimeout <= 0 {
 		s.adviseTimeout = DefaultAdviseTimeout
@@ -208,12 +222,14 @@ func New(opts Options) (*Server, error) {
 	if clock == nil {
 		clock = time.Now
 	}
+	advStore, records := newRecordQueue(opts.Store, s.log)
+	s.records = records
 	build := func(budget int) (*advisor.Advisor, error) {
 		c := cfg
 		if budget > 0 {
 			c.Budget = budget
 		}
-		a, err := advisor.New(c, scorer, opts.Store)
+		a, err := advisor.New(c, scorer, advStore)
 		if err != nil {
 			return nil, err
 		}
@@ -399,6 +415,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	select {
 	case err := <-errc:
 		s.closeIdle()
+		fctx, cancel := context.WithTimeout(context.Background(), s.shutdown)
+		defer cancel()
+		_ = s.records.flush(fctx)
 		return err
 	case <-ctx.Done():
 	}
@@ -410,8 +429,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	<-errc
 	s.closeIdle()
+	if err := s.records.flush(sctx); err != nil {
+		s.log.Warn("shutdown: asks and decisions not all written", "err", err)
+	}
 	return nil
 }
+
+// Flush waits until the asks and decisions the advisors recorded so far are in the
+// store, or ctx ends (its error). The server writes those records in the background
+// (originals and stubs are written before a request goes on); Serve flushes when it
+// shuts down, and a caller that serves Handler itself calls Flush before closing the
+// store.
+func (s *Server) Flush(ctx context.Context) error { return s.records.flush(ctx) }
 
 func (s *Server) closeIdle() {
 	if t, ok := s.transport.(interface{ CloseIdleConnections() }); ok {

@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"math"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -62,6 +63,11 @@ var (
 	ErrSchema = errors.New("unsupported schema version")
 	// ErrCorrupt means a stored original no longer matches its SHA-256.
 	ErrCorrupt = errors.New("stored text does not match its hash")
+	// ErrGone means the database file was deleted, or replaced by another file, after
+	// it was opened. Writes are refused: SQLite would go on writing to the deleted
+	// file through its open handles, and whatever it wrote (the originals of new
+	// stubs) would be lost when the process ends. Reads go on from the open handles.
+	ErrGone = errors.New("database file was deleted or replaced while open")
 )
 
 // Defaults for Options.
@@ -95,8 +101,9 @@ type Options struct {
 type DB struct {
 	path     string
 	readOnly bool
-	w        *sql.DB // exactly one connection; all writes
-	r        *sql.DB // read pool, query_only
+	file     os.FileInfo // the file as opened, to notice it deleted or replaced (ErrGone)
+	w        *sql.DB     // exactly one connection; all writes
+	r        *sql.DB     // read pool, query_only
 }
 
 // Open opens (creating if needed) the database file at path with default Options and
@@ -142,7 +149,14 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	deadline := time.Now().Add(busy)
 	if err := retryBusy(ctx, deadline, func() error { return db.checkWAL(ctx, db.w) }); err != nil {
 		db.w.Close()
+		if !opts.ReadOnly {
+			err = whyNotWritable(abs, err)
+		}
 		return nil, err
+	}
+	if db.file, err = os.Stat(abs); err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
 	}
 	if err := retryBusy(ctx, deadline, func() error { return db.migrate(ctx) }); err != nil {
 		db.w.Close()
@@ -161,6 +175,28 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// whyNotWritable adds the likely cause to a failed read-write open: SQLite says only
+// "unable to open database file" when the folder (where the -wal and -shm files go)
+// or the file itself cannot be written, as on a read-only file system.
+func whyNotWritable(path string, err error) error {
+	dir := filepath.Dir(path)
+	probe, perr := os.CreateTemp(dir, ".pruneadvisor-probe-*")
+	if perr != nil {
+		return fmt.Errorf("%w (the folder %s cannot be written: %v; SQLite keeps its -wal and -shm files beside the database)", err, dir, perr)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	f, ferr := os.OpenFile(path, os.O_WRONLY, 0)
+	if ferr != nil {
+		if errors.Is(ferr, fs.ErrNotExist) {
+			return err
+		}
+		return fmt.Errorf("%w (the file cannot be written: %v)", err, ferr)
+	}
+	f.Close()
+	return err
 }
 
 // retryBusy runs fn until it returns something other than an SQLITE_BUSY or
@@ -397,6 +433,9 @@ func (db *DB) migrate(ctx context.Context) error {
 // it; any error rolls it back. Errors are classified (ErrReadOnly...) but not
 // prefixed: callers add what they were doing.
 func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := db.checkFile(); err != nil {
+		return err
+	}
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return classify(err)
@@ -409,6 +448,19 @@ func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return classify(err)
+	}
+	return nil
+}
+
+// checkFile returns ErrGone when the path no longer names the file that was opened
+// (one stat per write transaction).
+func (db *DB) checkFile() error {
+	st, err := os.Stat(db.path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s: %w", ErrGone, db.path, err)
+	case !os.SameFile(st, db.file):
+		return fmt.Errorf("%w: %s is another file now", ErrGone, db.path)
 	}
 	return nil
 }

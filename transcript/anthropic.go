@@ -380,8 +380,18 @@ var apiWrapperPrefixes = []string{
 
 // readAnthropic reads one Messages API request body. The whole object is the single
 // unit outputs point into; Line is 0 for every message except in errors, where a JSON
-// syntax error is located by line.
+// syntax error is located by line. It tries readAnthropicBody first (body.go: one
+// scan, per-message decoding, Options.Cache) and reads the body again here, message
+// by message with every check, when that path declines.
 func readAnthropic(name string, data []byte, opts Options) (*Session, error) {
+	if s, ok := readAnthropicBody(name, data, opts); ok {
+		return s, nil
+	}
+	return readAnthropicFull(name, data, opts)
+}
+
+// readAnthropicFull is readAnthropic without the fast path.
+func readAnthropicFull(name string, data []byte, opts Options) (*Session, error) {
 	b := newBuilder(FormatAnthropic, name, data)
 	start := apiSkipSpace(data, 0)
 	if start == len(data) {
@@ -447,39 +457,42 @@ func readAnthropic(name string, data []byte, opts Options) (*Session, error) {
 		return nil, &ParseError{File: name, Field: "messages", Msg: "messages must be an array of message objects"}
 	}
 	for i, el := range elems {
-		p := "messages." + strconv.Itoa(i)
-		m, problem := apiObject(el)
-		if problem != "" {
-			if e := fail(&apiFieldError{p, problem}); e != nil {
+		msg, prompt, fe := apiMessage(el, "messages."+strconv.Itoa(i), unit)
+		if fe != nil {
+			if e := fail(fe); e != nil {
 				return nil, e
 			}
 			continue
 		}
-		role, _ := apiString(m["role"])
-		if role != "user" && role != "assistant" {
-			if e := fail(&apiFieldError{p + ".role", fmt.Sprintf("role %q is neither user nor assistant", role)}); e != nil {
-				return nil, e
-			}
-			continue
-		}
-		blocks, err := apiDecodeContent(m["content"], p+".content")
-		if err != nil {
-			if e := fail(apiAsFieldError(err, p+".content")); e != nil {
-				return nil, e
-			}
-			continue
-		}
-		if role == "assistant" {
-			b.add(apiAssistant(blocks, 0))
-			continue
-		}
-		msg := apiUser(blocks, unit)
-		if b.s.Task == "" {
-			b.s.Task = apiFirstPrompt(blocks)
+		if msg.Role != RoleAssistant && b.s.Task == "" {
+			b.s.Task = prompt
 		}
 		b.add(msg)
 	}
 	return b.finish()
+}
+
+// apiMessage decodes one element of a request body's messages array (el, at JSON
+// path p) into a message not yet added to a builder, whose tool results are located
+// in unit u, and returns with it the first real prompt of a user message ("" for an
+// assistant message). The error names the offending field.
+func apiMessage(el json.RawMessage, p string, u int) (*Message, string, *apiFieldError) {
+	m, problem := apiObject(el)
+	if problem != "" {
+		return nil, "", &apiFieldError{p, problem}
+	}
+	role, _ := apiString(m["role"])
+	if role != "user" && role != "assistant" {
+		return nil, "", &apiFieldError{p + ".role", fmt.Sprintf("role %q is neither user nor assistant", role)}
+	}
+	blocks, err := apiDecodeContent(m["content"], p+".content")
+	if err != nil {
+		return nil, "", apiAsFieldError(err, p+".content")
+	}
+	if role == "assistant" {
+		return apiAssistant(blocks, 0), "", nil
+	}
+	return apiUser(blocks, u), apiFirstPrompt(blocks), nil
 }
 
 // apiAsFieldError returns err as a *apiFieldError, wrapping other errors at path p.

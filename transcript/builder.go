@@ -43,13 +43,39 @@ func (b *builder) warn(format string, args ...any) {
 // pending calls, and counts its tokens. Outputs must have unit/paths set by the
 // reader (use setLoc) when the reader supports Rewrite.
 func (b *builder) add(m *Message) {
+	b.measure(m)
+	b.link(m)
+}
+
+// measure does the part of add that depends only on m and the session cwd: it
+// classifies the calls that have no Action yet, and sets each output's Hash and
+// Tokens and the message's Tokens. A message measured once (and copied, see
+// msgTemplate) can be linked into later sessions without measuring it again.
+func (b *builder) measure(m *Message) {
+	tokens := CountTokens(m.Text)
+	for _, c := range m.Calls {
+		if c.Action == "" {
+			c.Classify(b.s.Cwd)
+		}
+		tokens += CountTokens(string(c.Args))
+	}
+	for _, o := range m.Outputs {
+		o.Hash = TextHash(o.Text)
+		o.Tokens = CountTokens(o.Text)
+		tokens += o.Tokens
+	}
+	m.Tokens = tokens
+}
+
+// link does the rest of add for a measured message: numbering, call registration
+// and pairing.
+func (b *builder) link(m *Message) {
 	s := b.s
 	m.Index = len(s.Messages)
 	if m.Role == RoleAssistant {
 		b.step++
 	}
 	m.Step = b.step
-	tokens := CountTokens(m.Text)
 	for _, c := range m.Calls {
 		c.Message = m.Index
 		c.Step = m.Step
@@ -60,21 +86,14 @@ func (b *builder) add(m *Message) {
 			b.warn("%scall id %q used again", where(m), c.ID)
 		}
 		b.seenIDs[c.ID]++
-		if c.Action == "" {
-			c.Classify(s.Cwd)
-		}
 		s.Calls = append(s.Calls, c)
 		b.pending[c.ID] = append(b.pending[c.ID], c)
-		tokens += CountTokens(string(c.Args))
 	}
 	for i, o := range m.Outputs {
 		o.Message = m.Index
 		if o.Block == 0 && i > 0 {
 			o.Block = i
 		}
-		o.Hash = TextHash(o.Text)
-		o.Tokens = CountTokens(o.Text)
-		tokens += o.Tokens
 		b.outKeys[o.CallID]++
 		o.Key = o.CallID
 		if n := b.outKeys[o.CallID]; n > 1 {
@@ -95,7 +114,6 @@ func (b *builder) add(m *Message) {
 			b.warn("%stool result for call id %q has no earlier call", where(m), o.CallID)
 		}
 	}
-	m.Tokens = tokens
 	s.Messages = append(s.Messages, m)
 }
 

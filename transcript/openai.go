@@ -529,6 +529,20 @@ type chatReader struct {
 	pending *ToolCall // text-only call waiting for its observation
 	multi   bool      // mini: the pending call's message held more than one block
 	byName  map[string][]*ToolCall
+	// onAdd, when set, receives each message instead of the builder (the
+	// request-body fast path, body.go); nocache is set while reading a message whose
+	// reading depends on the messages before it (function_call and role "function").
+	onAdd   func(m *Message)
+	nocache bool
+}
+
+// add hands a decoded message to the builder, or to onAdd.
+func (r *chatReader) add(m *Message) {
+	if r.onAdd != nil {
+		r.onAdd(m)
+		return
+	}
+	r.b.add(m)
 }
 
 // chatMsg is one message; every field is kept raw so that a wrong type in a field
@@ -547,7 +561,18 @@ type chatMsg struct {
 	Extra        json.RawMessage `json:"extra"`
 }
 
+// readOpenAI reads a chat-completions message list or request body. It tries
+// readOpenAIBody first (body.go: one scan, per-message decoding, Options.Cache) and
+// reads the document again with readOpenAIFull when that path declines.
 func readOpenAI(name string, data []byte, opts Options) (*Session, error) {
+	if s, ok := readOpenAIBody(name, data, opts); ok {
+		return s, nil
+	}
+	return readOpenAIFull(name, data, opts)
+}
+
+// readOpenAIFull is readOpenAI without the fast path.
+func readOpenAIFull(name string, data []byte, opts Options) (*Session, error) {
 	b := newBuilder(FormatOpenAI, name, data)
 	var root json.RawMessage
 	if err := docLoad(b, name, data, opts, &root); err != nil {
@@ -706,15 +731,16 @@ func (r *chatReader) readOne(i int, raw json.RawMessage) error {
 	switch {
 	case r.mode == chatSWE && demo:
 		r.pending = nil
-		r.b.add(&Message{Role: RoleUser, Text: text, Meta: true})
+		r.add(&Message{Role: RoleUser, Text: text, Meta: true})
 	case role == "system" || role == "developer":
 		r.pending = nil
-		r.b.add(&Message{Role: RoleSystem, Text: text})
+		r.add(&Message{Role: RoleSystem, Text: text})
 	case role == "assistant":
 		return r.assistant(path, m, text)
 	case role == "tool":
 		return r.toolResult(path, m, text, paths, image)
 	case role == "function":
+		r.nocache = true
 		fn, _ := docString(m.Name)
 		o := &ToolOutput{CallID: "function:" + fn, Text: text, HasImage: image}
 		if q := r.byName[fn]; len(q) > 0 {
@@ -722,16 +748,16 @@ func (r *chatReader) readOne(i int, raw json.RawMessage) error {
 			r.byName[fn] = q[1:]
 		}
 		setLoc(o, 0, r.outPaths(path, m.Content, paths)...)
-		r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
+		r.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
 	case role == "user":
 		if c := r.pending; c != nil && (r.mode != chatSWE || msgType == "" || msgType == "observation") {
 			r.pending = nil
 			o := &ToolOutput{CallID: c.ID, Text: text, HasImage: image, IsError: r.observationFailed(c, text, m.Extra)}
 			setLoc(o, 0, r.outPaths(path, m.Content, paths)...)
-			r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
+			r.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
 			return nil
 		}
-		r.b.add(&Message{Role: RoleUser, Text: text})
+		r.add(&Message{Role: RoleUser, Text: text})
 	default:
 		r.b.warn("%s: message with role %q left out", path, role)
 	}
@@ -786,6 +812,7 @@ func (r *chatReader) assistant(path string, m chatMsg, text string) error {
 		}
 		fnCall = &ToolCall{Name: name, Args: docArgs(fn["arguments"])}
 		msg.Calls = append(msg.Calls, fnCall)
+		r.nocache = true
 	}
 	var textCall *ToolCall
 	multi := false
@@ -805,7 +832,7 @@ func (r *chatReader) assistant(path string, m chatMsg, text string) error {
 			msg.Calls = append(msg.Calls, textCall)
 		}
 	}
-	r.b.add(msg)
+	r.add(msg)
 	if fnCall != nil {
 		if r.byName == nil {
 			r.byName = map[string][]*ToolCall{}
@@ -841,7 +868,7 @@ func (r *chatReader) toolResult(path string, m chatMsg, text string, paths []str
 		o.IsError = true
 	}
 	setLoc(o, 0, r.outPaths(path, m.Content, paths)...)
-	r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
+	r.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
 	return nil
 }
 

@@ -14,6 +14,11 @@ type Options struct {
 	// Lenient skips malformed lines (counted in Session.Skipped, described in
 	// Session.Warnings) instead of failing on the first one.
 	Lenient bool
+	// Cache, when set, lets the request-body readers (formats anthropic and openai)
+	// reuse the messages it holds from earlier reads and keep the new ones (see
+	// MessageCache); nil decodes every message. Other formats ignore it. The session
+	// read is the same with or without it.
+	Cache *MessageCache
 }
 
 // reader is one registered format reader.

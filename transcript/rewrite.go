@@ -3,6 +3,7 @@ package transcript
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -28,17 +29,42 @@ var setOpts = &sjson.Options{Optimistic: true}
 // instead, except one carrying a cache_control marker, which keeps its place and the
 // marker with the text "[pruned]". It fails for an unknown key, an output the reader
 // could not locate, or a located path the bytes do not hold (it never adds a key).
+//
+// Where the reader recorded the span of the message that carries an output (the
+// request-body readers do), the output is patched inside that message's bytes, so a
+// rewrite costs the size of the stubbed messages plus one copy of the document, not
+// a pass over the whole document per stub. The bytes are the same either way.
+//
+// A session read with a MessageCache (Options.Cache) also remembers each stubbed
+// message's patched bytes there, by the message's bytes and its stubs, so the same
+// stubs on the next request of the session cost a lookup per message.
 func (s *Session) Rewrite(stubs map[string]string) ([]byte, error) {
 	if len(stubs) == 0 {
 		return bytes.Clone(s.raw), nil
 	}
+	if s.cache != nil {
+		if out, ok := s.rewriteCached(stubs); ok {
+			return out, nil
+		}
+	}
+	return s.rewrite(stubs)
+}
+
+// rewrite is Rewrite without the cache: each output is patched in turn, in key order.
+func (s *Session) rewrite(stubs map[string]string) ([]byte, error) {
 	byKey := map[string]*ToolOutput{}
 	for _, m := range s.Messages {
 		for _, o := range m.Outputs {
 			byKey[o.Key] = o
 		}
 	}
-	patched := map[int][]byte{}
+	apiShape := s.Format == FormatAnthropic || s.Format == FormatClaudeCode
+	// An output located inside a message is patched in that message's bytes alone,
+	// spliced back into the unit below. An output located only in the unit is
+	// patched in the whole unit (with the message patches so far spliced in); later
+	// outputs of that unit are then patched there too.
+	elems := map[int]map[int]*unitPatch{} // unit -> message start -> patch
+	patched := map[int][]byte{}           // whole units
 	for _, k := range sortedKeys(stubs) {
 		o, ok := byKey[k]
 		if !ok {
@@ -48,49 +74,228 @@ func (s *Session) Rewrite(stubs map[string]string) ([]byte, error) {
 			return nil, fmt.Errorf("rewrite %s: output %q cannot be located in the source", s.Name, k)
 		}
 		u := o.unit - 1
-		b, ok := patched[u]
-		if !ok {
-			b = s.raw[s.units[u].start:s.units[u].end]
-		}
-		for _, p := range o.paths {
-			if !gjson.GetBytes(b, p).Exists() {
-				return nil, fmt.Errorf("rewrite %s: output %q: no value at %s in the source", s.Name, k, p)
+		whole, isWhole := patched[u]
+		if rel, ok := o.relPaths(); ok && !isWhole {
+			if elems[u] == nil {
+				elems[u] = map[int]*unitPatch{}
 			}
-		}
-		apiShape := s.Format == FormatAnthropic || s.Format == FormatClaudeCode
-		// Last piece first: removing a block shifts only the blocks after it.
-		for i := len(o.paths) - 1; i >= 0; i-- {
-			p := o.paths[i]
-			var err error
-			switch block, isBlock := strings.CutSuffix(p, ".text"); {
-			case i == 0:
-				b, err = sjson.SetBytesOptions(b, p, stubs[k], setOpts)
-			case !apiShape || !isBlock:
-				b, err = sjson.SetBytesOptions(b, p, "", setOpts)
-			case gjson.GetBytes(b, block+".cache_control").Exists():
-				b, err = sjson.SetBytesOptions(b, p, PrunedPiece, setOpts)
-			default:
-				b, err = sjson.DeleteBytes(b, block)
+			ep := elems[u][o.elem.start]
+			if ep == nil {
+				base := s.units[u].start
+				ep = &unitPatch{span: o.elem, b: s.raw[base+o.elem.start : base+o.elem.end]}
+				elems[u][o.elem.start] = ep
 			}
+			b, err := patchOutput(ep.b, rel, o.paths, stubs[k], apiShape)
 			if err != nil {
-				return nil, fmt.Errorf("rewrite %s: output %q at %s: %w", s.Name, k, p, err)
+				return nil, fmt.Errorf("rewrite %s: output %q%w", s.Name, k, err)
 			}
+			ep.b = b
+			continue
+		}
+		if !isWhole {
+			whole = s.unitBytes(u, elems[u])
+			delete(elems, u)
+		}
+		b, err := patchOutput(whole, o.paths, o.paths, stubs[k], apiShape)
+		if err != nil {
+			return nil, fmt.Errorf("rewrite %s: output %q%w", s.Name, k, err)
 		}
 		patched[u] = b
 	}
 	var out bytes.Buffer
+	out.Grow(len(s.raw) + len(s.raw)/8)
 	pos := 0
 	for i, u := range s.units {
 		b, ok := patched[i]
-		if !ok {
+		if !ok && len(elems[i]) == 0 {
 			continue
 		}
 		out.Write(s.raw[pos:u.start])
-		out.Write(b)
+		if ok {
+			out.Write(b)
+		} else {
+			s.writeUnit(&out, i, elems[i])
+		}
 		pos = u.end
 	}
 	out.Write(s.raw[pos:])
 	return out.Bytes(), nil
+}
+
+// rewriteCached is Rewrite through the session's MessageCache, for sessions whose
+// stubbed outputs are all located in their messages. ok is false when it cannot
+// rewrite that way or a patch fails: rewrite then does the work (and names the
+// error, as it would have).
+func (s *Session) rewriteCached(stubs map[string]string) (out []byte, ok bool) {
+	byKey := map[string]*ToolOutput{}
+	for _, m := range s.Messages {
+		for _, o := range m.Outputs {
+			if _, stubbed := stubs[o.Key]; stubbed {
+				byKey[o.Key] = o
+			}
+		}
+	}
+	type piece struct {
+		rel, paths []string
+		stub       string
+	}
+	type group struct {
+		unit   int
+		span   unit
+		pieces []piece
+	}
+	var groups []*group
+	byElem := map[[2]int]*group{}
+	for _, k := range sortedKeys(stubs) {
+		o := byKey[k]
+		if o == nil || o.unit == 0 || len(o.paths) == 0 {
+			return nil, false
+		}
+		rel, located := o.relPaths()
+		if !located {
+			return nil, false
+		}
+		at := [2]int{o.unit - 1, o.elem.start}
+		g := byElem[at]
+		if g == nil {
+			g = &group{unit: o.unit - 1, span: o.elem}
+			byElem[at] = g
+			groups = append(groups, g)
+		}
+		g.pieces = append(g.pieces, piece{rel, o.paths, stubs[k]})
+	}
+	apiShape := s.Format == FormatAnthropic || s.Format == FormatClaudeCode
+	elems := map[int]map[int]*unitPatch{}
+	var spec []byte
+	for _, g := range groups {
+		base := s.units[g.unit].start
+		msg := s.raw[base+g.span.start : base+g.span.end]
+		spec = spec[:0]
+		if apiShape {
+			spec = append(spec, 'A')
+		}
+		for _, p := range g.pieces {
+			for _, r := range p.rel {
+				spec = append(spec, r...)
+				spec = append(spec, 0)
+			}
+			spec = append(spec, 1)
+			spec = append(spec, p.stub...)
+			spec = append(spec, 2)
+		}
+		k := patchKey(msg, spec)
+		var b []byte
+		if t := s.cache.get(k); t != nil {
+			b = t.patched
+		} else {
+			b = msg
+			for _, p := range g.pieces {
+				var err error
+				if b, err = patchOutput(b, p.rel, p.paths, p.stub, apiShape); err != nil {
+					return nil, false
+				}
+			}
+			s.cache.put(k, &msgTemplate{patched: b, size: int64(len(b)+len(spec)) + entryOverhead})
+		}
+		if elems[g.unit] == nil {
+			elems[g.unit] = map[int]*unitPatch{}
+		}
+		elems[g.unit][g.span.start] = &unitPatch{span: g.span, b: b}
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(s.raw))
+	pos := 0
+	for i, u := range s.units {
+		if len(elems[i]) == 0 {
+			continue
+		}
+		buf.Write(s.raw[pos:u.start])
+		s.writeUnit(&buf, i, elems[i])
+		pos = u.end
+	}
+	buf.Write(s.raw[pos:])
+	return buf.Bytes(), true
+}
+
+// unitPatch is the patched bytes of the value at span (relative to its unit).
+type unitPatch struct {
+	span unit
+	b    []byte
+}
+
+// relPaths returns o's paths relative to its message (see ToolOutput.elem); ok is
+// false when the message's span is not known or a path does not start in it.
+func (o *ToolOutput) relPaths() (rel []string, ok bool) {
+	if o.elem.end <= o.elem.start || o.elemPath == "" {
+		return nil, false
+	}
+	rel = make([]string, len(o.paths))
+	for i, p := range o.paths {
+		r, found := strings.CutPrefix(p, o.elemPath+".")
+		if !found || r == "" {
+			return nil, false
+		}
+		rel[i] = r
+	}
+	return rel, true
+}
+
+// unitBytes returns unit u's bytes with the message patches spliced in.
+func (s *Session) unitBytes(u int, patches map[int]*unitPatch) []byte {
+	if len(patches) == 0 {
+		return s.raw[s.units[u].start:s.units[u].end]
+	}
+	var buf bytes.Buffer
+	s.writeUnit(&buf, u, patches)
+	return buf.Bytes()
+}
+
+// writeUnit writes unit u's bytes to out with the message patches spliced in.
+func (s *Session) writeUnit(out *bytes.Buffer, u int, patches map[int]*unitPatch) {
+	starts := make([]int, 0, len(patches))
+	for st := range patches {
+		starts = append(starts, st)
+	}
+	sort.Ints(starts)
+	raw := s.raw[s.units[u].start:s.units[u].end]
+	pos := 0
+	for _, st := range starts {
+		p := patches[st]
+		out.Write(raw[pos:p.span.start])
+		out.Write(p.b)
+		pos = p.span.end
+	}
+	out.Write(raw[pos:])
+}
+
+// patchOutput puts stub into the value b holds at ops[0] and empties or removes
+// the other pieces ops names (see Rewrite). paths are the same pieces as named in
+// errors. The error, when not nil, reads as a suffix of "output %q".
+func patchOutput(b []byte, ops, paths []string, stub string, apiShape bool) ([]byte, error) {
+	for i, p := range ops {
+		if !gjson.GetBytes(b, p).Exists() {
+			return nil, fmt.Errorf(": no value at %s in the source", paths[i])
+		}
+	}
+	// Last piece first: removing a block shifts only the blocks after it.
+	for i := len(ops) - 1; i >= 0; i-- {
+		p := ops[i]
+		var err error
+		switch block, isBlock := strings.CutSuffix(p, ".text"); {
+		case i == 0:
+			b, err = sjson.SetBytesOptions(b, p, stub, setOpts)
+		case !apiShape || !isBlock:
+			b, err = sjson.SetBytesOptions(b, p, "", setOpts)
+		case gjson.GetBytes(b, block+".cache_control").Exists():
+			b, err = sjson.SetBytesOptions(b, p, PrunedPiece, setOpts)
+		default:
+			b, err = sjson.DeleteBytes(b, block)
+		}
+		if err != nil {
+			return nil, fmt.Errorf(" at %s: %w", paths[i], err)
+		}
+	}
+	return b, nil
 }
 
 // WithStubs returns a copy of the messages in which each output named in stubs

@@ -198,6 +198,9 @@ type Session struct {
 
 	raw   []byte // the original bytes, for Rewrite
 	units []unit // the JSON values in raw that outputs point into
+	// cache is the MessageCache the session was read with (request bodies), where
+	// Rewrite keeps patched messages; nil when none.
+	cache *MessageCache
 }
 
 // unit is one JSON value inside Session.raw: a line of a JSONL file, one of two
@@ -298,6 +301,12 @@ type ToolOutput struct {
 
 	unit  int      // 1 + index into Session.units; 0 when the output cannot be rewritten
 	paths []string // gjson/sjson paths, inside the unit, of each text piece of the result
+	// elem, when elem.end > 0, is the span, relative to the unit's start, of the JSON
+	// value at path elemPath (the message that carries the output), and every path
+	// starts with elemPath + ".": Rewrite then patches that value alone instead of
+	// the whole unit. Zero when the reader did not record it.
+	elem     unit
+	elemPath string
 }
 
 // TextHash returns the hex SHA-256 of s, the content hash used for outputs.

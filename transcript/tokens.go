@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tiktoken-go/tokenizer"
 )
@@ -43,10 +45,15 @@ func CountTokens(s string) int {
 	return n
 }
 
+// loadCodec loads the o200k_base tokenizer once; the error is the load's.
+func loadCodec() error {
+	codecOnce.Do(func() { codec, codecErr = tokenizer.Get(tokenizer.O200kBase) })
+	return codecErr
+}
+
 // countTokens is CountTokens without the cache.
 func countTokens(s string) int {
-	codecOnce.Do(func() { codec, codecErr = tokenizer.Get(tokenizer.O200kBase) })
-	if codecErr != nil {
+	if loadCodec() != nil {
 		return (len(s) + 3) / 4
 	}
 	if len(s) <= ExactTokenLimit {
@@ -84,14 +91,24 @@ func countChunked(s string) int {
 				piece = s[:tokenChunk]
 			}
 		}
-		n, err := codec.Count(piece)
-		if err != nil {
-			n = (len(piece) + 3) / 4
-		}
-		total += n
+		total += countPiece(piece)
 		s = s[len(piece):]
 	}
 	return total
+}
+
+// countPiece counts one piece of countChunked: valid UTF-8 through splitO200k and
+// the piece cache, anything else through the tokenizer (which reads invalid bytes as
+// U+FFFD). Either way the count is the tokenizer's count of the piece.
+func countPiece(s string) int {
+	if utf8.ValidString(s) {
+		return countSplit(s)
+	}
+	n, err := codec.Count(s)
+	if err != nil {
+		n = (len(s) + 3) / 4
+	}
+	return n
 }
 
 // truncateValid cuts s to at most n bytes without splitting a UTF-8 sequence.
@@ -159,4 +176,318 @@ func (c *tokenLRU) putLocked(k tokenKey, n int) {
 		c.prev, c.cur = c.cur, make(map[tokenKey]int, tokenCacheEntries/4)
 	}
 	c.cur[k] = n
+}
+
+// ---- the pre-split ----
+
+// The tokenizer (github.com/tiktoken-go/tokenizer) splits a text with the o200k_base
+// pattern, run by a backtracking regexp engine over the text's runes, then looks each
+// piece up in the vocabulary or merges it byte pair by byte pair. The engine costs
+// more than half of the time. splitO200k finds the same pieces by hand, and a piece's
+// count depends only on the piece, so it is asked of the tokenizer once and kept
+// (pieceCache): code and logs repeat their identifiers, indentation and punctuation.
+// The pattern, tried in order at each position, where A = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}],
+// B = [\p{Ll}\p{Lm}\p{Lo}\p{M}] and C = (?i:'s|'t|'re|'ve|'m|'ll|'d):
+//
+//	1. [^\r\n\p{L}\p{N}]? A* B+ C?
+//	2. [^\r\n\p{L}\p{N}]? A+ B* C?
+//	3. \p{N}{1,3}
+//	4. ' '? [^\s\p{L}\p{N}]+ [\r\n/]*
+//	5. \s* [\r\n]+ (ending after the first run of line breaks, see splitO200k)
+//	6. \s+ (?!\S)
+//	7. \s+
+//
+// with \s = unicode.IsSpace and the categories of package unicode, as the engine
+// has them, except that the engine's classes leave out U+007F. TestSplitO200k
+// compares the pieces with the engine's own.
+
+// countSplit counts the tokens of the valid UTF-8 text s piece by piece.
+func countSplit(s string) int {
+	total := 0
+	var miss []string
+	pieceCache.mu.Lock()
+	for i := 0; i < len(s); {
+		j := splitO200k(s, i)
+		if j == i {
+			i++ // DEL: no piece
+			continue
+		}
+		p := s[i:j]
+		i = j
+		if len(p) > pieceCacheMaxBytes {
+			miss = append(miss, p)
+			continue
+		}
+		n, ok := pieceCache.cur[p]
+		if !ok {
+			if n, ok = pieceCache.prev[p]; ok {
+				pieceCache.putLocked(strings.Clone(p), n)
+			}
+		}
+		if !ok {
+			miss = append(miss, p)
+			continue
+		}
+		total += int(n)
+	}
+	pieceCache.mu.Unlock()
+	if len(miss) > 0 && loadCodec() != nil {
+		return total + (len(strings.Join(miss, ""))+3)/4
+	}
+	for _, p := range miss {
+		n, err := codec.Count(p)
+		if err != nil {
+			n = (len(p) + 3) / 4
+		}
+		total += n
+		if len(p) <= pieceCacheMaxBytes {
+			pieceCache.mu.Lock()
+			pieceCache.putLocked(strings.Clone(p), int32(n))
+			pieceCache.mu.Unlock()
+		}
+	}
+	return total
+}
+
+// pieceCacheMaxBytes is the longest piece pieceCache keeps; longer ones (long words,
+// encoded blobs) are counted each time.
+const pieceCacheMaxBytes = 48
+
+// pieceCacheEntries bounds each generation of pieceCache (short strings and a count:
+// a few MB in all).
+const pieceCacheEntries = 1 << 16
+
+// pieceCache holds the token count of pre-split pieces, in two generations like
+// tokenLRU. Guarded by mu.
+var pieceCache = struct {
+	mu        sync.Mutex
+	cur, prev map[string]int32
+	putLocked func(string, int32)
+}{cur: map[string]int32{}}
+
+func init() {
+	pieceCache.putLocked = func(p string, n int32) {
+		if len(pieceCache.cur) >= pieceCacheEntries {
+			pieceCache.prev, pieceCache.cur = pieceCache.cur, make(map[string]int32, pieceCacheEntries/4)
+		}
+		pieceCache.cur[p] = n
+	}
+}
+
+// splitO200k returns the end of the o200k_base piece that starts at s[i] (s valid
+// UTF-8, i < len(s)), or i when no piece starts there: the engine's character
+// classes leave out U+007F (DEL), so a DEL that is not inside a piece matches no
+// alternative and the tokenizer skips it, giving it no token (TestSplitO200k).
+func splitO200k(s string, i int) int {
+	if s[i] == 0x7f {
+		return i
+	}
+	r, w := runeAt(s, i)
+	prefix := r != '\r' && r != '\n' && r != 0x7f && !tokLetter(r) && !tokNumber(r)
+	// 1 and 2: a word, with one leading character that is no letter, digit or line
+	// break when there is one (tried with it first, then without).
+	if prefix {
+		if e := wordLower(s, i+w); e >= 0 {
+			return e
+		}
+	}
+	if e := wordLower(s, i); e >= 0 {
+		return e
+	}
+	if prefix {
+		if e := wordUpper(s, i+w); e >= 0 {
+			return e
+		}
+	}
+	if e := wordUpper(s, i); e >= 0 {
+		return e
+	}
+	// 3: up to three digits.
+	if tokNumber(r) {
+		j := i + w
+		for k := 1; k < 3 && j < len(s); k++ {
+			r, w := runeAt(s, j)
+			if !tokNumber(r) {
+				break
+			}
+			j += w
+		}
+		return j
+	}
+	// 4: punctuation, after one optional space, and the line breaks and slashes after it.
+	j := i
+	if r == ' ' {
+		j++
+	}
+	if e := punctRun(s, j); e > j {
+		for e < len(s) && (s[e] == '\r' || s[e] == '\n' || s[e] == '/') {
+			e++
+		}
+		return e
+	}
+	// 5, 6, 7: r is white space; the run ends at e, its last rune starts at last.
+	// 5 is \s*[\r\n]+ as the engine runs it: when the run holds a line break, the
+	// piece ends after the first run of \r and \n in it (the engine backtracks the
+	// \s* to the first break, not the last).
+	e, last := i, i
+	for e < len(s) {
+		r, w := runeAt(s, e)
+		if r == '\r' || r == '\n' {
+			for e < len(s) && (s[e] == '\r' || s[e] == '\n') {
+				e++
+			}
+			return e
+		}
+		if !tokSpace(r) {
+			break
+		}
+		last = e
+		e += w
+	}
+	if e == len(s) || last == i {
+		return e
+	}
+	return last
+}
+
+// wordLower matches A* B+ C? at s[j] and returns its end, or -1.
+func wordLower(s string, j int) int {
+	a := j
+	for a < len(s) {
+		r, w := runeAt(s, a)
+		if !inUpperClass(r) {
+			break
+		}
+		a += w
+	}
+	if a < len(s) {
+		if r, w := runeAt(s, a); inLowerClass(r) {
+			b := a + w
+			for b < len(s) {
+				r, w := runeAt(s, b)
+				if !inLowerClass(r) {
+					break
+				}
+				b += w
+			}
+			return contraction(s, b)
+		}
+	}
+	// A* gives back runes from the right until B+ can take one: the rightmost rune
+	// of the A run that is also in B (Lm, Lo, M) ends the match.
+	for p := a; p > j; {
+		r, w := utf8.DecodeLastRuneInString(s[j:p])
+		p -= w
+		if inLowerClass(r) {
+			return contraction(s, p+w)
+		}
+	}
+	return -1
+}
+
+// wordUpper matches A+ B* C? at s[j] and returns its end, or -1.
+func wordUpper(s string, j int) int {
+	a := j
+	for a < len(s) {
+		r, w := runeAt(s, a)
+		if !inUpperClass(r) {
+			break
+		}
+		a += w
+	}
+	if a == j {
+		return -1
+	}
+	for a < len(s) {
+		r, w := runeAt(s, a)
+		if !inLowerClass(r) {
+			break
+		}
+		a += w
+	}
+	return contraction(s, a)
+}
+
+// contraction matches C? at s[b]: 's 't 're 've 'm 'll 'd in any case (and 'ſ, which
+// folds to s), and returns its end.
+func contraction(s string, b int) int {
+	if b+1 >= len(s) || s[b] != '\'' {
+		return b
+	}
+	lower := func(c byte) byte { return c | 0x20 }
+	switch c := lower(s[b+1]); {
+	case c == 's' || c == 't' || c == 'm' || c == 'd':
+		if s[b+1] < 0x80 {
+			return b + 2
+		}
+	case (c == 'r' || c == 'v') && s[b+1] < 0x80:
+		if b+2 < len(s) && lower(s[b+2]) == 'e' {
+			return b + 3
+		}
+	case c == 'l' && s[b+1] < 0x80:
+		if b+2 < len(s) && lower(s[b+2]) == 'l' {
+			return b + 3
+		}
+	}
+	if strings.HasPrefix(s[b+1:], "\u017f") {
+		return b + 1 + len("\u017f")
+	}
+	return b
+}
+
+// punctRun returns the end of the run of runes at s[j] that are neither white
+// space, letters nor numbers ([^\s\p{L}\p{N}]+); j when there is none.
+func punctRun(s string, j int) int {
+	for j < len(s) {
+		r, w := runeAt(s, j)
+		if tokSpace(r) || tokLetter(r) || tokNumber(r) || r == 0x7f {
+			break
+		}
+		j += w
+	}
+	return j
+}
+
+func runeAt(s string, i int) (rune, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
+}
+
+func tokLetter(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
+	}
+	return unicode.IsLetter(r)
+}
+
+func tokNumber(r rune) bool {
+	if r < utf8.RuneSelf {
+		return '0' <= r && r <= '9'
+	}
+	return unicode.IsNumber(r)
+}
+
+func tokSpace(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == ' ' || '\t' <= r && r <= '\r'
+	}
+	return unicode.IsSpace(r)
+}
+
+// inUpperClass is A: [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}].
+func inUpperClass(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'A' <= r && r <= 'Z'
+	}
+	return unicode.In(r, unicode.Lu, unicode.Lt, unicode.Lm, unicode.Lo, unicode.M)
+}
+
+// inLowerClass is B: [\p{Ll}\p{Lm}\p{Lo}\p{M}].
+func inLowerClass(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z'
+	}
+	return unicode.In(r, unicode.Ll, unicode.Lm, unicode.Lo, unicode.M)
 }

@@ -47,10 +47,15 @@ func (f *scorerFlags) build(ctx context.Context, e *env) (advisor.Scorer, error)
 		if f.kind == "ollama" {
 			sc := ollama.New(client, f.model)
 			sc.Logger = e.log
+			sc.Timeout = f.timeout
 			return sc, nil
 		}
 		// Info level: the one line saying which scorer auto chose goes to stderr.
-		return auto.New(ctx, client, f.model, newLogger(e.stderr, slog.LevelInfo)), nil
+		a := auto.New(ctx, client, f.model, newLogger(e.stderr, slog.LevelInfo))
+		if a.Ollama != nil {
+			a.Ollama.Timeout = f.timeout
+		}
+		return a, nil
 	default:
 		return nil, usageError{fmt.Errorf("--scorer %q: want auto, ollama, lexical or none", f.kind)}
 	}

@@ -40,12 +40,17 @@ func TestScript(t *testing.T) {
 		UpdateScripts:       *updateScripts,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"setrecallid": cmdSetRecallID,
+			// newcomer.txtar's commands, from reliability_script_test.go.
+			"cleancopy": reliabilityCmds["cleancopy"],
+			"freeport":  reliabilityCmds["freeport"],
+			"waithttp":  reliabilityCmds["waithttp"],
+			"setmatch":  reliabilityCmds["setmatch"],
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("REPO", repo)
 			env.Setenv("SHARED", filepath.Join(filepath.Dir(repo), "shared", "sessions"))
 			env.Setenv("PRUNEADVISOR_DB", filepath.Join(env.WorkDir, "pruneadvisor.db"))
-			return nil
+			return scriptGoEnv(env) // the go command, offline, for newcomer.txtar's `go run`
 		},
 	})
 }

@@ -1,0 +1,194 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/server"
+)
+
+// bigSession builds the Anthropic Messages request bodies of one long session, the
+// way a coding agent sends them: a system prompt and tool definitions, then per turn
+// an assistant message (text and a Read tool_use) and a user message holding its
+// tool_result of about 2,700 o200k tokens (four pieces of sessionOutput, unique to
+// the session). The first piece of every odd turn's result is NOISE, so the
+// noise-test scorer sends half the results under the cutoff. As Claude Code does,
+// the last message's last block carries a cache_control marker, which moves to the
+// new last message on the next request (so the previous last message's bytes change
+// between requests, as they do in real traffic).
+type bigSession struct {
+	s     int
+	turns []string // turn k-1: `,{assistant},{"role":"user","content":[{tool_result…` without the closing of its content
+}
+
+// bigHead is the part of every body before the messages' turns.
+const bigHead = `{"model":"claude-test","max_tokens":8192,"stream":false,` +
+	`"system":[{"type":"text","text":"You are a coding agent working in /src. Read before you edit.","cache_control":{"type":"ephemeral"}}],` +
+	`"tools":[` +
+	`{"name":"Read","description":"Reads a file from the local filesystem.","input_schema":{"type":"object","properties":{"file_path":{"type":"string","description":"The absolute path to the file to read"},"offset":{"type":"number"},"limit":{"type":"number"}},"required":["file_path"]}},` +
+	`{"name":"Edit","description":"Performs exact string replacements in files.","input_schema":{"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"}},"required":["file_path","old_string","new_string"]}},` +
+	`{"name":"Bash","description":"Executes a bash command.","input_schema":{"type":"object","properties":{"command":{"type":"string"},"timeout":{"type":"number"}},"required":["command"]}}],` +
+	`"messages":[{"role":"user","content":[{"type":"text","text":"Fix the parser: expressions with a trailing comma fail."}]}`
+
+// turn returns turn k's two messages, the result block left open so a marker can
+// be added.
+func (b *bigSession) turn(k int) string {
+	var out strings.Builder
+	for i := range 4 {
+		out.WriteString(sessionOutput(b.s, 4*k+i+k%2))
+	}
+	q, _ := json.Marshal(out.String())
+	return fmt.Sprintf(`,{"role":"assistant","content":[{"type":"text","text":"Step %d: reading f%d.go."},{"type":"tool_use","id":"toolu_%d_%d","name":"Read","input":{"file_path":"/src/f%d.go"}}]}`+
+		`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d_%d","content":%s`, k, k, b.s, k, k, b.s, k, q)
+}
+
+// body returns the request body after n turns.
+func (b *bigSession) body(n int) []byte {
+	for len(b.turns) < n {
+		b.turns = append(b.turns, b.turn(len(b.turns)+1))
+	}
+	var buf bytes.Buffer
+	buf.WriteString(bigHead)
+	for k := 1; k <= n; k++ {
+		buf.WriteString(b.turns[k-1])
+		if k == n {
+			buf.WriteString(`,"cache_control":{"type":"ephemeral"}`)
+		}
+		buf.WriteString(`}]}`)
+	}
+	buf.WriteString(`]}`)
+	return buf.Bytes()
+}
+
+// bigTurns is the number of turns of the 200k-token body: 80 turns make 844 KB and
+// about 219,000 o200k tokens, as in TestLatency200kTokens.
+const bigTurns = 80
+
+// discardTransport is an upstream inside the process: it reads the forwarded body
+// (as an upstream would; kept in last when keep is set) and answers a small JSON at
+// once, so a request's time through the handler is the proxy's own work.
+type discardTransport struct {
+	keep bool
+	last []byte
+}
+
+func (d *discardTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		if d.keep {
+			d.last, _ = io.ReadAll(r.Body)
+		} else {
+			_, _ = io.Copy(io.Discard, r.Body)
+		}
+		r.Body.Close()
+	}
+	return &http.Response{
+		StatusCode: 200, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {"application/json"}},
+		Body:    io.NopCloser(strings.NewReader(`{"ok":true}`)),
+		Request: r,
+	}, nil
+}
+
+// benchProxy is a server on a SQLite store with the default advisor configuration
+// (200,000-token window, budget 100,000, K = 3) and the noise-test scorer, forwarding
+// into a discardTransport.
+func benchProxy(b *testing.B) (http.Handler, *discardTransport) {
+	up := &discardTransport{}
+	env := newProxy(b, server.Options{Config: advisor.DefaultConfig(), AnthropicUpstream: "http://upstream.invalid", Transport: up})
+	return env.srv.Handler(), up
+}
+
+// send passes one request through h and returns the time it took.
+func send(b *testing.B, h http.Handler, session string, body []byte) time.Duration {
+	req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	req.Header.Set(server.HeaderSession, session)
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(rec, req)
+	d := time.Since(start)
+	if rec.Code != 200 {
+		b.Fatalf("status %d: %s", rec.Code, rec.Body.String())
+	}
+	return d
+}
+
+// reportLatency reports the median and 99th percentile of lat in milliseconds.
+func reportLatency(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
+	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
+	b.ReportMetric(ms(slices.Max(lat)), "max-ms")
+}
+
+// BenchmarkProxy200k measures the latency the proxy adds to an Anthropic Messages
+// request of about 200,000 tokens (bigSession, 80 turns, 844 KB), timed inside the
+// process from the handler's start to the end of the forwarded response: reading,
+// advising, the SQLite calls, rewriting and forwarding, without any network.
+//
+//   - steady: the second and later requests of a session, each the previous history
+//     plus one new turn (the cache_control marker moved to it), after pruning has
+//     started (about 40 stubs in every forwarded body). A session runs 20 requests
+//     (81 to 100 turns) and the next session starts from a first request, untimed.
+//   - cold: the first request of a session never seen before (every text unknown
+//     to the token-count cache).
+//
+// ns/op is the mean; p50-ms, p99-ms and max-ms are over the timed requests.
+func BenchmarkProxy200k(b *testing.B) {
+	b.Run("steady", func(b *testing.B) {
+		h, up := benchProxy(b)
+		perSession := 20
+		if v := os.Getenv("PA_PER_SESSION"); v != "" {
+			fmt.Sscan(v, &perSession)
+		}
+		var lat []time.Duration
+		var sess *bigSession
+		var id string
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			if i%perSession == 0 {
+				sess = &bigSession{s: 1000 + i/perSession}
+				id = fmt.Sprintf("steady-%d", i/perSession)
+				send(b, h, id, sess.body(bigTurns))
+			}
+			body := sess.body(bigTurns + 1 + i%perSession)
+			up.keep = i == 0
+			b.StartTimer()
+			lat = append(lat, send(b, h, id, body))
+			if i == 0 {
+				b.StopTimer()
+				if n := bytes.Count(up.last, []byte("[pruned: Read /src/")); n < 30 {
+					b.Fatalf("%d stubs in the forwarded body; want about 40", n)
+				}
+				b.StartTimer()
+			}
+		}
+		reportLatency(b, lat)
+	})
+	b.Run("cold", func(b *testing.B) {
+		h, _ := benchProxy(b)
+		var lat []time.Duration
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			sess := &bigSession{s: 5000 + i}
+			body := sess.body(bigTurns)
+			b.StartTimer()
+			lat = append(lat, send(b, h, fmt.Sprintf("cold-%d", i), body))
+		}
+		reportLatency(b, lat)
+	})
+}

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+)
+
+// maxQueuedRecords bounds the asks and decisions waiting for the background writer;
+// past it, an advisor recording more waits for the writer to catch up.
+const maxQueuedRecords = 100_000
+
+// recordQueue is the store the server's advisors write through. Asks and decisions
+// (advisor.Store.RecordAsks and RecordDecisions: the evidence log, which nothing on
+// the serving path reads back) are queued and written by one goroutine, in the
+// order they came, each kind batched into one call per round, so a request does not
+// wait for their commits (with storage.DB, a synchronous SQLite transaction each).
+// Everything else, originals and stubs included, goes straight to the store: a stub
+// is still forwarded only once its original is durable. The goroutine runs only
+// while there is something to write; flush waits for it. Records not yet written
+// when the process dies are lost; a failed write is logged and its records dropped,
+// as the advisor does with a synchronous failure.
+type recordQueue struct {
+	Store
+	log *slog.Logger
+
+	mu        sync.Mutex
+	asks      []advisor.AskRecord
+	decisions []advisor.DecisionRecord
+	writing   bool
+	idle      chan struct{} // closed when the writer stops; replaced when it starts
+	room      *sync.Cond    // signalled when the writer takes the queue
+}
+
+// versionedQueue is a recordQueue over a store that implements
+// advisor.VersionedStore, and implements it too.
+type versionedQueue struct {
+	*recordQueue
+	vs advisor.VersionedStore
+}
+
+// SessionVersion implements advisor.VersionedStore.
+func (v versionedQueue) SessionVersion(ctx context.Context, sessionID string) (int64, error) {
+	return v.vs.SessionVersion(ctx, sessionID)
+}
+
+// newRecordQueue wraps store; the result implements advisor.VersionedStore when
+// store does.
+func newRecordQueue(store Store, log *slog.Logger) (advisor.Store, *recordQueue) {
+	q := &recordQueue{Store: store, log: log, idle: make(chan struct{})}
+	close(q.idle)
+	q.room = sync.NewCond(&q.mu)
+	if vs, ok := store.(advisor.VersionedStore); ok {
+		return versionedQueue{q, vs}, q
+	}
+	return q, q
+}
+
+// RecordAsks implements advisor.Store: it queues the asks and returns nil.
+func (q *recordQueue) RecordAsks(_ context.Context, asks []advisor.AskRecord) error {
+	if len(asks) > 0 {
+		q.enqueue(func() { q.asks = append(q.asks, asks...) })
+	}
+	return nil
+}
+
+// RecordDecisions implements advisor.Store: it queues the decisions and returns nil.
+func (q *recordQueue) RecordDecisions(_ context.Context, ds []advisor.DecisionRecord) error {
+	if len(ds) > 0 {
+		q.enqueue(func() { q.decisions = append(q.decisions, ds...) })
+	}
+	return nil
+}
+
+// enqueue runs add under the lock once there is room, and starts the writer.
+func (q *recordQueue) enqueue(add func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.asks)+len(q.decisions) >= maxQueuedRecords {
+		q.room.Wait()
+	}
+	add()
+	if !q.writing {
+		q.writing = true
+		q.idle = make(chan struct{})
+		go q.run()
+	}
+}
+
+// run writes the queue until it is empty.
+func (q *recordQueue) run() {
+	for {
+		q.mu.Lock()
+		asks, decisions := q.asks, q.decisions
+		q.asks, q.decisions = nil, nil
+		if len(asks)+len(decisions) == 0 {
+			q.writing = false
+			close(q.idle)
+			q.mu.Unlock()
+			return
+		}
+		q.room.Broadcast()
+		q.mu.Unlock()
+		ctx := context.Background()
+		if len(asks) > 0 {
+			if err := q.Store.RecordAsks(ctx, slices.Clip(asks)); err != nil {
+				q.log.Warn("storage: cannot record asks", "asks", len(asks), "err", err)
+			}
+		}
+		if len(decisions) > 0 {
+			if err := q.Store.RecordDecisions(ctx, slices.Clip(decisions)); err != nil {
+				q.log.Warn("storage: cannot record decisions", "decisions", len(decisions), "err", err)
+			}
+		}
+	}
+}
+
+// flush waits until everything queued so far is written, or ctx ends (its error).
+func (q *recordQueue) flush(ctx context.Context) error {
+	for {
+		q.mu.Lock()
+		writing, idle := q.writing, q.idle
+		q.mu.Unlock()
+		if !writing {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
