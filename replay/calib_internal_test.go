@@ -14,7 +14,7 @@ func TestCreditLiveCopies(t *testing.T) {
 		{Key: "a", Step: 1, RuleDeadAt: 5, RuleBy: "b"},
 		{Key: "b", Step: 4},
 		{Key: "c", Step: 2, RuleDeadAt: 6, RuleBy: "gone"}, // superseding output unknown: nothing moves
-		{Key: "d", Step: 2},                                 // no rule: nothing moves
+		{Key: "d", Step: 2},                                // no rule: nothing moves
 	}
 	uses := map[string][]int{"a": {3, 6, 9}, "b": {7, 9}, "c": {8}, "d": {5}}
 	creditLiveCopies(outs, uses)
