@@ -157,7 +157,13 @@ func (r *Replayer) Replay(ctx context.Context, src *Source) (*Record, error) {
 			Step: p.Step, ContextTokens: p.ContextTokens + p.SavedTokens, AppliedTokens: p.ContextTokens,
 			Asked: p.Asked, OverBudget: p.OverBudget, Rewrite: p.Rewrite,
 		})
+		// Fold the new items and the items whose decision changed at this step
+		// (Item.DecidedAt): the others cannot change a fact, and folding every item at
+		// every step made replay quadratic in session length.
 		for i, it := range p.Items {
+			if i < len(facts) && it.DecidedAt != p.Step {
+				continue
+			}
 			if i == len(facts) {
 				facts = append(facts, OutputFacts{Key: it.Key, Tool: it.Tool, Summary: it.Summary, Tokens: it.Tokens, Step: it.Step})
 			}

@@ -77,7 +77,8 @@ func (c *MessageCache) Stats() MessageCacheStats {
 }
 
 // bodyKind separates what a cache entry is: a message of one format, an Anthropic
-// system value, or a top-level value known to be valid JSON.
+// system value, a top-level value known to be valid JSON, or a message's bytes with
+// stubs put in (Session.Rewrite).
 type bodyKind uint8
 
 const (

@@ -168,8 +168,8 @@ func bodyDiff(want, got *Session) string {
 }
 
 // bodyCheckSame reads data with the full path and with the fast path (no cache, a
-// cold cache, the same cache warm) and checks that the sessions, the errors and the
-// rewritten bytes are the same.
+// cold cache, the same cache warm; in lenient mode warm only) and checks that the
+// sessions, the errors and the rewritten bytes are the same.
 func bodyCheckSame(t *testing.T, format Format, data []byte, cache *MessageCache) {
 	t.Helper()
 	full, fast := readAnthropicFull, readAnthropic
@@ -182,7 +182,11 @@ func bodyCheckSame(t *testing.T, format Format, data []byte, cache *MessageCache
 		if wantErr == nil {
 			rewrites = bodyRewrites(want)
 		}
-		for pass, c := range []*MessageCache{nil, cache, cache} {
+		passes := []*MessageCache{nil, cache, cache}
+		if lenient {
+			passes = passes[2:] // a lenient read of what reads strictly reads the same
+		}
+		for pass, c := range passes {
 			got, err := fast("body", data, Options{Lenient: lenient, Cache: c})
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 				t.Fatalf("lenient %v pass %d: error %v; full path %v", lenient, pass, err, wantErr)

@@ -244,8 +244,8 @@ func TestStorageFaults(t *testing.T) {
 			recallStatus: http.StatusOK,
 		},
 		{
-			// Writes wait for the busy timeout (5 s) each; the request gives up at the
-			// advise timeout (10 s), so the plan names the deadline and the log the lock.
+			// Each write waits for the busy timeout (5 s), within the advise timeout
+			// (10 s): the plan names the lock, or the deadline when two writes waited.
 			name: "locked",
 			inject: func(t *testing.T, dir, db string) func() {
 				return holdLock(t, db)

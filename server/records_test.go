@@ -1,0 +1,119 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+)
+
+// slowStore is a MemoryStore whose RecordAsks and RecordDecisions wait for gate
+// (when set) and fail with fail (when set), counting the calls.
+type slowStore struct {
+	*advisor.MemoryStore
+	gate  chan struct{}
+	fail  error
+	mu    sync.Mutex
+	calls int
+}
+
+func (s *slowStore) wait() error {
+	if s.gate != nil {
+		<-s.gate
+	}
+	s.mu.Lock()
+	s.calls++
+	s.mu.Unlock()
+	return s.fail
+}
+
+func (s *slowStore) RecordAsks(ctx context.Context, a []advisor.AskRecord) error {
+	if err := s.wait(); err != nil {
+		return err
+	}
+	return s.MemoryStore.RecordAsks(ctx, a)
+}
+
+func (s *slowStore) RecordDecisions(ctx context.Context, d []advisor.DecisionRecord) error {
+	if err := s.wait(); err != nil {
+		return err
+	}
+	return s.MemoryStore.RecordDecisions(ctx, d)
+}
+
+// Asks and decisions return at once and reach the store in order, batched, once
+// the writer runs; flush waits for them; the wrapper keeps the store's
+// VersionedStore; a failed write is logged, not returned.
+func TestRecordQueue(t *testing.T) {
+	st := &slowStore{MemoryStore: advisor.NewMemoryStore(), gate: make(chan struct{})}
+	adv, q := newRecordQueue(st, slog.New(slog.DiscardHandler))
+	if _, ok := adv.(advisor.VersionedStore); !ok {
+		t.Error("the queue hides the store's VersionedStore")
+	}
+	ctx := context.Background()
+	var want []advisor.DecisionRecord
+	start := time.Now()
+	for i := range 50 {
+		d := advisor.DecisionRecord{SessionID: "s", OutputKey: fmt.Sprintf("k%d", i), Step: i, Decision: advisor.DecisionKeep}
+		want = append(want, d)
+		if err := adv.RecordDecisions(ctx, []advisor.DecisionRecord{d}); err != nil {
+			t.Fatal(err)
+		}
+		if err := adv.RecordAsks(ctx, []advisor.AskRecord{{SessionID: "s", OutputKey: d.OutputKey, Step: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("recording waited for the store: %v", d)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	if err := q.flush(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("flush with the store blocked = %v; want a deadline error", err)
+	}
+	cancel()
+	close(st.gate)
+	if err := q.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, st.Decisions()); d != "" {
+		t.Errorf("decisions (-want +got):\n%s", d)
+	}
+	if n := len(st.Asks()); n != 50 {
+		t.Errorf("%d asks stored; want 50", n)
+	}
+	// The first call took one record of each kind while the gate was closed, the
+	// rest came in one batch per kind: 4 calls, not 100.
+	if st.calls > 4 {
+		t.Errorf("%d store calls for 100 records; want them batched (at most 4)", st.calls)
+	}
+
+	var logBuf bytes.Buffer
+	bad := &slowStore{MemoryStore: advisor.NewMemoryStore(), fail: errors.New("disk full")}
+	adv, q = newRecordQueue(bad, slog.New(slog.NewTextHandler(&logBuf, nil)))
+	if err := adv.RecordAsks(ctx, []advisor.AskRecord{{SessionID: "s", OutputKey: "k"}}); err != nil {
+		t.Errorf("RecordAsks = %v; want nil (the write happens later)", err)
+	}
+	if err := q.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(logBuf.Bytes(), []byte("cannot record asks")) || !bytes.Contains(logBuf.Bytes(), []byte("disk full")) {
+		t.Errorf("failure not logged: %q", logBuf.String())
+	}
+
+	if _, ok := newRecordQueueAdv(struct{ Store }{advisor.NewMemoryStore()}).(advisor.VersionedStore); ok {
+		t.Error("the queue claims VersionedStore over a store without it")
+	}
+}
+
+func newRecordQueueAdv(s Store) advisor.Store {
+	adv, _ := newRecordQueue(s, slog.New(slog.DiscardHandler))
+	return adv
+}
