@@ -28,7 +28,9 @@ var (
 // estimated from their prefix (see ExactTokenLimit). If the tokenizer fails it falls
 // back to len(s)/4, the usual bytes-per-token rule of thumb for English and code.
 // Counts of texts of at least tokenCacheMinBytes are remembered (see tokenCache), so
-// a proxy that reads the whole history on every request tokenizes each output once.
+// a proxy that reads the whole history on every request tokenizes each output once;
+// below that, each piece of the tokenizer's pre-split is counted once per process
+// (see countSplit), which keeps short texts cheap too.
 func CountTokens(s string) int {
 	if s == "" {
 		return 0
@@ -201,7 +203,8 @@ func (c *tokenLRU) putLocked(k tokenKey, n int) {
 // has them, except that the engine's classes leave out U+007F. TestSplitO200k
 // compares the pieces with the engine's own.
 
-// countSplit counts the tokens of the valid UTF-8 text s piece by piece.
+// countSplit counts the tokens of the valid UTF-8 text s piece by piece: the pieces
+// pieceCache holds from its lookups, the others from the tokenizer (and kept).
 func countSplit(s string) int {
 	total := 0
 	var miss []string
@@ -214,16 +217,7 @@ func countSplit(s string) int {
 		}
 		p := s[i:j]
 		i = j
-		if len(p) > pieceCacheMaxBytes {
-			miss = append(miss, p)
-			continue
-		}
-		n, ok := pieceCache.cur[p]
-		if !ok {
-			if n, ok = pieceCache.prev[p]; ok {
-				pieceCache.putLocked(strings.Clone(p), n)
-			}
-		}
+		n, ok := pieceCache.getLocked(p)
 		if !ok {
 			miss = append(miss, p)
 			continue
@@ -240,11 +234,7 @@ func countSplit(s string) int {
 			n = (len(p) + 3) / 4
 		}
 		total += n
-		if len(p) <= pieceCacheMaxBytes {
-			pieceCache.mu.Lock()
-			pieceCache.putLocked(strings.Clone(p), int32(n))
-			pieceCache.mu.Unlock()
-		}
+		pieceCache.put(p, int32(n))
 	}
 	return total
 }
@@ -257,21 +247,46 @@ const pieceCacheMaxBytes = 48
 // a few MB in all).
 const pieceCacheEntries = 1 << 16
 
-// pieceCache holds the token count of pre-split pieces, in two generations like
-// tokenLRU. Guarded by mu.
-var pieceCache = struct {
+// pieceCache holds the tokenizer's count of pre-split pieces.
+var pieceCache = &pieceLRU{cur: map[string]int32{}}
+
+// pieceLRU is a two-generation cache like tokenLRU, keyed by the piece itself (at
+// most pieceCacheMaxBytes). Safe for concurrent use.
+type pieceLRU struct {
 	mu        sync.Mutex
 	cur, prev map[string]int32
-	putLocked func(string, int32)
-}{cur: map[string]int32{}}
+}
 
-func init() {
-	pieceCache.putLocked = func(p string, n int32) {
-		if len(pieceCache.cur) >= pieceCacheEntries {
-			pieceCache.prev, pieceCache.cur = pieceCache.cur, make(map[string]int32, pieceCacheEntries/4)
-		}
-		pieceCache.cur[p] = n
+// getLocked looks p up (promoting it from the previous generation); c.mu is held.
+func (c *pieceLRU) getLocked(p string) (int32, bool) {
+	if len(p) > pieceCacheMaxBytes {
+		return 0, false
 	}
+	if n, ok := c.cur[p]; ok {
+		return n, true
+	}
+	n, ok := c.prev[p]
+	if ok {
+		c.putLocked(strings.Clone(p), n)
+	}
+	return n, ok
+}
+
+// put keeps p's count (a copy of p, so the text it was cut from is not held).
+func (c *pieceLRU) put(p string, n int32) {
+	if len(p) > pieceCacheMaxBytes {
+		return
+	}
+	c.mu.Lock()
+	c.putLocked(strings.Clone(p), n)
+	c.mu.Unlock()
+}
+
+func (c *pieceLRU) putLocked(p string, n int32) {
+	if len(c.cur) >= pieceCacheEntries {
+		c.prev, c.cur = c.cur, make(map[string]int32, pieceCacheEntries/4)
+	}
+	c.cur[p] = n
 }
 
 // splitO200k returns the end of the o200k_base piece that starts at s[i] (s valid

@@ -84,6 +84,36 @@ func TestSplitO200k(t *testing.T) {
 	}
 }
 
+// Every rune up to U+2FFFF, in a handful of contexts (alone, after a space, between
+// letters, doubled before a digit, between line breaks, after an apostrophe), is
+// cut where the regexp engine cuts it: the splitter's character classes are the
+// engine's.
+func TestSplitO200kEveryRune(t *testing.T) {
+	var b strings.Builder
+	flush := func() {
+		s := b.String()
+		b.Reset()
+		want, got := regexpPieces(t, s), splitPieces(s)
+		if !slices.Equal(want, got) {
+			t.Fatalf("pieces differ (-regexp +split):\n%s", cmp.Diff(want, got))
+		}
+	}
+	for r := rune(0); r < 0x30000; r++ {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		c := string(r)
+		for _, ctx := range []string{c, " " + c, "a" + c + "A", c + c + "1", "\n" + c + " \n \n", "'" + c, "x'" + c + " "} {
+			b.WriteString(ctx)
+			b.WriteByte('|')
+		}
+		if r%1024 == 1023 {
+			flush()
+		}
+	}
+	flush()
+}
+
 // countSplit counts each piece as the tokenizer counts the whole text.
 func TestCountSplitMatchesTokenizer(t *testing.T) {
 	c, err := tokenizer.Get(tokenizer.O200kBase)
