@@ -151,19 +151,11 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	if f.budget < 0 {
 		return usageError{fmt.Errorf("--budget %d: want a positive number of tokens", f.budget)}
 	}
-	db, closeDB, err := openStore(ctx, f.db)
+	_, closeDB, groups, err := openGroups(ctx, f.db, f.settings)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	all, err := loadGroups(ctx, db)
-	if err != nil {
-		return err
-	}
-	groups, err := selectGroups(all, f.settings)
-	if err != nil {
-		return err
-	}
 	g := groups[0]
 	cfg := g.settings.Config
 	if f.budget > 0 {

@@ -86,6 +86,24 @@ func loadGroups(ctx context.Context, db *storage.DB) ([]*replayGroup, error) {
 	return groups, nil
 }
 
+// openGroups opens the replay store at path and returns the replays selected by
+// settings-hash prefixes (selectGroups); the caller closes the store.
+func openGroups(ctx context.Context, path string, prefixes []string) (*storage.DB, func(), []*replayGroup, error) {
+	db, closeDB, err := openStore(ctx, path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	all, err := loadGroups(ctx, db)
+	if err == nil {
+		var groups []*replayGroup
+		if groups, err = selectGroups(all, prefixes); err == nil {
+			return db, closeDB, groups, nil
+		}
+	}
+	closeDB()
+	return nil, nil, nil, err
+}
+
 // selectGroups keeps the groups whose settings hash starts with one of prefixes
 // (all groups when prefixes is empty), in loadGroups order.
 func selectGroups(groups []*replayGroup, prefixes []string) ([]*replayGroup, error) {
@@ -239,19 +257,11 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	if f.targetMiss < 0 || f.targetMiss > 1 || f.targetMiss != f.targetMiss {
 		return usageError{fmt.Errorf("--target-miss %v: want a rate in [0,1]", f.targetMiss)}
 	}
-	db, closeDB, err := openStore(ctx, f.db)
+	db, closeDB, groups, err := openGroups(ctx, f.db, f.settings)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	all, err := loadGroups(ctx, db)
-	if err != nil {
-		return err
-	}
-	groups, err := selectGroups(all, f.settings)
-	if err != nil {
-		return err
-	}
 	in, err := buildCalibration(ctx, e, db, groups, f.workers)
 	if err != nil {
 		return err
