@@ -420,6 +420,10 @@ func (a *Advisor) apply(ctx context.Context, st *state, msgs []*transcript.Messa
 	st.pending = list
 	slices.SortFunc(list, func(x, y *outState) int { return x.i - y.i })
 	now := a.Clock()
+	if ps, ok := a.Store.(PruneStore); ok {
+		a.applyBatch(ctx, ps, st, msgs, list, T, now, plan, changes)
+		return
+	}
 	kept := 0
 	for n, o := range list {
 		text, ok := outputText(msgs, o)
@@ -461,8 +465,64 @@ func (a *Advisor) apply(ctx context.Context, st *state, msgs []*transcript.Messa
 	}
 	clear(list[kept:])
 	st.pending = list[:kept]
-	// Our own stubs moved the store's version by one each: when nobody else wrote
-	// meanwhile, the next step need not read the stubs back.
+	a.syncVersion(ctx, st, plan)
+}
+
+// applyBatch is apply for a PruneStore: the originals and stubs of every pending
+// output whose slot still holds its original go to the store in one transaction; on
+// failure nothing is pruned and the plan says why.
+func (a *Advisor) applyBatch(ctx context.Context, ps PruneStore, st *state, msgs []*transcript.Message, list []*outState, T int, now time.Time, plan *Plan, changes *[]DecisionRecord) {
+	var (
+		ready  []*outState
+		prunes []Prune
+		kept   = list[:0]
+	)
+	for _, o := range list {
+		text, ok := outputText(msgs, o)
+		if !ok || transcript.TextHash(text) != o.hash {
+			// The slot no longer holds the original: no stub without the original.
+			kept = append(kept, o)
+			continue
+		}
+		ready = append(ready, o)
+		prunes = append(prunes, Prune{
+			Original: Original{
+				RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Tool: o.tool,
+				Summary: o.summary, Text: text, Hash: o.hash, Tokens: o.tokens, Step: o.step,
+			},
+			Stub: StubRecord{
+				RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Stub: o.stub,
+				Step: T, Reason: o.reason, Score: o.score, At: now,
+			},
+		})
+	}
+	if len(prunes) > 0 {
+		if err := ps.SavePrunes(ctx, prunes); err != nil {
+			plan.StorageError = fmt.Sprintf("originals and stubs not stored, pruning stopped: %v", err)
+			a.warnOnce(st, "storage-original", "storage: cannot store originals and stubs; pruning stopped", err)
+			kept = append(kept, ready...)
+			ready = nil
+		}
+	}
+	for i, o := range ready {
+		o.inPending = false
+		a.prune(st, o, o.stub, o.stubTokens, o.reason, o.score, T)
+		if st.frozen == nil {
+			st.frozen = map[string]StubRecord{}
+		}
+		st.frozen[o.key] = prunes[i].Stub
+		plan.Pruned++
+		*changes = append(*changes, a.record(st, o, T))
+	}
+	slices.SortFunc(kept, func(x, y *outState) int { return x.i - y.i })
+	clear(list[len(kept):])
+	st.pending = kept
+	a.syncVersion(ctx, st, plan)
+}
+
+// syncVersion: our own stubs moved the store's version by one each; when nobody else
+// wrote meanwhile, the next step need not read the stubs back.
+func (a *Advisor) syncVersion(ctx context.Context, st *state, plan *Plan) {
 	if vs, ok := a.Store.(VersionedStore); ok && plan.Pruned > 0 && st.synced {
 		if v, err := vs.SessionVersion(ctx, st.id); err == nil && v == st.version+int64(plan.Pruned) {
 			st.version = v

@@ -38,6 +38,22 @@ type VersionedStore interface {
 	SessionVersion(ctx context.Context, sessionID string) (int64, error)
 }
 
+// PruneStore is an optional extension of Store that commits the originals and stubs
+// of one rewrite in a single transaction: every original and its stub, or nothing.
+// An original is still in the store before (in the same commit as) its stub, and a
+// failure leaves no stub at all. An Advisor whose Store implements it makes one
+// commit per rewrite instead of two per pruned output (storage.DB implements it).
+type PruneStore interface {
+	Store
+	SavePrunes(ctx context.Context, prunes []Prune) error
+}
+
+// Prune is one output's original and the stub that replaces it.
+type Prune struct {
+	Original Original
+	Stub     StubRecord
+}
+
 // Original is a pruned output's original, committed before its stub exists.
 type Original struct {
 	RecallID  string // "o_" + 10 hex digits (RecallID)

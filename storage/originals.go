@@ -21,58 +21,69 @@ import (
 // ErrReadOnly on a read-only database.
 func (db *DB) SaveOriginal(ctx context.Context, o advisor.Original) error {
 	what := fmt.Sprintf("storage: save original %q (session %q, output %q)", o.RecallID, o.SessionID, o.OutputKey)
-	sum := sha256.Sum256([]byte(o.Text))
-	hash := hex.EncodeToString(sum[:])
-	switch {
-	case !advisor.ValidRecallID(o.RecallID):
-		return fmt.Errorf("%s: %w: recall id must be \"o_\" and 10 lowercase hex digits", what, ErrInvalid)
-	case o.SessionID == "":
-		return fmt.Errorf("%s: %w: empty session id", what, ErrInvalid)
-	case o.OutputKey == "":
-		return fmt.Errorf("%s: %w: empty output key", what, ErrInvalid)
-	case o.Hash != "" && o.Hash != hash:
-		return fmt.Errorf("%s: %w: hash %s is not the SHA-256 of the text (%s)", what, ErrInvalid, o.Hash, hash)
+	hash, err := checkOriginal(o)
+	if err == nil {
+		err = db.write(ctx, func(tx *sql.Tx) error { return saveOriginalTx(ctx, tx, o, hash) })
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		var oldSession, oldKey, oldHash string
-		err := tx.QueryRowContext(ctx, `SELECT session_id, output_key, hash FROM outputs WHERE recall_id = ?`, o.RecallID).
-			Scan(&oldSession, &oldKey, &oldHash)
-		switch {
-		case err == nil:
-			if oldSession != o.SessionID || oldKey != o.OutputKey || oldHash != hash {
-				return fmt.Errorf("%w: recall id holds session %q, output %q, hash %s", ErrConflict, oldSession, oldKey, oldHash)
-			}
-			return nil // already saved
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
-		}
-		var other string
-		err = tx.QueryRowContext(ctx, `SELECT recall_id FROM outputs WHERE session_id = ? AND output_key = ?`, o.SessionID, o.OutputKey).Scan(&other)
-		switch {
-		case err == nil:
-			return fmt.Errorf("%w: this session output is stored under recall id %q", ErrConflict, other)
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
-		}
-		var have int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM blobs WHERE hash = ?`, hash).Scan(&have); err != nil {
-			return err
-		}
-		if have == 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO blobs(hash, text, bytes) VALUES (?, ?, ?)`,
-				hash, []byte(o.Text), len(o.Text)); err != nil {
-				return err
-			}
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO outputs(recall_id, session_id, output_key, tool, summary, hash, tokens, step, saved_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`,
-			o.RecallID, o.SessionID, o.OutputKey, o.Tool, o.Summary, hash, o.Tokens, o.Step)
-		return err
-	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// checkOriginal validates o and returns the hex SHA-256 of its text.
+func checkOriginal(o advisor.Original) (string, error) {
+	sum := sha256.Sum256([]byte(o.Text))
+	hash := hex.EncodeToString(sum[:])
+	switch {
+	case !advisor.ValidRecallID(o.RecallID):
+		return "", fmt.Errorf("%w: recall id must be \"o_\" and 10 lowercase hex digits", ErrInvalid)
+	case o.SessionID == "":
+		return "", fmt.Errorf("%w: empty session id", ErrInvalid)
+	case o.OutputKey == "":
+		return "", fmt.Errorf("%w: empty output key", ErrInvalid)
+	case o.Hash != "" && o.Hash != hash:
+		return "", fmt.Errorf("%w: hash %s is not the SHA-256 of the text (%s)", ErrInvalid, o.Hash, hash)
+	}
+	return hash, nil
+}
+
+// saveOriginalTx stores o (text once by hash) inside tx; see SaveOriginal.
+func saveOriginalTx(ctx context.Context, tx *sql.Tx, o advisor.Original, hash string) error {
+	var oldSession, oldKey, oldHash string
+	err := tx.QueryRowContext(ctx, `SELECT session_id, output_key, hash FROM outputs WHERE recall_id = ?`, o.RecallID).
+		Scan(&oldSession, &oldKey, &oldHash)
+	switch {
+	case err == nil:
+		if oldSession != o.SessionID || oldKey != o.OutputKey || oldHash != hash {
+			return fmt.Errorf("%w: recall id holds session %q, output %q, hash %s", ErrConflict, oldSession, oldKey, oldHash)
+		}
+		return nil // already saved
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	var other string
+	err = tx.QueryRowContext(ctx, `SELECT recall_id FROM outputs WHERE session_id = ? AND output_key = ?`, o.SessionID, o.OutputKey).Scan(&other)
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w: this session output is stored under recall id %q", ErrConflict, other)
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM blobs WHERE hash = ?`, hash).Scan(&have); err != nil {
+		return err
+	}
+	if have == 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO blobs(hash, text, bytes) VALUES (?, ?, ?)`,
+			hash, []byte(o.Text), len(o.Text)); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO outputs(recall_id, session_id, output_key, tool, summary, hash, tokens, step, saved_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`,
+		o.RecallID, o.SessionID, o.OutputKey, o.Tool, o.Summary, hash, o.Tokens, o.Step)
+	return err
 }
 
 // Original returns the stored original with recall id id, its Text byte for byte as
@@ -106,28 +117,75 @@ func (db *DB) Original(ctx context.Context, id string) (advisor.Original, error)
 // ErrInvalid for empty ids or stub text; ErrReadOnly on a read-only database.
 func (db *DB) SaveStub(ctx context.Context, s advisor.StubRecord) error {
 	what := fmt.Sprintf("storage: save stub %q (session %q, output %q)", s.RecallID, s.SessionID, s.OutputKey)
-	switch {
-	case s.RecallID == "" || s.SessionID == "" || s.OutputKey == "":
-		return fmt.Errorf("%s: %w: recall id, session id and output key are required", what, ErrInvalid)
-	case s.Stub == "":
-		return fmt.Errorf("%s: %w: empty stub text", what, ErrInvalid)
+	err := checkStub(s)
+	if err == nil {
+		err = db.write(ctx, func(tx *sql.Tx) error { return saveStubTx(ctx, tx, s) })
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO stubs(recall_id, session_id, output_key, stub, step, reason, score, at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT(recall_id) DO UPDATE SET session_id = excluded.session_id, output_key = excluded.output_key,
-				stub = excluded.stub, step = excluded.step, reason = excluded.reason, score = excluded.score, at = excluded.at`,
-			s.RecallID, s.SessionID, s.OutputKey, s.Stub, s.Step, s.Reason, nullFloat(s.Score), timeText(s.At))
-		if err != nil {
-			return err
-		}
-		return bumpVersion(ctx, tx, s.SessionID)
-	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
+
+// checkStub validates a stub record.
+func checkStub(s advisor.StubRecord) error {
+	switch {
+	case s.RecallID == "" || s.SessionID == "" || s.OutputKey == "":
+		return fmt.Errorf("%w: recall id, session id and output key are required", ErrInvalid)
+	case s.Stub == "":
+		return fmt.Errorf("%w: empty stub text", ErrInvalid)
+	}
+	return nil
+}
+
+// saveStubTx stores s inside tx and moves the session's version; the stubs table's
+// foreign key refuses a stub whose original is not stored.
+func saveStubTx(ctx context.Context, tx *sql.Tx, s advisor.StubRecord) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO stubs(recall_id, session_id, output_key, stub, step, reason, score, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(recall_id) DO UPDATE SET session_id = excluded.session_id, output_key = excluded.output_key,
+			stub = excluded.stub, step = excluded.step, reason = excluded.reason, score = excluded.score, at = excluded.at`,
+		s.RecallID, s.SessionID, s.OutputKey, s.Stub, s.Step, s.Reason, nullFloat(s.Score), timeText(s.At))
+	if err != nil {
+		return err
+	}
+	return bumpVersion(ctx, tx, s.SessionID)
+}
+
+// SavePrunes implements advisor.PruneStore: every original, then its stub, in one
+// transaction, so a rewrite costs one commit (synchronous=FULL) instead of two per
+// pruned output. All or nothing: a bad record or a failed write stores none of them.
+// Errors are those of SaveOriginal and SaveStub, naming the record.
+func (db *DB) SavePrunes(ctx context.Context, prunes []advisor.Prune) error {
+	hashes := make([]string, len(prunes))
+	for i, p := range prunes {
+		h, err := checkOriginal(p.Original)
+		if err == nil {
+			err = checkStub(p.Stub)
+		}
+		if err != nil {
+			return fmt.Errorf("storage: save prune %q (session %q, output %q): %w", p.Original.RecallID, p.Original.SessionID, p.Original.OutputKey, err)
+		}
+		hashes[i] = h
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		for i, p := range prunes {
+			if err := saveOriginalTx(ctx, tx, p.Original, hashes[i]); err != nil {
+				return fmt.Errorf("original %q: %w", p.Original.RecallID, err)
+			}
+			if err := saveStubTx(ctx, tx, p.Stub); err != nil {
+				return fmt.Errorf("stub %q: %w", p.Stub.RecallID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: save %d prunes: %w", len(prunes), err)
+	}
+	return nil
+}
+
+var _ advisor.PruneStore = (*DB)(nil)
 
 // SessionStubs returns the stubs applied in session sessionID keyed by output key
 // (an empty map, not nil, when there are none).

@@ -1021,3 +1021,41 @@ func TestSessionVersion(t *testing.T) {
 		t.Errorf("other session version = %d, want 0", got)
 	}
 }
+
+// SavePrunes stores every original and stub in one transaction, or none of them.
+func TestSavePrunesAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	prune := func(key, text string) advisor.Prune {
+		o := original("s1", key, text)
+		return advisor.Prune{Original: o, Stub: advisor.StubRecord{RecallID: o.RecallID, SessionID: "s1", OutputKey: key, Stub: "[pruned " + key + "]", Step: 5}}
+	}
+	// A conflicting second record (the first's recall id with another text) fails
+	// the whole batch: the first original and stub are not stored either.
+	bad := prune("k1", "one")
+	clash := prune("k1", "another text")
+	if err := db.SavePrunes(ctx, []advisor.Prune{bad, clash}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("SavePrunes with a clash = %v, want ErrConflict", err)
+	}
+	if got := [3]int{count(t, db, "outputs"), count(t, db, "blobs"), count(t, db, "stubs")}; got != [3]int{0, 0, 0} {
+		t.Fatalf("after a failed batch: outputs, blobs, stubs = %v, want none", got)
+	}
+	if err := db.SavePrunes(ctx, []advisor.Prune{prune("k1", "one"), prune("k2", "two"), prune("k3", "one")}); err != nil {
+		t.Fatal(err)
+	}
+	// Three outputs, two distinct texts, three stubs, version 3.
+	if got := [3]int{count(t, db, "outputs"), count(t, db, "blobs"), count(t, db, "stubs")}; got != [3]int{3, 2, 3} {
+		t.Errorf("outputs, blobs, stubs = %v, want [3 2 3]", got)
+	}
+	if v, err := db.SessionVersion(ctx, "s1"); err != nil || v != 3 {
+		t.Errorf("SessionVersion = %d, %v; want 3", v, err)
+	}
+	got, err := db.Original(ctx, advisor.RecallID("s1", "k2"))
+	if err != nil || got.Text != "two" {
+		t.Errorf("Original(k2) = %q, %v", got.Text, err)
+	}
+}
