@@ -34,6 +34,7 @@ type ParseError struct {
 	Msg   string // what was wrong
 }
 
+// Error renders "FILE:LINE: field F: MSG", leaving out the parts that are unknown.
 func (e *ParseError) Error() string {
 	s := e.File
 	if e.Line > 0 {
@@ -158,6 +159,8 @@ func (r Range) Covers(o Range) bool {
 	return o.End != 0 && o.End <= r.End
 }
 
+// String renders the range in lines: "all", "START-end", "START-END", "last N"
+// for a tail read, "part" for an unknown window.
 func (r Range) String() string {
 	switch {
 	case r.Unknown():
