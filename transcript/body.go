@@ -469,22 +469,29 @@ func bodyEnd(data []byte, start int, skip func([]byte, int) int) int {
 	return e
 }
 
+// scanMessages finds a request body's extent (skip passes its leading blanks), its
+// top-level members and the elements of its messages array; ok is false when the
+// full reader must read the body.
+func scanMessages(data []byte, c *MessageCache, skip func([]byte, int) int) (start, end int, parts bodyParts, elems []unit, ok bool) {
+	start = skip(data, 0)
+	end = bodyEnd(data, start, skip)
+	if end < 0 {
+		return 0, 0, parts, nil, false
+	}
+	if parts, ok = scanBody(data, start, end, c); !ok {
+		return 0, 0, parts, nil, false
+	}
+	elems, _, ok = scanArray(data, parts.messages.start)
+	return start, end, parts, elems, ok
+}
+
 // ---- Anthropic Messages bodies ----
 
 // readAnthropicBody is readAnthropic's fast path; ok is false when the full path
 // must read the body.
 func readAnthropicBody(name string, data []byte, opts Options) (*Session, bool) {
 	c := opts.Cache
-	start := apiSkipSpace(data, 0)
-	end := bodyEnd(data, start, apiSkipSpace)
-	if end < 0 {
-		return nil, false
-	}
-	parts, ok := scanBody(data, start, end, c)
-	if !ok {
-		return nil, false
-	}
-	elems, _, ok := scanArray(data, parts.messages.start)
+	start, end, parts, elems, ok := scanMessages(data, c, apiSkipSpace)
 	if !ok {
 		return nil, false
 	}
@@ -568,16 +575,7 @@ func readOpenAIBody(name string, data []byte, opts Options) (*Session, bool) {
 	if !utf8.Valid(data) {
 		return nil, false
 	}
-	start := skipJSONSpace(data, 0)
-	end := bodyEnd(data, start, skipJSONSpace)
-	if end < 0 {
-		return nil, false
-	}
-	parts, ok := scanBody(data, start, end, c)
-	if !ok {
-		return nil, false
-	}
-	elems, _, ok := scanArray(data, parts.messages.start)
+	_, _, _, elems, ok := scanMessages(data, c, skipJSONSpace)
 	if !ok {
 		return nil, false
 	}
