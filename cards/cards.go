@@ -42,6 +42,27 @@ type Card struct {
 	// so it need not be about this one.
 	SharedReaction bool `json:"shared_reaction,omitempty"`
 	IsError        bool `json:"is_error,omitempty"` // the call failed
+	// Uses is the output's use history at the card's step (DESIGN.md step 4, "used"):
+	// how many of the agent's messages so far named a distinctive name of the output,
+	// re-read its file or re-ran its call (the later-use definition applied to the
+	// past). 0 means never.
+	Uses int `json:"uses"`
+	// LastUseAgo is the number of steps since the latest of those uses (the card's
+	// step minus the use's step); 0 when Uses is 0.
+	LastUseAgo int `json:"last_use_ago,omitempty"`
+}
+
+// UsedText renders the use history as prompt template v2 shows it: "never",
+// "once, 3 steps ago", or "4 times, last 2 steps ago".
+func (c Card) UsedText() string {
+	switch {
+	case c.Uses <= 0:
+		return "never"
+	case c.Uses == 1:
+		return fmt.Sprintf("once, %d steps ago", c.LastUseAgo)
+	default:
+		return fmt.Sprintf("%d times, last %d steps ago", c.Uses, c.LastUseAgo)
+	}
 }
 
 // Batch is one request's worth of cards with the context given once.
