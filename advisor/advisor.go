@@ -36,6 +36,13 @@ type Advisor struct {
 	Logger *slog.Logger
 	// Clock gives the time for the cache-TTL rule. Default time.Now.
 	Clock func() time.Time
+	// RecallSecret keys the recall ids of new stubs (KeyedRecallID), so an id cannot
+	// be derived from the session and call ids. Whoever opens the Store sets it to the
+	// store's own secret (storage.DB.RecallSecret: 32 random bytes kept in the
+	// database), so every process sharing the store makes the same ids. nil (the
+	// default) means the unkeyed RecallID. Stubs already stored keep their ids. Do not
+	// change it after the first Advise call.
+	RecallSecret []byte
 
 	schedule backoff.Schedule
 	mu       sync.Mutex

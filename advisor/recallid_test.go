@@ -45,3 +45,31 @@ func TestValidRecallID(t *testing.T) {
 		}
 	}
 }
+
+// Want values computed independently with python3:
+// "o_" + hmac.new(secret, (s + "\x00" + k).encode(), hashlib.sha256).hexdigest()[:10].
+func TestKeyedRecallID(t *testing.T) {
+	seq := make([]byte, 32)
+	for i := range seq {
+		seq[i] = byte(i)
+	}
+	tests := []struct {
+		secret       []byte
+		session, key string
+		want         string
+	}{
+		{[]byte("kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"), "sess-1", "toolu_01", "o_6d62e9b31d"},
+		{seq, "a", "bc", "o_2f578f8064"},
+		{seq, "ab", "c", "o_6382fdbdc3"},
+		{nil, "sess-1", "toolu_01", "o_9314b40473"}, // no secret: the unkeyed RecallID
+	}
+	for _, tt := range tests {
+		got := KeyedRecallID(tt.secret, tt.session, tt.key)
+		if got != tt.want {
+			t.Errorf("KeyedRecallID(%x, %q, %q) = %q, want %q", tt.secret, tt.session, tt.key, got, tt.want)
+		}
+		if !ValidRecallID(got) {
+			t.Errorf("ValidRecallID(%q) = false for KeyedRecallID's own output", got)
+		}
+	}
+}

@@ -218,7 +218,7 @@ func (a *Advisor) newOut(st *state, m *transcript.Message, bi int, o *transcript
 		i: len(st.outs), key: o.Key, callID: o.CallID, msg: m.Index, block: bi,
 		step: o.Step, tokens: o.Tokens, bytes: len(o.Text), hash: o.Hash,
 		retention: m.Retention, score: -1, decision: DecisionKeep,
-		recallID: RecallID(st.id, o.Key),
+		recallID: a.recallID(st, o.Key),
 	}
 	excluded := false
 	if o.Call != nil {

@@ -129,7 +129,7 @@ func rewrites(b *testing.B, srv *server.Server) float64 {
 
 // send passes one request through h and returns the time it took.
 func send(b *testing.B, h http.Handler, session string, body []byte) time.Duration {
-	req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/v1/messages", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("anthropic-version", "2023-06-01")
 	req.Header.Set(server.HeaderSession, session)

@@ -98,7 +98,7 @@ func TestFuzzProxyRewrites(t *testing.T) {
 	h, up := fuzzProxy()
 	body := longConversation()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body)))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/v1/messages", bytes.NewReader(body)))
 	sent, _ := up.last()
 	if rec.Code != http.StatusOK || bytes.Equal(sent, body) || bytes.Count(sent, []byte("[pruned: ")) == 0 {
 		t.Fatalf("status %d, %d stubs forwarded; want 200 and some", rec.Code, bytes.Count(sent, []byte("[pruned: ")))
@@ -128,7 +128,7 @@ func FuzzProxy(f *testing.F) {
 		}
 		_, before := up.last()
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1"+path, bytes.NewReader(body)))
 		sent, after := up.last()
 		switch rec.Code {
 		case http.StatusBadRequest:

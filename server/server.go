@@ -99,6 +99,16 @@ type Options struct {
 	AnthropicUpstream string
 	// Token, when set, is required on every route but /healthz (see HeaderToken).
 	Token string
+	// AllowedHosts are the Host header values accepted besides loopback names and
+	// addresses when Token is empty (see CheckHost): exact host names or IP
+	// addresses, or "*.example.com" for every name under example.com; any port.
+	// Without a token, a request naming any other host gets 403: a web page that
+	// points its own domain at 127.0.0.1 (DNS rebinding) names that domain. With a
+	// token every host is accepted.
+	AllowedHosts []string
+	// RecallSecret keys the recall ids of new stubs (advisor.Advisor.RecallSecret):
+	// the store's own secret (storage.DB.RecallSecret). nil means unkeyed ids.
+	RecallSecret []byte
 	// MaxBody is the largest request body read, in bytes; larger ones get 413.
 	// Zero means DefaultMaxBody.
 	MaxBody int64
@@ -136,6 +146,7 @@ type Server struct {
 	recall        *recall.Service
 	upstream      map[apiKind]*url.URL
 	token         string
+	hosts         hostPolicy
 	maxBody       int64
 	adviseTimeout time.Duration
 	shutdown      time.Duration
@@ -146,7 +157,7 @@ type Server struct {
 	sessions      *sessionTable
 	records       *recordQueue             // asks and decisions on their way to the store
 	msgCache      *transcript.MessageCache // nil when off
-	mux           *http.ServeMux
+	handler       http.Handler // the routes behind the Host check
 }
 
 // New validates opts and returns a Server. Errors wrap ErrOptions (or
@@ -166,6 +177,7 @@ func New(opts Options) (*Server, error) {
 		cfg:           cfg,
 		store:         opts.Store,
 		token:         opts.Token,
+		hosts:         newHostPolicy(opts.Token, opts.AllowedHosts),
 		maxBody:       opts.MaxBody,
 		adviseTimeout: opts.AdviseTimeout,
 		shutdown:      opts.ShutdownTimeout,
@@ -235,6 +247,7 @@ func New(opts Options) (*Server, error) {
 		}
 		a.Logger = s.log
 		a.Clock = clock
+		a.RecallSecret = opts.RecallSecret
 		return a, nil
 	}
 	if _, err := build(0); err != nil {
@@ -243,7 +256,7 @@ func New(opts Options) (*Server, error) {
 	s.sessions = newSessionTable(maxSessions, build, func(n int) { s.metrics.sessions.Set(float64(n)) })
 	s.recall = recall.New(opts.Store)
 	s.recall.Logger = s.log
-	s.mux = s.routes()
+	s.handler = s.checkHost(s.routes())
 	return s, nil
 }
 
@@ -267,7 +280,7 @@ func parseUpstream(raw string) (*url.URL, error) {
 }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Registry returns the registry the metrics are registered in.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
@@ -381,8 +394,8 @@ func (s *Server) instrument(route string, h http.Handler) http.Handler {
 
 // CheckListen refuses a listen address beyond loopback when token is empty: the
 // sidecar serves originals of tool outputs and the proxy spends the clients' API keys.
-// The host must be a loopback IP or "localhost"; an empty host (every interface)
-// counts as exposed. The error wraps ErrExposed.
+// The host must be a loopback IP, "localhost" or a name under ".localhost"; an empty
+// host (every interface) counts as exposed. The error wraps ErrExposed.
 func CheckListen(addr, token string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -391,10 +404,7 @@ func CheckListen(addr, token string) error {
 	if token != "" {
 		return nil
 	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if isLoopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("%w: %q is not a loopback address; set a token (--token or $PRUNEADVISOR_TOKEN) or listen on 127.0.0.1", ErrExposed, addr)
@@ -406,7 +416,7 @@ func CheckListen(addr, token string) error {
 // shutdown caused by ctx, else the listener's error.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
-		Handler:           s.mux,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}

@@ -78,11 +78,11 @@ func TestOpenMigratesOnceAndReopens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v != 4 || LatestSchemaVersion() != 4 {
-			t.Errorf("round %d: SchemaVersion = %d, LatestSchemaVersion = %d, want 4 and 4", round, v, LatestSchemaVersion())
+		if v != 5 || LatestSchemaVersion() != 5 {
+			t.Errorf("round %d: SchemaVersion = %d, LatestSchemaVersion = %d, want 5 and 5", round, v, LatestSchemaVersion())
 		}
-		if got := count(t, db, "schema_version"); got != 4 {
-			t.Errorf("round %d: schema_version has %d rows, want 2 (each migration applied once)", round, got)
+		if got := count(t, db, "schema_version"); got != 5 {
+			t.Errorf("round %d: schema_version has %d rows, want 5 (each migration applied once)", round, got)
 		}
 		rows, err := db.r.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
 		if err != nil {
@@ -97,7 +97,7 @@ func TestOpenMigratesOnceAndReopens(t *testing.T) {
 			tables = append(tables, name)
 		}
 		rows.Close()
-		want := []string{"asks", "blobs", "decisions", "evidence", "outputs", "recalls", "replay_outputs", "replay_runs", "replay_settings", "replay_steps", "schema_version", "session_versions", "sessions", "stubs"}
+		want := []string{"asks", "blobs", "decisions", "evidence", "outputs", "recalls", "replay_outputs", "replay_runs", "replay_settings", "replay_steps", "schema_version", "secrets", "session_versions", "sessions", "stubs"}
 		if diff := cmp.Diff(want, tables); diff != "" {
 			t.Errorf("round %d: tables (-want +got):\n%s", round, diff)
 		}
@@ -239,8 +239,8 @@ func TestNewerSchemaRefused(t *testing.T) {
 		db2.Close()
 		t.Fatal("Open of a version-99 file succeeded")
 	}
-	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "version 99, newer than this program's 4") {
-		t.Errorf("Open = %v, want ErrSchema naming versions 99 and 4", err)
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), fmt.Sprintf("version 99, newer than this program's %d", LatestSchemaVersion())) {
+		t.Errorf("Open = %v, want ErrSchema naming versions 99 and %d", err, LatestSchemaVersion())
 	}
 }
 
@@ -759,8 +759,8 @@ func TestTwoHandlesWriteConcurrently(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if got := [4]int{count(t, handles[0], "outputs"), count(t, handles[1], "blobs"), count(t, handles[0], "asks"), count(t, handles[1], "schema_version")}; got != [4]int{2 * perHandle, 2 * perHandle, 2 * perHandle, 4} {
-		t.Errorf("outputs, blobs, asks, schema_version rows = %v, want [%d %d %d 4]", got, 2*perHandle, 2*perHandle, 2*perHandle)
+	if got := [4]int{count(t, handles[0], "outputs"), count(t, handles[1], "blobs"), count(t, handles[0], "asks"), count(t, handles[1], "schema_version")}; got != [4]int{2 * perHandle, 2 * perHandle, 2 * perHandle, LatestSchemaVersion()} {
+		t.Errorf("outputs, blobs, asks, schema_version rows = %v, want [%d %d %d %d]", got, 2*perHandle, 2*perHandle, 2*perHandle, LatestSchemaVersion())
 	}
 	// Each handle reads the other's writes.
 	o, err := handles[0].Original(ctx, advisor.RecallID("proc1", "call_7"))
@@ -828,8 +828,8 @@ func TestTwoProcessesWriteConcurrently(t *testing.T) {
 	if parentErr != nil {
 		t.Fatal(parentErr)
 	}
-	if got := [3]int{count(t, db, "outputs"), count(t, db, "decisions"), count(t, db, "schema_version")}; got != [3]int{2 * n, 2 * n, 4} {
-		t.Errorf("outputs, decisions, schema_version rows = %v, want [%d %d 4]", got, 2*n, 2*n)
+	if got := [3]int{count(t, db, "outputs"), count(t, db, "decisions"), count(t, db, "schema_version")}; got != [3]int{2 * n, 2 * n, LatestSchemaVersion()} {
+		t.Errorf("outputs, decisions, schema_version rows = %v, want [%d %d %d]", got, 2*n, 2*n, LatestSchemaVersion())
 	}
 	o, err := db.Original(ctx, advisor.RecallID("child", "call_49"))
 	if err != nil || !strings.HasPrefix(o.Text, "child output 49 ") {
@@ -911,7 +911,7 @@ func TestReadOnlyOpenErrors(t *testing.T) {
 		db.Close()
 		t.Fatal("read-only open of an unmigrated file succeeded")
 	}
-	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "file is at version 0, this program needs 4") {
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), fmt.Sprintf("file is at version 0, this program needs %d", LatestSchemaVersion())) {
 		t.Errorf("read-only open of an unmigrated file = %v, want ErrSchema with versions", err)
 	}
 }

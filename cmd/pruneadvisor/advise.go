@@ -99,6 +99,9 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		return usageError{err}
 	}
 	adv.Logger = e.log
+	if adv.RecallSecret, err = store.RecallSecret(ctx); err != nil {
+		return err
+	}
 	base := time.Now()
 	adv.Clock = func() time.Time { return base } // warm cache: no timestamps in a replay
 	runID := fmt.Sprintf("%s@advise-%x", advisor.SessionKey(s), base.UnixNano())

@@ -20,6 +20,7 @@ type serveFlags struct {
 	openai        string
 	anthropic     string
 	token         string
+	allowedHosts  []string
 	maxBody       int64
 	maxSessions   int
 	adviseTimeout time.Duration
@@ -47,7 +48,10 @@ first user message. Point an agent at it with ANTHROPIC_BASE_URL=http://127.0.0.
 or an OpenAI base URL of http://127.0.0.1:8377/v1 (docs/INTEGRATIONS.md).
 
 Listening beyond loopback needs --token (or $PRUNEADVISOR_TOKEN); clients then send it
-in the X-Pruneadvisor-Token header. SIGINT or SIGTERM shuts down gracefully.`,
+in the X-Pruneadvisor-Token header. Without a token, only requests naming a loopback
+host (localhost, *.localhost, 127.0.0.1, [::1]) or one of --allowed-hosts are
+answered: others get 403, so a web page cannot reach the server by pointing its own
+domain at 127.0.0.1. SIGINT or SIGTERM shuts down gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, e, &f)
@@ -60,6 +64,7 @@ in the X-Pruneadvisor-Token header. SIGINT or SIGTERM shuts down gracefully.`,
 	c.Flags().StringVar(&f.openai, "openai-upstream", server.DefaultOpenAIUpstream, "base URL OpenAI requests are forwarded to (the request path is appended)")
 	c.Flags().StringVar(&f.anthropic, "anthropic-upstream", server.DefaultAnthropicUpstream, "base URL Anthropic requests are forwarded to (the request path is appended)")
 	c.Flags().StringVar(&f.token, "token", os.Getenv("PRUNEADVISOR_TOKEN"), "token clients must send (X-Pruneadvisor-Token header); required beyond loopback (default $PRUNEADVISOR_TOKEN)")
+	c.Flags().StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names besides loopback ones that requests may name when no --token is set (comma-separated; *.example.com for every name under it)")
 	c.Flags().Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	c.Flags().IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "sessions whose advisor state is kept in memory (least recently used idle ones are dropped; their stubs stay in the database)")
 	c.Flags().DurationVar(&f.adviseTimeout, "advise-timeout", server.DefaultAdviseTimeout, "longest time spent advising one request before forwarding it unchanged")
@@ -89,14 +94,18 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 		return err
 	}
 	defer closeStore()
+	secret, err := store.RecallSecret(ctx)
+	if err != nil {
+		return err
+	}
 	scorer, err := f.scorerFlags.build(ctx, e)
 	if err != nil {
 		return err
 	}
 	srv, err := server.New(server.Options{
-		Config: cfg, Scorer: scorer, Store: store,
+		Config: cfg, Scorer: scorer, Store: store, RecallSecret: secret,
 		OpenAIUpstream: f.openai, AnthropicUpstream: f.anthropic,
-		Token: f.token, MaxBody: f.maxBody, MaxSessions: f.maxSessions,
+		Token: f.token, AllowedHosts: f.allowedHosts, MaxBody: f.maxBody, MaxSessions: f.maxSessions,
 		AdviseTimeout: f.adviseTimeout, Logger: logger,
 	})
 	if err != nil {
