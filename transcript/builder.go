@@ -1,8 +1,12 @@
 package transcript
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // builder assembles a Session in order. Readers create one, register the raw JSON
@@ -157,4 +161,54 @@ func isUnchangedStub(text string) bool {
 	}
 	t := strings.ToLower(text)
 	return strings.Contains(t, "unchanged since last read") || strings.Contains(t, "file unchanged since")
+}
+
+// timeOf returns the time a timestamp field records (see parseTime), in UTC. raw is
+// the field's JSON value, line the source line (0 for whole-document formats) and
+// field its path: inside the line for line-oriented formats, from the document's root
+// otherwise. An absent or null field gives the zero time; any other value that does
+// not parse gives the zero time and a warning naming file, line and field (for a
+// whole-document format the line is looked up from the path).
+func (b *builder) timeOf(raw json.RawMessage, line int, field string) time.Time {
+	if apiNull(raw) {
+		return time.Time{}
+	}
+	s, ok := jsonString(raw)
+	if !ok {
+		s, ok = apiString(raw)
+	}
+	if ok {
+		if t, ok := parseTime(s); ok {
+			return t
+		}
+	}
+	if line == 0 {
+		if r := gjson.GetBytes(b.s.raw, field); r.Exists() {
+			line = docLine(b.s.raw, int64(r.Index))
+		}
+	}
+	pe := &ParseError{File: b.s.Name, Line: line, Field: field, Msg: string(raw) + " is not an RFC 3339 date and time; the message's time is left unknown"}
+	b.warn("%s", pe.Error())
+	return time.Time{}
+}
+
+// Layouts parseTime accepts: RFC 3339 with optional fractional seconds, and the same
+// without a zone (Python's naive datetime.isoformat(), which OpenHands writes).
+const (
+	timeLayout      = time.RFC3339Nano
+	timeLayoutNaive = "2006-01-02T15:04:05.999999999"
+)
+
+// parseTime parses a recorded timestamp: RFC 3339 ("2026-01-16T02:02:52.742Z",
+// "2025-12-09T00:53:29+01:00"), as Claude Code, pi, Codex CLI and Gemini CLI write
+// it, or an ISO 8601 date and time without a zone ("2025-01-27T22:44:56.900854",
+// OpenHands), read as UTC. The result is in UTC.
+func parseTime(s string) (time.Time, bool) {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		if t, err = time.Parse(timeLayoutNaive, s); err != nil {
+			return time.Time{}, false
+		}
+	}
+	return t.UTC(), true
 }

@@ -36,6 +36,7 @@ type ccProbe struct {
 	LogicalParentUUID json.RawMessage `json:"logicalParentUuid"`
 	SessionID         json.RawMessage `json:"sessionId"`
 	Cwd               json.RawMessage `json:"cwd"`
+	Timestamp         json.RawMessage `json:"timestamp"`
 }
 
 // ccEntry is the rest of a user or assistant line.
@@ -57,6 +58,7 @@ type ccLine struct {
 	no        int
 	assistant bool
 	uuid      string
+	timestamp json.RawMessage // the line's timestamp, raw
 	entry     ccEntry
 	blocks    []apiBlock
 	isString  bool // user content was a plain string
@@ -111,7 +113,7 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 			}
 			continue
 		}
-		cl := &ccLine{no: ln.no, assistant: typ == "assistant", uuid: uuid, unit: -1}
+		cl := &ccLine{no: ln.no, assistant: typ == "assistant", uuid: uuid, timestamp: p.Timestamp, unit: -1}
 		if err := json.Unmarshal(raw, &cl.entry); err != nil {
 			if e := jsonlSkip(b, name, opts, ln.no, "", apiJSONProblem(err)); e != nil {
 				return nil, e
@@ -219,6 +221,7 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 				blocks = append(blocks, cl.blocks...)
 			}
 			m := apiAssistant(blocks, it.lines[0].no)
+			m.Time = b.timeOf(it.lines[0].timestamp, it.lines[0].no, "timestamp")
 			b.add(m)
 			for _, c := range m.Calls {
 				ccRefineArgs(c)
@@ -228,6 +231,7 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 		cl := it.user
 		m := apiUser(cl.blocks, cl.unit)
 		m.Line = cl.no
+		m.Time = b.timeOf(cl.timestamp, cl.no, "timestamp")
 		e := cl.entry
 		if e.IsMeta || e.IsCompactSummary {
 			m.Meta = true

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -108,9 +109,13 @@ type codexReader struct {
 	b    *builder
 	name string
 	opts Options
-	cur  *Message // the assistant turn being assembled
-	task string   // first event_msg user_message
+	cur  *Message        // the assistant turn being assembled
+	task string          // first event_msg user_message
+	ts   json.RawMessage // the timestamp of the line being read, raw
 }
+
+// at returns the time of line n, the line being read.
+func (r *codexReader) at(n int) time.Time { return r.b.timeOf(r.ts, n, "timestamp") }
 
 func readCodex(name string, data []byte, opts Options) (*Session, error) {
 	r := &codexReader{b: newBuilder(FormatCodex, name, data), name: name, opts: opts}
@@ -176,6 +181,7 @@ func (r *codexReader) line(n, start, stop int) *ParseError {
 		return bad("", "line is not a JSON object")
 	}
 	typ, _ := docString(obj["type"])
+	r.ts = obj["timestamp"]
 	switch {
 	case obj["payload"] != nil && codexWrapperTypes[typ]:
 		payload, ok := docObject(obj["payload"])
@@ -219,7 +225,7 @@ func (r *codexReader) wrapped(n, start, stop int, typ string, p map[string]json.
 	case "compacted":
 		r.flush()
 		if msg := str("message"); msg != "" {
-			r.b.add(&Message{Role: RoleUser, Text: msg, Meta: true, Line: n})
+			r.b.add(&Message{Role: RoleUser, Text: msg, Meta: true, Line: n, Time: r.at(n)})
 		}
 	case "response_item":
 		return r.item(n, start, stop, p, "payload")
@@ -230,7 +236,7 @@ func (r *codexReader) wrapped(n, start, stop int, typ string, p map[string]json.
 // turn returns the assistant message being assembled, starting one at line n.
 func (r *codexReader) turn(n int) *Message {
 	if r.cur == nil {
-		r.cur = &Message{Role: RoleAssistant, Line: n}
+		r.cur = &Message{Role: RoleAssistant, Line: n, Time: r.at(n)}
 	}
 	return r.cur
 }
@@ -285,10 +291,10 @@ func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, ba
 					r.b.s.Cwd = strings.TrimSpace(mm[1])
 				}
 			}
-			r.b.add(&Message{Role: RoleUser, Text: text, Meta: meta, Line: n})
+			r.b.add(&Message{Role: RoleUser, Text: text, Meta: meta, Line: n, Time: r.at(n)})
 		case "developer", "system":
 			r.flush()
-			r.b.add(&Message{Role: RoleSystem, Text: text, Meta: true, Line: n})
+			r.b.add(&Message{Role: RoleSystem, Text: text, Meta: true, Line: n, Time: r.at(n)})
 		default:
 			return bad("role", "unknown message role "+strconv.Quote(role))
 		}
@@ -334,7 +340,7 @@ func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, ba
 		r.flush()
 		o.CallID = id
 		setLoc(o, r.b.addUnit(start, stop), o.paths...)
-		r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}, Line: n})
+		r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}, Line: n, Time: r.at(n)})
 	}
 	return nil
 }

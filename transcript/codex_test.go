@@ -143,20 +143,20 @@ func TestCodexShapes(t *testing.T) {
 	// content items (text and image), an output object with success false, a
 	// web_search_call (no call), a compaction and an unknown record type.
 	lines := []string{
-		`{"timestamp":"t","type":"turn_context","payload":{"cwd":"/w","model":"gpt-5"}}`,
-		`{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>sandboxed</permissions instructions>"}]}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"turn_context","payload":{"cwd":"/w","model":"gpt-5"}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>sandboxed</permissions instructions>"}]}}`,
 		``,
-		`{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"# Context from my IDE setup:\n\n## Open tabs:\n- a.go\n\n## My request for Codex:\nlook at a.go"}}`,
-		`{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# Context from my IDE setup:\n\n## My request for Codex:\nlook at a.go"}]}}`,
-		`{"timestamp":"t","type":"response_item","payload":{"type":"local_shell_call","call_id":"ls1","status":"completed","action":{"type":"exec","command":["bash","-lc","cat a.go"],"working_directory":"/w/sub"}}}`,
-		`{"timestamp":"t","type":"response_item","payload":{"type":"web_search_call","status":"completed","action":{"type":"search","query":"go"}}}`,
-		`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"view_image","arguments":"{\"path\":\"x.png\"}","call_id":"vi1"}}`,
-		`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"ls1","output":[{"type":"input_text","text":"package a"},{"type":"input_image","image_url":"data:image/png;base64,AA=="}]}}`,
-		`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"vi1","output":{"content":"no such image","success":false}}}`,
-		`{"timestamp":"t","type":"compacted","payload":{"message":"Summary: read a.go."}}`,
-		`{"timestamp":"t","type":"ghost_snapshot","payload":{"commit":"abc"}}`,
-		`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"git\",\"log\",\"--format=%H %s\"]}","call_id":"sh1"}}`,
-		`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"sh1","output":"Exit code: 128\nWall time: 0.1 seconds\nOutput:\nfatal: not a git repository"}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"event_msg","payload":{"type":"user_message","message":"# Context from my IDE setup:\n\n## Open tabs:\n- a.go\n\n## My request for Codex:\nlook at a.go"}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# Context from my IDE setup:\n\n## My request for Codex:\nlook at a.go"}]}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"local_shell_call","call_id":"ls1","status":"completed","action":{"type":"exec","command":["bash","-lc","cat a.go"],"working_directory":"/w/sub"}}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"web_search_call","status":"completed","action":{"type":"search","query":"go"}}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call","name":"view_image","arguments":"{\"path\":\"x.png\"}","call_id":"vi1"}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call_output","call_id":"ls1","output":[{"type":"input_text","text":"package a"},{"type":"input_image","image_url":"data:image/png;base64,AA=="}]}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call_output","call_id":"vi1","output":{"content":"no such image","success":false}}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"compacted","payload":{"message":"Summary: read a.go."}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"ghost_snapshot","payload":{"commit":"abc"}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"git\",\"log\",\"--format=%H %s\"]}","call_id":"sh1"}}`,
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call_output","call_id":"sh1","output":"Exit code: 128\nWall time: 0.1 seconds\nOutput:\nfatal: not a git repository"}}`,
 	}
 	doc := strings.Join(lines, "\r\n") + "\r\n"
 	s, err := readCodex("shapes", []byte(doc), Options{})
@@ -198,21 +198,21 @@ func TestCodexShapes(t *testing.T) {
 }
 
 func TestCodexMalformed(t *testing.T) {
-	good := `{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}`
+	good := `{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}`
 	tests := []struct {
 		name, line string
 		field, msg string
 	}{
-		{"not json", `{"timestamp":"t","type":`, "", "truncated"},
+		{"not json", `{"timestamp":"2026-01-01T00:00:00Z","type":`, "", "truncated"},
 		{"garbage", `hello`, "", "invalid JSON"},
 		{"not object", `[1,2]`, "", "not a JSON object"},
 		{"null", `null`, "", "not a JSON object"},
 		{"bad utf8", "{\"timestamp\":\"t\",\"type\":\"event_msg\",\"payload\":{\"type\":\"x\",\"message\":\"\xff\"}}", "", "invalid UTF-8"},
-		{"payload not object", `{"timestamp":"t","type":"response_item","payload":"x"}`, "payload", "not an object"},
-		{"call without name", `{"timestamp":"t","type":"response_item","payload":{"type":"function_call","arguments":"{}","call_id":"c"}}`, "payload.name", "missing"},
-		{"output without id", `{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","output":"x"}}`, "payload.call_id", "missing"},
-		{"output number", `{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":5}}`, "payload.output", "neither"},
-		{"unknown role", `{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"robot","content":[]}}`, "payload.role", "unknown message role"},
+		{"payload not object", `{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":"x"}`, "payload", "not an object"},
+		{"call without name", `{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call","arguments":"{}","call_id":"c"}}`, "payload.name", "missing"},
+		{"output without id", `{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call_output","output":"x"}}`, "payload.call_id", "missing"},
+		{"output number", `{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":5}}`, "payload.output", "neither"},
+		{"unknown role", `{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"robot","content":[]}}`, "payload.role", "unknown message role"},
 		{"bare bad content", `{"type":"message","role":"user","content":7}`, "content", "neither"},
 	}
 	for _, tt := range tests {
@@ -229,15 +229,15 @@ func TestCodexMalformed(t *testing.T) {
 			}
 		})
 	}
-	if _, err := readCodex("meta only", []byte(`{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}`), Options{}); err == nil || !strings.Contains(err.Error(), "no messages") {
+	if _, err := readCodex("meta only", []byte(`{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"x"}}`), Options{}); err == nil || !strings.Contains(err.Error(), "no messages") {
 		t.Errorf("session without messages: %v", err)
 	}
 }
 
 func FuzzCodex(f *testing.F) {
 	docSeeds(f, docOwn(codexCurrent), docOwn(codexLegacy))
-	f.Add([]byte(`{"timestamp":"t","type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","input":"*** Begin Patch\n*** Add File: a\n+x\n*** End Patch","call_id":"c"}}` + "\n" +
-		`{"timestamp":"t","type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"c","output":"{\"output\":\"ok\",\"metadata\":{\"exit_code\":\"1\"}}"}}`))
-	f.Add([]byte(`{"id":"x","timestamp":"t","instructions":null}` + "\n" + `{"record_type":"state"}` + "\n" + `{"type":"local_shell_call","call_id":"c","action":{"command":["ls"]}}`))
+	f.Add([]byte(`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","input":"*** Begin Patch\n*** Add File: a\n+x\n*** End Patch","call_id":"c"}}` + "\n" +
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"c","output":"{\"output\":\"ok\",\"metadata\":{\"exit_code\":\"1\"}}"}}`))
+	f.Add([]byte(`{"id":"x","timestamp":"2026-01-01T00:00:00Z","instructions":null}` + "\n" + `{"record_type":"state"}` + "\n" + `{"type":"local_shell_call","call_id":"c","action":{"command":["ls"]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) { docFuzz(t, readCodex, data) })
 }

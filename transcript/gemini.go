@@ -3,6 +3,7 @@ package transcript
 import (
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // Gemini CLI sessions (TRANSCRIPT-FORMATS.md §4): one JSON document
@@ -96,9 +97,10 @@ func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *Par
 	if !ok {
 		return bad("content", "neither a string nor a list of parts")
 	}
+	at := func() time.Time { return b.timeOf(obj["timestamp"], 0, docPath(path, "timestamp")) }
 	switch typ {
 	case "user":
-		b.add(&Message{Role: RoleUser, Text: text})
+		b.add(&Message{Role: RoleUser, Text: text, Time: at()})
 		return nil
 	case "gemini":
 	case "info", "error", "warning":
@@ -141,13 +143,14 @@ func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *Par
 			outCalls = append(outCalls, call)
 		}
 	}
+	msg.Time = at()
 	b.add(msg)
 	if len(outs) > 0 {
 		for j, o := range outs {
 			// Read after add: calls without an id got one from the builder ("call-N").
 			o.CallID = outCalls[j].ID
 		}
-		b.add(&Message{Role: RoleTool, Outputs: outs})
+		b.add(&Message{Role: RoleTool, Outputs: outs, Time: msg.Time})
 	}
 	return nil
 }

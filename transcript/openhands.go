@@ -3,6 +3,7 @@ package transcript
 import (
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // OpenHands V0 event streams (TRANSCRIPT-FORMATS.md §7): a JSON array of events
@@ -58,6 +59,7 @@ type ohEvent struct {
 	Cause       json.RawMessage `json:"cause"`
 	Success     json.RawMessage `json:"success"`
 	Metadata    json.RawMessage `json:"tool_call_metadata"`
+	Timestamp   json.RawMessage `json:"timestamp"`
 }
 
 // ohMeta is the part of tool_call_metadata the reader uses.
@@ -139,6 +141,7 @@ func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 			}
 		}
 		argText := func(k string) string { s, _ := docString(args[k]); return s }
+		at := func() time.Time { return b.timeOf(ev.Timestamp, 0, docPath(path, "timestamp")) }
 		switch {
 		case isAction && ohSkipActions[action], isAction && source == "environment":
 		case isAction && action == "message":
@@ -150,10 +153,10 @@ func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 			if source == "agent" {
 				role = RoleAssistant
 			}
-			msgs = append(msgs, &Message{Role: role, Text: text})
+			msgs = append(msgs, &Message{Role: role, Text: text, Time: at()})
 			lastAsst, lastResp = nil, ""
 		case isAction && action == "system":
-			msgs = append(msgs, &Message{Role: RoleSystem, Text: argText("content")})
+			msgs = append(msgs, &Message{Role: RoleSystem, Text: argText("content"), Time: at()})
 			lastAsst, lastResp = nil, ""
 		case isAction:
 			if source != "agent" {
@@ -180,7 +183,7 @@ func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 				}
 				continue
 			}
-			m := &Message{Role: RoleAssistant, Text: thought, Calls: []*ToolCall{c}}
+			m := &Message{Role: RoleAssistant, Text: thought, Calls: []*ToolCall{c}, Time: at()}
 			msgs = append(msgs, m)
 			lastAsst, lastResp = m, resp
 		case isObs:
@@ -203,7 +206,7 @@ func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 			if ev.Content != nil {
 				setLoc(o, 0, docPath(path, "content"))
 			}
-			msgs = append(msgs, &Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
+			msgs = append(msgs, &Message{Role: RoleTool, Outputs: []*ToolOutput{o}, Time: at()})
 		default:
 			if err := docSkip(b, opts, &ParseError{File: name, Field: path, Msg: "event has neither action nor observation"}); err != nil {
 				return nil, err

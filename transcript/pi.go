@@ -32,7 +32,7 @@ func init() {
 type piEntry struct {
 	Type                                string
 	ID, ParentID, Cwd, Message, Summary json.RawMessage
-	Content                             json.RawMessage
+	Content, Timestamp                  json.RawMessage
 }
 
 // piDecodeEntry decodes one object (keys matched exactly, see apiObject).
@@ -41,7 +41,7 @@ func piDecodeEntry(raw []byte) (piEntry, *apiFieldError) {
 	if problem != "" {
 		return piEntry{}, &apiFieldError{"", problem}
 	}
-	e := piEntry{ID: obj["id"], ParentID: obj["parentId"], Cwd: obj["cwd"], Message: obj["message"], Summary: obj["summary"], Content: obj["content"]}
+	e := piEntry{ID: obj["id"], ParentID: obj["parentId"], Cwd: obj["cwd"], Message: obj["message"], Summary: obj["summary"], Content: obj["content"], Timestamp: obj["timestamp"]}
 	if err := apiField(obj, "type", "", &e.Type); err != nil {
 		return piEntry{}, apiAsFieldError(err, "type")
 	}
@@ -227,8 +227,13 @@ func piInspect(o *piObj) (benign bool, err error) {
 
 var piSlashCommand = regexp.MustCompile(`^/[\w:.-]+$`)
 
-// piAdd turns one kept object into a message (or nothing) and adds it.
+// piAdd turns one kept object into a message (or nothing) and adds it, timed by the
+// entry's timestamp.
 func piAdd(b *builder, o *piObj) error {
+	add := func(m *Message) {
+		m.Time = b.timeOf(o.e.Timestamp, o.line, "timestamp")
+		b.add(m)
+	}
 	switch o.e.Type {
 	case "compaction", "branch_summary":
 		s, ok := apiString(o.e.Summary)
@@ -236,7 +241,7 @@ func piAdd(b *builder, o *piObj) error {
 			return &apiFieldError{"summary", "summary must be a string"}
 		}
 		if s != "" {
-			b.add(&Message{Role: RoleUser, Text: s, Meta: true, Line: o.line})
+			add(&Message{Role: RoleUser, Text: s, Meta: true, Line: o.line})
 		}
 		return nil
 	case "custom_message":
@@ -247,7 +252,7 @@ func piAdd(b *builder, o *piObj) error {
 		m := apiUser(blocks, -1)
 		m.Role, m.Meta, m.Line = RoleUser, true, o.line
 		if m.Text != "" {
-			b.add(m)
+			add(m)
 		}
 		return nil
 	case "message":
@@ -267,14 +272,14 @@ func piAdd(b *builder, o *piObj) error {
 		if piSlashCommand.MatchString(t) || apiWrapperText(t) {
 			m.Meta = true
 		}
-		b.add(m)
+		add(m)
 	case "assistant":
 		m, err := piAssistant(pm.Content)
 		if err != nil {
 			return err
 		}
 		m.Line = o.line
-		b.add(m)
+		add(m)
 	case "toolResult":
 		if pm.ToolCallID == "" {
 			return &apiFieldError{"message.toolCallId", "toolResult without a toolCallId"}
@@ -287,7 +292,7 @@ func piAdd(b *builder, o *piObj) error {
 		if o.unit >= 0 && len(res.paths) > 0 {
 			setLoc(out, o.unit, res.paths...)
 		}
-		b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{out}, Line: o.line})
+		add(&Message{Role: RoleTool, Outputs: []*ToolOutput{out}, Line: o.line})
 		if c := out.Call; c != nil && c.Action == ActionRead && !out.IsError {
 			piRefineRead(c, pm.Details)
 		}
@@ -295,7 +300,7 @@ func piAdd(b *builder, o *piObj) error {
 		if pm.ExcludeFromContext {
 			return nil
 		}
-		b.add(&Message{Role: RoleUser, Text: piBashText(pm), Meta: true, Line: o.line})
+		add(&Message{Role: RoleUser, Text: piBashText(pm), Meta: true, Line: o.line})
 	case "custom", "hookMessage":
 		blocks, err := apiDecodeContent(pm.Content, "message.content")
 		if err != nil {
@@ -304,11 +309,11 @@ func piAdd(b *builder, o *piObj) error {
 		m := apiUser(blocks, -1)
 		m.Role, m.Meta, m.Line = RoleUser, true, o.line
 		if m.Text != "" {
-			b.add(m)
+			add(m)
 		}
 	case "branchSummary", "compactionSummary":
 		if pm.Summary != "" {
-			b.add(&Message{Role: RoleUser, Text: pm.Summary, Meta: true, Line: o.line})
+			add(&Message{Role: RoleUser, Text: pm.Summary, Meta: true, Line: o.line})
 		}
 	}
 	return nil

@@ -121,7 +121,7 @@ func piE(id, parent, body string) string {
 	if parent != "" {
 		p = fmt.Sprintf("%q", parent)
 	}
-	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"t",%s}`, id, p, body)
+	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-01-01T00:00:00Z",%s}`, id, p, body)
 }
 
 func piUser(id, parent, text string) string {
@@ -160,12 +160,12 @@ func TestPiTree(t *testing.T) {
 		piUser("e5", "e4", "edit it"), // branch A
 		piCall("e6", "e5", `c2:edit {"path":"p.go","oldText":"a","newText":"b"}`),
 		piRes("e7", "e6", "c2", "ok"),
-		`{"type":"branch_summary","id":"e8","parentId":"e4","timestamp":"t","fromId":"e7","summary":"tried an edit"}`, // branch B
+		`{"type":"branch_summary","id":"e8","parentId":"e4","timestamp":"2026-01-01T00:00:00Z","fromId":"e7","summary":"tried an edit"}`, // branch B
 		piUser("e9", "e8", "write a test instead"),
 		piCall("e10", "e9", `c3:bash {"command":"go test"}`, `c4:bash {"command":"go vet"}`),
 		piRes("e11", "e10", "c3", "ok"),
 		piRes("e12", "e11", "c4", "clean"),
-		`{"type":"label","id":"e13","parentId":"e12","timestamp":"t","targetId":"e9","label":"tests"}`,
+		`{"type":"label","id":"e13","parentId":"e12","timestamp":"2026-01-01T00:00:00Z","targetId":"e9","label":"tests"}`,
 	}
 	t.Run("later branch is the leaf", func(t *testing.T) {
 		s, err := readPi("tree.jsonl", ccFile(append(prefix, piSay("e14", "e13", "done"))...), Options{})
@@ -234,18 +234,18 @@ func TestPiTree(t *testing.T) {
 // summary; a bare slash command is not the task.
 func TestPiMessageKinds(t *testing.T) {
 	data := ccFile(
-		`{"type":"session","id":"s","timestamp":"t","cwd":"/w"}`,
-		`{"type":"message","timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"/model"}]}}`,
-		`{"type":"message","timestamp":"t","message":{"role":"bashExecution","command":"ls","output":"a\nb\n","exitCode":0,"cancelled":false,"truncated":false}}`,
-		`{"type":"message","timestamp":"t","message":{"role":"bashExecution","command":"make","output":"","exitCode":2,"cancelled":false,"truncated":false}}`,
-		`{"type":"message","timestamp":"t","message":{"role":"bashExecution","command":"secret","output":"x","exitCode":0,"excludeFromContext":true}}`,
-		`{"type":"message","timestamp":"t","message":{"role":"user","content":"fix the build"}}`,
-		`{"type":"message","timestamp":"t","message":{"role":"custom","customType":"ext","content":"injected","display":true}}`,
-		`{"type":"compaction","timestamp":"t","summary":"## Goal\nfix the build","firstKeptEntryIndex":3,"tokensBefore":1000}`,
-		`{"type":"message","timestamp":"t","message":{"role":"compactionSummary","summary":"earlier work","tokensBefore":5}}`,
-		`{"type":"custom_message","timestamp":"t","customType":"ext","content":[{"type":"text","text":"note"}],"display":false}`,
-		`{"type":"model_change","timestamp":"t","provider":"anthropic","modelId":"x"}`,
-		`{"type":"message","timestamp":"t","message":{"role":"assistant","content":[],"stopReason":"aborted"}}`,
+		`{"type":"session","id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/w"}`,
+		`{"type":"message","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":[{"type":"text","text":"/model"}]}}`,
+		`{"type":"message","timestamp":"2026-01-01T00:00:00Z","message":{"role":"bashExecution","command":"ls","output":"a\nb\n","exitCode":0,"cancelled":false,"truncated":false}}`,
+		`{"type":"message","timestamp":"2026-01-01T00:00:00Z","message":{"role":"bashExecution","command":"make","output":"","exitCode":2,"cancelled":false,"truncated":false}}`,
+		`{"type":"message","timestamp":"2026-01-01T00:00:00Z","message":{"role":"bashExecution","command":"secret","output":"x","exitCode":0,"excludeFromContext":true}}`,
+		`{"type":"message","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"fix the build"}}`,
+		`{"type":"message","timestamp":"2026-01-01T00:00:00Z","message":{"role":"custom","customType":"ext","content":"injected","display":true}}`,
+		`{"type":"compaction","timestamp":"2026-01-01T00:00:00Z","summary":"## Goal\nfix the build","firstKeptEntryIndex":3,"tokensBefore":1000}`,
+		`{"type":"message","timestamp":"2026-01-01T00:00:00Z","message":{"role":"compactionSummary","summary":"earlier work","tokensBefore":5}}`,
+		`{"type":"custom_message","timestamp":"2026-01-01T00:00:00Z","customType":"ext","content":[{"type":"text","text":"note"}],"display":false}`,
+		`{"type":"model_change","timestamp":"2026-01-01T00:00:00Z","provider":"anthropic","modelId":"x"}`,
+		`{"type":"message","timestamp":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":[],"stopReason":"aborted"}}`,
 	)
 	s, err := readPi("kinds.jsonl", data, Options{})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Sentinel errors returned (wrapped) by the readers.
@@ -255,6 +256,18 @@ type Message struct {
 	Retention Retention     // caller's hint, "" = normal
 	Tokens    int           // o200k_base tokens of Text plus the calls' arguments and the outputs' text
 	Meta      bool          // injected context (system reminders, environment blocks), not a real user prompt
+	// Time is when the message was written, as the format records it, in UTC; the
+	// zero time means unknown. Claude Code and Codex CLI: the line's timestamp (an
+	// assistant message merged from several lines takes the first line's); pi: the
+	// entry's timestamp; Gemini CLI: the message's timestamp (the tool-result message
+	// the reader adds after a gemini message takes that message's); OpenHands: the
+	// event's timestamp (the action's that started a merged assistant message), which
+	// OpenHands writes without a zone and which is read as UTC. Zero for formats that
+	// record none (OpenAI chat bodies, mini-swe-agent, SWE-agent, Anthropic request
+	// bodies), for a message whose source has no timestamp, and for one that does not
+	// parse (Session.Warnings then names file, line and field). See parseTime for the
+	// accepted forms.
+	Time time.Time
 }
 
 // ToolCall is one call the model made.
