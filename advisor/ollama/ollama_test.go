@@ -28,18 +28,57 @@ func batchOf(n int) cards.Batch {
 	return b
 }
 
+// newScorer is a scorer for the fake with a 2 s timeout and a first guess of 1 ms
+// per card, so batches are cut by tokens only until a request is measured (the
+// fake answers in about a millisecond).
 func newScorer(t *testing.T, rawURL string) *Scorer {
 	s := New(clientFor(t, rawURL), "")
 	s.Timeout = 2 * time.Second
+	s.CardTime = time.Millisecond
 	return s
 }
 
 func TestName(t *testing.T) {
-	if got, want := New(nil, "").Name(), "ollama:qwen2.5:0.5b:p1"; got != want {
-		t.Errorf("Name() = %q, want %q", got, want)
+	v1 := New(nil, "llama3.2:1b")
+	v1.Prompt = PromptV1
+	tests := []struct {
+		s    *Scorer
+		want string
+	}{
+		{New(nil, ""), "ollama:qwen2.5:0.5b:p2"},
+		{New(nil, "llama3.2:1b"), "ollama:llama3.2:1b:p2"},
+		{v1, "ollama:llama3.2:1b:p1"},
+		{&Scorer{}, "ollama:qwen2.5:0.5b:p2"},
 	}
-	if got, want := New(nil, "llama3.2:1b").Name(), "ollama:llama3.2:1b:p1"; got != want {
-		t.Errorf("Name() = %q, want %q", got, want)
+	for _, tt := range tests {
+		if got := tt.s.Name(); got != tt.want {
+			t.Errorf("Name() = %q, want %q", got, tt.want)
+		}
+		model, prompt, ok := ParseName(tt.want)
+		if !ok || "ollama:"+model+":"+prompt != tt.want {
+			t.Errorf("ParseName(%q) = %q, %q, %v", tt.want, model, prompt, ok)
+		}
+	}
+	for _, bad := range []string{"lexical", "ollama:", "ollama:p2", "ollama:qwen2.5:0.5b:p9", "ollama:qwen2.5:0.5b"} {
+		if m, p, ok := ParseName(bad); ok {
+			t.Errorf("ParseName(%q) = %q, %q, true; want not ok", bad, m, p)
+		}
+	}
+}
+
+func TestParsePrompt(t *testing.T) {
+	for in, want := range map[string]string{"": PromptV2, "v1": PromptV1, "p1": PromptV1, "v2": PromptV2, "p2": PromptV2} {
+		if got, err := ParsePrompt(in); err != nil || got != want {
+			t.Errorf("ParsePrompt(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := ParsePrompt("v3"); err == nil || !strings.Contains(err.Error(), "want v1 or v2") {
+		t.Errorf("ParsePrompt(v3) = %v, want an error naming v1 and v2", err)
+	}
+	s := New(clientFor(t, "http://127.0.0.1:1"), "")
+	s.Prompt = "p9"
+	if _, err := s.Score(context.Background(), batchOf(1)); err == nil || !strings.Contains(err.Error(), `unknown prompt version "p9"`) {
+		t.Errorf("Score with prompt p9: %v, want unknown prompt version", err)
 	}
 }
 
@@ -91,12 +130,17 @@ func TestFaults(t *testing.T) {
 	}{
 		{"slow answer past the deadline", func(int, []string, []string) reply { return reply{slow: true} }, "", "timeout", "deadline exceeded"},
 		{"connection reset mid-body", func(int, []string, []string) reply { return reply{reset: true} }, "", "unreachable", "cut off"},
-		{"unknown model 404", func(_ int, _, _ []string) reply {
+		{"unknown model 404", nil, "nosuch", "not_pulled",
+			"model nosuch is not pulled: ollama pull nosuch (HTTP 404: model 'nosuch' not found)"},
+		{"unknown model 404, other code path", func(_ int, _, _ []string) reply {
 			return reply{status: http.StatusNotFound, errText: `model "nosuch" not found, try pulling it first`}
-		}, "nosuch", "http", `HTTP 404: model "nosuch" not found, try pulling it first`},
-		{"500", func(int, []string, []string) reply {
-			return reply{status: 500, errText: "llama runner process has terminated: exit status 2"}
-		}, "", "http", "HTTP 500: llama runner process has terminated"},
+		}, "", "not_pulled", `model qwen2.5:0.5b is not pulled: ollama pull qwen2.5:0.5b (HTTP 404: model "nosuch" not found, try pulling it first)`},
+		{"runner killed", func(int, []string, []string) reply {
+			return reply{status: 500, errText: runnerStopped}
+		}, "", "http", "HTTP 500: model runner has unexpectedly stopped"},
+		{"think on a model that cannot", func(int, []string, []string) reply {
+			return reply{status: 400, errText: `"qwen2.5:0.5b" does not support thinking`}
+		}, "", "http", `HTTP 400: "qwen2.5:0.5b" does not support thinking`},
 		{"503 busy", func(int, []string, []string) reply {
 			return reply{status: 503, errText: "server busy, please try again.  maximum pending requests exceeded"}
 		}, "", "http", "HTTP 503: server busy"},
@@ -130,14 +174,11 @@ func TestFaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			model := tt.model
-			if model == "" {
-				model = DefaultModel
-			}
-			f, srv := newFake(t, model, DefaultNumCtx)
+			f, srv := newFake(t, DefaultModel, DefaultNumCtx)
 			f.reply = tt.reply
-			s := New(clientFor(t, srv.URL), model)
+			s := New(clientFor(t, srv.URL), tt.model)
 			s.Timeout = 300 * time.Millisecond
+			s.CardTime = time.Millisecond
 			got, err := s.Score(context.Background(), batchOf(3))
 			if diff := cmp.Diff(make([]cards.Score, 3), got); diff != "" {
 				t.Errorf("scores (-want +got):\n%s", diff)
@@ -371,6 +412,7 @@ func TestFailKind(t *testing.T) {
 		{fmt.Errorf("x: %w", ErrTruncated), "truncated"},
 		{fmt.Errorf("x: %w", ErrInvalidAnswer), "invalid"},
 		{fmt.Errorf("x: %w", ErrTooLarge), "too_large"},
+		{fmt.Errorf("x: %w", ErrNotPulled), "not_pulled"},
 		{errors.New("something else"), "other"},
 	}
 	for _, tt := range tests {

@@ -30,22 +30,19 @@ func exampleBatch() cards.Batch {
 		Now:  "Next I will update the port in config.yaml.",
 		Cards: []cards.Card{
 			{ID: "toolu_01", Tool: "Read", Args: "config.yaml", Head: "server:\n  host: 0.0.0.0\n  port: 8080\n",
-				Chars: 36, Age: 8, Reaction: "The server listens on port 8080."},
+				Chars: 36, Age: 8, Reaction: "The server listens on port 8080.", Uses: 2, LastUseAgo: 1},
 			{ID: "toolu_02", Tool: "Bash", Args: "go test ./...", Head: "ok  \texample.com/app\t0.412s\n",
 				Chars: 27, Age: 7, Reaction: "All tests pass.", SharedReaction: true},
+			{ID: "toolu_03", Tool: "Grep", Args: "Getenv", Head: "main.go:12: port := os.Getenv(\"PORT\")\n",
+				Chars: 38, Age: 5, Reaction: "next call: Read main.go", Uses: 1, LastUseAgo: 4},
 		},
 	}
 }
 
-// TestPromptGolden pins the rendered prompt v1 and its schema; a change to either
-// must come with a new PromptVersion. Regenerate with go test -run Golden -update.
-func TestPromptGolden(t *testing.T) {
-	p, err := RenderPrompt(exampleBatch())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := "=== system\n" + p.System + "\n=== user\n" + p.User + "\n=== format\n" + string(p.Format) + "\n"
-	path := filepath.Join("testdata", "prompt_v1.golden")
+// golden compares got with testdata/name, rewriting it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -53,10 +50,55 @@ func TestPromptGolden(t *testing.T) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (go test -run Golden -update writes it)", err)
 	}
 	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("prompt (-golden +got):\n%s", diff)
+		t.Errorf("%s (-golden +got):\n%s", name, diff)
+	}
+}
+
+// TestPromptGolden pins the rendered prompts v1 and v2 and their schema; a change
+// to either must come with a new prompt version. v2 shows each card's use history
+// (cards.Card.UsedText: "2 times, last 1 steps ago", "never", "once, 4 steps
+// ago"); v1 does not, so RenderPrompt (v1) still gives the v1 golden. Regenerate
+// with go test -run Golden -update.
+func TestPromptGolden(t *testing.T) {
+	render := map[string]func(cards.Batch) (Prompt, error){
+		PromptV1: RenderPrompt,
+		PromptV2: (&Scorer{Prompt: PromptV2}).Render,
+	}
+	for _, v := range []string{PromptV1, PromptV2} {
+		p, err := render[v](exampleBatch())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Version != v {
+			t.Errorf("%s: rendered version %q", v, p.Version)
+		}
+		got := "=== system\n" + p.System + "\n=== user\n" + p.User + "\n=== format\n" + string(p.Format) + "\n"
+		golden(t, "prompt_"+strings.Replace(v, "p", "v", 1)+".golden", got)
+		used := strings.Count(p.User, "\nused: ")
+		if want := map[string]int{PromptV1: 0, PromptV2: 3}[v]; used != want {
+			t.Errorf("%s: %d used lines, want %d", v, used, want)
+		}
+	}
+}
+
+// TestRequestBodyGolden pins the whole /api/chat body Score sends for the example
+// batch under each prompt version, byte for byte as the fake received it.
+func TestRequestBodyGolden(t *testing.T) {
+	for _, v := range []string{PromptV1, PromptV2} {
+		f, srv := newFake(t, DefaultModel, DefaultNumCtx)
+		s := newScorer(t, srv.URL)
+		s.Prompt = v
+		if _, err := s.Score(context.Background(), exampleBatch()); err != nil {
+			t.Fatal(err)
+		}
+		noProblems(t, f)
+		f.mu.Lock()
+		body := string(f.bodies[0])
+		f.mu.Unlock()
+		golden(t, "request_"+strings.Replace(v, "p", "v", 1)+".golden.json", body+"\n")
 	}
 }
 

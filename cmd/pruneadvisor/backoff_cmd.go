@@ -122,20 +122,22 @@ func parseSchedules(text string) ([]string, error) {
 }
 
 // storedScorer rebuilds the scorer a replay recorded: "lexical", "none" (nil) or
-// "ollama:MODEL:PROMPT" (with the current prompt version only).
+// "ollama:MODEL:PROMPT" (prompt p1 or p2).
 func storedScorer(name string) (advisor.Scorer, error) {
 	switch {
 	case name == replay.ScorerNone:
 		return nil, nil
 	case name == "lexical":
 		return lexical.New(), nil
-	case strings.HasPrefix(name, "ollama:") && strings.HasSuffix(name, ":"+ollama.PromptVersion):
-		model := strings.TrimSuffix(strings.TrimPrefix(name, "ollama:"), ":"+ollama.PromptVersion)
+	}
+	if model, prompt, ok := ollama.ParseName(name); ok {
 		client, err := api.ClientFromEnvironment()
 		if err != nil {
 			return nil, fmt.Errorf("ollama client: %w", err)
 		}
-		return ollama.New(client, model), nil
+		sc := ollama.New(client, model)
+		sc.Prompt = prompt
+		return sc, nil
 	}
 	return nil, usageError{fmt.Errorf("cannot rebuild the stored scorer %q; choose one with --scorer lexical|ollama|none", name)}
 }

@@ -15,17 +15,19 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 )
 
-// scorerFlags choose the scorer: auto (Ollama when it answers, else lexical),
-// ollama, lexical or none (rules only).
+// scorerFlags choose the scorer: auto (Ollama when it answers and has the model,
+// else lexical), ollama, lexical or none (rules only).
 type scorerFlags struct {
 	kind    string
 	model   string
+	prompt  string
 	timeout time.Duration
 }
 
 func (f *scorerFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&f.kind, "scorer", "auto", "auto | ollama | lexical | none (auto: Ollama at $OLLAMA_HOST if /api/version answers within 2s, else lexical)")
+	c.Flags().StringVar(&f.kind, "scorer", "auto", "auto | ollama | lexical | none (auto: Ollama at $OLLAMA_HOST if it answers within 2s and has --model, else lexical)")
 	c.Flags().StringVar(&f.model, "model", ollama.DefaultModel, "Ollama model for the ollama scorer")
+	c.Flags().StringVar(&f.prompt, "prompt", "v2", "prompt template of the ollama scorer: v2 (cards with their use history) | v1 (the first one, to compare with old replays); the scorer's name ends in :p2 or :p1")
 	c.Flags().DurationVar(&f.timeout, "scorer-timeout", ollama.DefaultTimeout, "longest wait for one Ollama request; past it the cards get no score (failure kind timeout)")
 }
 
@@ -33,6 +35,10 @@ func (f *scorerFlags) register(c *cobra.Command) {
 func (f *scorerFlags) build(ctx context.Context, e *env) (advisor.Scorer, error) {
 	if f.timeout <= 0 {
 		return nil, usageError{fmt.Errorf("--scorer-timeout %v: want a positive duration", f.timeout)}
+	}
+	prompt, err := ollama.ParsePrompt(f.prompt)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--prompt: %w", err)}
 	}
 	switch f.kind {
 	case "none":
@@ -44,18 +50,16 @@ func (f *scorerFlags) build(ctx context.Context, e *env) (advisor.Scorer, error)
 		if err != nil {
 			return nil, fmt.Errorf("ollama client: %w", err)
 		}
+		sc := ollama.New(client, f.model)
+		sc.Logger = e.log
+		sc.Timeout = f.timeout
+		sc.Prompt = prompt
 		if f.kind == "ollama" {
-			sc := ollama.New(client, f.model)
-			sc.Logger = e.log
-			sc.Timeout = f.timeout
 			return sc, nil
 		}
 		// Info level: the one line saying which scorer auto chose goes to stderr.
-		a := auto.New(ctx, client, f.model, newLogger(e.stderr, slog.LevelInfo))
-		if a.Ollama != nil {
-			a.Ollama.Timeout = f.timeout
-		}
-		return a, nil
+		return auto.New(ctx, sc, auto.Fallback{Scorer: lexical.New(), Label: "the lexical scorer"},
+			newLogger(e.stderr, slog.LevelInfo)), nil
 	default:
 		return nil, usageError{fmt.Errorf("--scorer %q: want auto, ollama, lexical or none", f.kind)}
 	}
