@@ -30,7 +30,8 @@ import (
 //     fakeTemplateTokens; a prompt over num_ctx is cut from the front and still
 //     answered (prompt_eval_count = num_ctx) when `truncate` is absent, and
 //     refused with 400 "the input length exceeds the context length" when it is
-//     false (unless ignoreTruncate);
+//     false (unless ignoreTruncate: a server that knows neither truncate nor
+//     shift);
 //   - it pads its answers with whitespace in every place the grammar allows,
 //     before ':' and after '}' too (fakePads), one token per character, and stops
 //     at num_predict (done_reason "length") or, under `shift: false`, where the
@@ -48,7 +49,7 @@ type fake struct {
 	numCtx         int           // expected num_ctx
 	thinks         bool          // the model's template can think
 	ratio          float64       // model tokens per o200k token of the prompt; 0 means 1
-	ignoreTruncate bool          // cut long prompts even under truncate false
+	ignoreTruncate bool          // know neither truncate nor shift (an older server): cut long prompts, shift the context
 	tokenDelay     time.Duration // real time slept per generated token
 
 	// reply decides the answer to request n (1-based) with card keys and args as
@@ -260,7 +261,7 @@ func (f *fake) chat(w http.ResponseWriter, r *http.Request) {
 func (f *fake) generate(w http.ResponseWriter, r *http.Request, req chatRequest, rep reply, promptTokens, numCtx int, first bool) {
 	content, reason := rep.content, cmpOr(rep.reason, "stop")
 	limit := intOption(req.Options, "num_predict", -1)
-	if req.Shift != nil && !*req.Shift && (limit < 0 || numCtx-promptTokens < limit) {
+	if req.Shift != nil && !*req.Shift && !f.ignoreTruncate && (limit < 0 || numCtx-promptTokens < limit) {
 		limit = numCtx - promptTokens
 	}
 	if runes := []rune(content); limit >= 0 && len(runes) > limit {

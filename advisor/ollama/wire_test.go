@@ -77,9 +77,10 @@ func TestPromptNotCutSilently(t *testing.T) {
 	t.Logf("12 cards at ratio 2.4, num_ctx %d: %d requests of %v cards", numCtx, n, lens(seen))
 }
 
-// TestPromptCutRefused (issue 12.1): a server that cuts the prompt in spite of
-// `truncate: false` answers with prompt_eval_count = num_ctx; the answer is
-// refused (never stored as scores) and the batch split until nothing is cut.
+// TestPromptCutRefused (issue 12.1): a server that knows neither `truncate` nor
+// `shift` (an older one) cuts the prompt and answers in full with
+// prompt_eval_count = num_ctx; the answer is refused (never stored as scores) and
+// the batch split until nothing is cut.
 func TestPromptCutRefused(t *testing.T) {
 	const numCtx = 4096
 	b := batchOf(12)
@@ -374,5 +375,3 @@ func lens(seen [][]string) []int {
 	}
 	return k
 }
-
-
