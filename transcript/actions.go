@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/paths"
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/shell"
 )
 
 // FileOp is one file access inside a tool call (ToolCall.Ops), in the order the call
@@ -483,18 +486,10 @@ func (k *classifier) argv(argv []string, dir string) {
 	default:
 		quoted := make([]string, len(argv))
 		for i, s := range argv {
-			quoted[i] = shellQuote(s)
+			quoted[i] = shell.Quote(s)
 		}
 		k.shell(strings.Join(quoted, " "), dir)
 	}
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`|&;<>()*?[]{}~#!") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // shell classifies a shell command run in dir.
@@ -503,32 +498,22 @@ func (k *classifier) shell(cmd, dir string) {
 	if k.sweText(cmd, dir) {
 		return
 	}
-	res := analyzeShell(cmd, dir)
-	k.c.Ops = res.ops
-	k.c.Action = res.action()
+	res := shell.Analyze(cmd, dir)
+	k.c.Ops = fileOps(res.Ops)
+	k.c.Action = Action(res.Kind())
 }
 
-// action is the call-level action of an analysed command line.
-func (r shellResult) action() Action {
-	reads, edits := 0, 0
-	for _, op := range r.ops {
-		if op.Action == ActionRead {
-			reads++
-		} else {
-			edits++
-		}
+// fileOps converts the shell analysis' ops (whose kinds and ranges are spelled as
+// Action and Range are).
+func fileOps(ops []shell.Op) []FileOp {
+	if len(ops) == 0 {
+		return nil
 	}
-	switch {
-	case edits > 0 && !r.other && !r.search && reads == 0 && r.writes == edits:
-		return ActionWrite
-	case edits > 0 && !r.other:
-		return ActionEdit
-	case reads > 0 && !r.other && !r.search && !r.unsure:
-		return ActionRead
-	case r.search && !r.other:
-		return ActionSearch
+	out := make([]FileOp, len(ops))
+	for i, op := range ops {
+		out[i] = FileOp{Action: Action(op.Kind), Path: op.Path, Range: Range(op.Range), Content: op.Content}
 	}
-	return ActionShell
+	return out
 }
 
 // sweActionWords are SWE-agent's windowed-editor and search commands.
@@ -577,21 +562,11 @@ func (k *classifier) sweText(cmd, dir string) bool {
 	case "submit":
 		k.c.Action = ActionOther
 	case "str_replace_editor":
-		toks, ok := lexShell(cmd)
-		if !ok || len(toks) < 3 {
+		words, ok := shell.Words(cmd)
+		if !ok || len(words) < 3 {
 			return false
 		}
-		m := map[string]any{}
-		var words []string
-		for _, t := range toks {
-			if t.isWord() {
-				words = append(words, t.val)
-			}
-		}
-		if len(words) < 3 {
-			return false
-		}
-		m["command"], m["path"] = words[1], words[2]
+		m := map[string]any{"command": words[1], "path": words[2]}
 		for i := 3; i < len(words); i++ {
 			if !strings.HasPrefix(words[i], "--") {
 				continue
@@ -616,7 +591,7 @@ func (k *classifier) patch(text, dir string) {
 	if k.c.Command == "" {
 		k.c.Command = "apply_patch"
 	}
-	ops := parsePatch(text, dir)
+	ops := fileOps(shell.ParsePatch(text, dir))
 	if len(ops) == 0 {
 		k.c.Action = ActionEdit
 		return
@@ -628,66 +603,6 @@ func (k *classifier) patch(text, dir string) {
 		}
 	}
 	k.set(act, ops...)
-}
-
-// parsePatch reads the files an apply_patch envelope touches: `*** Update File: p`
-// is an edit of p (with `*** Move to: q` also an edit of q), `*** Delete File: p` an
-// edit, and `*** Add File: p` a write whose Content is the added lines (each "+"
-// line without its "+", newline-terminated). dir resolves relative paths; "\x00"
-// means the directory is unknown and relative paths are skipped.
-func parsePatch(text, dir string) []FileOp {
-	var ops []FileOp
-	var add *FileOp
-	var body []string
-	flush := func() {
-		if add != nil {
-			if len(body) > 0 {
-				add.Content = strings.Join(body, "\n") + "\n"
-			}
-			ops = append(ops, *add)
-		}
-		add, body = nil, nil
-	}
-	resolve := func(p string) (string, bool) {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			return "", false
-		}
-		if dir == "\x00" {
-			if !strings.HasPrefix(slashPath(p), "/") {
-				return "", false
-			}
-			return NormalizePath(p, ""), true
-		}
-		return NormalizePath(p, dir), true
-	}
-	for _, ln := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
-		for _, h := range []struct {
-			prefix string
-			act    Action
-		}{{"*** Add File: ", ActionWrite}, {"*** Update File: ", ActionEdit}, {"*** Delete File: ", ActionEdit}, {"*** Move to: ", ActionEdit}} {
-			if strings.HasPrefix(ln, h.prefix) {
-				flush()
-				if p, ok := resolve(strings.TrimPrefix(ln, h.prefix)); ok {
-					op := FileOp{Action: h.act, Path: p}
-					if h.act == ActionWrite {
-						add = &op
-					} else {
-						ops = append(ops, op)
-					}
-				}
-				goto next
-			}
-		}
-		if strings.HasPrefix(ln, "*** ") {
-			flush()
-		} else if add != nil && strings.HasPrefix(ln, "+") {
-			body = append(body, ln[1:])
-		}
-	next:
-	}
-	flush()
-	return ops
 }
 
 // FileOps returns the call's file accesses as consumers (the rules) should see them.
@@ -802,38 +717,7 @@ func oneLine(s string, n int) string {
 // /C/x, /cygdrive/c/x and /mnt/c/x all become /c/x, a relative path is joined to cwd
 // (itself normalised) when cwd is known, and "." and ".." are resolved (path.Clean).
 // Paths starting with "~" are kept as written. The empty string stays empty.
-func NormalizePath(p, cwd string) string {
-	p = strings.TrimSpace(p)
-	p = strings.Trim(p, "\"'`")
-	if p == "" {
-		return ""
-	}
-	p = slashPath(p)
-	if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") && cwd != "" && cwd != "\x00" {
-		p = slashPath(strings.TrimSpace(cwd)) + "/" + p
-	}
-	return path.Clean(p)
-}
-
-// slashPath turns backslashes into slashes and drive forms into /c/….
-func slashPath(s string) string {
-	s = strings.ReplaceAll(s, `\`, "/")
-	if len(s) >= 2 && s[1] == ':' && isLetter(s[0]) && (len(s) == 2 || s[2] == '/') {
-		s = "/" + strings.ToLower(s[:1]) + s[2:]
-	}
-	for _, pre := range []string{"/cygdrive/", "/mnt/"} {
-		n := len(pre)
-		if strings.HasPrefix(s, pre) && len(s) > n && isLetter(s[n]) && (len(s) == n+1 || s[n+1] == '/') {
-			s = s[n-1:]
-		}
-	}
-	if len(s) >= 2 && s[0] == '/' && s[1] >= 'A' && s[1] <= 'Z' && (len(s) == 2 || s[2] == '/') {
-		s = "/" + strings.ToLower(s[1:2]) + s[2:]
-	}
-	return s
-}
-
-func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+func NormalizePath(p, cwd string) string { return paths.Normalize(p, cwd) }
 
 // exit-status lines the agents append to shell output, each with where it is looked
 // for (all seen in ../shared/sessions or documented in TRANSCRIPT-FORMATS.md).

@@ -1,18 +1,15 @@
-package transcript
+package shell
 
 import (
 	"path"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/paths"
 )
 
-// This file holds the shell-command analysis behind Classify: a small POSIX-shell
-// lexer (quotes, escapes, $(…), heredocs, redirections, && || ; | & and newlines) and
-// an interpreter that knows what the file-viewing and file-editing commands agents
-// actually run do to files (cat, nl, head, tail, sed -n, awk NR ranges, sed -i,
-// perl -i, heredoc and > / >> redirections, tee, rm, mv, cp, git checkout/restore,
-// apply_patch), with cd changing the directory relative paths resolve against.
+// This file holds the lexer and the interpreter (package doc in ops.go).
 //
 // The analysis is deliberately asymmetric. Claiming a file was read when its text is
 // not in the output would let the rules kill a live read, so read ops are recorded only
@@ -182,6 +179,18 @@ func (l *shLexer) readHeredocs() {
 	l.pending, l.delims = nil, nil
 }
 
+// expansion copies the $… or `…` expansion at l.i to b, as written; false when it
+// does not end.
+func (l *shLexer) expansion(b *strings.Builder) bool {
+	n, ok := skipExpansion(l.s[l.i:])
+	if !ok {
+		return false
+	}
+	b.WriteString(l.s[l.i : l.i+n])
+	l.i += n
+	return true
+}
+
 // word lexes one word. lit is false when the word holds an expansion or a glob;
 // quoted reports any quoting (which makes a heredoc delimiter literal).
 func (l *shLexer) word() (w string, lit, quoted, ok bool) {
@@ -250,12 +259,9 @@ func (l *shLexer) word() (w string, lit, quoted, ok bool) {
 					l.i += 2
 				case d == '$' || d == '`':
 					lit = false
-					n, ok := skipExpansion(s[l.i:])
-					if !ok {
+					if !l.expansion(&b) {
 						return "", false, false, false
 					}
-					b.WriteString(s[l.i : l.i+n])
-					l.i += n
 				default:
 					b.WriteByte(d)
 					l.i++
@@ -266,12 +272,9 @@ func (l *shLexer) word() (w string, lit, quoted, ok bool) {
 			}
 		case c == '$' || c == '`':
 			lit = false
-			n, ok := skipExpansion(s[l.i:])
-			if !ok {
+			if !l.expansion(&b) {
 				return "", false, false, false
 			}
-			b.WriteString(s[l.i : l.i+n])
-			l.i += n
 		default:
 			// * and ? glob; [ is taken literally, as bash does when nothing matches
 			// (redacted transcripts write paths like /Users/[USER]/…)
@@ -385,19 +388,25 @@ func skipExpansion(s string) (int, bool) {
 	return i, true
 }
 
-// shellResult is what the analysis of one command line found.
-type shellResult struct {
-	ops      []FileOp
-	other    bool // ran something that is neither a reader, a search, an editor nor harmless
-	search   bool // ran a search or listing (grep, rg, find, ls, …)
-	unsure   bool // a read could not be attributed (expansion, unknown dir, condition)
-	writes   int  // write ops with known content
-	readCmds int  // reader commands whose output reaches the transcript
+// Result is what the analysis of one command line found.
+type Result struct {
+	// Ops lists each file access in the order the command line performs it.
+	Ops []Op
+	// Other: the line ran something that is neither a reader, a search, an editor nor
+	// harmless (echo, cd, true, …).
+	Other bool
+	// Search: the line ran a search or listing (grep, rg, find, ls, …).
+	Search bool
+	// Unsure: a read could not be attributed (an expansion, an unknown directory, a
+	// command that may not run).
+	Unsure bool
+	// Writes counts the write ops with known content.
+	Writes int
 }
 
 // shellAnalyzer interprets the tokens of one command line.
 type shellAnalyzer struct {
-	res   *shellResult
+	res   *Result
 	dir   string // directory relative paths resolve against; "" when unknown
 	known bool   // dir is known (false after `cd $X`)
 	depth int    // nesting of if/while/for bodies: commands there may not run
@@ -410,13 +419,15 @@ type dirState struct {
 	known bool
 }
 
-// analyzeShell analyses cmd run in directory dir, against which relative paths
-// resolve ("" leaves them relative).
-func analyzeShell(cmd, dir string) shellResult {
-	res := shellResult{}
+// Analyze analyses the command line cmd run in directory dir, against which relative
+// paths resolve ("" leaves them relative; paths are normalised as transcript's
+// NormalizePath does). A line it cannot lex (an unterminated quote or substitution)
+// gives Result{Other: true}.
+func Analyze(cmd, dir string) Result {
+	res := Result{}
 	a := &shellAnalyzer{res: &res, dir: dir, known: true}
 	if !a.run(cmd) {
-		return shellResult{other: true}
+		return Result{Other: true}
 	}
 	return res
 }
@@ -563,12 +574,12 @@ func (a *shellAnalyzer) keywords(cmds []*simpleCmd) []*simpleCmd {
 			switch {
 			case condOpeners[w]:
 				a.depth++
-				a.res.other = true
+				a.res.Other = true
 				c.words = c.words[1:] // the condition runs: analyse it (as conditional)
 				continue
 			case loopOpeners[w]:
 				a.depth++
-				a.res.other = true
+				a.res.Other = true
 				c.words = nil
 				continue
 			case closers[w]:
@@ -580,7 +591,7 @@ func (a *shellAnalyzer) keywords(cmds []*simpleCmd) []*simpleCmd {
 				continue
 			case w == "case" || w == "function" || w == "esac":
 				a.abort = true
-				a.res.other, a.res.unsure = true, true
+				a.res.Other, a.res.Unsure = true, true
 				return nil
 			}
 			break
@@ -641,9 +652,9 @@ func (a *shellAnalyzer) pipeline(cmds []*simpleCmd, cond bool) {
 	}
 	switch kind {
 	case kindSearch:
-		a.res.search = true
+		a.res.Search = true
 	case kindOther:
-		a.res.other = true
+		a.res.Other = true
 	case kindRead:
 		if stdoutToFile {
 			return // cat a > b copies; nothing reaches the output
@@ -651,15 +662,14 @@ func (a *shellAnalyzer) pipeline(cmds []*simpleCmd, cond bool) {
 		if len(reads) == 0 {
 			return
 		}
-		if cond || (!win.Whole() && len(reads) > 1) {
+		if cond || (!win.whole() && len(reads) > 1) {
 			// may not run, or a window over several concatenated files
-			a.res.unsure = true
+			a.res.Unsure = true
 			return
 		}
-		a.res.readCmds++
 		for _, r := range reads {
 			r.Range = composeRange(r.Range, win)
-			a.res.ops = append(a.res.ops, r)
+			a.res.Ops = append(a.res.Ops, r)
 		}
 	}
 }
@@ -684,9 +694,9 @@ func (a *shellAnalyzer) single(c *simpleCmd, cond bool) bool {
 			return true
 		}
 		if a.known {
-			a.dir = NormalizePath(t.val, a.dir)
-		} else if strings.HasPrefix(slashPath(t.val), "/") {
-			a.dir, a.known = NormalizePath(t.val, ""), true
+			a.dir = paths.Normalize(t.val, a.dir)
+		} else if strings.HasPrefix(paths.Slash(t.val), "/") {
+			a.dir, a.known = paths.Normalize(t.val, ""), true
 		}
 		return true
 	case "popd":
@@ -701,7 +711,7 @@ func (a *shellAnalyzer) single(c *simpleCmd, cond bool) bool {
 					sub.depth++
 				}
 				if !sub.run(args[i+1]) {
-					a.res.other = true
+					a.res.Other = true
 				}
 				return true
 			}
@@ -714,15 +724,15 @@ func (a *shellAnalyzer) single(c *simpleCmd, cond bool) bool {
 		} else if len(args) > 1 {
 			text = args[1]
 		}
-		ops := parsePatch(text, a.pathDir())
+		ops := ParsePatch(text, a.pathDir())
 		if len(ops) == 0 {
-			a.res.other = true
+			a.res.Other = true
 		}
 		for _, op := range ops {
-			if op.Action == ActionWrite {
-				a.res.writes++
+			if op.Kind == Write {
+				a.res.Writes++
 			}
-			a.res.ops = append(a.res.ops, op)
+			a.res.Ops = append(a.res.Ops, op)
 		}
 		return true
 	case "sed":
@@ -756,13 +766,13 @@ func (a *shellAnalyzer) single(c *simpleCmd, cond bool) bool {
 	case "git":
 		if len(args) > 1 && (args[1] == "rm" || args[1] == "mv") {
 			a.editTargets(nonFlags(c.words[2:], nil), false)
-			a.res.other = true
+			a.res.Other = true
 			a.redirectsOnly(c)
 			return true
 		}
 		if len(args) > 1 && (args[1] == "checkout" || args[1] == "restore") {
 			a.gitRevert(c)
-			a.res.other = true
+			a.res.Other = true
 			a.redirectsOnly(c)
 			return true
 		}
@@ -777,8 +787,8 @@ func (a *shellAnalyzer) single(c *simpleCmd, cond bool) bool {
 		if ok && lit && !appendMode {
 			for _, w := range nonFlags(c.words[1:], nil) {
 				if p, ok := a.path(w); ok {
-					a.res.writes++
-					a.res.ops = append(a.res.ops, FileOp{Action: ActionWrite, Path: p, Content: body})
+					a.res.Writes++
+					a.res.Ops = append(a.res.Ops, Op{Kind: Write, Path: p, Content: body})
 				}
 			}
 		} else {
@@ -792,7 +802,7 @@ func (a *shellAnalyzer) single(c *simpleCmd, cond bool) bool {
 			a.redirection(c, r, true, &toFile, true)
 		}
 		if name == "source" || name == "." {
-			a.res.other = true
+			a.res.Other = true
 		}
 		return true
 	}
@@ -837,13 +847,13 @@ func (a *shellAnalyzer) redirection(c *simpleCmd, r redirect, alone bool, stdout
 	if r.op == ">" || r.op == ">|" {
 		if r.fd == "" || r.fd == "1" {
 			if content, ok := literalOutput(c, alone); ok {
-				a.res.writes++
-				a.res.ops = append(a.res.ops, FileOp{Action: ActionWrite, Path: p, Content: content})
+				a.res.Writes++
+				a.res.Ops = append(a.res.Ops, Op{Kind: Write, Path: p, Content: content})
 				return
 			}
 		}
 	}
-	a.res.ops = append(a.res.ops, FileOp{Action: ActionEdit, Path: p})
+	a.res.Ops = append(a.res.Ops, Op{Kind: Edit, Path: p})
 }
 
 // literalOutput returns what c prints when that is known without running it: a lone
@@ -895,7 +905,7 @@ func (a *shellAnalyzer) editTargets(words []shTok, sized bool) {
 			continue
 		}
 		if p, ok := a.path(w); ok {
-			a.res.ops = append(a.res.ops, FileOp{Action: ActionEdit, Path: p})
+			a.res.Ops = append(a.res.Ops, Op{Kind: Edit, Path: p})
 		}
 	}
 }
@@ -926,7 +936,7 @@ func (a *shellAnalyzer) gitRevert(c *simpleCmd) {
 	}
 	for _, w := range files {
 		if p, ok := a.path(w); ok {
-			a.res.ops = append(a.res.ops, FileOp{Action: ActionEdit, Path: p})
+			a.res.Ops = append(a.res.Ops, Op{Kind: Edit, Path: p})
 		}
 	}
 }
@@ -962,11 +972,11 @@ func (a *shellAnalyzer) path(w shTok) (string, bool) {
 	if !w.lit || w.val == "" || w.val == "-" || devPath(w.val) {
 		return "", false
 	}
-	abs := strings.HasPrefix(slashPath(w.val), "/") || strings.HasPrefix(w.val, "~")
+	abs := strings.HasPrefix(paths.Slash(w.val), "/") || strings.HasPrefix(w.val, "~")
 	if !a.known && !abs {
 		return "", false
 	}
-	return NormalizePath(w.val, a.dir), true
+	return paths.Normalize(w.val, a.dir), true
 }
 
 func devPath(p string) bool {
@@ -1064,7 +1074,7 @@ var searchCmds = map[string]bool{
 var filterCmds = map[string]bool{"head": true, "tail": true, "sed": true, "nl": true, "cat": true, "tee": true}
 
 // reader classifies the first command of a pipeline: the files it prints and how.
-func (a *shellAnalyzer) reader(c *simpleCmd) ([]FileOp, cmdKind) {
+func (a *shellAnalyzer) reader(c *simpleCmd) ([]Op, cmdKind) {
 	args := c.args()
 	if len(args) == 0 {
 		// a bare redirection (`> f`) truncates f
@@ -1115,7 +1125,7 @@ func (a *shellAnalyzer) reader(c *simpleCmd) ([]FileOp, cmdKind) {
 		files = wordsFor(c, o.files)
 		if len(files) > 1 {
 			// sed numbers the lines of all its files as one stream
-			a.res.unsure = true
+			a.res.Unsure = true
 			return nil, kindRead
 		}
 		if len(o.ranges) > 1 {
@@ -1124,12 +1134,12 @@ func (a *shellAnalyzer) reader(c *simpleCmd) ([]FileOp, cmdKind) {
 			}
 			p, ok := a.path(files[0])
 			if !ok {
-				a.res.unsure = true
+				a.res.Unsure = true
 				return nil, kindRead
 			}
-			ops := make([]FileOp, 0, len(o.ranges))
+			ops := make([]Op, 0, len(o.ranges))
 			for _, rr := range o.ranges {
-				ops = append(ops, FileOp{Action: ActionRead, Path: p, Range: rr})
+				ops = append(ops, Op{Kind: Read, Path: p, Range: rr})
 			}
 			return ops, kindRead
 		}
@@ -1143,7 +1153,7 @@ func (a *shellAnalyzer) reader(c *simpleCmd) ([]FileOp, cmdKind) {
 			return nil, kindOther
 		}
 		if len(files) > 1 {
-			a.res.unsure = true // NR counts across files
+			a.res.Unsure = true // NR counts across files
 			return nil, kindRead
 		}
 	case "git":
@@ -1160,14 +1170,14 @@ func (a *shellAnalyzer) reader(c *simpleCmd) ([]FileOp, cmdKind) {
 	if len(files) == 0 {
 		return nil, kindOther // reads stdin
 	}
-	var ops []FileOp
+	var ops []Op
 	for _, w := range files {
 		p, ok := a.path(w)
 		if !ok {
-			a.res.unsure = true
+			a.res.Unsure = true
 			continue
 		}
-		ops = append(ops, FileOp{Action: ActionRead, Path: p, Range: r})
+		ops = append(ops, Op{Kind: Read, Path: p, Range: r})
 	}
 	return ops, kindRead
 }
@@ -1250,8 +1260,8 @@ func colonRange(s string) (Range, bool) {
 
 // headTailArgs parses head/tail arguments into files and the window they show.
 // head: -n N, -nN, -N, --lines=N (default 10) -> lines 1..N; tail: the last N lines
-// (Range.Tail()), or `-n +K` -> lines K..end. Byte counts (-c) and negative head
-// counts show lines the call cannot name (Range.Unknown()); tail -f is not a read.
+// (Range.tail()), or `-n +K` -> lines K..end. Byte counts (-c) and negative head
+// counts show lines the call cannot name (Range.unknown()); tail -f is not a read.
 func headTailArgs(ws []shTok, tail bool) ([]shTok, Range, bool) {
 	n, plus, unknown := 10, false, false
 	var files []shTok
@@ -1308,13 +1318,13 @@ func headTailArgs(ws []shTok, tail bool) ([]shTok, Range, bool) {
 	}
 	switch {
 	case unknown:
-		return files, UnknownRange(), true
+		return files, unknownRange(), true
 	case n <= 0 && !plus:
-		return files, UnknownRange(), true
+		return files, unknownRange(), true
 	case tail && plus:
 		return files, Range{Start: max(n, 1)}, true
 	case tail:
-		return files, TailRange(n), true
+		return files, tailRange(n), true
 	default:
 		return files, Range{Start: 1, End: n}, true
 	}
@@ -1421,7 +1431,7 @@ func parseSed(args []string) sedOpts {
 				continue
 			}
 			if sedRegex.MatchString(cmd) {
-				o.ranges = append(o.ranges, UnknownRange())
+				o.ranges = append(o.ranges, unknownRange())
 				continue
 			}
 			o.prints = false
@@ -1440,9 +1450,9 @@ var bsdSuffix = regexp.MustCompile(`^\.[A-Za-z0-9_~.-]*$`)
 func sedRange(a, b string) Range {
 	if a == "$" {
 		if b == "" || b == "$" {
-			return TailRange(1)
+			return tailRange(1)
 		}
-		return TailRange(1) // $,N prints just the last line
+		return tailRange(1) // $,N prints just the last line
 	}
 	s, _ := strconv.Atoi(a)
 	s = max(s, 1)
@@ -1579,31 +1589,31 @@ func filterWindow(c *simpleCmd, w Range) (Range, bool) {
 // windowOf applies the relative window r (lines of the input stream) to w (file lines
 // the stream holds).
 func windowOf(w, r Range) Range {
-	if w.Unknown() || r.Unknown() {
-		return UnknownRange()
+	if w.unknown() || r.unknown() {
+		return unknownRange()
 	}
-	if r.Whole() {
+	if r.whole() {
 		return w
 	}
-	if w.Whole() {
+	if w.whole() {
 		return r
 	}
-	if w.Tail() > 0 {
-		if r.Tail() > 0 {
-			return TailRange(min(r.Tail(), w.Tail()))
+	if w.tail() > 0 {
+		if r.tail() > 0 {
+			return tailRange(min(r.tail(), w.tail()))
 		}
-		return UnknownRange()
+		return unknownRange()
 	}
 	ws := max(w.Start, 1)
-	if r.Tail() > 0 {
+	if r.tail() > 0 {
 		if w.End == 0 {
-			return UnknownRange()
+			return unknownRange()
 		}
-		return Range{Start: max(ws, w.End-r.Tail()+1), End: w.End}
+		return Range{Start: max(ws, w.End-r.tail()+1), End: w.End}
 	}
 	s := ws + max(r.Start, 1) - 1
 	if w.End != 0 && s > w.End {
-		return UnknownRange() // nothing printed
+		return unknownRange() // nothing printed
 	}
 	e := 0
 	if r.End != 0 {
@@ -1617,8 +1627,10 @@ func windowOf(w, r Range) Range {
 
 // composeRange applies a pipeline window to the range a reader itself selected.
 func composeRange(own, win Range) Range {
-	if win.Whole() {
+	if win.whole() {
 		return own
 	}
 	return windowOf(own, win)
 }
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
