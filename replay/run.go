@@ -15,12 +15,55 @@ import (
 // Sink stores replays; storage.DB implements it.
 type Sink interface {
 	// ReplayDone reports whether a complete replay of the content under the
-	// settings is stored.
+	// settings is stored: committed, and not Incomplete (no ask failed in a way a
+	// new ask could mend), so Run skips it.
 	ReplayDone(ctx context.Context, contentHash, settingsHash string) (bool, error)
 	// CommitReplay stores rec (its session, asks, decisions, evidence, facts and a
 	// finished run) in one transaction, replacing whatever was stored under rec.ID.
 	// When it returns nil the rows are durable; when it fails nothing was stored.
+	// An Incomplete rec is stored all the same, but ReplayDone then reports false.
 	CommitReplay(ctx context.Context, rec *Record) error
+}
+
+// FinalFailKinds are the scorer failure kinds (advisor.AskRecord.FailKind) that an
+// ask under the same settings cannot mend: "empty_query" (the lexical scorer:
+// the task and the agent's words hold no terms) and "too_large" (a card that
+// does not fit the model's context even cut down). Every other kind (timeout,
+// unreachable, http, not_pulled, truncated, invalid, …) may go away when the
+// scorer works again.
+var FinalFailKinds = map[string]bool{"empty_query": true, "too_large": true}
+
+// AskFailures counts rec's asks that got no score, by failure kind
+// (advisor.AskRecord.FailKind; "error" when a failed ask has none). nil when
+// every ask was scored.
+func AskFailures(rec *Record) map[string]int {
+	var out map[string]int
+	for _, a := range rec.Asks {
+		if a.OK {
+			continue
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		k := a.FailKind
+		if k == "" {
+			k = "error"
+		}
+		out[k]++
+	}
+	return out
+}
+
+// Incomplete reports whether an ask of rec failed with a kind not in
+// FinalFailKinds. Such a replay is committed (its scored asks and evidence are
+// kept) but not marked done, so the next Run replays the session and asks again.
+func Incomplete(rec *Record) bool {
+	for _, a := range rec.Asks {
+		if !a.OK && !FinalFailKinds[a.FailKind] {
+			return true
+		}
+	}
+	return false
 }
 
 // EventKind says what an Event reports.
@@ -78,14 +121,23 @@ type Summary struct {
 	Duplicates  int    // files with the same bytes as an earlier file of this run
 	Replayed    int    // sessions replayed and committed by this run
 	Failures    []Failure
-	Steps       int   // steps replayed by this run
-	Outputs     int   // tool outputs in the sessions replayed
-	Asks        int   // cards scored
-	Pruned      int   // outputs pruned (stub applied) by the advisor
-	Evidence    int   // later uses recorded (counting or not)
-	SkippedLine int   // malformed lines skipped (lenient reading)
-	Bytes       int64 // bytes of the sessions replayed
-	Duration    time.Duration
+	Steps       int // steps replayed by this run
+	Outputs     int // tool outputs in the sessions replayed
+	Asks        int // cards sent to the scorer (failed asks included)
+	// ScorerFailures counts the asks of the replayed sessions that got no score,
+	// by failure kind (AskFailures); nil when there were none.
+	ScorerFailures map[string]int
+	FailedAsks     int // the sum of ScorerFailures
+	// Incomplete lists the sessions committed with asks to ask again (Incomplete):
+	// not marked done, replayed by the next run. In the order they finished.
+	Incomplete []string
+	// AllAsksFailed lists the sessions with asks of which none got a score.
+	AllAsksFailed []string
+	Pruned        int   // outputs pruned (stub applied) by the advisor
+	Evidence      int   // later uses recorded (counting or not)
+	SkippedLine   int   // malformed lines skipped (lenient reading)
+	Bytes         int64 // bytes of the sessions replayed
+	Duration      time.Duration
 }
 
 // job is one session to replay.
@@ -103,8 +155,10 @@ type outcome struct {
 
 // Run discovers the session files under paths (Discover), skips files that are no
 // session, duplicates and sessions already stored with the same settings
-// (Sink.ReplayDone), and replays the rest with Workers goroutines, committing each
-// session when it is finished. A session that fails (unreadable, malformed,
+// (Sink.ReplayDone: a session whose asks failed is not, see Incomplete), and
+// replays the rest with Workers goroutines, committing each session when it is
+// finished. Scorer failures do not fail a session: they are counted in
+// Summary.ScorerFailures, Incomplete and AllAsksFailed. A session that fails (unreadable, malformed,
 // commit error) is counted in Summary.Failures and the others go on. When ctx is
 // cancelled Run stops starting sessions, abandons the running ones (nothing of them
 // is stored; a later Run replays them again) and returns the summary so far with
@@ -235,6 +289,7 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 				sum.Steps += res.rec.Steps
 				sum.Outputs += len(res.rec.Outputs)
 				sum.Asks += len(res.rec.Asks)
+				sum.countFailures(res.Path, res.rec)
 				sum.Evidence += len(res.rec.Evidence)
 				sum.SkippedLine += res.rec.Skipped
 				for _, o := range res.rec.Outputs {
@@ -266,6 +321,25 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 		return sum, err
 	}
 	return sum, nil
+}
+
+// countFailures adds the scorer failures of rec, replayed from path.
+func (s *Summary) countFailures(path string, rec *Record) {
+	failed := 0
+	for k, n := range AskFailures(rec) {
+		if s.ScorerFailures == nil {
+			s.ScorerFailures = map[string]int{}
+		}
+		s.ScorerFailures[k] += n
+		failed += n
+	}
+	s.FailedAsks += failed
+	if Incomplete(rec) {
+		s.Incomplete = append(s.Incomplete, path)
+	}
+	if failed > 0 && failed == len(rec.Asks) {
+		s.AllAsksFailed = append(s.AllAsksFailed, path)
+	}
 }
 
 // one replays and commits one session.

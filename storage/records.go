@@ -296,6 +296,9 @@ const (
 	ReplayRunning = "running" // started, not finished: resume or redo it
 	ReplayDone    = "done"    // finished: a run with the same hashes can be skipped
 	ReplayFailed  = "failed"  // stopped on an error
+	// ReplayIncomplete: finished and stored, but some asks failed in a way a new
+	// ask may mend (replay.Incomplete): the next replay runs it again.
+	ReplayIncomplete = "incomplete"
 )
 
 // ReplayRun is one replay of one session under one configuration. A replay with the

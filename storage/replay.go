@@ -15,7 +15,7 @@ import (
 var _ replay.Sink = (*DB)(nil)
 
 // ReplayDone reports whether a finished replay (status ReplayDone) of the content
-// under the settings is stored.
+// under the settings is stored; false for one stored as ReplayIncomplete.
 func (db *DB) ReplayDone(ctx context.Context, contentHash, settingsHash string) (bool, error) {
 	var n int
 	err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM replay_runs WHERE content_hash = ? AND settings_hash = ? AND status = ?`,
@@ -32,13 +32,19 @@ var replayTables = []string{"asks", "decisions", "evidence", "replay_outputs", "
 // CommitReplay stores one replayed session in one transaction: its settings
 // (replay_settings, once per hash), its sessions row (with the file path), every
 // ask, decision and piece of evidence, its replay_outputs and replay_steps rows,
-// and a replay_runs row with status ReplayDone. Rows stored earlier under rec.ID
+// and a replay_runs row with status ReplayDone, or ReplayIncomplete when
+// replay.Incomplete(rec) (asks to ask again: ReplayDone then reports false, so
+// the next replay runs the session again). Rows stored earlier under rec.ID
 // in those tables are deleted first, so committing the same record twice leaves
 // the same rows as committing it once (row ids and times aside). ErrInvalid for a
 // record without id or hashes; ErrReadOnly on a read-only database.
 func (db *DB) CommitReplay(ctx context.Context, rec *replay.Record) error {
 	if rec == nil || rec.ID == "" || rec.ContentHash == "" || rec.SettingsHash == "" {
 		return fmt.Errorf("storage: commit replay: %w: id, content hash and settings hash are required", ErrInvalid)
+	}
+	status := ReplayDone
+	if replay.Incomplete(rec) {
+		status = ReplayIncomplete
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO replay_settings(hash, scorer, settings) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING`,
@@ -95,7 +101,7 @@ func (db *DB) CommitReplay(ctx context.Context, rec *replay.Record) error {
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO replay_runs(session_id, content_hash, settings_hash, scorer, schedule, status, started_at, finished_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, rec.ID, rec.ContentHash, rec.SettingsHash, rec.Settings.Scorer,
-			rec.Settings.Config.Schedule, ReplayDone, timeText(rec.Started), timeText(rec.Finished))
+			rec.Settings.Config.Schedule, status, timeText(rec.Started), timeText(rec.Finished))
 		if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
@@ -142,14 +148,15 @@ type ReplayedSession struct {
 }
 
 // ReplayedSessions returns every session with a finished replay (status
-// ReplayDone), ordered by settings hash, then file path, then id.
+// ReplayDone or ReplayIncomplete: its failed asks are stored as such), ordered by
+// settings hash, then file path, then id.
 func (db *DB) ReplayedSessions(ctx context.Context) ([]ReplayedSession, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT s.id, s.format, s.name, s.path, s.content_hash, s.settings_hash, s.created_at, s.finished_at,
 			r.scorer, coalesce(x.settings, ''), r.started_at, r.finished_at
 		FROM replay_runs r JOIN sessions s ON s.id = r.session_id
 		LEFT JOIN replay_settings x ON x.hash = r.settings_hash
-		WHERE r.status = ?
-		ORDER BY s.settings_hash, s.path, s.id`, ReplayDone)
+		WHERE r.status IN (?, ?)
+		ORDER BY s.settings_hash, s.path, s.id`, ReplayDone, ReplayIncomplete)
 	if err != nil {
 		return nil, fmt.Errorf("storage: replayed sessions: %w", classify(err))
 	}
@@ -182,7 +189,7 @@ func (db *DB) ReplayedSessions(ctx context.Context) ([]ReplayedSession, error) {
 // identity and settings, outputs, steps, asks and evidence (decisions are left
 // out: calibration does not need them; read them with Decisions). Evidence Kind is
 // not stored (the Proof names it). ErrNotFound when no finished replay of id is
-// stored.
+// stored (status ReplayDone or ReplayIncomplete).
 func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error) {
 	what := fmt.Sprintf("storage: load replay %q", id)
 	rec := &replay.Record{ID: id}
@@ -191,7 +198,7 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 	err := db.r.QueryRowContext(ctx, `SELECT s.format, s.name, s.path, s.content_hash, s.settings_hash, coalesce(x.settings, ''), r.started_at, r.finished_at
 		FROM replay_runs r JOIN sessions s ON s.id = r.session_id
 		LEFT JOIN replay_settings x ON x.hash = r.settings_hash
-		WHERE r.session_id = ? AND r.status = ? ORDER BY r.id DESC LIMIT 1`, id, ReplayDone).
+		WHERE r.session_id = ? AND r.status IN (?, ?) ORDER BY r.id DESC LIMIT 1`, id, ReplayDone, ReplayIncomplete).
 		Scan(&format, &rec.Name, &rec.Path, &rec.ContentHash, &rec.SettingsHash, &settings, &started, &finished)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)

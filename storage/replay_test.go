@@ -51,7 +51,9 @@ func replayRecord() *replay.Record {
 }
 
 // TestCommitReplay stores a record, reads it back, and commits it again: the
-// second commit replaces the first (same rows), and ReplayDone turns true.
+// second commit replaces the first (same rows). ReplayDone stays false while the
+// record has an ask to ask again (its timeout: replay.Incomplete) and turns true
+// once that ask's failure is one no new ask can mend.
 func TestCommitReplay(t *testing.T) {
 	ctx := t.Context()
 	db, _ := openTemp(t)
@@ -69,8 +71,19 @@ func TestCommitReplay(t *testing.T) {
 			t.Errorf("round %d: asks, decisions, evidence, outputs, steps, runs = %v, want [2 1 2 2 3 1]", round, counts)
 		}
 	}
+	if done, err := db.ReplayDone(ctx, rec.ContentHash, rec.SettingsHash); err != nil || done {
+		t.Errorf("ReplayDone after a commit with a timed-out ask = %v, %v; want false (incomplete)", done, err)
+	}
+	final := *replayRecord()
+	final.Asks[1].FailKind = "too_large"
+	if err := db.CommitReplay(ctx, &final); err != nil {
+		t.Fatal(err)
+	}
 	if done, err := db.ReplayDone(ctx, rec.ContentHash, rec.SettingsHash); err != nil || !done {
 		t.Errorf("ReplayDone after commit = %v, %v", done, err)
+	}
+	if err := db.CommitReplay(ctx, rec); err != nil { // back to the record compared below
+		t.Fatal(err)
 	}
 	if done, _ := db.ReplayDone(ctx, rec.ContentHash, "other"); done {
 		t.Error("ReplayDone with other settings = true")

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"sort"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -33,29 +35,36 @@ type replayFlags struct {
 
 // replaySummary is the JSON form of a replay run.
 type replaySummary struct {
-	DB           string           `json:"db"`
-	Scorer       string           `json:"scorer"`
-	SettingsHash string           `json:"settings_hash"`
-	Workers      int              `json:"workers"`
-	Found        int              `json:"found"`
-	Replayed     int              `json:"replayed"`
-	AlreadyDone  int              `json:"already_done"`
-	Duplicates   int              `json:"duplicates"`
-	NotSessions  int              `json:"not_sessions"`
-	Ignored      int              `json:"ignored"`
-	Failed       int              `json:"failed"`
-	Failures     []replayFailure  `json:"failures,omitempty"`
-	Skips        []replay.Skip    `json:"skips,omitempty"`
-	Steps        int              `json:"steps"`
-	Outputs      int              `json:"outputs"`
-	Asks         int              `json:"asks"`
-	Pruned       int              `json:"pruned"`
-	Evidence     int              `json:"evidence"`
-	SkippedLines int              `json:"skipped_lines"`
-	Bytes        int64            `json:"bytes"`
-	Seconds      float64          `json:"seconds"`
-	Interrupted  bool             `json:"interrupted,omitempty"`
-	Sessions     []replaySessionJ `json:"sessions,omitempty"`
+	DB           string          `json:"db"`
+	Scorer       string          `json:"scorer"`
+	SettingsHash string          `json:"settings_hash"`
+	Workers      int             `json:"workers"`
+	Found        int             `json:"found"`
+	Replayed     int             `json:"replayed"`
+	AlreadyDone  int             `json:"already_done"`
+	Duplicates   int             `json:"duplicates"`
+	NotSessions  int             `json:"not_sessions"`
+	Ignored      int             `json:"ignored"`
+	Failed       int             `json:"failed"`
+	Failures     []replayFailure `json:"failures,omitempty"`
+	Skips        []replay.Skip   `json:"skips,omitempty"`
+	Steps        int             `json:"steps"`
+	Outputs      int             `json:"outputs"`
+	Asks         int             `json:"asks"`
+	// FailedAsks and ScorerFailures (by kind) count the asks that got no score;
+	// Incomplete lists the sessions stored with asks to ask again (not marked
+	// done: the next run replays them) and AllAsksFailed those with no ask scored.
+	FailedAsks     int              `json:"failed_asks"`
+	ScorerFailures map[string]int   `json:"scorer_failures"`
+	Incomplete     []string         `json:"incomplete,omitempty"`
+	AllAsksFailed  []string         `json:"all_asks_failed,omitempty"`
+	Pruned         int              `json:"pruned"`
+	Evidence       int              `json:"evidence"`
+	SkippedLines   int              `json:"skipped_lines"`
+	Bytes          int64            `json:"bytes"`
+	Seconds        float64          `json:"seconds"`
+	Interrupted    bool             `json:"interrupted,omitempty"`
+	Sessions       []replaySessionJ `json:"sessions,omitempty"`
 }
 
 type replayFailure struct {
@@ -64,12 +73,13 @@ type replayFailure struct {
 }
 
 type replaySessionJ struct {
-	ID     string `json:"id"`
-	Path   string `json:"path"`
-	Format string `json:"format"`
-	Steps  int    `json:"steps"`
-	Asks   int    `json:"asks"`
-	Pruned int    `json:"pruned"`
+	ID         string `json:"id"`
+	Path       string `json:"path"`
+	Format     string `json:"format"`
+	Steps      int    `json:"steps"`
+	Asks       int    `json:"asks"`
+	FailedAsks int    `json:"failed_asks"`
+	Pruned     int    `json:"pruned"`
 }
 
 func replayCmd(e *env) *cobra.Command {
@@ -92,7 +102,18 @@ calibrate needs per output and per step, and the session's path (for backoff).
 It is resumable: a session already stored with the same content and settings is
 skipped, and an interrupted run (Ctrl-C, kill -9) loses only the sessions it was in
 the middle of; run the same command again to finish. A session that fails is
-reported and counted; the others go on (exit status 1 if any failed).
+reported and counted; the others go on.
+
+Scorer failures (Ollama stopped, a model not pulled, timeouts, invalid answers) do
+not fail a session: each ask that got no score is stored as such and counted by kind
+in the summary ("scorer failures"), each kind is warned about once on stderr with its
+cause, and a session with such asks is stored but not marked done, so the next run
+with the same settings replays it and asks again (failures no new ask can mend,
+empty_query and too_large, do not hold a session back).
+
+Exit status: 0 when every session was stored; 1 when a session failed or the run was
+interrupted; 3 when none failed but some session's every ask got no score (nothing
+was scored there: fix the scorer and run the same command again); 2 for bad flags.
 
 A progress bar (sessions, steps, ETA) is drawn on stderr when it is a terminal;
 otherwise one line per session is logged.`,
@@ -137,7 +158,7 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 		return err
 	}
 	defer closeStore()
-	rp := &replay.Replayer{Config: cfg, Scorer: scorer, Lenient: !f.strict}
+	rp := &replay.Replayer{Config: cfg, Scorer: scorer, Lenient: !f.strict, Logger: onceLogger(e.stderr)}
 	settings := rp.Settings()
 	prog := newReplayProgress(e, f.progress)
 	runner := &replay.Runner{Replayer: rp, Sink: store, Workers: workers, Events: prog.event}
@@ -148,10 +169,14 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 		Found: sum.Found, Replayed: sum.Replayed, AlreadyDone: sum.AlreadyDone, Duplicates: sum.Duplicates,
 		NotSessions: sum.NotSessions, Ignored: sum.Ignored, Failed: len(sum.Failures), Skips: sum.Skips,
 		Steps: sum.Steps, Outputs: sum.Outputs, Asks: sum.Asks, Pruned: sum.Pruned, Evidence: sum.Evidence,
+		FailedAsks: sum.FailedAsks, ScorerFailures: cmpOrEmpty(sum.ScorerFailures),
+		Incomplete: sum.Incomplete, AllAsksFailed: sum.AllAsksFailed,
 		SkippedLines: sum.SkippedLine, Bytes: sum.Bytes, Seconds: sum.Duration.Seconds(),
 		Interrupted: runErr != nil, Sessions: prog.sessions,
 	}
 	sort.Slice(out.Sessions, func(i, j int) bool { return out.Sessions[i].Path < out.Sessions[j].Path })
+	sort.Strings(out.Incomplete)
+	sort.Strings(out.AllAsksFailed)
 	for _, fl := range sum.Failures {
 		out.Failures = append(out.Failures, replayFailure{Path: fl.Path, Error: fl.Err.Error()})
 		fmt.Fprintf(e.stderr, "pruneadvisor: replay: %s: %v\n", fl.Path, fl.Err)
@@ -170,8 +195,65 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 		return fmt.Errorf("replay interrupted (%w): %d sessions committed; run the same command again to replay the rest", runErr, sum.Replayed)
 	case len(sum.Failures) > 0:
 		return fmt.Errorf("replay: %d of %d sessions failed (listed above); the others are stored", len(sum.Failures), len(sum.Failures)+sum.Replayed)
+	case len(sum.AllAsksFailed) > 0:
+		return codedError{fmt.Errorf("replay: no ask of %d of %d sessions got a score (scorer failures: %s); they are stored but not done: run the same command again once the scorer works",
+			len(sum.AllAsksFailed), sum.Replayed, countList(sum.ScorerFailures)), exitNoScores}
 	}
 	return nil
+}
+
+func cmpOrEmpty(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return m
+}
+
+// onceLogger is the replay advisors' logger: warnings to w, each message once per
+// failure kind of its "err" attribute (advisor.FailKind) over the whole run. The
+// advisor warns once per session, so a replay of many sessions against a stopped
+// scorer would otherwise repeat one line per session; the summary counts them all.
+func onceLogger(w io.Writer) *slog.Logger {
+	return slog.New(onceHandler{Handler: newLogger(w, slog.LevelWarn).Handler(), mu: &sync.Mutex{}, seen: map[string]bool{}})
+}
+
+// onceHandler passes a record on the first time its message and kind are seen,
+// with the kind added as an attribute.
+type onceHandler struct {
+	slog.Handler
+	mu   *sync.Mutex
+	seen map[string]bool
+}
+
+func (h onceHandler) Handle(ctx context.Context, r slog.Record) error {
+	kind := ""
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && a.Key == "err" {
+			kind = advisor.FailKind(err)
+			return false
+		}
+		return true
+	})
+	key := r.Message + "\x00" + kind
+	h.mu.Lock()
+	dup := h.seen[key]
+	h.seen[key] = true
+	h.mu.Unlock()
+	if dup {
+		return nil
+	}
+	if kind != "" {
+		r.AddAttrs(slog.String("kind", kind), slog.String("note", "said once per kind; the summary counts every failed ask"))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h onceHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return onceHandler{Handler: h.Handler.WithAttrs(as), mu: h.mu, seen: h.seen}
+}
+
+func (h onceHandler) WithGroup(name string) slog.Handler {
+	return onceHandler{Handler: h.Handler.WithGroup(name), mu: h.mu, seen: h.seen}
 }
 
 // defaultWorkers is --workers' default: one per CPU, but one for a model scorer
@@ -199,6 +281,14 @@ func printReplay(w io.Writer, s replaySummary) {
 		fmt.Fprintf(tw, "malformed lines\t%d skipped\t(--strict fails such sessions instead)\n", s.SkippedLines)
 	}
 	fmt.Fprintf(tw, "failed\t%d\n", s.Failed)
+	if s.FailedAsks == 0 {
+		fmt.Fprintf(tw, "scorer failures\t0 of %d asks\n", s.Asks)
+	} else {
+		fmt.Fprintf(tw, "scorer failures\t%d of %d asks\t%s\n", s.FailedAsks, s.Asks, countList(s.ScorerFailures))
+	}
+	if len(s.Incomplete) > 0 {
+		fmt.Fprintf(tw, "not marked done\t%d sessions\t(asks failed; the next run asks them again)\n", len(s.Incomplete))
+	}
 	fmt.Fprintf(tw, "stored in\t%s\t(scorer %s, settings %s, %d workers)\n", s.DB, s.Scorer, short(s.SettingsHash), s.Workers)
 	tw.Flush()
 	for _, sk := range s.Skips {
@@ -256,7 +346,12 @@ func (p *replayProgress) event(ev replay.Event) {
 				pruned++
 			}
 		}
-		p.sessions = append(p.sessions, replaySessionJ{ID: r.ID, Path: r.Path, Format: string(r.Format), Steps: r.Steps, Asks: len(r.Asks), Pruned: pruned})
+		failed := 0
+		for _, n := range replay.AskFailures(r) {
+			failed += n
+		}
+		p.sessions = append(p.sessions, replaySessionJ{ID: r.ID, Path: r.Path, Format: string(r.Format), Steps: r.Steps,
+			Asks: len(r.Asks), FailedAsks: failed, Pruned: pruned})
 	}
 	switch {
 	case p.bar != nil:
@@ -271,7 +366,11 @@ func (p *replayProgress) event(ev replay.Event) {
 			fmt.Fprintf(p.e.stderr, "replay: %d sessions to replay (%.1f MB)\n", ev.Total, float64(ev.Bytes)/1e6)
 		case replay.EventDone:
 			r := ev.Record
-			fmt.Fprintf(p.e.stderr, "replay: [%d/%d] %s: %d steps, %d asks, %s\n", ev.Done, ev.Total, r.Path, r.Steps, len(r.Asks), r.Duration().Round(time.Millisecond))
+			failed := ""
+			if fs := replay.AskFailures(r); fs != nil {
+				failed = " (" + countList(fs) + " failed)"
+			}
+			fmt.Fprintf(p.e.stderr, "replay: [%d/%d] %s: %d steps, %d asks%s, %s\n", ev.Done, ev.Total, r.Path, r.Steps, len(r.Asks), failed, r.Duration().Round(time.Millisecond))
 		case replay.EventFailed:
 			fmt.Fprintf(p.e.stderr, "replay: [%d/%d] %s: FAILED: %v\n", ev.Done, ev.Total, ev.Path, ev.Err)
 		}

@@ -19,10 +19,19 @@ const (
 	exitOK    = 0 // success
 	exitError = 1 // the command failed (bad input, storage, upstream); the message says why
 	exitUsage = 2 // bad flags or arguments
+	// exitNoScores: replay stored sessions of which every ask failed (the scorer
+	// gave no score at all, e.g. Ollama stopped or the model not pulled).
+	exitNoScores = 3
 )
 
 // usageError marks errors that are the caller's wording (exit 2).
 type usageError struct{ error }
+
+// codedError is an error with its own exit code.
+type codedError struct {
+	error
+	code int
+}
 
 // env carries the process's streams to every subcommand.
 type env struct {
@@ -60,6 +69,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return exitUsage
+	}
+	var ce codedError
+	if errors.As(err, &ce) {
+		return ce.code
 	}
 	return exitError
 }
