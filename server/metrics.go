@@ -15,19 +15,20 @@ import (
 // metrics are the Prometheus series GET /metrics exposes. Every name starts with
 // "pruneadvisor_"; docs/INTEGRATIONS.md lists them.
 type metrics struct {
-	requests        *prometheus.CounterVec   // route, code
-	pruned          *prometheus.CounterVec   // reason
-	tokensSaved     prometheus.Counter       // tokens removed when stubs are applied
-	tokenStepsSaved prometheus.Counter       // sum over advised requests of the tokens stubs remove
-	rewrites        *prometheus.CounterVec   // reason
-	asks            prometheus.Counter       // cards sent to the scorer
-	scorerFailures  *prometheus.CounterVec   // kind
-	scorerSeconds   prometheus.Histogram     // one scorer request (a batch of cards)
-	adviseSeconds   *prometheus.HistogramVec // route: parse + advise + rewrite, the latency the proxy adds
-	adviseFailures  *prometheus.CounterVec   // route, stage: requests forwarded unchanged because advising failed
-	storageErrors   prometheus.Counter       // advised requests whose plan reports a storage failure
-	recalls         *prometheus.CounterVec   // result
-	sessions        prometheus.Gauge         // sessions with in-memory advisor state
+	requests         *prometheus.CounterVec   // route, code
+	pruned           *prometheus.CounterVec   // reason
+	tokensSaved      prometheus.Counter       // tokens removed when stubs are applied
+	tokenStepsSaved  prometheus.Counter       // sum over advised requests of the tokens stubs remove
+	rewrites         *prometheus.CounterVec   // reason
+	asks             prometheus.Counter       // cards sent to the scorer
+	scorerFailures   *prometheus.CounterVec   // kind
+	scorerSeconds    prometheus.Histogram     // one scorer request (a batch of cards)
+	adviseSeconds    *prometheus.HistogramVec // route: parse + advise + rewrite, the latency the proxy adds
+	adviseFailures   *prometheus.CounterVec   // route, stage: requests forwarded unchanged because advising failed
+	requestEncodings *prometheus.CounterVec   // route, encoding: request bodies by Content-Encoding
+	storageErrors    prometheus.Counter       // advised requests whose plan reports a storage failure
+	recalls          *prometheus.CounterVec   // result
+	sessions         prometheus.Gauge         // sessions with in-memory advisor state
 }
 
 // latencyBuckets run from 0.25 ms to about 8 s, doubling: the proxy's added latency
@@ -76,8 +77,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"route"}),
 		adviseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pruneadvisor_advise_failures_total",
-			Help: "Proxy requests forwarded unchanged because advising failed (fail open), by route and stage (read, advise, rewrite).",
+			Help: "Proxy requests forwarded unchanged because advising failed (fail open), by route and stage (read, advise, rewrite, encode).",
 		}, []string{"route", "stage"}),
+		requestEncodings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_request_encodings_total",
+			Help: "Request bodies read on the proxy and advise routes, by route and Content-Encoding (identity, gzip, deflate, br, zstd, multiple, unknown). Unknown ones are forwarded untouched by the proxy and refused with 415 by /v1/advise.",
+		}, []string{"route", "encoding"}),
 		storageErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pruneadvisor_storage_errors_total",
 			Help: "Advised requests at which storage failed (nothing new was pruned).",
@@ -92,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	reg.MustRegister(m.requests, m.pruned, m.tokensSaved, m.tokenStepsSaved, m.rewrites, m.asks,
-		m.scorerFailures, m.scorerSeconds, m.adviseSeconds, m.adviseFailures, m.storageErrors,
+		m.scorerFailures, m.scorerSeconds, m.adviseSeconds, m.adviseFailures, m.requestEncodings, m.storageErrors,
 		m.recalls, m.sessions)
 	return m
 }

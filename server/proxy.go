@@ -54,21 +54,46 @@ func proxyKind(r *http.Request) (k apiKind, ok bool) {
 	return kindOpenAI, true
 }
 
-// proxy advises one Chat Completions or Messages request and forwards it.
+// proxy advises one Chat Completions or Messages request and forwards it. A
+// compressed body is advised decoded and forwarded as sent when nothing changes, or
+// rewritten and encoded again the same way; a body in an encoding the server does
+// not know is forwarded untouched (counted and logged).
 func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, ok := s.readBody(w, r, func(code int, msg string) {
-			writeAPIError(w, kind, code, errType(code), msg)
-		})
+		fail := func(code int, msg string) { writeAPIError(w, kind, code, errType(code), msg) }
+		body, ok := s.readBody(w, r, fail)
 		if !ok {
 			return
 		}
 		start := time.Now()
-		out, err := s.adviseBody(r.Context(), kind, r.Header.Get(HeaderSession), body)
+		plain, enc, err := s.decodeRequest(string(kind), r, body)
+		if errors.Is(err, errUnknownCoding) {
+			s.log.Warn("request body in an unknown encoding; forwarded unchanged", "route", string(kind), "err", err)
+			s.forward(w, r, kind, body)
+			return
+		}
+		if err != nil {
+			fail(decodeStatus(err), err.Error())
+			return
+		}
+		out, changed, err := s.adviseBody(r.Context(), kind, r.Header.Get(HeaderSession), plain)
+		if changed && enc != nil {
+			if out, err = enc.encode(out); err != nil {
+				s.failOpen(string(kind), "encode", "", err)
+				out, err = body, nil
+			}
+		}
+		if !changed {
+			out = body // the client's own bytes, compressed or not
+		}
 		s.metrics.adviseSeconds.WithLabelValues(string(kind)).Observe(time.Since(start).Seconds())
 		var bad *badRequest
 		if errors.As(err, &bad) {
-			writeAPIError(w, kind, http.StatusBadRequest, "invalid_request_error", bad.msg)
+			msg := bad.msg
+			if enc != nil && bad.json {
+				msg += " (in the body decoded from " + enc.String() + ")"
+			}
+			writeAPIError(w, kind, http.StatusBadRequest, "invalid_request_error", msg)
 			return
 		}
 		if r.Context().Err() != nil {
@@ -76,6 +101,39 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 		}
 		s.forward(w, r, kind, out)
 	}
+}
+
+// decodeRequest undoes the request's Content-Encoding on body, at most MaxBody bytes
+// decoded, and counts the encoding. It returns body itself and a nil coding for a
+// body sent plain. Errors: errUnknownCoding (body not decoded), errDecodedTooLarge,
+// errCorruptBody (see decodeStatus).
+func (s *Server) decodeRequest(route string, r *http.Request, body []byte) ([]byte, *bodyCoding, error) {
+	enc, err := parseCoding(r.Header)
+	if err != nil {
+		s.metrics.requestEncodings.WithLabelValues(route, encodingUnknown).Inc()
+		return nil, nil, err
+	}
+	s.metrics.requestEncodings.WithLabelValues(route, enc.label()).Inc()
+	if enc == nil {
+		return body, nil, nil
+	}
+	plain, err := enc.decode(body, s.maxBody)
+	if err != nil {
+		return nil, nil, fmt.Errorf("Content-Encoding %s: %w", enc, err)
+	}
+	return plain, enc, nil
+}
+
+// decodeStatus is the status a decoding error is answered with: 413 for a body over
+// the decoded limit, 415 for an unknown encoding, 400 for corrupt data.
+func decodeStatus(err error) int {
+	switch {
+	case errors.Is(err, errDecodedTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errUnknownCoding):
+		return http.StatusUnsupportedMediaType
+	}
+	return http.StatusBadRequest
 }
 
 // errType is the API error type for a status the proxy itself answers with.
@@ -89,8 +147,12 @@ func errType(code int) string {
 	return "invalid_request_error"
 }
 
-// badRequest is a client error the proxy answers itself instead of forwarding.
-type badRequest struct{ msg string }
+// badRequest is a client error the proxy answers itself instead of forwarding; json
+// marks a body that is not JSON (msg names the position).
+type badRequest struct {
+	msg  string
+	json bool
+}
 
 func (e *badRequest) Error() string { return e.msg }
 
@@ -118,29 +180,30 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code
 	return buf.Bytes(), true
 }
 
-// adviseBody returns the body to forward: body itself when nothing is pruned or
-// advising failed (fail open: logged and counted), else body with the content of
-// each pruned tool result replaced by its stub. A body that is not JSON gives a
+// adviseBody advises a proxied request body and returns the body to forward with
+// changed true when stubs went in: body with the content of each pruned tool result
+// replaced by its stub. changed is false when nothing is pruned or advising failed
+// (fail open: logged and counted); out is then body. A body that is not JSON gives a
 // *badRequest naming the position.
-func (s *Server) adviseBody(ctx context.Context, kind apiKind, header string, body []byte) ([]byte, error) {
+func (s *Server) adviseBody(ctx context.Context, kind apiKind, header string, body []byte) (out []byte, changed bool, err error) {
 	route := string(kind)
 	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format(), Cache: s.msgCache})
 	if err != nil {
 		if at := jsonErrorAt(body); at != "" {
-			return nil, &badRequest{at}
+			return nil, false, &badRequest{msg: at, json: true}
 		}
 		s.failOpen(route, "read", "", err)
-		return body, nil
+		return body, false, nil
 	}
 	id, err := proxySessionID(kind, header, sess)
 	if err != nil {
-		return nil, &badRequest{err.Error()}
+		return nil, false, &badRequest{msg: err.Error()}
 	}
 	sess.ID = id
 	e, err := s.sessions.acquire(0, id)
 	if err != nil {
 		s.failOpen(route, "advise", id, err)
-		return body, nil
+		return body, false, nil
 	}
 	defer s.sessions.release(e)
 	actx, cancel := context.WithTimeout(ctx, s.adviseTimeout)
@@ -150,19 +213,18 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, header string, bo
 		if ctx.Err() == nil {
 			s.failOpen(route, "advise", id, err)
 		}
-		return body, nil
+		return body, false, nil
 	}
 	s.metrics.observePlan(plan)
 	stubs := planStubs(plan)
 	if len(stubs) == 0 {
-		return body, nil
+		return body, false, nil
 	}
-	out, err := sess.Rewrite(stubs)
-	if err != nil {
+	if out, err = sess.Rewrite(stubs); err != nil {
 		s.failOpen(route, "rewrite", id, err)
-		return body, nil
+		return body, false, nil
 	}
-	return out, nil
+	return out, true, nil
 }
 
 // planStubs returns the stub of every pruned output, by output key.

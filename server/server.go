@@ -157,7 +157,7 @@ type Server struct {
 	sessions      *sessionTable
 	records       *recordQueue             // asks and decisions on their way to the store
 	msgCache      *transcript.MessageCache // nil when off
-	handler       http.Handler // the routes behind the Host check
+	handler       http.Handler             // the routes behind the Host check
 }
 
 // New validates opts and returns a Server. Errors wrap ErrOptions (or

@@ -65,6 +65,11 @@ func (s *Server) advise(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	body, _, err := s.decodeRequest("advise", r, body)
+	if err != nil {
+		writeError(w, decodeStatus(err), "%s", err)
+		return
+	}
 	var req AdviseRequest
 	if at := jsonErrorAt(body); at != "" {
 		writeError(w, http.StatusBadRequest, "%s", at)

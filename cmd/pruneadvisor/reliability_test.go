@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -25,6 +26,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
 	"github.com/tidwall/gjson"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", for reading the stores tests leave
 )
@@ -320,6 +323,11 @@ type badCase struct {
 	adviseArgs []string
 	// verify, when set, runs after the commands with the advise database.
 	verify func(t *testing.T, adviseDB string)
+	// file is the input in testdata/bad when the case's name is not a file's.
+	file string
+	// encoding, when set, is the Content-Encoding the HTTP routes get the input in
+	// (encoded by the test; "compress" is sent as is, a coding nobody decodes).
+	encoding string
 
 	inspect, advise, replay, sidecar, proxy want
 }
@@ -597,6 +605,30 @@ func badCases() []badCase {
 			inspect: unknownFormat("deep-array.json"), advise: unknownFormat("deep-array.json"), replay: notSession("deep-array.json"),
 			sidecar: want{400, "exceeded max depth", ""}, proxy: forwarded},
 
+		// Compressed request bodies (the HTTP routes only: a Content-Encoding is a
+		// matter of the wire).
+		{name: "anthropic-healthy.json+gzip", file: "anthropic-healthy.json", encoding: "gzip",
+			inspect: na, advise: na, replay: na,
+			sidecar: want{200, `"step":3`, ""}, proxy: forwarded},
+		{name: "anthropic-healthy.json+zstd", file: "anthropic-healthy.json", encoding: "zstd",
+			inspect: na, advise: na, replay: na,
+			sidecar: want{200, `"step":3`, ""}, proxy: forwarded},
+		{name: "anthropic-healthy.json+compress", file: "anthropic-healthy.json", encoding: "compress",
+			inspect: na, advise: na, replay: na,
+			sidecar: want{415, `unknown Content-Encoding \"compress\" (pruneadvisor decodes gzip, deflate, br and zstd)`, ""},
+			proxy:   forwarded},
+		{name: "gzip-bomb", gen: genBomb, encoding: "gzip",
+			inspect: na, advise: na, replay: na,
+			sidecar: want{413, "Content-Encoding gzip: decoded request body is over the limit of 33554432 bytes (--max-body)", ""},
+			proxy:   want{413, "Content-Encoding gzip: decoded request body is over the limit of 33554432 bytes (--max-body)", ""}},
+		{name: "br-bomb", gen: genBomb, encoding: "br",
+			inspect: na, advise: na, replay: na,
+			sidecar: want{413, "Content-Encoding br: decoded request body is over the limit of 33554432 bytes (--max-body)", ""},
+			proxy:   want{413, "Content-Encoding br: decoded request body is over the limit of 33554432 bytes (--max-body)", ""}},
+		{name: "anthropic-truncated.json+gzip", file: "anthropic-truncated.json", encoding: "gzip",
+			inspect: na, advise: na, replay: na,
+			sidecar: invalidJSON("line 1, column 1600"), proxy: want{400, "invalid JSON at line 1, column 1517 (byte offset 1516): unexpected end of JSON input (in the body decoded from gzip)", ""}},
+
 		// Size, length and the file system, made at run time.
 		{name: "50MB-output", heavy: true, gen: genBigOutput, adviseArgs: []string{"--cutoff", "0.99"}, verify: recallBig,
 			inspect: want{0, "output tokens     19820805", ""},
@@ -667,6 +699,9 @@ func TestBadInputs(t *testing.T) {
 			}
 			dir := t.TempDir()
 			path := filepath.Join(bad, c.name)
+			if c.file != "" {
+				path = filepath.Join(bad, c.file)
+			}
 			if c.gen != nil {
 				path = c.gen(t, dir)
 			}
@@ -723,17 +758,24 @@ func TestBadInputs(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			var header []string
+			encode := func(b []byte) []byte { return b }
+			if c.encoding != "" {
+				header = []string{"Content-Encoding", c.encoding}
+				encode = func(b []byte) []byte { return encodeBody(t, c.encoding, b) }
+			}
 			check("sidecar", c.sidecar, func() (int, string) {
-				return srv.post(t, "/v1/advise", sidecarBody(c.name, api, body))
+				return srv.post(t, "/v1/advise", encode(sidecarBody(c.name, api, body)), header...)
 			})
 			check("proxy", c.proxy, func() (int, string) {
 				route := "/v1/messages"
 				if api == "openai" {
 					route = "/v1/chat/completions"
 				}
-				code, out := srv.post(t, route, body, "X-Pruneadvisor-Session", "bad-"+c.name)
+				sent := encode(body)
+				code, out := srv.post(t, route, sent, append(header, "X-Pruneadvisor-Session", "bad-"+c.name)...)
 				if got := gjson.Get(out, "upstream_sha256"); got.Exists() {
-					if got.String() == sha(body) {
+					if got.String() == sha(sent) {
 						out += " [upstream: unchanged]"
 					} else {
 						out += " [upstream: rewritten]"
@@ -772,6 +814,46 @@ func sidecarBody(name, api string, input []byte) []byte {
 }
 
 // ---- inputs made at run time ----
+
+// genBomb writes an Anthropic request of 64 MiB, one user message of zeros: it
+// compresses to about 64 KB (gzip) or 50 bytes (br), a decompression bomb against
+// the 32 MiB limit.
+func genBomb(t *testing.T, dir string) string {
+	var b bytes.Buffer
+	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"`)
+	b.Write(bytes.Repeat([]byte{'0'}, 64<<20))
+	b.WriteString(`"}]}`)
+	return writeFile(t, filepath.Join(dir, "bomb.json"), b.Bytes())
+}
+
+// encodeBody compresses b with coding (gzip, zstd or br); any other coding is
+// returned as is, for the server to find it unknown.
+func encodeBody(t *testing.T, coding string, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var w io.WriteCloser
+	switch coding {
+	case "gzip":
+		w = gzip.NewWriter(&buf)
+	case "br":
+		w = brotli.NewWriter(&buf)
+	case "zstd":
+		zw, err := zstd.NewWriter(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w = zw
+	default:
+		return b
+	}
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
 
 // listingRow is one line of a long log, about 80 bytes.
 const listingRow = "2026-11-02T10:00:00Z INFO request served path=/api/v1/items id=%07d status=200\n"
