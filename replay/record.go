@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -122,7 +123,7 @@ type Record struct {
 	Decisions []advisor.DecisionRecord
 	// Evidence holds every later use the Tracker found, counting or not (Use.Counts),
 	// with session-wide weights, ordered by output (session order) then step.
-	Evidence []Use
+	Evidence []evidence.Use
 	// Started and Finished bound the replay in wall time; Duration is their
 	// difference. They are the only fields that differ between two replays of the
 	// same file with the same settings (with ask latencies).

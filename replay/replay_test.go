@@ -14,6 +14,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -111,9 +112,9 @@ func TestReplayFacts(t *testing.T) {
 			t.Errorf("ask %+v: want an OK lexical ask with a card hash and scorer tokens", a)
 		}
 	}
-	wantEv := []Use{
-		{Key: "call_1", Step: 6, Kind: UseName, Proof: `name "listen_port"`, Weight: 1},
-		{Key: "call_3", Step: 5, Kind: UseReread, Proof: "re-read NOTES.md", Weight: 1},
+	wantEv := []evidence.Use{
+		{Key: "call_1", Step: 6, Kind: evidence.UseName, Proof: `name "listen_port"`, Weight: 1},
+		{Key: "call_3", Step: 5, Kind: evidence.UseReread, Proof: "re-read NOTES.md", Weight: 1},
 	}
 	if diff := cmp.Diff(wantEv, rec.Evidence); diff != "" {
 		t.Errorf("evidence (-want +got):\n%s", diff)
@@ -356,7 +357,7 @@ func TestCompareSchedules(t *testing.T) {
 		for i := range asks {
 			rec.Asks = append(rec.Asks, advisor.AskRecord{OutputKey: "a", Step: 3 + i%8, OK: true, Score: 0.5, Tokens: 10})
 		}
-		rec.Evidence = []Use{{Key: "a", Step: 6, Kind: UseName, Weight: 1}}
+		rec.Evidence = []evidence.Use{{Key: "a", Step: 6, Kind: evidence.UseName, Weight: 1}}
 		return ScheduleRun{Schedule: schedule, Records: []*Record{rec}}
 	}
 	runs := []ScheduleRun{mk("1", [3]int{4, 5, 0}, 9), mk("3", [3]int{6, 5, 8}, 5), mk("3,6", [3]int{4, 3, 0}, 4)}
@@ -411,7 +412,7 @@ func TestCompareSchedules(t *testing.T) {
 		t.Errorf("\"3\" saves nothing: recommended %q, want the reference", rep.Recommended)
 	}
 	more := mk("2", [3]int{4, 4, 0}, 1) // a and b at 4: 200 + 1,400 = 1,600, 1 miss
-	more.Records[0].Evidence = append(more.Records[0].Evidence, Use{Key: "b", Step: 9, Kind: UseName, Weight: 1})
+	more.Records[0].Evidence = append(more.Records[0].Evidence, evidence.Use{Key: "b", Step: 9, Kind: evidence.UseName, Weight: 1})
 	ref := mk("1", [3]int{4, 5, 0}, 9)
 	ref.Records[0].Evidence = more.Records[0].Evidence // b used at 9: the reference misses it too
 	rep, err = CompareSchedules([]ScheduleRun{ref, more}, 0.25, calibrate.DefaultOptions(), 0.02)
@@ -424,7 +425,7 @@ func TestCompareSchedules(t *testing.T) {
 	}
 	// b used at step 4: pruned at 5 (reference) it is not a miss, pruned at 4 it is.
 	extra, ref2 := mk("2", [3]int{4, 4, 0}, 1), mk("1", [3]int{4, 5, 0}, 9)
-	ev := []Use{{Key: "a", Step: 6, Kind: UseName, Weight: 1}, {Key: "b", Step: 4, Kind: UseName, Weight: 1}}
+	ev := []evidence.Use{{Key: "a", Step: 6, Kind: evidence.UseName, Weight: 1}, {Key: "b", Step: 4, Kind: evidence.UseName, Weight: 1}}
 	extra.Records[0].Evidence, ref2.Records[0].Evidence = ev, ev
 	rep, err = CompareSchedules([]ScheduleRun{ref2, extra}, 0.25, calibrate.DefaultOptions(), 1)
 	if err != nil {

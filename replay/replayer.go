@@ -17,6 +17,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -199,7 +200,7 @@ func (r *Replayer) Replay(ctx context.Context, src *Source) (*Record, error) {
 	rec.Outputs = facts
 	rec.Asks, rec.Decisions = store.asks, store.decisions
 
-	ev, err := EvidenceOf(src.Session)
+	ev, err := evidence.Of(src.Session)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", src.Path, err)
 	}
@@ -224,23 +225,6 @@ func fold(f *OutputFacts, it advisor.Item, T int) {
 	if it.Decision == advisor.DecisionPruned && f.PrunedAt == 0 {
 		f.PrunedAt = T
 	}
-}
-
-// EvidenceOf runs a Tracker over the whole session and returns every use of every
-// output (Tracker.Uses: counting or not, with session-wide weights), by output in
-// session order, then by step. Errors are the Tracker's.
-func EvidenceOf(s *transcript.Session) ([]Use, error) {
-	tr := NewTracker()
-	for _, m := range s.Messages {
-		if _, err := tr.Add(m); err != nil {
-			return nil, err
-		}
-	}
-	var out []Use
-	for _, k := range tr.Keys() {
-		out = append(out, tr.Uses(k)...)
-	}
-	return out, nil
 }
 
 // meter wraps the replay's scorer to keep the step's batch, whose request size the

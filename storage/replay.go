@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -249,7 +250,7 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 	}
 	if err := db.query(ctx, `SELECT output_key, use_step, proof, weight FROM evidence WHERE session_id = ? ORDER BY id`,
 		[]any{id}, func(rows *sql.Rows) error {
-			var u replay.Use
+			var u evidence.Use
 			var w sql.NullFloat64
 			if err := rows.Scan(&u.Key, &u.Step, &u.Proof, &w); err != nil {
 				return err

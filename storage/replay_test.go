@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -34,9 +35,9 @@ func replayRecord() *replay.Record {
 			{OutputKey: "k1", Step: 3, Scorer: "lexical", Score: math.NaN(), FailKind: "timeout"},
 		},
 		Decisions: []advisor.DecisionRecord{{OutputKey: "k1", Step: 3, Decision: advisor.DecisionPruned, Reason: "superseded", Score: 0.4, Superseder: "k3", Tokens: 500}},
-		Evidence: []replay.Use{
-			{Key: "k1", Step: 2, Kind: replay.UseName, Proof: `name "parseConfig"`, Weight: 0.75},
-			{Key: "k2", Step: 3, Kind: replay.UseReread, Proof: "re-read a.go", Weight: 1},
+		Evidence: []evidence.Use{
+			{Key: "k1", Step: 2, Kind: evidence.UseName, Proof: `name "parseConfig"`, Weight: 0.75},
+			{Key: "k2", Step: 3, Kind: evidence.UseReread, Proof: "re-read a.go", Weight: 1},
 		},
 		Started: t0, Finished: t0.Add(time.Second),
 	}
@@ -94,7 +95,7 @@ func TestCommitReplay(t *testing.T) {
 	}
 	want := *rec
 	want.Decisions = nil // not loaded
-	want.Evidence = []replay.Use{{Key: "k1", Step: 2, Proof: `name "parseConfig"`, Weight: 0.75}, {Key: "k2", Step: 3, Proof: "re-read a.go", Weight: 1}}
+	want.Evidence = []evidence.Use{{Key: "k1", Step: 2, Proof: `name "parseConfig"`, Weight: 0.75}, {Key: "k2", Step: 3, Proof: "re-read a.go", Weight: 1}}
 	want.Skipped = 0 // not stored
 	if diff := cmp.Diff(&want, got, cmpopts.EquateNaNs()); diff != "" {
 		t.Errorf("LoadReplay (-want +got):\n%s", diff)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/storage"
 )
@@ -61,7 +62,7 @@ func handStore(t *testing.T, ruleDead bool) string {
 		rec.Outputs = append(rec.Outputs, f)
 		rec.Asks = append(rec.Asks, advisor.AskRecord{SessionID: rec.ID, OutputKey: o.key, Step: 5, Scorer: "lexical", Score: o.keep, OK: true})
 		if o.use > 0 {
-			rec.Evidence = append(rec.Evidence, replay.Use{Key: o.key, Step: o.use, Kind: replay.UseName, Proof: "name", Weight: 1})
+			rec.Evidence = append(rec.Evidence, evidence.Use{Key: o.key, Step: o.use, Kind: evidence.UseName, Proof: "name", Weight: 1})
 		}
 	}
 	for s := 1; s <= 10; s++ {

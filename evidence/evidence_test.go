@@ -1,4 +1,4 @@
-package replay
+package evidence
 
 import (
 	"encoding/json"

@@ -1,7 +1,10 @@
-package replay
-
-// Later-use evidence, DESIGN.md "Replay and later-use evidence". This file is the one
-// place the definition lives; calibrate and the replay driver only consume it.
+// Package evidence is the one definition of later use (DESIGN.md "Replay and
+// later-use evidence"), with two uses: replay records, for every output, the steps at
+// which the agent used it over the whole session (the labels calibration and fitting
+// learn from), and the advisor runs the same Tracker live, as messages arrive, to give
+// every card its use history (the steps so far at which the agent named one of the
+// output's distinctive names). A Tracker processes each message once, when it is
+// added; at any moment its answers depend only on the messages added so far.
 //
 // An output O was used later than step t if, at some step u > t, the agent's own words
 // (its assistant Text or its tool-call Args) contain a distinctive name of O: a name
@@ -41,6 +44,8 @@ package replay
 // paraphrases); snake_case and camelCase names are matched whole, so "parse_config"
 // and "parseConfig" never match; quoted strings match only byte for byte; names in
 // thinking blocks do not count (they are not in Message.Text).
+
+package evidence
 
 import (
 	"bytes"
@@ -908,4 +913,21 @@ func emitParts(s string, group int32, emit emitFunc) {
 			emit(part, group, false)
 		}
 	}
+}
+
+// Of runs a Tracker over the whole session and returns every use of every
+// output (Tracker.Uses: counting or not, with session-wide weights), by output in
+// session order, then by step. Errors are the Tracker's.
+func Of(s *transcript.Session) ([]Use, error) {
+	tr := NewTracker()
+	for _, m := range s.Messages {
+		if _, err := tr.Add(m); err != nil {
+			return nil, err
+		}
+	}
+	var out []Use
+	for _, k := range tr.Keys() {
+		out = append(out, tr.Uses(k)...)
+	}
+	return out, nil
 }
