@@ -44,7 +44,6 @@
 // paraphrases); snake_case and camelCase names are matched whole, so "parse_config"
 // and "parseConfig" never match; quoted strings match only byte for byte; names in
 // thinking blocks do not count (they are not in Message.Text).
-
 package evidence
 
 import (
