@@ -2,7 +2,7 @@
 // pipeline"): it indexes each new message once, protects what must stay, applies the
 // deterministic rules, asks a scorer for keep-probabilities on due cards in one
 // batch, and swaps pending prunes for stubs together, only when the rewrite is worth
-// a prompt-cache write. Originals are committed to a Store before any stub exists.
+// a prompt-cache write (package planner). Originals are committed to a Store before any stub exists.
 //
 // Use it as a library: create one Advisor, then call Advise once per step with the
 // session so far (the messages the agent is about to send).
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/backoff"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -104,35 +105,66 @@ func (a *Advisor) state(id string) *state {
 
 // Advise runs one step for the session so far: s.Messages are the messages the
 // agent is about to send (originals, not stubs), and the step being prepared is the
-// number of assistant messages in them plus one. It returns the plan (a decision for
-// every tool output) and the messages with the applied stubs in place: a message
-// with a stubbed output is a copy whose output copies carry the stub as Text (Hash
-// and Tokens stay the original's); every other message is s's own.
+// number of assistant messages in them plus one. It returns the plan: a decision for
+// every tool output, and in Plan.Stubs the stub of every output pruned so far, which
+// s.Rewrite puts into the bytes the agent sent (everything else unchanged).
 //
 // Cost: each message is indexed once, the first time it is seen; a step then costs
-// work for the new messages, for the outputs whose state changes at that step, and
-// for the due asks — not for the session's length (docs/PERFORMANCE.md). Passing the
-// same growing slice each step (as `pruneadvisor advise` does) avoids even rebuilding
-// the returned message list; a fresh slice each step (a proxy parsing every request)
-// costs one pass over it. Plan.Items and the returned slice are the advisor's own:
-// valid until the next Advise of the same session (see Plan.Items, Plan.Clone).
+// work for the new messages, for the outputs whose state changes at that step, for
+// the due asks and for the pending prunes the planner weighs, not for the session's
+// length (docs/PERFORMANCE.md). Plan.Items and Plan.Stubs are the advisor's own:
+// valid until the next Advise of the same session (Plan.Clone copies them).
 //
-// A client that shortened or rewrote its history resets the session's state;
-// stubs already sent come back from the Store unchanged. Stubs and recalls written
-// by other processes sharing the Store are picked up at every step.
+// A client that shortened or rewrote its history resets the session's state; stubs
+// already sent and the ask history come back from the Store unchanged, and so does
+// a session first seen by this process (a restart, another replica): everything a
+// later decision depends on is in the Store. Stubs and recalls written by other
+// processes sharing the Store are picked up at every step.
 //
 // Errors: ErrNoSession for a nil session or nil message; a storage failure is not an
 // error (nothing new is pruned and Plan.StorageError says why); a scorer failure is
 // not an error (Plan.ScorerFailures counts it); a context error is returned as is.
-func (a *Advisor) Advise(ctx context.Context, s *transcript.Session) (Plan, []*transcript.Message, error) {
+func (a *Advisor) Advise(ctx context.Context, s *transcript.Session) (Plan, error) {
 	if s == nil {
-		return Plan{}, nil, ErrNoSession
+		return Plan{}, ErrNoSession
 	}
 	if err := ctx.Err(); err != nil {
-		return Plan{}, nil, err
+		return Plan{}, err
 	}
 	st := a.state(SessionKey(s))
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return a.step(ctx, st, s)
+}
+
+// priceModel returns the price model for s: Config.Provider's when set, else the
+// provider its format implies (ProviderOf).
+func (a *Advisor) priceModel(s *transcript.Session) prices.Model {
+	p := prices.Provider(a.Config.Provider)
+	if p == "" {
+		p = ProviderOf(s.Format)
+	}
+	return a.Config.PriceModel(p)
+}
+
+// cacheTTL returns the cache TTL the cold-cache rule uses for s: Config.CacheTTL.
+func (a *Advisor) cacheTTL(*transcript.Session, prices.Model) time.Duration {
+	return time.Duration(a.Config.CacheTTL)
+}
+
+// ProviderOf returns the provider whose prices apply to a session of format f:
+// Anthropic for Claude Code transcripts and Anthropic Messages bodies, OpenAI for
+// Codex rollouts, OpenAI chat bodies and the trajectories recorded in that shape
+// (mini-swe-agent, SWE-agent, OpenHands), Gemini for Gemini CLI sessions. pi records
+// several providers; its sessions are priced as Anthropic, the provider its default
+// model uses. Unknown formats get Anthropic.
+func ProviderOf(f transcript.Format) prices.Provider {
+	switch f {
+	case transcript.FormatCodex, transcript.FormatOpenAI, transcript.FormatMiniSWEAgent,
+		transcript.FormatSWEAgent, transcript.FormatOpenHands:
+		return prices.OpenAI
+	case transcript.FormatGemini:
+		return prices.Gemini
+	}
+	return prices.Anthropic
 }

@@ -97,7 +97,7 @@ func BenchmarkAdviseStep(b *testing.B) {
 						adv = newAdvisor(b, cfg, sc.scorer(), advisor.NewMemoryStore(), newClock())
 						for end = 1; end <= 1+2*k; end += 2 {
 							view.Messages = s.Messages[:end]
-							if _, _, err := adv.Advise(ctx, &view); err != nil {
+							if _, err := adv.Advise(ctx, &view); err != nil {
 								b.Fatal(err)
 							}
 						}
@@ -106,7 +106,7 @@ func BenchmarkAdviseStep(b *testing.B) {
 					view.Messages = s.Messages[:end]
 					end += 2
 					start := time.Now()
-					if _, _, err := adv.Advise(ctx, &view); err != nil {
+					if _, err := adv.Advise(ctx, &view); err != nil {
 						b.Fatal(err)
 					}
 					times = append(times, time.Since(start))
@@ -165,7 +165,7 @@ func simBench(b *testing.B, s *transcript.Session, cfg advisor.Config, scorer fu
 		adv := newAdvisor(b, cfg, scorer(), advisor.NewMemoryStore(), newClock())
 		for _, end := range ends {
 			view.Messages = s.Messages[:end]
-			if _, _, err := adv.Advise(ctx, &view); err != nil {
+			if _, err := adv.Advise(ctx, &view); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"reflect"
@@ -15,6 +16,8 @@ import (
 	"github.com/go-playground/validator/v10"
 
 	"github.com/pruneadvisor/pruneadvisor/backoff"
+	"github.com/pruneadvisor/pruneadvisor/planner"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 )
 
 // Duration is a time.Duration that reads and writes as a Go duration string ("5m").
@@ -65,10 +68,35 @@ type Config struct {
 	// Cutoff is the keep-probability under which a scored candidate is pruned.
 	// Default 0.25 until calibrated ("the small model is only reliable in its low tail").
 	Cutoff float64 `json:"cutoff" validate:"gte=0,lte=1"`
-	// RewriteFraction: pending prunes are applied together only once they add up to
-	// at least this fraction of the budget (or the cache is cold, or past the hard
-	// limit). Default 0.05 ("each rewrite costs a prompt-cache write").
+	// RewriteFraction is the least rewrite, as a fraction of the budget: a rewrite
+	// forced by the budget waits until it frees at least this much, unless it reaches
+	// the low-water mark, so a session hovering at the budget is not rewritten every
+	// step. Default 0.05 ("a rewrite that frees less is not worth its cache write").
 	RewriteFraction float64 `json:"rewrite_fraction" validate:"gte=0,lte=1"`
+	// LowWaterFraction is the low-water mark as a fraction of the budget: a rewrite
+	// forced by the budget goes at least this far down, so the next one is far away.
+	// Default 0.8.
+	LowWaterFraction float64 `json:"low_water_fraction" validate:"gt=0,lte=1"`
+	// PayFactor: under the budget with a warm cache, pending prunes are applied only
+	// when the rewrite's saving (tokens removed x cache-read price x expected
+	// remaining steps) is at least PayFactor times its cost (tokens after the first
+	// changed message x (cache write - cache read)). Default 1 (break-even under the
+	// estimate); calibrate reports the net dollars of other values.
+	PayFactor float64 `json:"pay_factor" validate:"gte=1,lte=1000"`
+	// RemainingFactor and RemainingMin estimate a session's remaining steps from its
+	// steps so far: max(RemainingMin, RemainingFactor x steps) (planner.Estimator).
+	// Defaults 0.5 and 3: 0.5 is planner.FitFactor over the step counts of
+	// ../shared/corpus (calibrate prints the fit for the sessions it reads and
+	// --write-config writes it).
+	RemainingFactor float64 `json:"remaining_factor" validate:"gt=0,lte=100"`
+	RemainingMin    float64 `json:"remaining_min" validate:"gte=1,lte=100000"`
+	// Provider is the provider whose prices and cache rules apply ("anthropic",
+	// "openai", "gemini"); "" chooses by the session: the proxy's route, or the
+	// format of a session file (ProviderOf).
+	Provider string `json:"provider,omitempty" validate:"omitempty,oneof=anthropic openai gemini"`
+	// Prices overrides the default price model of any provider (prices.Default), keyed
+	// by provider name; each entry is a whole prices.Model.
+	Prices prices.Table `json:"prices,omitempty"`
 	// CacheTTL is how long the provider keeps a prompt cache warm; with no call for
 	// longer than this, a rewrite is free. Default 5m.
 	CacheTTL Duration `json:"cache_ttl" validate:"gte=0"`
@@ -104,6 +132,10 @@ func DefaultConfig() Config {
 		MinCandidateTokens: 200,
 		Cutoff:             0.25,
 		RewriteFraction:    0.05,
+		LowWaterFraction:   0.8,
+		PayFactor:          1,
+		RemainingFactor:    0.5,
+		RemainingMin:       3,
 		CacheTTL:           Duration(5 * time.Minute),
 		Schedule:           "3,6,12,24",
 		ExcludedTools:      append([]string(nil), DefaultExcludedTools...),
@@ -161,6 +193,9 @@ func (c Config) Validate() error {
 			msgs = append(msgs, fmt.Sprintf("schedule: %v", err))
 		}
 	}
+	if err := c.Prices.Validate(); err != nil {
+		msgs = append(msgs, fmt.Sprintf("prices: %v", err))
+	}
 	for i, g := range c.ExcludedTools {
 		if _, err := path.Match(strings.ToLower(g), ""); err != nil {
 			msgs = append(msgs, fmt.Sprintf("excluded_tools[%d]: bad glob %q: %v", i, g, err))
@@ -185,6 +220,33 @@ func (c Config) BudgetTokens() int {
 // never below the budget.
 func (c Config) HardLimitTokens() int {
 	return max(int(float64(c.ContextWindow)*c.HardLimitFraction), c.BudgetTokens())
+}
+
+// LowWaterTokens returns the low-water mark in tokens: LowWaterFraction x budget.
+func (c Config) LowWaterTokens() int {
+	return int(c.LowWaterFraction * float64(c.BudgetTokens()))
+}
+
+// LeastRewriteTokens returns the least a forced rewrite frees, in tokens:
+// ceil(RewriteFraction x budget).
+func (c Config) LeastRewriteTokens() int {
+	return int(math.Ceil(c.RewriteFraction * float64(c.BudgetTokens())))
+}
+
+// Estimator returns the remaining-steps estimator of RemainingFactor and
+// RemainingMin.
+func (c Config) Estimator() planner.Estimator {
+	return planner.Estimator{Factor: c.RemainingFactor, Min: c.RemainingMin}
+}
+
+// PriceModel returns the price model of provider p: the Prices entry, else the
+// default. An unknown provider gets Anthropic's (Validate refuses one in Provider).
+func (c Config) PriceModel(p prices.Provider) prices.Model {
+	m, err := c.Prices.For(p)
+	if err != nil {
+		return prices.MustDefault(prices.Anthropic)
+	}
+	return m
 }
 
 // LoadConfig reads a JSON config file over the defaults: fields the file omits keep

@@ -76,7 +76,7 @@ func Example() {
 			log.Fatal(err)
 		}
 		s.ID = "example-session" // the same id on every step of this conversation
-		plan, _, err := adv.Advise(ctx, s)
+		plan, err := adv.Advise(ctx, s)
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -116,10 +116,11 @@ func simulate(t testing.TB, adv *advisor.Advisor, s *transcript.Session) []step 
 	at := func(end int) {
 		view := *s
 		view.Messages = s.Messages[:end]
-		p, out, err := adv.Advise(context.Background(), &view)
+		p, err := adv.Advise(context.Background(), &view)
 		if err != nil {
 			t.Fatalf("Advise at %d messages: %v", end, err)
 		}
+		out := withStubs(view.Messages, p.Stubs)
 		steps = append(steps, step{plan: p.Clone(), in: view.Messages, out: out})
 	}
 	for i, m := range s.Messages {
@@ -268,10 +269,11 @@ func (r *runner) next() step {
 	view := *r.s
 	view.Messages = r.s.Messages[:r.ends[r.k]]
 	r.k++
-	p, out, err := r.adv.Advise(context.Background(), &view)
+	p, err := r.adv.Advise(context.Background(), &view)
 	if err != nil {
 		r.t.Fatalf("Advise at step %d: %v", r.k, err)
 	}
+	out := withStubs(view.Messages, p.Stubs)
 	return step{plan: p.Clone(), in: view.Messages, out: out}
 }
 
@@ -280,6 +282,37 @@ func (r *runner) all() []step {
 	var out []step
 	for !r.done() {
 		out = append(out, r.next())
+	}
+	return out
+}
+
+// withStubs returns msgs with each output named in stubs carrying its stub as Text
+// (copies of the messages and outputs that change; the others are msgs' own): the
+// messages the plan's stubs make, as the tests inspect them.
+func withStubs(msgs []*transcript.Message, stubs map[string]string) []*transcript.Message {
+	out := make([]*transcript.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+		changed := false
+		for _, o := range m.Outputs {
+			if _, ok := stubs[o.Key]; ok {
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		cp := *m
+		cp.Outputs = make([]*transcript.ToolOutput, len(m.Outputs))
+		for j, o := range m.Outputs {
+			cp.Outputs[j] = o
+			if stub, ok := stubs[o.Key]; ok {
+				oc := *o
+				oc.Text = stub
+				cp.Outputs[j] = &oc
+			}
+		}
+		out[i] = &cp
 	}
 	return out
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// MemoryStore is an in-memory Store (and VersionedStore, and recall.Store) for
+// MemoryStore is an in-memory Store (and recall.Store) for
 // library use without a database and for tests. Originals live only as long as the
 // process: use storage.DB when pruned outputs must survive a restart. Several
 // Advisors may share one MemoryStore, as several processes share one database. Its
@@ -20,11 +20,12 @@ type MemoryStore struct {
 	recalls   map[string][]RecallEvent     // by session id, in order
 	asks      []AskRecord
 	decisions []DecisionRecord
-	// Fail, when set, makes SaveOriginal and SaveStub return it (fault injection:
-	// storage that cannot commit).
+	steps     []StepRecord
+	// Fail, when set, makes SavePrunes, SaveOriginal and SaveStub return it (fault
+	// injection: storage that cannot commit).
 	Fail error
-	// FailReads, when set, makes SessionStubs, SessionRecalls and SessionVersion
-	// return it (fault injection: storage that cannot be read).
+	// FailReads, when set, makes SessionStubs, SessionRecalls, SessionVersion and
+	// SessionHistory return it (fault injection: storage that cannot be read).
 	FailReads error
 }
 
@@ -39,7 +40,26 @@ func NewMemoryStore() *MemoryStore {
 	}
 }
 
-// SaveOriginal implements Store. Saving again under the same recall id replaces the
+// SavePrunes implements Store: every original and stub, or (with Fail set) none.
+func (m *MemoryStore) SavePrunes(_ context.Context, prunes []Prune) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.Fail != nil {
+		return m.Fail
+	}
+	for _, p := range prunes {
+		if p.Stub.RecallID != p.Original.RecallID {
+			return fmt.Errorf("save prunes: stub %s for original %s", p.Stub.RecallID, p.Original.RecallID)
+		}
+	}
+	for _, p := range prunes {
+		m.originals[p.Original.RecallID] = p.Original
+		m.saveStub(p.Stub)
+	}
+	return nil
+}
+
+// SaveOriginal stores an original alone (the recall.Store side). Saving again under the same recall id replaces the
 // record (an output pruned again after a recall).
 func (m *MemoryStore) SaveOriginal(_ context.Context, o Original) error {
 	m.mu.Lock()
@@ -51,7 +71,7 @@ func (m *MemoryStore) SaveOriginal(_ context.Context, o Original) error {
 	return nil
 }
 
-// SaveStub implements Store; it fails when the original was not saved first, so a
+// SaveStub stores a stub alone; it fails when the original was not saved first, so a
 // stub never exists without its original. A later stub of the same recall id
 // replaces the earlier one.
 func (m *MemoryStore) SaveStub(_ context.Context, s StubRecord) error {
@@ -63,6 +83,11 @@ func (m *MemoryStore) SaveStub(_ context.Context, s StubRecord) error {
 	if _, ok := m.originals[s.RecallID]; !ok {
 		return fmt.Errorf("save stub %s: original not stored", s.RecallID)
 	}
+	m.saveStub(s)
+	return nil
+}
+
+func (m *MemoryStore) saveStub(s StubRecord) {
 	m.stubs[s.RecallID] = s
 	keys := m.bySession[s.SessionID]
 	if keys == nil {
@@ -71,7 +96,6 @@ func (m *MemoryStore) SaveStub(_ context.Context, s StubRecord) error {
 	}
 	keys[s.OutputKey] = s.RecallID
 	m.versions[s.SessionID]++
-	return nil
 }
 
 // RecordAsks implements Store.
@@ -88,6 +112,43 @@ func (m *MemoryStore) RecordDecisions(_ context.Context, ds []DecisionRecord) er
 	defer m.mu.Unlock()
 	m.decisions = append(m.decisions, ds...)
 	return nil
+}
+
+// RecordSteps implements Store.
+func (m *MemoryStore) RecordSteps(_ context.Context, steps []StepRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.steps = append(m.steps, steps...)
+	return nil
+}
+
+// SessionHistory implements Store: the session's asks in the order recorded and its
+// latest step record.
+func (m *MemoryStore) SessionHistory(_ context.Context, sessionID string) (History, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.FailReads != nil {
+		return History{}, m.FailReads
+	}
+	var h History
+	for _, a := range m.asks {
+		if a.SessionID == sessionID {
+			h.Asks = append(h.Asks, a)
+		}
+	}
+	for _, s := range m.steps {
+		if s.SessionID == sessionID && s.Step >= h.Last.Step {
+			h.Last = s
+		}
+	}
+	return h, nil
+}
+
+// Steps returns a copy of the step records so far.
+func (m *MemoryStore) Steps() []StepRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]StepRecord(nil), m.steps...)
 }
 
 // SessionStubs implements Store: a fresh map, keyed by output key.
@@ -115,7 +176,7 @@ func (m *MemoryStore) SessionRecalls(_ context.Context, sessionID string) ([]Rec
 	return append([]RecallEvent(nil), m.recalls[sessionID]...), nil
 }
 
-// SessionVersion implements VersionedStore: the number of stubs saved and recalls
+// SessionVersion implements Store: the number of stubs saved and recalls
 // recorded in the session so far.
 func (m *MemoryStore) SessionVersion(_ context.Context, sessionID string) (int64, error) {
 	m.mu.Lock()
@@ -171,3 +232,5 @@ func (m *MemoryStore) Stubs() map[string]StubRecord {
 	}
 	return out
 }
+
+var _ Store = (*MemoryStore)(nil)

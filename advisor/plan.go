@@ -28,7 +28,7 @@ const (
 	DecisionProtected Decision = "protected" // not a candidate (see Reason for which protection)
 	DecisionPending   Decision = "pending"   // will be pruned at the next rewrite
 	DecisionPruned    Decision = "pruned"    // replaced by a stub (frozen)
-	DecisionRecalled  Decision = "recalled"  // was pruned, then recalled: the original is back
+	DecisionRecalled  Decision = "recalled"  // pruned, and its original was recalled: the stub stays (frozen)
 )
 
 // Scorer returns a keep-probability per card. Implementations: advisor/ollama,
@@ -53,14 +53,24 @@ type Plan struct {
 	// (originals minus stubs); summed over steps it gives token-steps saved.
 	SavedTokens int  `json:"saved_tokens"`
 	OverBudget  bool `json:"over_budget"` // ContextTokens before the rewrite exceeded Budget
+	// Cold reports that the prompt cache had expired before this step (no call for
+	// longer than the cache TTL): a rewrite was free.
+	Cold bool `json:"cold,omitempty"`
 	// Rewrite is true when pending prunes were applied at this step; RewriteReason
-	// says which condition allowed it ("pending >= 5% of budget", "cache cold",
-	// "hard limit").
-	// A recall that brings an original back into its slot also changes the bytes
-	// sent; it sets Rewrite with RewriteReason "recall" (prefixed "recall; " to the
-	// prune reason when both happen at one step).
+	// says which rule of the planner allowed it: "cold-cache", "over-budget",
+	// "hard-limit" or "pays" (package planner). Between two rewrites the bytes sent
+	// do not change; a recall does not change them either (the stub stays).
 	Rewrite       bool   `json:"rewrite"`
 	RewriteReason string `json:"rewrite_reason,omitempty"`
+	// RewriteCostUSD and RewriteSavingUSD are the planner's prices of this step's
+	// rewrite, in dollars: the cache-write premium of the tokens after its first
+	// changed message (0 when the cache was cold), and the tokens it removed times
+	// the cache-read price times the expected remaining steps.
+	RewriteCostUSD   float64 `json:"rewrite_cost_usd,omitempty"`
+	RewriteSavingUSD float64 `json:"rewrite_saving_usd,omitempty"`
+	// Waiting says why pending prunes were not applied at this step ("" when there
+	// were none, or they were applied).
+	Waiting       string `json:"waiting,omitempty"`
 	Pruned        int    `json:"pruned"`         // outputs newly stubbed at this step
 	PendingTokens int    `json:"pending_tokens"` // tokens a rewrite would free, after this step
 	Asked         int    `json:"asked"`          // cards sent to the scorer at this step
@@ -74,12 +84,28 @@ type Plan struct {
 	// session. Use Clone to keep a plan across steps or to read it while another
 	// step of the same session may run.
 	Items []Item `json:"items"`
+	// Changed lists the indexes into Items of the outputs whose decision or reason
+	// changed at this step, new outputs included, ascending: what a caller that
+	// follows the plan step by step (replay) needs to look at, so that a step costs
+	// no pass over every item.
+	Changed []int `json:"-"`
+	// Stubs maps the output key of every output whose stub is applied to the stub
+	// text: exactly what transcript.Session.Rewrite takes. Like Items it is the
+	// advisor's own (valid until the next Advise of the session; Clone copies it).
+	Stubs map[string]string `json:"-"`
 }
 
 // Clone returns a deep copy of p that later steps do not change.
 func (p Plan) Clone() Plan {
 	c := p
 	c.Items = append([]Item{}, p.Items...)
+	c.Changed = append([]int(nil), p.Changed...)
+	if p.Stubs != nil {
+		c.Stubs = make(map[string]string, len(p.Stubs))
+		for k, v := range p.Stubs {
+			c.Stubs[k] = v
+		}
+	}
 	if p.ScorerFailures != nil {
 		c.ScorerFailures = make(map[string]int, len(p.ScorerFailures))
 		for k, v := range p.ScorerFailures {
@@ -103,6 +129,11 @@ type Item struct {
 	By        string  `json:"by,omitempty"` // call id that made the output dead (rules)
 	Score     float64 `json:"score"`        // latest keep-probability, -1 when never scored
 	DecidedAt int     `json:"decided_at"`   // step of the latest decision change
-	RecallID  string  `json:"recall_id"`
-	Stub      string  `json:"stub,omitempty"` // the stub text, when pruned
+	// RecallID is the id its stub names (for a recall's result, the recalled
+	// output's id: both restore the same bytes).
+	RecallID string `json:"recall_id"`
+	// Uses is the use history so far: how many of the agent's messages named one of
+	// its distinctive names, re-read its file, re-ran its call, or recalled it.
+	Uses int    `json:"uses"`
+	Stub string `json:"stub,omitempty"` // the stub text, when pruned
 }

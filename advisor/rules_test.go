@@ -36,7 +36,7 @@ func rulesSession(t *testing.T) (*transcript.Session, map[string]string) {
 func TestRuleDeathsStubText(t *testing.T) {
 	s, texts := rulesSession(t)
 	cfg := advisor.DefaultConfig()
-	cfg.RewriteFraction = 0 // apply pending prunes at once
+	cfg.RemainingMin = 100_000 // every pending prune pays for itself at once
 	store := advisor.NewMemoryStore()
 	adv := newAdvisor(t, cfg, nil, store, newClock())
 	steps := simulate(t, adv, s)
@@ -129,7 +129,7 @@ func TestRuleDeathAtCandidateStep(t *testing.T) {
 	s := c.session(t, "same-step.json")
 	sc := constScorer(0.9)
 	cfg := advisor.DefaultConfig()
-	cfg.RewriteFraction = 0
+	cfg.RemainingMin = 100_000 // every pending prune pays for itself at once
 	steps := simulate(t, newAdvisor(t, cfg, sc, advisor.NewMemoryStore(), newClock()), s)
 	// At step 5, c1 (step 1) leaves the window and c4's message (indexed at step 5)
 	// supersedes it.

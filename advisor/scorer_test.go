@@ -236,24 +236,25 @@ func TestWobbleAroundCutoff(t *testing.T) {
 	}
 }
 
-// countingStore counts SaveStub calls by output key.
+// countingStore counts the stubs committed (SavePrunes) by output key.
 type countingStore struct {
 	*advisor.MemoryStore
 	stubSaves map[string]int
 	originals int
 }
 
-func (c *countingStore) SaveStub(ctx context.Context, s advisor.StubRecord) error {
+func (c *countingStore) SavePrunes(ctx context.Context, ps []advisor.Prune) error {
 	if c.stubSaves == nil {
 		c.stubSaves = map[string]int{}
 	}
-	c.stubSaves[s.OutputKey]++
-	return c.MemoryStore.SaveStub(ctx, s)
-}
-
-func (c *countingStore) SaveOriginal(ctx context.Context, o advisor.Original) error {
-	c.originals++
-	return c.MemoryStore.SaveOriginal(ctx, o)
+	if err := c.MemoryStore.SavePrunes(ctx, ps); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		c.stubSaves[p.Stub.OutputKey]++
+		c.originals++
+	}
+	return nil
 }
 
 // A cutoff of 0 cannot prune on a score, so the scorer is never asked; a score of 0

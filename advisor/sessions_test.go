@@ -61,11 +61,11 @@ func runReal(t *testing.T, adv *advisor.Advisor, s *transcript.Session, store *a
 		view := *s
 		view.Messages = s.Messages[:r.ends[r.k]]
 		r.k++
-		p, o, err := adv.Advise(context.Background(), &view)
+		p, err := adv.Advise(context.Background(), &view)
 		if err != nil {
 			t.Fatalf("step %d: %v", r.k, err)
 		}
-		plan, out = p, o
+		plan, out = p, withStubs(view.Messages, p.Stubs)
 		run.steps++
 		run.asks += p.Asked
 		if p.Rewrite {
@@ -112,7 +112,7 @@ func runReal(t *testing.T, adv *advisor.Advisor, s *transcript.Session, store *a
 }
 
 // Over every real session: the advisor (lexical scorer, MemoryStore, a 20,000-token
-// budget so that pruning happens) keeps one result per call, sends frozen stubs
+// budget, every pending prune applied at once so that pruning happens) keeps one result per call, sends frozen stubs
 // shorter than their originals, every stub recalls byte-identical, and the
 // rewritten session re-reads with the same reader with the same calls and outputs
 // and the stubs in place.
@@ -136,6 +136,9 @@ func TestRealSessions(t *testing.T) {
 			// 0.6-0.92 measured over the 23 files), so at the default cutoff 0.25 it
 			// prunes in 7 of them; a cutoff near the median exercises stubs in most.
 			cfg.Cutoff = 0.85
+			// The regime is tested elsewhere (regime_test.go): here every pending prune
+			// is applied at once, so stubs reach as many slots as possible.
+			cfg.RemainingMin = 100_000
 			store := advisor.NewMemoryStore()
 			adv := newAdvisor(t, cfg, lexical.New(), store, newClock())
 			plan, out, run := runReal(t, adv, s, store)

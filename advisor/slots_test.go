@@ -31,7 +31,7 @@ func TestParallelCallsKeepTheirSlots(t *testing.T) {
 	}
 	s := c.session(t, "parallel.json")
 	cfg := advisor.DefaultConfig()
-	cfg.RewriteFraction = 0
+	cfg.RemainingMin = 100_000 // every pending prune pays for itself at once
 	steps := simulate(t, newAdvisor(t, cfg, nil, advisor.NewMemoryStore(), newClock()), s)
 	last := steps[len(steps)-1]
 	it := item(t, last.plan, "c2")
@@ -120,7 +120,7 @@ func TestThinkingBlockUntouched(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := advisor.DefaultConfig()
-	cfg.RewriteFraction = 0
+	cfg.RemainingMin = 100_000 // every pending prune pays for itself at once
 	steps := simulate(t, newAdvisor(t, cfg, constScorer(0), advisor.NewMemoryStore(), newClock()), s)
 	it := item(t, steps[len(steps)-1].plan, "toolu_1")
 	if it.Decision != advisor.DecisionPruned {
@@ -172,7 +172,7 @@ func TestLargeJSONOutputRecall(t *testing.T) {
 	}
 	s := c.session(t, "bigjson.json")
 	cfg := advisor.DefaultConfig()
-	cfg.RewriteFraction = 0
+	cfg.RemainingMin = 100_000 // every pending prune pays for itself at once
 	store := advisor.NewMemoryStore()
 	sc := constScorer(0)
 	steps := simulate(t, newAdvisor(t, cfg, sc, store, newClock()), s)

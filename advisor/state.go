@@ -3,63 +3,63 @@ package advisor
 import (
 	"container/heap"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/rules"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // state is what the advisor keeps for one session between steps. Everything in it
-// is derived once per message, when the message is first seen (DESIGN.md step 1), and
-// every later step touches only what changes at that step: the new messages, the
-// outputs whose protection ends or whose next ask comes (a queue keyed by step), the
-// pending prunes, and the plan items and message slots that change. Output texts
-// are not kept: they come with every call.
+// is derived once per message, when the message is first seen (DESIGN.md step 1), or
+// read back from the store; every later step touches only what changes at that step:
+// the new messages, the outputs whose protection ends or whose next ask comes (a
+// queue keyed by step), and the pending prunes. Output texts are not kept: they come
+// with every call.
 type state struct {
 	mu sync.Mutex
 	id string
 
 	// What the store holds for the session (possibly written by other processes).
-	loaded     bool                  // stubs and recalls read since the last reset
-	synced     bool                  // the store was read without error at this step
-	version    int64                 // VersionedStore version at the last read
-	frozen     map[string]StubRecord // stubs in the store, by output key
-	recalls    int                   // recall events already applied
-	recalledAt map[string]time.Time  // output key -> time of its latest recall event
+	loaded   bool                   // stubs, recalls and history read since the last reset
+	synced   bool                   // the store was read without error at this step
+	version  int64                  // SessionVersion at the last read
+	frozen   map[string]StubRecord  // stubs in the store, by output key
+	recalls  int                    // recall events already applied
+	restored map[string][]AskRecord // asks of the stored history, by output key, until indexed
 
 	// The index.
-	indexed    int                   // messages indexed so far
-	lastPrint  string                // fingerprint of the last indexed message
-	lastMsgs   []*transcript.Message // the message slice of the previous step
-	steps      int                   // assistant messages indexed
-	outs       []*outState           // every output, in session order
-	items      []Item                // outs[i].item(), maintained in place
+	indexed    int    // messages indexed so far
+	lastPrint  string // fingerprint of the last indexed message
+	steps      int    // assistant messages indexed
+	outs       []*outState
+	items      []Item // outs[i].item(), maintained in place
 	byKey      map[string]*outState
+	byRecall   map[string]*outState // recall id -> output
 	rules      *rules.Index
 	corpus     *cards.Corpus
-	awaiting   []*outState          // outputs whose reaction is not known yet
-	lastRead   map[string]*outState // path -> latest read output showing the file
-	ctxTokens  int                  // tokens of the indexed messages with applied stubs
-	fullTokens int                  // tokens of the indexed messages as sent by the agent
+	tracker    *evidence.Tracker // the use history (nil after a tracker error)
+	awaiting   []*outState       // outputs whose reaction is not known yet
+	lastRead   map[string]*outState
+	lastEdit   map[string]int // path -> step of its latest successful edit or write
+	offsets    []int          // offsets[i]: tokens of messages 0..i-1, nothing pruned
+	saved      fenwick        // tokens the applied stubs remove, by message index
+	ctxTokens  int            // tokens of the indexed messages with applied stubs
+	fullTokens int            // tokens of the indexed messages as sent by the agent
 	lastCall   time.Time
 	lastNow    string // the latest non-empty assistant text
 
 	// Incremental decisions.
 	events        eventQueue  // outputs to look at again at a given step
-	ripe          []*outState // candidates whose re-ask gap has passed, waiting for the session to be over budget
-	touched       []*outState // outputs to settle at this step (new, killed by a rule, re-read)
+	ripe          []*outState // candidates whose re-ask gap has passed
+	touched       []*outState // outputs to settle at this step
 	pending       []*outState // outputs that were pending when added (filtered when used)
-	pendingTokens int         // tokens the pending prunes would free (originals minus stubs)
-	restored      int         // originals brought back by recalls, not yet reported in a plan
-
-	// The rewritten messages.
-	view       []*transcript.Message // the messages with applied stubs, as last returned
-	viewShared bool                  // view was handed out: copy before changing a slot
-	stubbed    map[int]int           // message index -> outputs of it with an applied stub
-	dirty      map[int]bool          // message slots to rebuild at the end of this step
+	pendingTokens int         // tokens the pending prunes would free
+	stubs         map[string]string
 
 	warned sync.Map // failure kinds already logged
 }
@@ -76,29 +76,37 @@ type outState struct {
 	bytes       int // length of the text in bytes
 	hash        string
 	retention   transcript.Retention
-	fixed       string // a protection that never ends (keep, excluded, small), "" if none
+	fixed       string   // a protection that never ends (keep, excluded, small), "" if none
+	paths       []string // files the call read or wrote
+	names       []string // what task or now would name it by (paths, base names, command)
 
-	card cards.Card // template: Age is set per ask
+	card cards.Card // template: Age, use history and signals are set per ask
 
 	decision  Decision
 	reason    string
 	by        string
-	score     float64 // -1 until scored
+	score     float64 // latest OK keep-probability, -1 until scored
 	decidedAt int
 
 	dead     bool // a rule made it dead
 	deadRule string
 	deadBy   string
 
-	asks    int // asks made since indexing or the last recall (failed ones included: the back-off spaces retries too)
-	lastAsk int
+	asks      int  // asks made, failed ones included (the back-off spaces retries too)
+	lastAsk   int  // step of the latest ask
+	lastOKAsk int  // step of the latest ask that gave a score
+	uses      int  // counting uses so far (the use history)
+	lastUse   int  // step of the latest counting use, 0 if none
+	recalled  bool // its original was recalled (the stub stays)
 
-	recallID   string
+	recallID   string // the id its original is stored under
+	stubID     string // the id its stub names: recallID, or the recalled output's for a recall's result
 	stub       string // the applied stub, or the stub a pending prune will get
 	stubTokens int
 	protectTil int    // protected through this step after a recall or re-read
 	protectWhy string // why, while protected
 
+	markedAt  int    // step at which its item was last marked changed (stepState.mark)
 	queuedAt  int    // step of its live event in state.events, 0 if none
 	gen       uint32 // invalidates older events
 	inRipe    bool
@@ -112,24 +120,22 @@ func newState(id string) *state {
 	return st
 }
 
-// clear empties everything derived from the messages and the store.
+// clear empties everything derived from the messages and the store (the client
+// rewrote its history, or the state is new); the next step reads the store again.
+// The mutex, the session id, the last call time and the logged failure kinds
+// survive.
 func (st *state) clear() {
 	st.loaded, st.synced, st.version = false, false, 0
-	st.frozen, st.recalls, st.recalledAt = nil, 0, map[string]time.Time{}
-	st.indexed, st.lastPrint, st.lastMsgs, st.steps = 0, "", nil, 0
-	st.outs, st.items, st.byKey = nil, nil, map[string]*outState{}
-	st.rules, st.corpus, st.awaiting = rules.NewIndex(), cards.NewCorpus(), nil
-	st.lastRead = map[string]*outState{}
+	st.frozen, st.recalls, st.restored = nil, 0, nil
+	st.indexed, st.lastPrint, st.steps = 0, "", 0
+	st.outs, st.items, st.byKey, st.byRecall = nil, nil, map[string]*outState{}, map[string]*outState{}
+	st.rules, st.corpus, st.tracker, st.awaiting = rules.NewIndex(), cards.NewCorpus(), evidence.NewTracker(), nil
+	st.lastRead, st.lastEdit = map[string]*outState{}, map[string]int{}
+	st.offsets, st.saved = []int{0}, fenwick{}
 	st.ctxTokens, st.fullTokens, st.lastNow = 0, 0, ""
-	st.events, st.ripe, st.touched, st.pending, st.pendingTokens, st.restored = nil, nil, nil, nil, 0, 0
-	st.view, st.viewShared = nil, false
-	st.stubbed, st.dirty = map[int]int{}, map[int]bool{}
+	st.events, st.ripe, st.touched, st.pending, st.pendingTokens = nil, nil, nil, nil, 0
+	st.stubs = map[string]string{}
 }
-
-// reset forgets everything indexed (the client rewrote its history); frozen stubs
-// and recalls are read again from the store on this step. The mutex, the session
-// id, the last call time and the logged failure kinds survive.
-func (st *state) reset() { st.clear() }
 
 // fingerprint identifies a message cheaply, to notice a client that rewrote history.
 func fingerprint(m *transcript.Message) string {
@@ -143,39 +149,19 @@ func fingerprint(m *transcript.Message) string {
 	return f
 }
 
-// index adds messages [st.indexed, len(msgs)) to the state; T is the step being
-// prepared. New outputs and outputs a rule killed go to st.touched.
-func (a *Advisor) index(st *state, msgs []*transcript.Message, T int) {
-	window := a.schedule.Gap(0)
-	for _, m := range msgs[st.indexed:] {
+// index adds the step's new messages to the state. New outputs, outputs a rule
+// killed, used or re-read go to st.touched.
+func (a *Advisor) index(st *state, sp *stepState) {
+	for _, m := range sp.msgs[st.indexed:] {
+		st.offsets = append(st.offsets, st.offsets[len(st.offsets)-1]+m.Tokens)
 		st.ctxTokens += m.Tokens
 		st.fullTokens += m.Tokens
 		if m.Role == transcript.RoleAssistant {
-			st.steps++
-			if strings.TrimSpace(m.Text) != "" {
-				st.lastNow = m.Text
-			}
-			// The first assistant message after an output is its reaction.
-			shared := len(st.awaiting) > 1
-			react := cards.ReactionOf(m)
-			for _, o := range st.awaiting {
-				o.card.Reaction = react
-				o.card.SharedReaction = shared && react != ""
-			}
-			clear(st.awaiting)
-			st.awaiting = st.awaiting[:0]
+			a.indexWords(st, m)
 		}
+		a.trackUses(st, m)
 		for bi, o := range m.Outputs {
-			os := a.newOut(st, m, bi, o)
-			st.outs = append(st.outs, os)
-			st.items = append(st.items, os.item())
-			st.byKey[o.Key] = os
-			st.awaiting = append(st.awaiting, os)
-			st.corpus.Add(o.Text)
-			st.touched = append(st.touched, os)
-			if fs, ok := st.frozen[o.Key]; ok && a.stubStands(st, o.Key, fs) {
-				a.prune(st, os, fs.Stub, transcript.CountTokens(fs.Stub), fs.Reason, fs.Score, fs.Step)
-			}
+			sp.mark(a.indexOutput(st, m, bi, o))
 		}
 		for _, d := range st.rules.Add(m) {
 			if os, ok := st.byKey[d.OutputKey]; ok && !os.dead {
@@ -183,90 +169,207 @@ func (a *Advisor) index(st *state, msgs []*transcript.Message, T int) {
 				st.touched = append(st.touched, os)
 			}
 		}
-		// A read answered "unchanged since last read" shows the agent needed the
-		// earlier read again: protect that one for a back-off window.
-		for _, o := range m.Outputs {
-			c := o.Call
-			if c == nil || c.Action != transcript.ActionRead || c.Path == "" {
-				continue
-			}
-			switch {
-			case o.Unchanged:
-				if prev := st.lastRead[c.Path]; prev != nil && prev.decision != DecisionPruned && o.Step+window > prev.protectTil {
-					prev.protectTil = o.Step + window
-					prev.protectWhy = fmt.Sprintf("re-read at step %d", o.Step)
-					st.touched = append(st.touched, prev)
-				}
-			case !o.Failed():
-				st.lastRead[c.Path] = st.byKey[o.Key]
-			}
-		}
+		a.indexReads(st, m)
 		st.lastPrint = fingerprint(m)
-		if st.stubbed[m.Index] > 0 {
-			m = a.slot(st, m)
-			delete(st.dirty, m.Index)
-		}
-		st.view = append(st.view, m)
 		st.indexed++
 	}
 }
 
-// newOut builds the bookkeeping of output o, block bi of message m.
+// indexWords handles an assistant message: a step, its words as "now", and the
+// reaction of the outputs before it.
+func (a *Advisor) indexWords(st *state, m *transcript.Message) {
+	st.steps++
+	if strings.TrimSpace(m.Text) != "" {
+		st.lastNow = m.Text
+	}
+	shared := len(st.awaiting) > 1
+	react := cards.ReactionOf(m)
+	for _, o := range st.awaiting {
+		o.card.Reaction = react
+		o.card.SharedReaction = shared && react != ""
+	}
+	clear(st.awaiting)
+	st.awaiting = st.awaiting[:0]
+}
+
+// trackUses feeds m to the use history: every counting use it holds adds to its
+// output's history, and a prune decided by a score before that use is reconsidered.
+func (a *Advisor) trackUses(st *state, m *transcript.Message) {
+	if st.tracker == nil {
+		return
+	}
+	uses, err := st.tracker.Add(m)
+	if err != nil {
+		// The session's steps or keys are inconsistent: no use history from here on
+		// (cards then say "never" for later uses), nothing else changes.
+		a.warnOnce(st, "use-history", "use history stopped for this session", err)
+		st.tracker = nil
+		return
+	}
+	for _, u := range uses {
+		if o := st.byKey[u.Key]; o != nil && u.Counts() {
+			o.uses++
+			o.lastUse = u.Step
+			st.touched = append(st.touched, o)
+		}
+	}
+}
+
+// indexOutput adds output o, block bi of message m, and returns its state.
+func (a *Advisor) indexOutput(st *state, m *transcript.Message, bi int, o *transcript.ToolOutput) *outState {
+	os := a.newOut(st, m, bi, o)
+	st.outs = append(st.outs, os)
+	st.items = append(st.items, os.item())
+	st.byKey[o.Key] = os
+	st.byRecall[os.recallID] = os
+	st.awaiting = append(st.awaiting, os)
+	st.corpus.Add(o.Text)
+	st.touched = append(st.touched, os)
+	if c := o.Call; c != nil && !o.Failed() && (c.Action == transcript.ActionEdit || c.Action == transcript.ActionWrite) {
+		for _, p := range c.Paths {
+			st.lastEdit[p] = o.Step
+		}
+	}
+	if asks := st.restored[o.Key]; len(asks) > 0 {
+		os.restore(asks)
+		delete(st.restored, o.Key)
+	}
+	if fs, ok := st.frozen[o.Key]; ok {
+		a.prune(st, os, fs.Stub, transcript.CountTokens(fs.Stub), fs.Reason, fs.Score, fs.Step)
+	}
+	return os
+}
+
+// indexReads: a read answered "unchanged since last read" shows the agent needed the
+// earlier read again: protect that one for a back-off window.
+func (a *Advisor) indexReads(st *state, m *transcript.Message) {
+	window := a.schedule.Gap(0)
+	for _, o := range m.Outputs {
+		c := o.Call
+		if c == nil || c.Action != transcript.ActionRead || c.Path == "" {
+			continue
+		}
+		switch {
+		case o.Unchanged:
+			if prev := st.lastRead[c.Path]; prev != nil && prev.decision != DecisionPruned && o.Step+window > prev.protectTil {
+				prev.protectTil = o.Step + window
+				prev.protectWhy = fmt.Sprintf("re-read at step %d", o.Step)
+				st.touched = append(st.touched, prev)
+			}
+		case !o.Failed():
+			st.lastRead[c.Path] = st.byKey[o.Key]
+		}
+	}
+}
+
+// newOut builds the bookkeeping of output o, block bi of message m, with the
+// protections that never end.
 func (a *Advisor) newOut(st *state, m *transcript.Message, bi int, o *transcript.ToolOutput) *outState {
-	cfg := a.Config
 	os := &outState{
 		i: len(st.outs), key: o.Key, callID: o.CallID, msg: m.Index, block: bi,
 		step: o.Step, tokens: o.Tokens, bytes: len(o.Text), hash: o.Hash,
 		retention: m.Retention, score: -1, decision: DecisionKeep,
 		recallID: a.recallID(st, o.Key),
 	}
-	excluded := false
-	if o.Call != nil {
-		os.tool = o.Call.Name
-		os.summary = o.Call.Summary
-		excluded = cfg.Excluded(o.Call.Name)
+	os.stubID = os.recallID
+	if c := o.Call; c != nil {
+		os.tool, os.summary = c.Name, c.Summary
+		os.paths = c.Paths
+		os.names = namesOf(c)
+		if orig := a.recalledBy(st, c); orig != nil {
+			// A recall's result holds the original of orig: its stub names the same
+			// recall id (DESIGN.md "Recall"), and it is protected for one back-off
+			// window like a recalled output.
+			os.stubID = orig.recallID
+			os.protectTil = o.Step + a.schedule.Gap(0)
+			os.protectWhy = fmt.Sprintf("recall of %s at step %d", orig.recallID, o.Step)
+		}
 	}
 	os.card = cards.New(o, o.Step)
 	// Keep copies, not substrings: the output text must not stay in memory.
 	os.card.Head, os.card.Tail = strings.Clone(os.card.Head), strings.Clone(os.card.Tail)
 	os.card.Args = strings.Clone(os.card.Args)
-	switch {
-	case m.Retention == transcript.RetentionKeep:
-		os.fixed = "caller marked keep"
-	case excluded && m.Retention != transcript.RetentionDisposable:
-		// An explicit "disposable" from the caller overrides the tool-name default.
-		os.fixed = "excluded tool " + os.tool
-	case os.tokens < cfg.MinCandidateTokens:
-		os.fixed = fmt.Sprintf("small (%d < %d tokens)", os.tokens, cfg.MinCandidateTokens)
-	case os.bytes <= len(a.stubText(os, "")):
-		os.fixed = stubNotShorter
+	os.card.Tokens = o.Tokens
+	if o.Call != nil {
+		os.card.Action = string(o.Call.Action)
 	}
+	os.fixed = a.fixedProtection(os, m.Retention)
 	if os.fixed != "" {
 		os.decision, os.reason = DecisionProtected, os.fixed
 	}
 	return os
 }
 
-const stubNotShorter = "stub not shorter than the output"
+// fixedProtection returns the protection of o that never ends (DESIGN.md step 2):
+// the caller's "keep", an excluded tool (unless the caller said "disposable"), or
+// too small a size; "" when none applies.
+func (a *Advisor) fixedProtection(o *outState, r transcript.Retention) string {
+	switch {
+	case r == transcript.RetentionKeep:
+		return "caller marked keep"
+	case a.Config.Excluded(o.tool) && r != transcript.RetentionDisposable:
+		return "excluded tool " + o.tool
+	case o.tokens < a.Config.MinCandidateTokens:
+		return fmt.Sprintf("small (%d < %d tokens)", o.tokens, a.Config.MinCandidateTokens)
+	}
+	return ""
+}
 
-// stubStands reports whether a stored stub still applies: it was saved after the
-// latest recall of the output (or the output was never recalled).
-func (a *Advisor) stubStands(st *state, key string, s StubRecord) bool {
-	at, recalled := st.recalledAt[key]
-	return !recalled || s.At.After(at)
+// namesOf returns what the task or the agent's words would name a call's output by:
+// each path and its base name (at least 4 characters), and a shell call's command.
+func namesOf(c *transcript.ToolCall) []string {
+	var out []string
+	for _, p := range c.Paths {
+		out = append(out, p)
+		if b := path.Base(p); b != p && len(b) >= 4 {
+			out = append(out, b)
+		}
+	}
+	if cmd := strings.TrimSpace(c.Command); len(cmd) >= 4 && len(c.Paths) == 0 {
+		out = append(out, cmd)
+	}
+	return out
+}
+
+// named reports whether text names one of names.
+func named(text string, names []string) bool {
+	for _, n := range names {
+		if strings.Contains(text, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// restore sets o's ask history from the stored asks of a session advised before
+// (in the order made): the count and steps of asks, and the latest score.
+func (o *outState) restore(asks []AskRecord) {
+	for _, r := range asks {
+		o.asks++
+		o.lastAsk = r.Step
+		if r.OK {
+			o.score, o.lastOKAsk = r.Score, r.Step
+		}
+	}
+}
+
+// scoredOut reports whether o's latest score puts it under the cutoff and the agent
+// has not used it since that score was given (a use at step u is seen from plan step
+// u+1, so an ask at step s knew the uses before s).
+func (a *Advisor) scoredOut(o *outState) bool {
+	return o.lastOKAsk > 0 && o.score < a.Config.Cutoff && o.lastUse < o.lastOKAsk
 }
 
 // prune marks o as replaced by stub text of stubTokens tokens (applied now or
-// earlier, here or in another process sharing the store), keeping token counts and
-// message slots right.
+// earlier, here or in another process sharing the store), keeping token counts right.
 func (a *Advisor) prune(st *state, o *outState, stub string, stubTokens int, reason string, score float64, T int) {
 	if o.decision == DecisionPending {
 		st.pendingTokens -= o.tokens - o.stubTokens
 	}
-	if o.decision == DecisionPruned {
+	if o.decision == DecisionPruned || o.decision == DecisionRecalled {
 		st.ctxTokens += o.tokens - o.stubTokens
+		st.saved.add(o.msg, -(o.tokens - o.stubTokens))
 	} else {
-		st.stubbed[o.msg]++
 		o.by = ""
 		if o.dead {
 			o.by = o.deadBy
@@ -274,66 +377,19 @@ func (a *Advisor) prune(st *state, o *outState, stub string, stubTokens int, rea
 	}
 	o.stub, o.stubTokens = stub, stubTokens
 	st.ctxTokens -= o.tokens - o.stubTokens
+	st.saved.add(o.msg, o.tokens-o.stubTokens)
+	st.stubs[o.key] = stub
 	o.decision, o.reason, o.score, o.decidedAt = DecisionPruned, reason, score, T
-	st.dirty[o.msg] = true
+	if o.recalled {
+		o.decision = DecisionRecalled
+	}
 	st.items[o.i] = o.item()
 }
 
-// slot returns message m with the applied stubs of its outputs in place of their
-// texts: a copy when at least one output is stubbed, else m itself.
-func (a *Advisor) slot(st *state, m *transcript.Message) *transcript.Message {
-	if st.stubbed[m.Index] == 0 {
-		return m
-	}
-	cp := *m
-	cp.Outputs = make([]*transcript.ToolOutput, len(m.Outputs))
-	for j, o := range m.Outputs {
-		cp.Outputs[j] = o
-		if os := st.byKey[o.Key]; os != nil && os.decision == DecisionPruned && os.msg == m.Index {
-			oc := *o
-			oc.Text = os.stub
-			cp.Outputs[j] = &oc
-		}
-	}
-	return &cp
-}
-
-// prepareView makes st.view[:st.indexed] hold msgs' messages: when the caller passes
-// a slice over a different array than last time (a proxy parsing every request
-// anew), the slots are rebuilt from msgs.
-func (a *Advisor) prepareView(st *state, msgs []*transcript.Message) {
-	defer func() { st.lastMsgs = msgs }()
-	if st.indexed == 0 || len(st.lastMsgs) > 0 && &msgs[0] == &st.lastMsgs[0] {
-		return
-	}
-	view := make([]*transcript.Message, st.indexed, len(msgs)+len(msgs)/4+8)
-	copy(view, msgs[:st.indexed])
-	for i := range st.stubbed {
-		if i < st.indexed {
-			view[i] = a.slot(st, msgs[i])
-		}
-	}
-	st.view, st.viewShared = view, false
-	clear(st.dirty)
-}
-
-// patchView rebuilds the message slots changed at this step (stubs applied or
-// adopted, originals restored), copying the view first if it was handed out.
-func (a *Advisor) patchView(st *state, msgs []*transcript.Message) {
-	if len(st.dirty) == 0 {
-		return
-	}
-	if st.viewShared {
-		view := make([]*transcript.Message, len(st.view), len(st.view)+len(st.view)/4+8)
-		copy(view, st.view)
-		st.view, st.viewShared = view, false
-	}
-	for i := range st.dirty {
-		if i < len(st.view) && i < len(msgs) {
-			st.view[i] = a.slot(st, msgs[i])
-		}
-	}
-	clear(st.dirty)
+// offset returns the tokens of the context before message msg as it is sent now
+// (applied stubs in place).
+func (st *state) offset(msg int) int {
+	return st.offsets[msg] - st.saved.sum(msg)
 }
 
 // item renders o as a plan item.
@@ -341,12 +397,42 @@ func (o *outState) item() Item {
 	it := Item{
 		Key: o.key, Tool: o.tool, Summary: o.summary, Step: o.step, Tokens: o.tokens,
 		Decision: o.decision, Reason: o.reason, By: o.by, Score: o.score,
-		DecidedAt: o.decidedAt, RecallID: o.recallID,
+		DecidedAt: o.decidedAt, RecallID: o.stubID, Uses: o.uses,
 	}
-	if o.decision == DecisionPruned {
+	if o.decision == DecisionPruned || o.decision == DecisionRecalled {
 		it.Stub = o.stub
 	}
 	return it
+}
+
+// fenwick is a binary indexed tree of per-message sums (Fenwick 1994): add and
+// prefix sum in O(log n), growing as messages are added.
+type fenwick []int
+
+// add adds v at index i (0-based).
+func (f *fenwick) add(i, v int) {
+	for len(*f) <= i {
+		*f = append(*f, 0)
+		// A new slot j (1-based n) covers (n - lowbit(n), n]: fill it from what
+		// the smaller slots already hold.
+		n := len(*f)
+		low := n & -n
+		for k := n - 1; k > n-low; k -= k & -k {
+			(*f)[n-1] += (*f)[k-1]
+		}
+	}
+	for n := i + 1; n <= len(*f); n += n & -n {
+		(*f)[n-1] += v
+	}
+}
+
+// sum returns the sum of indexes [0, i).
+func (f fenwick) sum(i int) int {
+	s := 0
+	for n := min(i, len(f)); n > 0; n -= n & -n {
+		s += f[n-1]
+	}
+	return s
 }
 
 // event asks to settle an output again at step at; gen must still match.

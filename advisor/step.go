@@ -2,6 +2,7 @@ package advisor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -9,292 +10,296 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/planner"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
-// step runs the pipeline for one step; st is locked.
-func (a *Advisor) step(ctx context.Context, st *state, s *transcript.Session) (Plan, []*transcript.Message, error) {
-	msgs := s.Messages
-	cfg := a.Config
-	plan := Plan{SessionID: st.id, Budget: cfg.BudgetTokens(), HardLimit: cfg.HardLimitTokens()}
-
-	// A client that rewrote or shortened its history invalidates the index: start
-	// over (frozen stubs come back from the store by output key).
-	if st.indexed > len(msgs) || st.indexed > 0 && (msgs[st.indexed-1] == nil || fingerprint(msgs[st.indexed-1]) != st.lastPrint) {
-		st.reset()
-	}
-	T := st.steps + 1
-	for i, m := range msgs[st.indexed:] {
-		if m == nil {
-			return plan, nil, fmt.Errorf("%w: message %d is nil", ErrNoSession, st.indexed+i)
-		}
-		if m.Role == transcript.RoleAssistant {
-			T++
-		}
-	}
-	plan.Step = T
-	var changes []DecisionRecord
-	// Originals restored by recalls are reported at the first step that completes.
-	st.restored += a.syncStore(ctx, st, T, &plan, &changes)
-	if err := ctx.Err(); err != nil {
-		return plan, nil, err
-	}
-	a.prepareView(st, msgs)
-	a.index(st, msgs, T)
-	now := a.Clock()
-	cold := !st.lastCall.IsZero() && now.Sub(st.lastCall) > time.Duration(cfg.CacheTTL)
-	st.lastCall = now
-
-	// Protect, apply rules, collect due asks: only the outputs whose state can
-	// change at this step are looked at.
-	var due []*outState
-	settle := func(o *outState) { a.settle(st, o, T, &due, &changes) }
-	st.due(T, settle)
-	for _, o := range st.touched {
-		settle(o)
-	}
-	clear(st.touched)
-	st.touched = st.touched[:0]
-	over := st.ctxTokens > plan.Budget
-	plan.OverBudget = over
-	if over && len(st.ripe) > 0 {
-		for _, o := range st.ripe {
-			o.inRipe = false
-			if o.decision == DecisionKeep && !o.inDue {
-				o.inDue = true
-				due = append(due, o)
-			}
-		}
-		clear(st.ripe)
-		st.ripe = st.ripe[:0]
-	}
-
-	// Ask: every due card in one batch. A rule may have killed a due output after it
-	// was queued at this step: the rule decides, it is not asked.
-	if len(due) > 0 {
-		keep := due[:0]
-		for _, o := range due {
-			if o.decision == DecisionKeep {
-				keep = append(keep, o)
-			} else {
-				o.inDue = false
-			}
-		}
-		due = keep
-	}
-	if len(due) > 0 {
-		// With a cutoff of 0 no score can prune anything (scores are >= 0), so the
-		// scorer is not asked: rules only, as calibrate recommends when no scorer
-		// stays under the target miss rate.
-		if a.Scorer != nil && a.Config.Cutoff > 0 {
-			a.ask(ctx, st, s, due, T, &plan, &changes)
-		}
-		for _, o := range due {
-			o.inDue = false
-		}
-		if err := ctx.Err(); err != nil {
-			return plan, nil, err
-		}
-	}
-
-	// Decide whether pending prunes are applied now.
-	if st.pendingTokens > 0 {
-		switch {
-		case !st.synced:
-			// syncStore set StorageError: without the stored stubs a new stub could
-			// contradict one another process applied.
-		case st.ctxTokens > plan.HardLimit:
-			plan.RewriteReason = "hard limit"
-		case cold:
-			plan.RewriteReason = "cache cold"
-		case float64(st.pendingTokens) >= cfg.RewriteFraction*float64(plan.Budget):
-			plan.RewriteReason = fmt.Sprintf("pending >= %g%% of budget", cfg.RewriteFraction*100)
-		}
-	}
-	if plan.RewriteReason != "" {
-		a.apply(ctx, st, msgs, T, &plan, &changes)
-	}
-	switch {
-	case plan.Pruned > 0 && st.restored > 0:
-		plan.Rewrite, plan.RewriteReason = true, "recall; "+plan.RewriteReason
-	case plan.Pruned > 0:
-		plan.Rewrite = true
-	case st.restored > 0:
-		plan.Rewrite, plan.RewriteReason = true, "recall"
-	default:
-		plan.RewriteReason = ""
-	}
-	st.restored = 0
-
-	if len(changes) > 0 {
-		if err := a.Store.RecordDecisions(ctx, changes); err != nil {
-			a.warnOnce(st, "storage-decisions", "storage: cannot record decisions", err)
-		}
-	}
-	a.patchView(st, msgs)
-	plan.PendingTokens = st.pendingTokens
-	plan.ContextTokens = st.ctxTokens
-	plan.SavedTokens = st.fullTokens - st.ctxTokens
-	plan.Items = st.items[:len(st.items):len(st.items)]
-	if plan.Items == nil {
-		plan.Items = []Item{} // an empty list, not null, in JSON
-	}
-	st.viewShared = true
-	return plan, st.view[:len(st.view):len(st.view)], nil
+// stepState is one step in progress: its inputs and what it has done so far.
+type stepState struct {
+	s       *transcript.Session
+	msgs    []*transcript.Message
+	T       int // the step being prepared
+	now     time.Time
+	cold    bool // the prompt cache expired since the session's last step
+	price   prices.Model
+	plan    Plan
+	changes []DecisionRecord
+	due     []*outState
+	record  StepRecord
+	changed []int // indexes of the items changed at this step (outState.mark)
 }
 
-// syncStore reads the session's stubs and recalls when they may have changed (every
-// step with a plain Store; when SessionVersion moved with a VersionedStore): recalls
-// since the last read bring originals back, and stubs applied by another process
-// are adopted so every process sends the same bytes. It returns how many originals
-// were restored. On a read error it sets plan.StorageError and st.synced = false:
-// nothing new is pruned at this step.
-func (a *Advisor) syncStore(ctx context.Context, st *state, T int, plan *Plan, changes *[]DecisionRecord) int {
-	st.synced = false
-	fail := func(what string, err error) int {
-		plan.StorageError = fmt.Sprintf("cannot read %s, nothing new pruned: %v", what, err)
-		a.warnOnce(st, "storage-read", "storage: cannot read the session's stubs and recalls; pruning paused", err)
-		return 0
+// mark notes that o's plan item changed at this step.
+func (sp *stepState) mark(o *outState) {
+	if o.markedAt != sp.T {
+		o.markedAt = sp.T
+		sp.changed = append(sp.changed, o.i)
 	}
-	var version int64
-	vs, versioned := a.Store.(VersionedStore)
-	if versioned {
-		v, err := vs.SessionVersion(ctx, st.id)
+}
+
+// step runs the pipeline for one step; st is locked. Each phase is a method.
+func (a *Advisor) step(ctx context.Context, st *state, s *transcript.Session) (Plan, error) {
+	sp, err := a.begin(ctx, st, s)
+	if err != nil {
+		return sp.plan, err
+	}
+	a.index(st, sp)
+	a.settleChanged(st, sp)
+	if err := a.askDue(ctx, st, sp); err != nil {
+		return sp.plan, err
+	}
+	a.decide(ctx, st, sp)
+	a.finish(ctx, st, sp)
+	return sp.plan, nil
+}
+
+// begin checks the messages, resets a session whose history changed, counts the
+// step, reads the store, and tells whether the cache went cold.
+func (a *Advisor) begin(ctx context.Context, st *state, s *transcript.Session) (*stepState, error) {
+	cfg := a.Config
+	sp := &stepState{s: s, msgs: s.Messages}
+	sp.plan = Plan{SessionID: st.id, Budget: cfg.BudgetTokens(), HardLimit: cfg.HardLimitTokens()}
+	msgs := sp.msgs
+	// A client that rewrote or shortened its history invalidates the index: start
+	// over (frozen stubs and the ask history come back from the store).
+	if st.indexed > len(msgs) || st.indexed > 0 && (msgs[st.indexed-1] == nil || fingerprint(msgs[st.indexed-1]) != st.lastPrint) {
+		st.clear()
+	}
+	sp.T = st.steps + 1
+	for i, m := range msgs[st.indexed:] {
+		if m == nil {
+			return sp, fmt.Errorf("%w: message %d is nil", ErrNoSession, st.indexed+i)
+		}
+		if m.Role == transcript.RoleAssistant {
+			sp.T++
+		}
+	}
+	sp.plan.Step = sp.T
+	sp.price = a.priceModel(s)
+	a.syncStore(ctx, st, sp)
+	if err := ctx.Err(); err != nil {
+		return sp, err
+	}
+	sp.now = a.Clock()
+	ttl := a.cacheTTL(s, sp.price)
+	sp.cold = !st.lastCall.IsZero() && sp.now.Sub(st.lastCall) > ttl
+	if !sp.now.IsZero() {
+		st.lastCall = sp.now
+	}
+	return sp, nil
+}
+
+// syncStore reads the session's stubs and recalls when they may have changed (when
+// SessionVersion moved), and its ask history when the state is new: recalls since the
+// last read mark their outputs, stubs applied by another process are adopted so every
+// process sends the same bytes, and stored asks restore scores and the back-off. On a
+// read error it sets plan.StorageError and st.synced = false: nothing new is pruned.
+func (a *Advisor) syncStore(ctx context.Context, st *state, sp *stepState) {
+	st.synced = false
+	fail := func(what string, err error) {
+		sp.plan.StorageError = fmt.Sprintf("cannot read %s, nothing new pruned: %v", what, err)
+		a.warnOnce(st, "storage-read", "storage: cannot read the session's stubs and recalls; pruning paused", err)
+	}
+	v, err := a.Store.SessionVersion(ctx, st.id)
+	if err != nil {
+		fail("the session version", err)
+		return
+	}
+	if st.loaded && v == st.version {
+		st.synced = true
+		return
+	}
+	if !st.loaded {
+		h, err := a.Store.SessionHistory(ctx, st.id)
 		if err != nil {
-			return fail("the session version", err)
+			fail("the session history", err)
+			return
 		}
-		if st.loaded && v == st.version {
-			st.synced = true
-			return 0
-		}
-		version = v
+		a.restoreHistory(st, h)
 	}
 	stubs, err := a.Store.SessionStubs(ctx, st.id)
 	if err != nil {
-		return fail("stubs", err)
+		fail("stubs", err)
+		return
 	}
 	evs, err := a.Store.SessionRecalls(ctx, st.id)
 	if err != nil {
-		return fail("recalls", err)
+		fail("recalls", err)
+		return
 	}
-	restored := 0
+	a.adopt(st, sp, stubs, evs)
+	st.loaded, st.synced, st.version = true, true, v
+}
+
+// restoreHistory keeps the stored asks until their outputs are indexed, and the time
+// of the latest stored step for the cache-TTL rule.
+func (a *Advisor) restoreHistory(st *state, h History) {
+	st.restored = map[string][]AskRecord{}
+	for _, r := range h.Asks {
+		if o := st.byKey[r.OutputKey]; o != nil {
+			o.restore([]AskRecord{r})
+			continue
+		}
+		st.restored[r.OutputKey] = append(st.restored[r.OutputKey], r)
+	}
+	if st.lastCall.IsZero() && h.Last.Step > 0 {
+		st.lastCall = h.Last.At
+	}
+}
+
+// adopt applies recall events and stubs read from the store.
+func (a *Advisor) adopt(st *state, sp *stepState, stubs map[string]StubRecord, evs []RecallEvent) {
 	if len(evs) < st.recalls {
 		st.recalls = len(evs) // the store lost events; nothing to replay
 	}
 	for _, e := range evs[st.recalls:] {
-		if at, ok := st.recalledAt[e.OutputKey]; !ok || e.At.After(at) {
-			st.recalledAt[e.OutputKey] = e.At
-		}
 		if o := st.byKey[e.OutputKey]; o != nil {
-			if a.recall(st, o, T, changes) {
-				restored++
-			}
+			a.recall(st, sp, o)
 		}
 	}
 	st.recalls = len(evs)
 	st.frozen = stubs
 	for key, s := range stubs {
 		o := st.byKey[key]
-		if o == nil || o.decision == DecisionPruned && o.stub == s.Stub || !a.stubStands(st, key, s) {
+		if o == nil || (o.decision == DecisionPruned || o.decision == DecisionRecalled) && o.stub == s.Stub {
 			continue
 		}
-		a.prune(st, o, s.Stub, transcript.CountTokens(s.Stub), s.Reason, s.Score, T)
-		*changes = append(*changes, a.record(st, o, T))
+		a.prune(st, o, s.Stub, transcript.CountTokens(s.Stub), s.Reason, s.Score, sp.T)
+		sp.mark(o)
+		sp.changes = append(sp.changes, a.record(st, o, sp.T))
 	}
-	st.loaded, st.synced = true, true
-	if versioned {
-		st.version = version
-	}
-	return restored
 }
 
-// recall handles a recall event of o at step T: a pruned output gets its original
-// back (reported true); any other output (a pending one included: another process
-// pruned it and it was recalled there) is protected for one back-off window; either
-// is asked afresh when the window ends.
-func (a *Advisor) recall(st *state, o *outState, T int, changes *[]DecisionRecord) bool {
-	was := o.decision
-	switch was {
-	case DecisionPruned:
-		st.ctxTokens += o.tokens - o.stubTokens
-		if st.stubbed[o.msg]--; st.stubbed[o.msg] <= 0 {
-			delete(st.stubbed, o.msg)
+// recall handles a recall event of o: the stub of a pruned output stays, frozen (the
+// original reached the agent as the recall's own result); any other output (a pending
+// one: another process pruned it and it was recalled there) is protected for one
+// back-off window. Either way the recall is use-history evidence.
+func (a *Advisor) recall(st *state, sp *stepState, o *outState) {
+	if st.tracker != nil && sp.T > o.step {
+		if err := st.tracker.AddRecall(o.key, sp.T); err == nil {
+			o.uses++
+			o.lastUse = sp.T
 		}
-		st.dirty[o.msg] = true
-		o.stub, o.stubTokens = "", 0
 	}
-	o.dead, o.by, o.asks = false, "", 0
-	o.protectTil = T + a.schedule.Gap(0)
-	o.protectWhy = fmt.Sprintf("recalled at step %d", T)
-	if was == DecisionPruned {
-		a.set(st, o, DecisionRecalled, o.protectWhy, T, changes)
-		st.wakeAt(o, o.protectTil+1)
-		return true
-	}
-	if o.fixed == "" {
-		a.set(st, o, DecisionProtected, o.protectWhy, T, changes)
-		st.wakeAt(o, o.protectTil+1)
-	}
-	return false
-}
-
-// settle brings o's decision up to date at step T: which protection holds, whether
-// a rule killed it, whether it is due for an ask (appended to due), and when it
-// must be looked at again.
-func (a *Advisor) settle(st *state, o *outState, T int, due *[]*outState, changes *[]DecisionRecord) {
+	why := fmt.Sprintf("recalled at step %d", sp.T)
 	if o.decision == DecisionPruned {
+		o.recalled = true
+		a.setDecision(st, sp, o, DecisionRecalled, o.reason+"; "+why)
 		return
 	}
+	o.protectTil = sp.T + a.schedule.Gap(0)
+	o.protectWhy = why
+	st.touched = append(st.touched, o)
+}
+
+// settleChanged brings up to date the outputs whose state can change at this step:
+// those whose event came, and those indexed, killed, used or re-read now.
+func (a *Advisor) settleChanged(st *state, sp *stepState) {
+	st.due(sp.T, func(o *outState) { a.settle(st, sp, o) })
+	for _, o := range st.touched {
+		a.settle(st, sp, o)
+	}
+	clear(st.touched)
+	st.touched = st.touched[:0]
+	over := st.ctxTokens > sp.plan.Budget
+	sp.plan.OverBudget = over
+	if (over || sp.cold) && len(st.ripe) > 0 {
+		// Re-asks are due only while over budget, or when the cache is cold (a
+		// rewrite is free now, so fresh scores matter): scores barely move between
+		// asks, and asks cost.
+		for _, o := range st.ripe {
+			o.inRipe = false
+			if o.decision == DecisionKeep {
+				a.queueAsk(sp, o)
+			}
+		}
+		clear(st.ripe)
+		st.ripe = st.ripe[:0]
+	}
+}
+
+// settle brings o's decision up to date at step T: which protection holds, whether a
+// rule or its score makes it pending, whether it is due for an ask, and when it must
+// be looked at again. This is the one place protection is decided.
+func (a *Advisor) settle(st *state, sp *stepState, o *outState) {
+	if o.decision == DecisionPruned || o.decision == DecisionRecalled {
+		return
+	}
+	T := sp.T
+	if why, until := a.protection(o, T); why != "" {
+		a.setDecision(st, sp, o, DecisionProtected, why)
+		if until > 0 {
+			st.wakeAt(o, until)
+		}
+		return
+	}
+	switch {
+	case o.dead:
+		o.by = o.deadBy
+		a.setDecision(st, sp, o, DecisionPending, fmt.Sprintf("%s by call %s", o.deadRule, o.deadBy))
+	case o.retention == transcript.RetentionDisposable:
+		a.setDecision(st, sp, o, DecisionPending, "disposable")
+	case a.scoredOut(o):
+		a.setDecision(st, sp, o, DecisionPending, fmt.Sprintf("score %.2f < cutoff %.2f", o.score, a.Config.Cutoff))
+	default:
+		a.keep(st, sp, o)
+	}
+}
+
+// protection returns why o is not a candidate at step T ("" when it is one) and the
+// first step at which that protection ends (0: never). DESIGN.md step 2.
+func (a *Advisor) protection(o *outState, T int) (string, int) {
 	K := a.Config.ProtectedSteps
 	switch {
 	case o.fixed != "":
-		a.set(st, o, DecisionProtected, o.fixed, T, changes)
+		return o.fixed, 0
 	case T-o.step <= K:
-		a.set(st, o, DecisionProtected, fmt.Sprintf("recent (protected through step %d)", o.step+K), T, changes)
-		st.wakeAt(o, o.step+K+1)
+		return fmt.Sprintf("recent (protected through step %d)", o.step+K), o.step + K + 1
 	case o.protectTil >= T:
-		if o.decision != DecisionRecalled {
-			a.set(st, o, DecisionProtected, o.protectWhy, T, changes)
+		return o.protectWhy, o.protectTil + 1
+	}
+	return "", 0
+}
+
+// keep makes o a kept candidate and schedules its next ask: at once when never
+// asked, else once its back-off gap has passed (ripe: asked when re-asks are due).
+func (a *Advisor) keep(st *state, sp *stepState, o *outState) {
+	reason := "candidate, not yet scored"
+	if o.lastOKAsk > 0 {
+		reason = keepReason(o.score, a.Config.Cutoff)
+		if o.score < a.Config.Cutoff {
+			reason = fmt.Sprintf("used at step %d, after its score %.2f", o.lastUse, o.score)
 		}
-		st.wakeAt(o, o.protectTil+1)
-	case o.dead:
-		o.by = o.deadBy
-		a.set(st, o, DecisionPending, fmt.Sprintf("%s by call %s", o.deadRule, o.deadBy), T, changes)
-	case o.decision == DecisionPending:
-		// scored under the cutoff or disposable: stays pending until applied
-	case o.retention == transcript.RetentionDisposable:
-		a.set(st, o, DecisionPending, "disposable", T, changes)
+	}
+	a.setDecision(st, sp, o, DecisionKeep, reason)
+	switch gap := a.schedule.Gap(o.asks); {
+	case o.asks == 0:
+		a.queueAsk(sp, o)
+	case sp.T-o.lastAsk >= gap:
+		if !o.inRipe {
+			o.inRipe = true
+			st.ripe = append(st.ripe, o)
+		}
 	default:
-		if o.decision != DecisionKeep {
-			reason := "candidate, not yet scored"
-			if o.asks > 0 && o.score >= 0 {
-				reason = keepReason(o.score, a.Config.Cutoff)
-			}
-			a.set(st, o, DecisionKeep, reason, T, changes)
-		}
-		switch gap := a.schedule.Gap(o.asks); {
-		case o.asks == 0:
-			if !o.inDue {
-				o.inDue = true
-				*due = append(*due, o)
-			}
-		case T-o.lastAsk >= gap:
-			if !o.inRipe {
-				o.inRipe = true
-				st.ripe = append(st.ripe, o)
-			}
-		default:
-			st.wakeAt(o, o.lastAsk+gap)
-		}
+		st.wakeAt(o, o.lastAsk+gap)
 	}
 }
 
-// set changes o's decision and reason (no-op when both are unchanged), keeping the
-// pending total, the plan item and the decision records right. A pending prune gets
-// its stub text now, so its size is exact; an output whose stub would not be shorter
-// is protected instead, for good.
-func (a *Advisor) set(st *state, o *outState, d Decision, reason string, T int, changes *[]DecisionRecord) {
+func (a *Advisor) queueAsk(sp *stepState, o *outState) {
+	if !o.inDue {
+		o.inDue = true
+		sp.due = append(sp.due, o)
+	}
+}
+
+// setDecision changes o's decision and reason (no-op when both are unchanged),
+// keeping the pending total, the plan item and the decision records right. A pending
+// prune gets its stub text now, so its size is exact; an output whose stub would not
+// be shorter is protected instead, for good.
+func (a *Advisor) setDecision(st *state, sp *stepState, o *outState, d Decision, reason string) {
 	if d == o.decision && reason == o.reason {
 		return
 	}
@@ -317,97 +322,162 @@ func (a *Advisor) set(st *state, o *outState, d Decision, reason string, T int, 
 			}
 		}
 	}
-	if d != DecisionPending && d != DecisionPruned {
+	if d != DecisionPending && d != DecisionPruned && d != DecisionRecalled {
 		o.by = ""
 	}
-	o.decision, o.reason, o.decidedAt = d, reason, T
+	o.decision, o.reason, o.decidedAt = d, reason, sp.T
 	st.items[o.i] = o.item()
-	*changes = append(*changes, a.record(st, o, T))
+	sp.mark(o)
+	sp.changes = append(sp.changes, a.record(st, o, sp.T))
 }
 
-// ask sends the due cards in one batch and folds the scores into the states. The
-// batch's task is the session's Task and its now the latest non-empty assistant
-// text (a message with only tool calls does not replace it), each cut to
-// cards.ContextChars. An answer that is not one score per card, or a score that is
-// not OK, not finite or outside [0,1], is "no score" for that card.
-func (a *Advisor) ask(ctx context.Context, st *state, s *transcript.Session, due []*outState, T int, plan *Plan, changes *[]DecisionRecord) {
-	batch := cards.Batch{
-		Task:   cards.Cut(s.Task, cards.ContextChars),
-		Now:    cards.Cut(st.lastNow, cards.ContextChars),
-		Corpus: st.corpus,
-		Cards:  make([]cards.Card, len(due)),
+const stubNotShorter = "stub not shorter than the output"
+
+// askDue sends the due cards in one batch (skipping any a rule killed meanwhile) and
+// settles each asked output with its new score.
+func (a *Advisor) askDue(ctx context.Context, st *state, sp *stepState) error {
+	due := sp.due[:0]
+	for _, o := range sp.due {
+		o.inDue = false
+		if o.decision == DecisionKeep {
+			due = append(due, o)
+		}
 	}
-	for i, o := range due {
-		c := o.card
-		c.Age = T - o.step
-		batch.Cards[i] = c
+	sp.due = due
+	// With a cutoff of 0 no score can prune anything (scores are >= 0), so the
+	// scorer is not asked: rules only, as calibrate recommends when no scorer stays
+	// under the target miss rate.
+	if len(due) == 0 || a.Scorer == nil || a.Config.Cutoff <= 0 {
+		return nil
 	}
+	batch := a.batch(st, sp, due)
 	start := time.Now()
 	scores, err := a.Scorer.Score(ctx, batch)
 	latency := time.Since(start)
-	kind := ""
-	switch {
-	case err != nil:
-		kind = FailKind(err)
-	case len(scores) != len(due):
-		kind = "invalid"
+	if err == nil && len(scores) != len(due) {
 		err = fmt.Errorf("%w: %d scores for %d cards", ErrInvalidScores, len(scores), len(due))
 	}
+	kind := ""
 	if err != nil {
+		kind = FailKind(err)
 		a.warnOnce(st, "scorer-"+kind, "scorer failed; nothing pruned on its account", err)
+		scores = nil
 	}
-	plan.Asked = len(due)
-	name := a.Scorer.Name()
+	sp.plan.Asked = len(due)
 	asks := make([]AskRecord, len(due))
 	for i, o := range due {
-		o.asks++
-		o.lastAsk = T
-		sc := cards.Score{}
-		if kind == "" {
-			sc = scores[i]
-		}
-		asks[i] = AskRecord{
-			SessionID: st.id, OutputKey: o.key, Step: T,
-			CardHash: transcript.TextHash(batch.Cards[i].Text("c")),
-			Scorer:   name, Score: sc.Keep, OK: sc.OK, Latency: latency,
-		}
-		k := kind
-		switch {
-		case k != "":
-		case !sc.OK:
-			k = "no-score"
-		case math.IsNaN(sc.Keep) || sc.Keep < 0 || sc.Keep > 1:
-			k = "invalid"
-			a.warnOnce(st, "scorer-invalid", "scorer failed; nothing pruned on its account",
-				fmt.Errorf("%w: keep-probability %v for card %s", ErrInvalidScores, sc.Keep, o.key))
-		}
-		if k != "" {
-			asks[i].OK, asks[i].FailKind = false, k
-			if plan.ScorerFailures == nil {
-				plan.ScorerFailures = map[string]int{}
-			}
-			plan.ScorerFailures[k]++
-			st.wakeAt(o, T+a.schedule.Gap(o.asks))
-			continue
-		}
-		o.score = sc.Keep
-		if sc.Keep < a.Config.Cutoff {
-			a.set(st, o, DecisionPending, fmt.Sprintf("score %.2f < cutoff %.2f", sc.Keep, a.Config.Cutoff), T, changes)
-			continue
-		}
-		a.set(st, o, DecisionKeep, keepReason(o.score, a.Config.Cutoff), T, changes)
-		st.items[o.i] = o.item()
-		st.wakeAt(o, T+a.schedule.Gap(o.asks))
+		asks[i] = a.fold(st, sp, o, batch.Cards[i], scoreAt(scores, i), kind)
+		asks[i].Latency = latency
 	}
 	if err := a.Store.RecordAsks(ctx, asks); err != nil {
 		a.warnOnce(st, "storage-asks", "storage: cannot record asks", err)
 	}
+	return ctx.Err()
 }
 
-// apply turns pending prunes into stubs, in session order, original first. A
-// storage failure stops the rewrite: what was not committed stays pending, and the
-// plan says why.
-func (a *Advisor) apply(ctx context.Context, st *state, msgs []*transcript.Message, T int, plan *Plan, changes *[]DecisionRecord) {
+func scoreAt(scores []cards.Score, i int) cards.Score {
+	if i < len(scores) {
+		return scores[i]
+	}
+	return cards.Score{}
+}
+
+// batch builds the step's batch: the task and the latest non-empty assistant text
+// (each cut to cards.ContextChars), and each due output's card at this step with its
+// use history and signals.
+func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
+	b := cards.Batch{
+		Task:   cards.Cut(sp.s.Task, cards.ContextChars),
+		Now:    cards.Cut(st.lastNow, cards.ContextChars),
+		Corpus: st.corpus,
+		Cards:  make([]cards.Card, len(due)),
+	}
+	query := lexical.Query(b.Task, b.Now)
+	for i, o := range due {
+		c := o.card
+		c.Step, c.Age = sp.T, sp.T-o.step
+		c.Uses = o.uses
+		if o.uses > 0 {
+			c.LastUseAgo = sp.T - o.lastUse
+		}
+		for _, p := range o.paths {
+			if st.lastEdit[p] > o.step {
+				c.EditedSince = true
+			}
+		}
+		c.NamedByTask = named(sp.s.Task, o.names)
+		c.NamedByNow = named(st.lastNow, o.names)
+		c.Lexical = lexical.CardKeep(c, query, st.corpus)
+		b.Cards[i] = c
+	}
+	return b
+}
+
+// fold records one card's answer (kind is the batch's failure kind, "" when the
+// request succeeded) and settles its output with it.
+func (a *Advisor) fold(st *state, sp *stepState, o *outState, c cards.Card, sc cards.Score, kind string) AskRecord {
+	o.asks++
+	o.lastAsk = sp.T
+	rec := AskRecord{
+		SessionID: st.id, OutputKey: o.key, Step: sp.T, CardHash: transcript.TextHash(c.Text("c")),
+		Scorer: a.Scorer.Name(), Score: sc.Keep, OK: sc.OK, Signals: c.Signals(),
+	}
+	switch {
+	case kind != "":
+	case !sc.OK:
+		kind = "no-score"
+	case math.IsNaN(sc.Keep) || sc.Keep < 0 || sc.Keep > 1:
+		kind = "invalid"
+		a.warnOnce(st, "scorer-invalid", "scorer failed; nothing pruned on its account",
+			fmt.Errorf("%w: keep-probability %v for card %s", ErrInvalidScores, sc.Keep, o.key))
+	}
+	if kind != "" {
+		rec.OK, rec.FailKind = false, kind
+		if sp.plan.ScorerFailures == nil {
+			sp.plan.ScorerFailures = map[string]int{}
+		}
+		sp.plan.ScorerFailures[kind]++
+	} else {
+		o.score, o.lastOKAsk = sc.Keep, sp.T
+	}
+	a.settle(st, sp, o)
+	return rec
+}
+
+// decide asks the planner whether the pending prunes become a rewrite now, and
+// applies the ones it chose.
+func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
+	list := st.livePending()
+	if len(list) == 0 {
+		return
+	}
+	if !st.synced {
+		// syncStore set StorageError: without the stored stubs a new stub could
+		// contradict one another process applied.
+		sp.plan.Waiting = "storage unreadable"
+		return
+	}
+	in := a.plannerInput(st, sp, list)
+	d := planner.Plan(in)
+	sp.plan.Waiting = d.Wait
+	if len(d.Apply) == 0 {
+		return
+	}
+	chosen := make([]*outState, len(d.Apply))
+	for i, k := range d.Apply {
+		chosen[i] = list[k]
+	}
+	if a.apply(ctx, st, sp, chosen) {
+		sp.plan.RewriteReason = string(d.Reason)
+		sp.record.Rewrite, sp.record.Frees, sp.record.Suffix = string(d.Reason), d.Frees, d.Suffix
+		sp.record.CostUSD, sp.record.SavingUSD = d.Cost, d.Saving
+		sp.plan.RewriteCostUSD, sp.plan.RewriteSavingUSD = d.Cost, d.Saving
+	}
+}
+
+// livePending drops outputs no longer pending from st.pending and returns it in
+// session order.
+func (st *state) livePending() []*outState {
 	list := st.pending[:0]
 	for _, o := range st.pending {
 		if o.decision == DecisionPending {
@@ -419,70 +489,39 @@ func (a *Advisor) apply(ctx context.Context, st *state, msgs []*transcript.Messa
 	clear(st.pending[len(list):])
 	st.pending = list
 	slices.SortFunc(list, func(x, y *outState) int { return x.i - y.i })
-	now := a.Clock()
-	if ps, ok := a.Store.(PruneStore); ok {
-		a.applyBatch(ctx, ps, st, msgs, list, T, now, plan, changes)
-		return
-	}
-	kept := 0
-	for n, o := range list {
-		text, ok := outputText(msgs, o)
-		if !ok || transcript.TextHash(text) != o.hash {
-			// The slot no longer holds the original (the caller sent something
-			// else): no stub without the original.
-			list[kept] = o
-			kept++
-			continue
-		}
-		orig := Original{
-			RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Tool: o.tool,
-			Summary: o.summary, Text: text, Hash: o.hash, Tokens: o.tokens, Step: o.step,
-		}
-		rec := StubRecord{
-			RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Stub: o.stub,
-			Step: T, Reason: o.reason, Score: o.score, At: now,
-		}
-		err := a.Store.SaveOriginal(ctx, orig)
-		what := "original"
-		if err == nil {
-			what = "stub"
-			err = a.Store.SaveStub(ctx, rec)
-		}
-		if err != nil {
-			plan.StorageError = fmt.Sprintf("%s not stored, pruning stopped: %v", what, err)
-			a.warnOnce(st, "storage-"+what, "storage: cannot store "+what+"s; pruning stopped", err)
-			kept += copy(list[kept:], list[n:])
-			break
-		}
-		o.inPending = false
-		a.prune(st, o, o.stub, o.stubTokens, o.reason, o.score, T)
-		if st.frozen == nil {
-			st.frozen = map[string]StubRecord{}
-		}
-		st.frozen[o.key] = rec
-		plan.Pruned++
-		*changes = append(*changes, a.record(st, o, T))
-	}
-	clear(list[kept:])
-	st.pending = list[:kept]
-	a.syncVersion(ctx, st, plan)
+	return list
 }
 
-// applyBatch is apply for a PruneStore: the originals and stubs of every pending
-// output whose slot still holds its original go to the store in one transaction; on
-// failure nothing is pruned and the plan says why.
-func (a *Advisor) applyBatch(ctx context.Context, ps PruneStore, st *state, msgs []*transcript.Message, list []*outState, T int, now time.Time, plan *Plan, changes *[]DecisionRecord) {
-	var (
-		ready  []*outState
-		prunes []Prune
-		kept   = list[:0]
-	)
-	for _, o := range list {
-		text, ok := outputText(msgs, o)
+// plannerInput describes the step to the planner.
+func (a *Advisor) plannerInput(st *state, sp *stepState, list []*outState) planner.Input {
+	cfg := a.Config
+	in := planner.Input{
+		Context: st.ctxTokens, Budget: cfg.BudgetTokens(), HardLimit: cfg.HardLimitTokens(),
+		LowWater: cfg.LowWaterTokens(), LeastRewrite: cfg.LeastRewriteTokens(), Cold: sp.cold,
+		Remaining: cfg.Estimator().Remaining(sp.T), Read: sp.price.Read(),
+		Premium:   max(sp.price.WriteFor(a.cacheTTL(sp.s, sp.price))-sp.price.Read(), 0),
+		PayFactor: cfg.PayFactor, Pending: make([]planner.Pending, len(list)),
+	}
+	for i, o := range list {
+		in.Pending[i] = planner.Pending{
+			Offset: st.offset(o.msg), Saves: o.tokens - o.stubTokens, Keep: o.score,
+			Rule: o.dead || o.retention == transcript.RetentionDisposable,
+		}
+	}
+	return in
+}
+
+// apply commits the originals and stubs of the chosen pending outputs in one
+// transaction, then applies the stubs. An output whose slot no longer holds its
+// original stays pending; a storage failure prunes nothing and the plan says why.
+// It reports whether stubs were applied.
+func (a *Advisor) apply(ctx context.Context, st *state, sp *stepState, chosen []*outState) bool {
+	var ready []*outState
+	var prunes []Prune
+	for _, o := range chosen {
+		text, ok := outputText(sp.msgs, o)
 		if !ok || transcript.TextHash(text) != o.hash {
-			// The slot no longer holds the original: no stub without the original.
-			kept = append(kept, o)
-			continue
+			continue // the caller sent something else in the slot: no stub without the original
 		}
 		ready = append(ready, o)
 		prunes = append(prunes, Prune{
@@ -492,41 +531,61 @@ func (a *Advisor) applyBatch(ctx context.Context, ps PruneStore, st *state, msgs
 			},
 			Stub: StubRecord{
 				RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Stub: o.stub,
-				Step: T, Reason: o.reason, Score: o.score, At: now,
+				Step: sp.T, Reason: o.reason, Score: o.score, At: sp.now,
 			},
 		})
 	}
-	if len(prunes) > 0 {
-		if err := ps.SavePrunes(ctx, prunes); err != nil {
-			plan.StorageError = fmt.Sprintf("originals and stubs not stored, pruning stopped: %v", err)
-			a.warnOnce(st, "storage-original", "storage: cannot store originals and stubs; pruning stopped", err)
-			kept = append(kept, ready...)
-			ready = nil
-		}
+	if len(prunes) == 0 {
+		return false
+	}
+	if err := a.Store.SavePrunes(ctx, prunes); err != nil {
+		sp.plan.StorageError = fmt.Sprintf("originals and stubs not stored, pruning stopped: %v", err)
+		a.warnOnce(st, "storage-original", "storage: cannot store originals and stubs; pruning stopped", err)
+		return false
+	}
+	if st.frozen == nil {
+		st.frozen = map[string]StubRecord{}
 	}
 	for i, o := range ready {
-		o.inPending = false
-		a.prune(st, o, o.stub, o.stubTokens, o.reason, o.score, T)
-		if st.frozen == nil {
-			st.frozen = map[string]StubRecord{}
-		}
+		a.prune(st, o, o.stub, o.stubTokens, o.reason, o.score, sp.T)
+		sp.mark(o)
 		st.frozen[o.key] = prunes[i].Stub
-		plan.Pruned++
-		*changes = append(*changes, a.record(st, o, T))
+		sp.changes = append(sp.changes, a.record(st, o, sp.T))
 	}
-	slices.SortFunc(kept, func(x, y *outState) int { return x.i - y.i })
-	clear(list[len(kept):])
-	st.pending = kept
-	a.syncVersion(ctx, st, plan)
+	sp.plan.Pruned = len(ready)
+	// Our own stubs moved the store's version by one each; when nobody else wrote
+	// meanwhile, the next step need not read the stubs back.
+	if v, err := a.Store.SessionVersion(ctx, st.id); err == nil && v == st.version+int64(len(ready)) {
+		st.version = v
+	}
+	return true
 }
 
-// syncVersion: our own stubs moved the store's version by one each; when nobody else
-// wrote meanwhile, the next step need not read the stubs back.
-func (a *Advisor) syncVersion(ctx context.Context, st *state, plan *Plan) {
-	if vs, ok := a.Store.(VersionedStore); ok && plan.Pruned > 0 && st.synced {
-		if v, err := vs.SessionVersion(ctx, st.id); err == nil && v == st.version+int64(plan.Pruned) {
-			st.version = v
+// finish records the step and fills in the plan.
+func (a *Advisor) finish(ctx context.Context, st *state, sp *stepState) {
+	p := &sp.plan
+	p.Rewrite = p.Pruned > 0
+	p.PendingTokens = st.pendingTokens
+	p.ContextTokens = st.ctxTokens
+	p.SavedTokens = st.fullTokens - st.ctxTokens
+	p.Cold = sp.cold
+	p.Items = st.items[:len(st.items):len(st.items)]
+	if p.Items == nil {
+		p.Items = []Item{} // an empty list, not null, in JSON
+	}
+	p.Stubs = st.stubs
+	slices.Sort(sp.changed)
+	p.Changed = sp.changed
+	if len(sp.changes) > 0 {
+		if err := a.Store.RecordDecisions(ctx, sp.changes); err != nil {
+			a.warnOnce(st, "storage-decisions", "storage: cannot record decisions", err)
 		}
+	}
+	r := &sp.record
+	r.SessionID, r.Step, r.At, r.Pruned = st.id, sp.T, sp.now, p.Pruned
+	r.ContextTokens, r.FullTokens = st.ctxTokens, st.fullTokens
+	if err := a.Store.RecordSteps(ctx, []StepRecord{*r}); err != nil {
+		a.warnOnce(st, "storage-steps", "storage: cannot record steps", err)
 	}
 }
 
@@ -550,11 +609,31 @@ func outputText(msgs []*transcript.Message, o *outState) (string, bool) {
 // stubText renders the stub of DESIGN.md step 7 for o with the given reason, for
 // example `[pruned: Read /src/get.rs, 4,210 tokens, score 0.08 < cutoff 0.25;
 // recall("o_7f3a9c0b1d") restores it]`: tool and argument summary (cut to 80
-// characters), the original's size in tokens, the reason, and the recall call.
+// characters), the original's size in tokens, the reason, and the recall call
+// naming the recall tool the agent has (Config.RecallTool).
 func (a *Advisor) stubText(o *outState, reason string) string {
 	what := strings.TrimSpace(o.tool + " " + cards.Cut(o.summary, 80))
 	return fmt.Sprintf("[pruned: %s, %s tokens, %s; %s(%q) restores it]",
-		what, thousands(o.tokens), reason, a.Config.RecallTool, o.recallID)
+		what, thousands(o.tokens), reason, a.Config.RecallTool, o.stubID)
+}
+
+// recalledBy returns the output whose original a call to the recall tool asked for,
+// nil when c is not such a call or names no output of the session. The recall tool
+// is known by Config.RecallTool, by "recall", or by an MCP-style name ending in
+// "__recall" or "_recall" (mcp__pruneadvisor__recall, pruneadvisor_recall).
+func (a *Advisor) recalledBy(st *state, c *transcript.ToolCall) *outState {
+	name := strings.ToLower(c.Name)
+	if name != strings.ToLower(a.Config.RecallTool) && name != "recall" &&
+		!strings.HasSuffix(name, "__recall") && !strings.HasSuffix(name, "_recall") {
+		return nil
+	}
+	var args struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(c.Args, &args) != nil || args.ID == "" {
+		return nil
+	}
+	return st.byRecall[args.ID]
 }
 
 func (a *Advisor) record(st *state, o *outState, T int) DecisionRecord {
@@ -605,4 +684,13 @@ func thousands(n int) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// StubTokens returns the size in tokens of a stub like the one the advisor with cfg
+// gives an output of the tool, argument summary and size (a score decision with a
+// ten-digit recall id): what replay and calibrate price a prune's saving with.
+func StubTokens(cfg Config, tool, summary string, tokens int) int {
+	o := &outState{tool: tool, summary: summary, tokens: tokens, stubID: RecallIDPrefix + "0000000000"}
+	a := &Advisor{Config: cfg}
+	return transcript.CountTokens(a.stubText(o, keepReason(0, cfg.Cutoff)))
 }

@@ -3,49 +3,72 @@ package advisor
 import (
 	"context"
 	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/cards"
 )
 
-// Store is what the advisor needs from persistent storage. storage.DB implements it;
-// tests use an in-memory fake. Every method is safe for concurrent use.
+// Store is what the advisor needs from persistent storage: every capability it
+// relies on is here, none is discovered by type assertion, so a wrapper (the
+// proxy's record queue) cannot drop one. storage.DB implements it; tests use
+// MemoryStore. Every method is safe for concurrent use.
 type Store interface {
-	// SaveOriginal commits an output's original text (stored once by content hash)
-	// and the record linking it to its session and recall id. It must be durable when
-	// it returns nil: the advisor creates the stub only afterwards (DESIGN.md step 7).
-	SaveOriginal(ctx context.Context, o Original) error
-	// SaveStub records the stub that replaced an output, once, when it is applied.
-	SaveStub(ctx context.Context, s StubRecord) error
+	// SavePrunes commits the originals and stubs of one rewrite in one transaction:
+	// every original and its stub, or nothing. It must be durable when it returns
+	// nil: the advisor applies the stubs only afterwards (DESIGN.md step 7), and a
+	// failure leaves no stub at all. An original is stored once by content hash.
+	SavePrunes(ctx context.Context, prunes []Prune) error
 	// RecordAsks stores one row per card scored (or failed to score).
 	RecordAsks(ctx context.Context, asks []AskRecord) error
 	// RecordDecisions stores the decisions made at one step.
 	RecordDecisions(ctx context.Context, ds []DecisionRecord) error
-	// SessionStubs returns the stubs already applied in a session, keyed by output
-	// key, so decisions stay frozen across processes (the proxy).
-	SessionStubs(ctx context.Context, sessionID string) (map[string]StubRecord, error)
-	// SessionRecalls returns the recall events of a session (output key -> steps).
-	SessionRecalls(ctx context.Context, sessionID string) ([]RecallEvent, error)
-}
-
-// VersionedStore is an optional extension of Store that lets the advisor notice
-// cheaply whether another process (or a recall) touched a session. SessionVersion
-// returns a counter that grows by exactly one for every SaveStub and every recall
-// event recorded in the session, by any process sharing the store (0 for a session
-// with neither). An Advisor whose Store implements it re-reads SessionStubs and
-// SessionRecalls only when the version moved by more than its own stubs since its
-// last read; with a plain Store it re-reads both at every step (correct, but the
-// cost grows with the number of stubs in the session).
-type VersionedStore interface {
-	Store
+	// RecordSteps stores what steps did (the advisor records one per step): time,
+	// context size and rewrite. The time of a session's latest step is what the
+	// cache-TTL rule needs after a restart; the rewrites are what the ledger
+	// attributes cache writes to.
+	RecordSteps(ctx context.Context, steps []StepRecord) error
+	// SessionVersion returns a counter that grows by exactly one for every stub saved
+	// and every recall event recorded in the session, by any process sharing the
+	// store (0 for a session with neither). The advisor re-reads SessionStubs and
+	// SessionRecalls only when it moved by more than its own stubs.
 	SessionVersion(ctx context.Context, sessionID string) (int64, error)
+	// SessionStubs returns the stubs already applied in a session, keyed by output
+	// key, so decisions stay frozen across processes and restarts.
+	SessionStubs(ctx context.Context, sessionID string) (map[string]StubRecord, error)
+	// SessionRecalls returns the recall events of a session, in the order recorded.
+	SessionRecalls(ctx context.Context, sessionID string) ([]RecallEvent, error)
+	// SessionHistory returns what later decisions depend on beyond the messages and
+	// the stubs: every ask recorded in the session, in the order made, and its
+	// latest step. An advisor that starts on a session already advised (a restart,
+	// another replica) restores scores, ask steps and the back-off from it, so it
+	// sends what an advisor that never stopped would send.
+	SessionHistory(ctx context.Context, sessionID string) (History, error)
 }
 
-// PruneStore is an optional extension of Store that commits the originals and stubs
-// of one rewrite in a single transaction: every original and its stub, or nothing.
-// An original is still in the store before (in the same commit as) its stub, and a
-// failure leaves no stub at all. An Advisor whose Store implements it makes one
-// commit per rewrite instead of two per pruned output (storage.DB implements it).
-type PruneStore interface {
-	Store
-	SavePrunes(ctx context.Context, prunes []Prune) error
+// History is a session's record as SessionHistory returns it.
+type History struct {
+	Asks []AskRecord // in the order made (failed asks included)
+	// Last is the session's latest step record; zero (Step 0) when none was stored.
+	Last StepRecord
+}
+
+// StepRecord is what one step did.
+type StepRecord struct {
+	SessionID string
+	Step      int
+	At        time.Time // the advisor's clock when the step ran
+	// ContextTokens is the context with every applied stub after the step's
+	// rewrite; FullTokens the same with nothing pruned.
+	ContextTokens, FullTokens int
+	// Rewrite is the planner's reason when stubs were applied at this step
+	// ("cold-cache", "over-budget", "hard-limit", "pays"), "" when none were.
+	Rewrite string
+	Pruned  int // outputs stubbed at this step
+	// Frees is the tokens the rewrite removed and Suffix the tokens after its first
+	// changed message as sent (what the cache writes again).
+	Frees, Suffix int
+	// CostUSD and SavingUSD are the planner's prices of the rewrite: the cache
+	// premium of Suffix, and Frees x cache read x the expected remaining steps.
+	CostUSD, SavingUSD float64
 }
 
 // Prune is one output's original and the stub that replaces it.
@@ -91,6 +114,9 @@ type AskRecord struct {
 	FailKind  string        // failure kind when !OK ("timeout", "http", "invalid", "truncated"...)
 	Latency   time.Duration // wall time of the whole batch request
 	Tokens    int           // scorer prompt tokens attributed to this card (batch total / cards)
+	// Signals are the card's facts at this ask (cards.Card.Signals): what
+	// `pruneadvisor fit` trains on.
+	Signals cards.Signals
 }
 
 // DecisionRecord is one output's decision at one step.

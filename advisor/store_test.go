@@ -23,14 +23,14 @@ func TestStorageFailure(t *testing.T) {
 		fail   func(m *advisor.MemoryStore)
 		errHas string
 	}{
-		{"writes fail", func(m *advisor.MemoryStore) { m.Fail = errDisk }, "original not stored, pruning stopped: disk full"},
+		{"writes fail", func(m *advisor.MemoryStore) { m.Fail = errDisk }, "originals and stubs not stored, pruning stopped: disk full"},
 		{"reads fail", func(m *advisor.MemoryStore) { m.FailReads = errDisk }, "cannot read the session version, nothing new pruned: disk full"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, texts := rulesSession(t) // c1 is superseded and a candidate from step 5
 			cfg := advisor.DefaultConfig()
-			cfg.RewriteFraction = 0
+			cfg.RemainingMin = 100_000 // every pending prune pays for itself at once
 			mem := advisor.NewMemoryStore()
 			store := &countingStore{MemoryStore: mem}
 			r := newRunner(t, newAdvisor(t, cfg, nil, store, newClock()), s)
@@ -64,32 +64,6 @@ func TestStorageFailure(t *testing.T) {
 			}
 		})
 	}
-}
-
-// A store whose SaveStub fails after SaveOriginal worked: the output stays pending
-// and its slot keeps the original.
-func TestStubSaveFailure(t *testing.T) {
-	s, texts := rulesSession(t)
-	cfg := advisor.DefaultConfig()
-	cfg.RewriteFraction = 0
-	store := &stubFailStore{MemoryStore: advisor.NewMemoryStore()}
-	steps := simulate(t, newAdvisor(t, cfg, nil, store, newClock()), s)
-	last := steps[len(steps)-1]
-	if got := outputText(t, last.out, "c1"); got != texts["c1"] {
-		t.Errorf("c1's slot changed though its stub was not stored")
-	}
-	if it := item(t, last.plan, "c1"); it.Decision != advisor.DecisionPending {
-		t.Errorf("c1 is %s, want pending", it.Decision)
-	}
-	if !strings.Contains(last.plan.StorageError, "stub not stored") {
-		t.Errorf("StorageError %q", last.plan.StorageError)
-	}
-}
-
-type stubFailStore struct{ *advisor.MemoryStore }
-
-func (stubFailStore) SaveStub(context.Context, advisor.StubRecord) error {
-	return errors.New("constraint failed")
 }
 
 // frozenSession has 30 reads, some superseded; the scorer prunes odd-numbered reads.
@@ -198,7 +172,8 @@ func TestFrozenStubsAcrossAdvisors(t *testing.T) {
 	// advisor 0; the stubs of the outputs still present come back byte-identical.
 	view := *s
 	view.Messages = s.Messages[:len(s.Messages)-8]
-	_, out, err := advs[0].Advise(context.Background(), &view)
+	p0, err := advs[0].Advise(context.Background(), &view)
+	out := withStubs((&view).Messages, p0.Stubs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +186,11 @@ func TestFrozenStubsAcrossAdvisors(t *testing.T) {
 		}
 	}
 	view.Messages = s.Messages
-	_, out, err = advs[0].Advise(context.Background(), &view)
+	p0, err = advs[0].Advise(context.Background(), &view)
 	if err != nil {
 		t.Fatal(err)
 	}
+	out = withStubs(view.Messages, p0.Stubs)
 	for key, stub := range stubsIn(s, out) {
 		if seen[key] != stub {
 			t.Errorf("after growing back %s holds %q, want %q", key, stub, seen[key])
@@ -237,7 +213,7 @@ func TestFreshMessagesEachStep(t *testing.T) {
 	}
 	data := c.json(t)
 	cfg := advisor.DefaultConfig()
-	cfg.RewriteFraction = 0
+	cfg.RemainingMin = 100_000 // every pending prune pays for itself at once
 	adv := newAdvisor(t, cfg, constScorer(0), advisor.NewMemoryStore(), newClock())
 	full, err := transcript.Read("fresh.json", data, transcript.Options{})
 	if err != nil {
@@ -251,7 +227,8 @@ func TestFreshMessagesEachStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Messages = s.Messages[:end]
-		_, out, err := adv.Advise(context.Background(), s)
+		p0, err := adv.Advise(context.Background(), s)
+		out := withStubs((s).Messages, p0.Stubs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,12 +269,12 @@ func TestConcurrentSessions(t *testing.T) {
 						end = len(s.Messages) // the last step sees them all
 					}
 					view.Messages = s.Messages[:end]
-					_, o, err := adv.Advise(context.Background(), &view)
+					p, err := adv.Advise(context.Background(), &view)
 					if err != nil {
 						t.Error(err)
 						return
 					}
-					out = o
+					out = withStubs(view.Messages, p.Stubs)
 				}
 			}
 			got[g] = stubsIn(s, out)
@@ -321,19 +298,19 @@ func TestConcurrentSessions(t *testing.T) {
 
 func TestAdviseErrors(t *testing.T) {
 	adv := newAdvisor(t, advisor.DefaultConfig(), nil, advisor.NewMemoryStore(), newClock())
-	if _, _, err := adv.Advise(context.Background(), nil); !errors.Is(err, advisor.ErrNoSession) {
+	if _, err := adv.Advise(context.Background(), nil); !errors.Is(err, advisor.ErrNoSession) {
 		t.Errorf("nil session: %v", err)
 	}
 	s := frozenSession(t)
 	bad := *s
 	bad.Messages = append([]*transcript.Message{}, s.Messages[:3]...)
 	bad.Messages[1] = nil
-	if _, _, err := adv.Advise(context.Background(), &bad); !errors.Is(err, advisor.ErrNoSession) {
+	if _, err := adv.Advise(context.Background(), &bad); !errors.Is(err, advisor.ErrNoSession) {
 		t.Errorf("nil message: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := adv.Advise(ctx, s); !errors.Is(err, context.Canceled) {
+	if _, err := adv.Advise(ctx, s); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled context: %v", err)
 	}
 }
@@ -385,7 +362,8 @@ func TestSameStepTwice(t *testing.T) {
 	steps := simulate(t, adv, s)
 	last := steps[len(steps)-1]
 	asks, decisions := len(store.Asks()), len(store.Decisions())
-	p, out, err := adv.Advise(context.Background(), s)
+	p, err := adv.Advise(context.Background(), s)
+	out := withStubs(s.Messages, p.Stubs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,58 @@ type Card struct {
 	// LastUseAgo is the number of steps since the latest of those uses (the card's
 	// step minus the use's step); 0 when Uses is 0.
 	LastUseAgo int `json:"last_use_ago,omitempty"`
+
+	// Facts the advisor adds for the fitted scorer (not shown in prompts).
+
+	// Tokens is the output's size in o200k_base tokens.
+	Tokens int `json:"tokens"`
+	// Action is the call's normalised kind (transcript.Action: read, edit, write,
+	// search, shell, other); "" for an output without a call.
+	Action string `json:"action,omitempty"`
+	// EditedSince reports a successful edit or write, after the output, of a file the
+	// output's call read (so the output may show stale content).
+	EditedSince bool `json:"edited_since,omitempty"`
+	// NamedByTask and NamedByNow report that the task, or the agent's latest words,
+	// name the output's file (its path or base name) or its command.
+	NamedByTask bool `json:"named_by_task,omitempty"`
+	NamedByNow  bool `json:"named_by_now,omitempty"`
+	// Lexical is the card's BM25 match against task and now as a keep-probability
+	// (advisor/lexical.CardKeep: batch-independent); -1 when task and now hold no
+	// terms.
+	Lexical float64 `json:"lexical"`
+	// Step is the step the card was built for (the session's length so far, in steps).
+	Step int `json:"step"`
+}
+
+// Signals are the facts of one card at one step that a fitted model reads
+// (advisor/fitted's feature table): everything on the card but its text. They are
+// recorded with every ask, so `pruneadvisor fit` learns from exactly what the
+// advisor knew when it asked.
+type Signals struct {
+	Step           int     `json:"step"`
+	Age            int     `json:"age"`
+	Tokens         int     `json:"tokens"`
+	Chars          int     `json:"chars"`
+	Action         string  `json:"action,omitempty"`
+	IsError        bool    `json:"is_error,omitempty"`
+	Uses           int     `json:"uses"`
+	LastUseAgo     int     `json:"last_use_ago,omitempty"`
+	EditedSince    bool    `json:"edited_since,omitempty"`
+	NamedByTask    bool    `json:"named_by_task,omitempty"`
+	NamedByNow     bool    `json:"named_by_now,omitempty"`
+	Lexical        float64 `json:"lexical"`
+	HasReaction    bool    `json:"has_reaction,omitempty"`
+	SharedReaction bool    `json:"shared_reaction,omitempty"`
+}
+
+// Signals returns the card's signals.
+func (c Card) Signals() Signals {
+	return Signals{
+		Step: c.Step, Age: c.Age, Tokens: c.Tokens, Chars: c.Chars, Action: c.Action, IsError: c.IsError,
+		Uses: c.Uses, LastUseAgo: c.LastUseAgo, EditedSince: c.EditedSince,
+		NamedByTask: c.NamedByTask, NamedByNow: c.NamedByNow, Lexical: c.Lexical,
+		HasReaction: c.Reaction != "", SharedReaction: c.SharedReaction,
+	}
 }
 
 // UsedText renders the use history as prompt template v2 shows it: "never",

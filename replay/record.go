@@ -7,11 +7,13 @@
 // back and turn them into calibrate records (CalibrateOutputs).
 //
 // Replay never writes originals or stubs: a pruned output's original is the
-// session file itself. It runs the advisor with an in-memory store and a fixed
-// clock (the prompt cache is warm throughout: old sessions carry no call times the
-// advisor's cache-TTL rule could use), and writes each session's rows in one
-// transaction when the session is finished, so an interrupted replay loses nothing
-// already committed and leaves no partial session behind.
+// session file itself. It runs the advisor with an in-memory store, and with a
+// clock that reads the transcript's timestamps (CallTimes): a gap longer than the
+// cache TTL makes the cache cold there, as it was for the agent; sessions without
+// timestamps are priced warm throughout (Record.Times says which). It writes each
+// session's rows in one transaction when the session is finished, so an
+// interrupted replay loses nothing already committed and leaves no partial session
+// behind.
 package replay
 
 import (
@@ -24,6 +26,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -31,7 +34,7 @@ import (
 // evidence definition, the facts). It is part of every settings hash, so a stored
 // replay made by a program with another Version is replayed again, not reused.
 // Change it whenever a change to this package would change stored rows.
-const Version = "replay-2"
+const Version = "replay-3"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (
@@ -124,6 +127,12 @@ type Record struct {
 	// Evidence holds every later use the Tracker found, counting or not (Use.Counts),
 	// with session-wide weights, ordered by output (session order) then step.
 	Evidence []evidence.Use
+	// Provider is the provider whose prices apply to the session: the advisor
+	// config's, else the one its format implies (advisor.ProviderOf).
+	Provider prices.Provider
+	// Times counts the steps whose call time the transcript does not give, or gives
+	// wrongly (TimeStats); those steps are priced warm.
+	Times TimeStats
 	// Started and Finished bound the replay in wall time; Duration is their
 	// difference. They are the only fields that differ between two replays of the
 	// same file with the same settings (with ask latencies).
@@ -156,6 +165,13 @@ type OutputFacts struct {
 	// PrunedAt is the step at which the output's stub was applied (a rewrite).
 	PrunedAt int
 	EndStep  int // the session's last step (Record.Steps)
+	// Offset is the number of tokens before the output's message in the session as
+	// sent with nothing pruned: a rewrite whose first changed message is this one
+	// writes the cache again from here on.
+	Offset int
+	// StubTokens is the size of the output's stub (one like the advisor's:
+	// advisor.StubTokens); 0 for an output that could never be pruned.
+	StubTokens int
 }
 
 // StepFacts describe one step of a replay.
@@ -170,7 +186,27 @@ type StepFacts struct {
 	Asked         int  // cards sent to the scorer at this step
 	OverBudget    bool // the context with earlier stubs was over the budget
 	Rewrite       bool // stubs were applied at this step
+	// RewriteReason is the planner's reason for the rewrite ("" without one).
+	RewriteReason string
+	// At is the time of model call Step as the transcript gives it (CallTimes);
+	// zero when it does not.
+	At time.Time
+	// Cold reports that the prompt cache had expired before call Step: more than
+	// the cache TTL passed since the previous call (both times known).
+	Cold bool
 }
+
+// TimeStats counts the steps of a session whose call time is missing (no
+// timestamp on any message up to the call), unordered (before the previous call's
+// time) or in the future (after the replay ran). Each such step is priced warm.
+type TimeStats struct {
+	Missing   int `json:"missing,omitempty"`
+	Unordered int `json:"unordered,omitempty"`
+	Future    int `json:"future,omitempty"`
+}
+
+// Bad returns the number of steps counted.
+func (t TimeStats) Bad() int { return t.Missing + t.Unordered + t.Future }
 
 // SavedTokenSteps returns the token-steps the applied stubs saved over the session:
 // the sum over steps of ContextTokens - AppliedTokens.

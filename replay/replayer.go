@@ -10,14 +10,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
-	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -76,6 +75,21 @@ type Replayer struct {
 	// OnStep, when set, is called after every step of every session with the
 	// session's path and the step; it must be safe for concurrent use.
 	OnStep func(path string, step int)
+	// Sizer, when set, estimates the scorer tokens of each step's batch request (the
+	// Ollama scorer's prompt: advisor/ollama provides one); nil leaves AskRecord.Tokens
+	// as the scorer reported them.
+	Sizer RequestSizer
+	// Now is the wall clock that bounds the transcript's timestamps (a later one is
+	// "future"); default time.Now.
+	Now func() time.Time
+}
+
+// RequestSizer estimates the o200k_base tokens of a scorer request: the part that
+// does not depend on the cards (system prompt, task, now, chat template), and what
+// one card adds (its text under key "c<i+1>" and its entry in the closing key list).
+type RequestSizer interface {
+	FrameTokens(b cards.Batch) int
+	CardTokens(c cards.Card, i int) int
 }
 
 // Settings returns the settings a replay with r records.
@@ -87,21 +101,16 @@ func (r *Replayer) Settings() Settings {
 	return Settings{Version: Version, Config: r.Config, Scorer: name, Lenient: r.Lenient}
 }
 
-// replayClock is the advisor's clock during a replay: a constant, so the prompt
-// cache never goes cold (old sessions carry no reliable call times) and every
-// replay of the same session gives the same rows.
-var replayClock = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // Replay runs the advisor over src step by step (Simulate, without the final step)
 // and returns its Record: every ask and decision, the facts of every output and
-// step, and the later-use evidence of every output over the whole session.
+// step, and the later-use evidence of every output over the whole session. The
+// advisor's clock is the transcript's call times (CallTimes), so the prompt cache
+// goes cold where the agent paused for longer than the cache TTL.
 //
-// Ask tokens: when the advisor leaves AskRecord.Tokens at 0, Replay sets it to an
-// estimate of the o200k_base tokens of the request the Ollama scorer would send
-// for the step's batch (RequestTokens gives the exact count, which costs a
-// tokenizer pass over the whole prompt per step), divided evenly among the batch's
-// cards (rounded to nearest). The figure does not depend on the scorer, so
-// schedules and scorers compare on the same scale.
+// Ask tokens: with a Sizer, each ask's Tokens is the step's estimated request size
+// divided evenly among its cards (rounded to nearest), each card counted at its
+// first ask (a re-ask differs only in the card's age digits). The figure does not
+// depend on the scorer, so schedules and scorers compare on the same scale.
 //
 // Errors: ErrSettings for an invalid config; a context error as is; evidence
 // errors (ErrEvidenceOrder, ErrEvidenceDuplicate) for a session whose steps or
@@ -115,11 +124,20 @@ func (r *Replayer) Replay(ctx context.Context, src *Source) (*Record, error) {
 		Skipped: src.Session.Skipped, Started: started,
 	}
 	rec.ID = SessionID(rec.ContentHash, rec.SettingsHash)
+	rec.Provider = advisor.ProviderOf(src.Session.Format)
+	if r.Config.Provider != "" {
+		rec.Provider = prices.Provider(r.Config.Provider)
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	times, cold, tstats := CallTimes(src.Session, time.Duration(r.Config.CacheTTL), now())
+	rec.Times = tstats
 	store := newMemStore()
+	m := &meter{inner: r.Scorer, sizer: r.Sizer}
 	var scorer advisor.Scorer
-	var m *meter
 	if r.Scorer != nil {
-		m = &meter{inner: r.Scorer}
 		scorer = m
 	}
 	adv, err := advisor.New(r.Config, scorer, store)
@@ -130,76 +148,27 @@ func (r *Replayer) Replay(ctx context.Context, src *Source) (*Record, error) {
 	if adv.Logger == nil {
 		adv.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	adv.Clock = func() time.Time { return replayClock }
+	step := 0
+	adv.Clock = func() time.Time {
+		if step < len(times) {
+			return times[step]
+		}
+		return time.Time{}
+	}
 	defer adv.Forget(rec.ID)
 
-	var facts []OutputFacts
-	asked := 0
+	f := folder{rec: rec, src: src, store: store, meter: m, cold: cold, onStep: r.OnStep}
 	_, err = Simulate(ctx, adv, src.Session, rec.ID, false, func(p advisor.Plan, _ []*transcript.Message) error {
-		if p.Step != len(rec.StepFacts)+1 {
-			return fmt.Errorf("replay %s: advisor planned step %d after %d steps", src.Path, p.Step, len(rec.StepFacts))
-		}
-		if m != nil && m.batch != nil {
-			per, err := m.perCard()
-			if err != nil {
-				return fmt.Errorf("replay %s: step %d: %w", src.Path, p.Step, err)
-			}
-			for i := asked; i < len(store.asks); i++ {
-				if store.asks[i].Tokens == 0 {
-					store.asks[i].Tokens = per
-				}
-			}
-		}
-		asked = len(store.asks)
-		if r.OnStep != nil {
-			r.OnStep(src.Path, p.Step)
-		}
-		rec.StepFacts = append(rec.StepFacts, StepFacts{
-			Step: p.Step, ContextTokens: p.ContextTokens + p.SavedTokens, AppliedTokens: p.ContextTokens,
-			Asked: p.Asked, OverBudget: p.OverBudget, Rewrite: p.Rewrite,
-		})
-		// Fold the new items and the items whose decision changed at this step
-		// (Item.DecidedAt): the others cannot change a fact, and folding every item at
-		// every step made replay quadratic in session length.
-		for i, it := range p.Items {
-			if i < len(facts) && it.DecidedAt != p.Step {
-				continue
-			}
-			if i == len(facts) {
-				facts = append(facts, OutputFacts{Key: it.Key, Tool: it.Tool, Summary: it.Summary, Tokens: it.Tokens, Step: it.Step})
-			}
-			f := &facts[i]
-			if f.Key != it.Key {
-				return fmt.Errorf("replay %s: step %d: plan item %d is output %q, earlier plans had %q there", src.Path, p.Step, i, it.Key, f.Key)
-			}
-			fold(f, it, p.Step)
-		}
-		return nil
+		step++
+		return f.step(p)
 	})
 	if err != nil {
 		return nil, err
 	}
-	rec.Steps = len(rec.StepFacts)
-	// Outputs no plan saw: the results of the last step's calls.
-	outs := src.Session.Outputs()
-	for i, f := range facts {
-		if i >= len(outs) || outs[i].Key != f.Key {
-			return nil, fmt.Errorf("replay %s: the advisor's output %d is %q, not the session's", src.Path, i, f.Key)
-		}
+	if err := f.finish(); err != nil {
+		return nil, err
 	}
-	for _, o := range outs[min(len(facts), len(outs)):] {
-		f := OutputFacts{Key: o.Key, Tokens: o.Tokens, Step: o.Step}
-		if o.Call != nil {
-			f.Tool, f.Summary = o.Call.Name, o.Call.Summary
-		}
-		facts = append(facts, f)
-	}
-	for i := range facts {
-		facts[i].EndStep = rec.Steps
-	}
-	rec.Outputs = facts
 	rec.Asks, rec.Decisions = store.asks, store.decisions
-
 	ev, err := evidence.Of(src.Session)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", src.Path, err)
@@ -207,6 +176,92 @@ func (r *Replayer) Replay(ctx context.Context, src *Source) (*Record, error) {
 	rec.Evidence = ev
 	rec.Finished = time.Now()
 	return rec, nil
+}
+
+// folder turns the advisor's plans into a Record's facts, one step at a time.
+type folder struct {
+	rec    *Record
+	src    *Source
+	store  *memStore
+	meter  *meter
+	cold   []bool
+	onStep func(path string, step int)
+	facts  []OutputFacts
+	asked  int
+}
+
+// step folds the plan of one step.
+func (f *folder) step(p advisor.Plan) error {
+	rec, path := f.rec, f.src.Path
+	if p.Step != len(rec.StepFacts)+1 {
+		return fmt.Errorf("replay %s: advisor planned step %d after %d steps", path, p.Step, len(rec.StepFacts))
+	}
+	if per := f.meter.perCard(); per > 0 {
+		for i := f.asked; i < len(f.store.asks); i++ {
+			f.store.asks[i].Tokens = per
+		}
+	}
+	f.asked = len(f.store.asks)
+	if f.onStep != nil {
+		f.onStep(path, p.Step)
+	}
+	sf := StepFacts{
+		Step: p.Step, ContextTokens: p.ContextTokens + p.SavedTokens, AppliedTokens: p.ContextTokens,
+		Asked: p.Asked, OverBudget: p.OverBudget, Rewrite: p.Rewrite, RewriteReason: p.RewriteReason,
+	}
+	if i := p.Step - 1; i < len(f.cold) {
+		sf.Cold = f.cold[i]
+	}
+	rec.StepFacts = append(rec.StepFacts, sf)
+	// Fold the new items and the items whose decision changed at this step
+	// (Plan.Changed): the others cannot change a fact, and looking at every item
+	// at every step made replay quadratic in session length.
+	for len(f.facts) < len(p.Items) {
+		it := p.Items[len(f.facts)]
+		f.facts = append(f.facts, OutputFacts{Key: it.Key, Tool: it.Tool, Summary: it.Summary, Tokens: it.Tokens, Step: it.Step})
+	}
+	for _, i := range p.Changed {
+		it := p.Items[i]
+		fc := &f.facts[i]
+		if fc.Key != it.Key {
+			return fmt.Errorf("replay %s: step %d: plan item %d is output %q, earlier plans had %q there", path, p.Step, i, it.Key, fc.Key)
+		}
+		fold(fc, it, p.Step)
+	}
+	return nil
+}
+
+// finish adds the outputs no plan saw (the results of the last step's calls), the
+// offsets and stub sizes, and the step times.
+func (f *folder) finish() error {
+	rec, s := f.rec, f.src.Session
+	rec.Steps = len(rec.StepFacts)
+	outs := s.Outputs()
+	for i, fc := range f.facts {
+		if i >= len(outs) || outs[i].Key != fc.Key {
+			return fmt.Errorf("replay %s: the advisor's output %d is %q, not the session's", f.src.Path, i, fc.Key)
+		}
+	}
+	for _, o := range outs[min(len(f.facts), len(outs)):] {
+		fc := OutputFacts{Key: o.Key, Tokens: o.Tokens, Step: o.Step}
+		if o.Call != nil {
+			fc.Tool, fc.Summary = o.Call.Name, o.Call.Summary
+		}
+		f.facts = append(f.facts, fc)
+	}
+	offsets := make([]int, len(s.Messages)+1)
+	for i, m := range s.Messages {
+		offsets[i+1] = offsets[i] + m.Tokens
+	}
+	for i := range f.facts {
+		f.facts[i].EndStep = rec.Steps
+		f.facts[i].Offset = offsets[outs[i].Message]
+		if f.facts[i].CandidateFrom > 0 || f.facts[i].RuleDeadAt > 0 {
+			f.facts[i].StubTokens = advisor.StubTokens(f.rec.Settings.Config, f.facts[i].Tool, f.facts[i].Summary, f.facts[i].Tokens)
+		}
+	}
+	rec.Outputs = f.facts
+	return nil
 }
 
 // fold updates an output's facts with its plan item at step T.
@@ -231,10 +286,9 @@ func fold(f *OutputFacts, it advisor.Item, T int) {
 // replay counts after the step (outside the advisor's latency measurement).
 type meter struct {
 	inner advisor.Scorer
+	sizer RequestSizer
 	batch *cards.Batch   // the latest batch, nil once counted
 	cards map[string]int // card id -> tokens of its text (first ask)
-	task  string         // the task counted in taskN
-	taskN int
 }
 
 func (m *meter) Name() string { return m.inner.Name() }
@@ -245,78 +299,34 @@ func (m *meter) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error)
 }
 
 // perCard returns the latest batch's estimated request tokens per card (rounded
-// to nearest) and forgets the batch. The estimate is EstimateRequestTokens with
-// each card counted once per output, at its first ask: a re-ask differs only in
-// the card's age digits.
-func (m *meter) perCard() (int, error) {
+// to nearest), 0 without a sizer or a batch, and forgets the batch. Each card is
+// counted once per output, at its first ask: a re-ask differs only in the card's age
+// digits.
+func (m *meter) perCard() int {
 	b := m.batch
 	m.batch = nil
-	n := len(b.Cards)
-	if n == 0 {
-		return 0, nil
+	if b == nil || m.sizer == nil || len(b.Cards) == 0 {
+		return 0
 	}
 	if m.cards == nil {
 		m.cards = map[string]int{}
 	}
-	if b.Task != m.task || m.taskN == 0 {
-		m.task, m.taskN = b.Task, transcript.CountTokens(b.Task)
-	}
-	total := systemPromptTokens() + m.taskN + transcript.CountTokens(b.Now) + ollama.TemplateTokens + promptFrameTokens
+	total := m.sizer.FrameTokens(*b)
 	for i, c := range b.Cards {
 		t, ok := m.cards[c.ID]
 		if !ok {
-			t = transcript.CountTokens(c.Text("c" + strconv.Itoa(i+1)))
+			t = m.sizer.CardTokens(c, i)
 			m.cards[c.ID] = t
 		}
-		total += t + keyListTokens
+		total += t
 	}
-	return (total + n/2) / n, nil
-}
-
-// Constants of the request-size estimate, in o200k_base tokens, measured on the
-// p1 prompt template (TestRequestTokenEstimate checks the estimate against
-// RequestTokens on real sessions).
-const (
-	// promptFrameTokens covers the user prompt's fixed words ("Task:", "Agent's
-	// latest words:", "N cards:", "Give the percentage for each of:").
-	promptFrameTokens = 20
-	// keyListTokens is one entry of the closing key list (", c12").
-	keyListTokens = 3
-)
-
-var (
-	sysOnce   sync.Once
-	sysTokens int
-)
-
-// systemPromptTokens returns the tokens of the p1 system prompt (it holds no
-// per-batch text).
-func systemPromptTokens() int {
-	sysOnce.Do(func() {
-		p, err := ollama.RenderPrompt(cards.Batch{})
-		if err == nil {
-			sysTokens = transcript.CountTokens(p.System)
-		}
-	})
-	return sysTokens
-}
-
-// RequestTokens returns the exact o200k_base tokens of the request the Ollama
-// scorer would send for b in one piece (ollama.RenderPrompt): system prompt, user
-// prompt and ollama.TemplateTokens for the chat template. Errors are
-// RenderPrompt's.
-func RequestTokens(b cards.Batch) (int, error) {
-	p, err := ollama.RenderPrompt(b)
-	if err != nil {
-		return 0, fmt.Errorf("counting scorer tokens: %w", err)
-	}
-	return transcript.CountTokens(p.System) + transcript.CountTokens(p.User) + ollama.TemplateTokens, nil
+	n := len(b.Cards)
+	return (total + n/2) / n
 }
 
 // memStore is the advisor's store during a replay of one session: asks,
 // decisions and stubs in memory, originals dropped (the session file holds them),
-// no recalls. It is an advisor.VersionedStore, so the advisor does not re-read
-// the stubs at every step.
+// no recalls and no history.
 type memStore struct {
 	mu        sync.Mutex
 	stubs     map[string]advisor.StubRecord
@@ -325,7 +335,9 @@ type memStore struct {
 	decisions []advisor.DecisionRecord
 }
 
-var _ advisor.VersionedStore = (*memStore)(nil)
+var _ advisor.Store = (*memStore)(nil)
+
+func newMemStore() *memStore { return &memStore{stubs: map[string]advisor.StubRecord{}} }
 
 func (s *memStore) SessionVersion(context.Context, string) (int64, error) {
 	s.mu.Lock()
@@ -333,15 +345,13 @@ func (s *memStore) SessionVersion(context.Context, string) (int64, error) {
 	return s.version, nil
 }
 
-func newMemStore() *memStore { return &memStore{stubs: map[string]advisor.StubRecord{}} }
-
-func (s *memStore) SaveOriginal(context.Context, advisor.Original) error { return nil }
-
-func (s *memStore) SaveStub(_ context.Context, st advisor.StubRecord) error {
+func (s *memStore) SavePrunes(_ context.Context, prunes []advisor.Prune) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stubs[st.OutputKey] = st
-	s.version++
+	for _, p := range prunes {
+		s.stubs[p.Stub.OutputKey] = p.Stub
+		s.version++
+	}
 	return nil
 }
 
@@ -359,6 +369,8 @@ func (s *memStore) RecordDecisions(_ context.Context, ds []advisor.DecisionRecor
 	return nil
 }
 
+func (s *memStore) RecordSteps(context.Context, []advisor.StepRecord) error { return nil }
+
 func (s *memStore) SessionStubs(context.Context, string) (map[string]advisor.StubRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -371,4 +383,8 @@ func (s *memStore) SessionStubs(context.Context, string) (map[string]advisor.Stu
 
 func (s *memStore) SessionRecalls(context.Context, string) ([]advisor.RecallEvent, error) {
 	return nil, nil
+}
+
+func (s *memStore) SessionHistory(context.Context, string) (advisor.History, error) {
+	return advisor.History{}, nil
 }

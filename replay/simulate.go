@@ -23,7 +23,7 @@ func Simulate(ctx context.Context, adv *advisor.Advisor, s *transcript.Session, 
 	var plan advisor.Plan
 	stepAt := func(end int) error {
 		view.Messages = s.Messages[:end]
-		p, _, err := adv.Advise(ctx, &view)
+		p, err := adv.Advise(ctx, &view)
 		if err != nil {
 			return err
 		}

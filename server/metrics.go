@@ -9,6 +9,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/planner"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -55,7 +56,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		rewrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pruneadvisor_rewrites_total",
-			Help: "Steps at which pending prunes were applied (a prompt-cache rewrite), by the condition that allowed it (threshold, cache-cold, hard-limit).",
+			Help: "Steps at which pending prunes were applied (a prompt-cache rewrite), by the planner's reason (cold-cache, over-budget, hard-limit, pays).",
 		}, []string{"reason"}),
 		asks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pruneadvisor_asks_total",
@@ -141,15 +142,12 @@ func pruneReason(it advisor.Item) string {
 	return "other"
 }
 
-// rewriteReason maps advisor.Plan.RewriteReason onto a small label set.
+// rewriteReason maps advisor.Plan.RewriteReason (the planner's reasons) onto the
+// label set; anything else is "other".
 func rewriteReason(r string) string {
-	switch {
-	case r == "hard limit":
-		return "hard-limit"
-	case r == "cache cold":
-		return "cache-cold"
-	case strings.HasPrefix(r, "pending"):
-		return "threshold"
+	switch planner.Reason(r) {
+	case planner.ReasonColdCache, planner.ReasonOverBudget, planner.ReasonHardLimit, planner.ReasonPays:
+		return r
 	}
 	return "other"
 }

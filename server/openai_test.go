@@ -212,7 +212,7 @@ func TestOpenAISDKThroughProxy(t *testing.T) {
 	metrics := scrape(t, env.http.URL)
 	for _, want := range []string{
 		`pruneadvisor_outputs_pruned_total{reason="score"} 3`,
-		`pruneadvisor_rewrites_total{reason="threshold"} 3`,
+		`pruneadvisor_rewrites_total{reason="over-budget"} 3`,
 		`pruneadvisor_requests_total{code="200",route="openai"} 9`,
 		`pruneadvisor_recalls_total{result="ok"} 3`,
 	} {

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -216,7 +215,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, header string, bo
 		return body, false, nil
 	}
 	s.metrics.observePlan(plan)
-	stubs := planStubs(plan)
+	stubs := plan.Stubs
 	if len(stubs) == 0 {
 		return body, false, nil
 	}
@@ -225,20 +224,6 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, header string, bo
 		return body, false, nil
 	}
 	return out, true, nil
-}
-
-// planStubs returns the stub of every pruned output, by output key.
-func planStubs(p advisor.Plan) map[string]string {
-	var stubs map[string]string
-	for _, it := range p.Items {
-		if it.Decision == advisor.DecisionPruned && it.Stub != "" {
-			if stubs == nil {
-				stubs = map[string]string{}
-			}
-			stubs[it.Key] = it.Stub
-		}
-	}
-	return stubs
 }
 
 // failOpen logs and counts an advising failure; the request goes on unchanged.

@@ -13,9 +13,9 @@ import (
 // past it, an advisor recording more waits for the writer to catch up.
 const maxQueuedRecords = 100_000
 
-// recordQueue is the store the server's advisors write through. Asks and decisions
-// (advisor.Store.RecordAsks and RecordDecisions: the evidence log, which nothing on
-// the serving path reads back) are queued and written by one goroutine, in the
+// recordQueue is the store the server's advisors write through. Asks, decisions and
+// step records (advisor.Store.RecordAsks, RecordDecisions and RecordSteps: read back
+// only when an advisor starts on a session already advised) are queued and written by one goroutine, in the
 // order they came, each kind batched into one call per round, so a request does not
 // wait for their commits (with storage.DB, a synchronous SQLite transaction each).
 // Everything else, originals and stubs included, goes straight to the store: a stub
@@ -30,32 +30,19 @@ type recordQueue struct {
 	mu        sync.Mutex
 	asks      []advisor.AskRecord
 	decisions []advisor.DecisionRecord
+	steps     []advisor.StepRecord
 	writing   bool
 	idle      chan struct{} // closed when the writer stops; replaced when it starts
 	room      *sync.Cond    // signalled when the writer takes the queue
 }
 
-// versionedQueue is a recordQueue over a store that implements
-// advisor.VersionedStore, and implements it too.
-type versionedQueue struct {
-	*recordQueue
-	vs advisor.VersionedStore
-}
-
-// SessionVersion implements advisor.VersionedStore.
-func (v versionedQueue) SessionVersion(ctx context.Context, sessionID string) (int64, error) {
-	return v.vs.SessionVersion(ctx, sessionID)
-}
-
-// newRecordQueue wraps store; the result implements advisor.VersionedStore when
-// store does.
+// newRecordQueue wraps store. Every advisor.Store method the queue does not
+// override (SavePrunes, SessionVersion, the reads) goes straight to store: the
+// interface carries them, so the wrapper cannot drop one.
 func newRecordQueue(store Store, log *slog.Logger) (advisor.Store, *recordQueue) {
 	q := &recordQueue{Store: store, log: log, idle: make(chan struct{})}
 	close(q.idle)
 	q.room = sync.NewCond(&q.mu)
-	if vs, ok := store.(advisor.VersionedStore); ok {
-		return versionedQueue{q, vs}, q
-	}
 	return q, q
 }
 
@@ -75,11 +62,19 @@ func (q *recordQueue) RecordDecisions(_ context.Context, ds []advisor.DecisionRe
 	return nil
 }
 
+// RecordSteps implements advisor.Store: it queues the step records and returns nil.
+func (q *recordQueue) RecordSteps(_ context.Context, rs []advisor.StepRecord) error {
+	if len(rs) > 0 {
+		q.enqueue(func() { q.steps = append(q.steps, rs...) })
+	}
+	return nil
+}
+
 // enqueue runs add under the lock once there is room, and starts the writer.
 func (q *recordQueue) enqueue(add func()) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.asks)+len(q.decisions) >= maxQueuedRecords {
+	for len(q.asks)+len(q.decisions)+len(q.steps) >= maxQueuedRecords {
 		q.room.Wait()
 	}
 	add()
@@ -94,9 +89,9 @@ func (q *recordQueue) enqueue(add func()) {
 func (q *recordQueue) run() {
 	for {
 		q.mu.Lock()
-		asks, decisions := q.asks, q.decisions
-		q.asks, q.decisions = nil, nil
-		if len(asks)+len(decisions) == 0 {
+		asks, decisions, steps := q.asks, q.decisions, q.steps
+		q.asks, q.decisions, q.steps = nil, nil, nil
+		if len(asks)+len(decisions)+len(steps) == 0 {
 			q.writing = false
 			close(q.idle)
 			q.mu.Unlock()
@@ -113,6 +108,11 @@ func (q *recordQueue) run() {
 		if len(decisions) > 0 {
 			if err := q.Store.RecordDecisions(ctx, slices.Clip(decisions)); err != nil {
 				q.log.Warn("storage: cannot record decisions", "decisions", len(decisions), "err", err)
+			}
+		}
+		if len(steps) > 0 {
+			if err := q.Store.RecordSteps(ctx, slices.Clip(steps)); err != nil {
+				q.log.Warn("storage: cannot record steps", "steps", len(steps), "err", err)
 			}
 		}
 	}

@@ -49,7 +49,7 @@ type sessionEntry struct {
 func (e *sessionEntry) advise(ctx context.Context, s *transcript.Session) (advisor.Plan, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	plan, _, err := e.adv.Advise(ctx, s)
+	plan, err := e.adv.Advise(ctx, s)
 	if err != nil {
 		return plan, err
 	}

@@ -134,7 +134,7 @@ func (s *Server) advise(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.observePlan(plan)
 	out := doc
-	if stubs := planStubs(plan); len(stubs) > 0 {
+	if stubs := plan.Stubs; len(stubs) > 0 {
 		if out, err = sess.Rewrite(stubs); err != nil {
 			s.log.Warn("rewrite failed", "route", "advise", "session", req.SessionID, "err", err)
 			writeError(w, http.StatusInternalServerError, "rewrite: %v", err)

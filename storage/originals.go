@@ -185,7 +185,7 @@ func (db *DB) SavePrunes(ctx context.Context, prunes []advisor.Prune) error {
 	return nil
 }
 
-var _ advisor.PruneStore = (*DB)(nil)
+var _ advisor.Store = (*DB)(nil)
 
 // SessionStubs returns the stubs applied in session sessionID keyed by output key
 // (an empty map, not nil, when there are none).
@@ -288,5 +288,3 @@ func (db *DB) SessionVersion(ctx context.Context, sessionID string) (int64, erro
 	}
 	return v, nil
 }
-
-var _ advisor.VersionedStore = (*DB)(nil)

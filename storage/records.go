@@ -3,11 +3,14 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/cards"
 )
 
 // RecordAsks stores one row per ask, all in one transaction (all or none). Each ask
@@ -23,8 +26,8 @@ func (db *DB) RecordAsks(ctx context.Context, asks []advisor.AskRecord) error {
 		}
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO asks(session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		st, err := tx.PrepareContext(ctx, `INSERT INTO asks(session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens, signals)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -35,7 +38,7 @@ func (db *DB) RecordAsks(ctx context.Context, asks []advisor.AskRecord) error {
 				ok = 1
 			}
 			if _, err := st.ExecContext(ctx, a.SessionID, a.OutputKey, a.Step, a.CardHash, a.Scorer,
-				nullFloat(a.Score), ok, a.FailKind, int64(a.Latency), a.Tokens); err != nil {
+				nullFloat(a.Score), ok, a.FailKind, int64(a.Latency), a.Tokens, signalsText(a.Signals)); err != nil {
 				return fmt.Errorf("ask %d: %w", i, err)
 			}
 		}
@@ -90,7 +93,7 @@ type AskFilter struct {
 // Asks returns the asks matching f in the order they were recorded.
 func (db *DB) Asks(ctx context.Context, f AskFilter) ([]advisor.AskRecord, error) {
 	where, args := conditions([]cond{{"session_id", f.SessionID}, {"output_key", f.OutputKey}, {"scorer", f.Scorer}})
-	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens
+	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens, signals
 		FROM asks`+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("storage: asks %+v: %w", f, classify(err))
@@ -102,8 +105,12 @@ func (db *DB) Asks(ctx context.Context, f AskFilter) ([]advisor.AskRecord, error
 		var score sql.NullFloat64
 		var ok int
 		var latency int64
-		if err := rows.Scan(&a.SessionID, &a.OutputKey, &a.Step, &a.CardHash, &a.Scorer, &score, &ok, &a.FailKind, &latency, &a.Tokens); err != nil {
+		var signals string
+		if err := rows.Scan(&a.SessionID, &a.OutputKey, &a.Step, &a.CardHash, &a.Scorer, &score, &ok, &a.FailKind, &latency, &a.Tokens, &signals); err != nil {
 			return nil, fmt.Errorf("storage: asks %+v: %w", f, err)
+		}
+		if a.Signals, err = parseSignals(signals); err != nil {
+			return nil, fmt.Errorf("storage: asks %+v: ask of %q at step %d: signals: %w", f, a.OutputKey, a.Step, err)
 		}
 		a.Score, a.OK, a.Latency = floatBack(score), ok != 0, time.Duration(latency)
 		out = append(out, a)
@@ -151,9 +158,13 @@ func (db *DB) Decisions(ctx context.Context, f DecisionFilter) ([]advisor.Decisi
 // transcript's content and SettingsHash the advisor configuration it was run with
 // (both hex SHA-256, computed by the caller).
 type Session struct {
-	ID     string
-	Format string // transcript.Format, e.g. "claude-code"; "" when unknown
-	Name   string // display name, e.g. the transcript's file name
+	ID       string
+	Provider string // prices.Provider the session was priced under; "" when unknown (migration 0005)
+	// TimeMissing, TimeUnordered and TimeFuture count steps whose call time the
+	// transcript does not give or gives wrongly (replay.TimeStats; migration 0005).
+	TimeMissing, TimeUnordered, TimeFuture int
+	Format                                 string // transcript.Format, e.g. "claude-code"; "" when unknown
+	Name                                   string // display name, e.g. the transcript's file name
 	// Path is the transcript file the session was read from ("" when none), so
 	// replay-based commands can read it again (migration 0002).
 	Path         string
@@ -181,13 +192,17 @@ func (db *DB) SaveSession(ctx context.Context, s Session) error {
 
 // saveSession is SaveSession's statement, shared with CommitReplay.
 func saveSession(ctx context.Context, tx *sql.Tx, s Session) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO sessions(id, format, name, path, content_hash, settings_hash, created_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions(id, format, name, path, content_hash, settings_hash, created_at, finished_at,
+			provider, time_missing, time_unordered, time_future)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET format = excluded.format, name = excluded.name, path = excluded.path,
 			content_hash = excluded.content_hash, settings_hash = excluded.settings_hash,
+			provider = excluded.provider, time_missing = excluded.time_missing,
+			time_unordered = excluded.time_unordered, time_future = excluded.time_future,
 			created_at = coalesce(sessions.created_at, excluded.created_at),
 			finished_at = coalesce(excluded.finished_at, sessions.finished_at)`,
-		s.ID, s.Format, s.Name, s.Path, s.ContentHash, s.SettingsHash, timeText(s.CreatedAt), timeText(s.FinishedAt))
+		s.ID, s.Format, s.Name, s.Path, s.ContentHash, s.SettingsHash, timeText(s.CreatedAt), timeText(s.FinishedAt),
+		s.Provider, s.TimeMissing, s.TimeUnordered, s.TimeFuture)
 	return err
 }
 
@@ -423,4 +438,101 @@ func conditions(cs []cond) (string, []any) {
 		return "", nil
 	}
 	return " WHERE " + strings.Join(parts, " AND "), args
+}
+
+// signalsText encodes an ask's signals as stored (” for the zero value).
+func signalsText(s cards.Signals) string {
+	if s == (cards.Signals{}) {
+		return ""
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// parseSignals decodes stored signals (” is the zero value).
+func parseSignals(text string) (cards.Signals, error) {
+	var s cards.Signals
+	if text == "" {
+		return s, nil
+	}
+	err := json.Unmarshal([]byte(text), &s)
+	return s, err
+}
+
+// RecordSteps stores advisor step records (advisor.Store), all in one transaction
+// (all or none). ErrInvalid, naming the index of the first bad one, for a record
+// without a session id or with a step < 1. Empty steps is a no-op.
+func (db *DB) RecordSteps(ctx context.Context, steps []advisor.StepRecord) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	for i, r := range steps {
+		if r.SessionID == "" || r.Step < 1 {
+			return fmt.Errorf("storage: record steps: step record %d (step %d of %q): %w: session id and a step >= 1 are required", i, r.Step, r.SessionID, ErrInvalid)
+		}
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		return insertAll(ctx, tx, `INSERT INTO steps(session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, len(steps), func(i int) []any {
+			r := steps[i]
+			return []any{r.SessionID, r.Step, timeText(r.At), r.ContextTokens, r.FullTokens, r.Rewrite, r.Pruned, r.Frees, r.Suffix, r.CostUSD, r.SavingUSD}
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("storage: record %d steps: %w", len(steps), err)
+	}
+	return nil
+}
+
+// Steps returns the step records of a session in the order recorded.
+func (db *DB) Steps(ctx context.Context, sessionID string) ([]advisor.StepRecord, error) {
+	var out []advisor.StepRecord
+	err := db.query(ctx, `SELECT session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd
+		FROM steps WHERE session_id = ? ORDER BY id`, []any{sessionID}, func(rows *sql.Rows) error {
+		var r advisor.StepRecord
+		var at sql.NullString
+		if err := rows.Scan(&r.SessionID, &r.Step, &at, &r.ContextTokens, &r.FullTokens, &r.Rewrite, &r.Pruned,
+			&r.Frees, &r.Suffix, &r.CostUSD, &r.SavingUSD); err != nil {
+			return err
+		}
+		t, err := parseTime(at)
+		if err != nil {
+			return err
+		}
+		r.At = t
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: steps of %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// SessionHistory implements advisor.Store: the session's asks in the order recorded
+// and its latest step record (the highest step; the latest recorded among equals).
+func (db *DB) SessionHistory(ctx context.Context, sessionID string) (advisor.History, error) {
+	var h advisor.History
+	asks, err := db.Asks(ctx, AskFilter{SessionID: sessionID})
+	if err != nil {
+		return h, err
+	}
+	h.Asks = asks
+	var at sql.NullString
+	err = db.r.QueryRowContext(ctx, `SELECT session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd
+		FROM steps WHERE session_id = ? ORDER BY step DESC, id DESC LIMIT 1`, sessionID).Scan(&h.Last.SessionID, &h.Last.Step, &at,
+		&h.Last.ContextTokens, &h.Last.FullTokens, &h.Last.Rewrite, &h.Last.Pruned, &h.Last.Frees, &h.Last.Suffix, &h.Last.CostUSD, &h.Last.SavingUSD)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return h, nil
+	case err != nil:
+		return h, fmt.Errorf("storage: history of %q: %w", sessionID, classify(err))
+	}
+	if h.Last.At, err = parseTime(at); err != nil {
+		return h, fmt.Errorf("storage: history of %q: %w", sessionID, err)
+	}
+	return h, nil
 }

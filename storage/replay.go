@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -28,7 +29,7 @@ func (db *DB) ReplayDone(ctx context.Context, contentHash, settingsHash string) 
 }
 
 // replayTables are the tables whose rows of one session CommitReplay replaces.
-var replayTables = []string{"asks", "decisions", "evidence", "replay_outputs", "replay_steps", "replay_runs"}
+var replayTables = []string{"asks", "decisions", "steps", "evidence", "replay_outputs", "replay_steps", "replay_runs"}
 
 // CommitReplay stores one replayed session in one transaction: its settings
 // (replay_settings, once per hash), its sessions row (with the file path), every
@@ -60,14 +61,15 @@ func (db *DB) CommitReplay(ctx context.Context, rec *replay.Record) error {
 		if err := saveSession(ctx, tx, Session{
 			ID: rec.ID, Format: string(rec.Format), Name: rec.Name, Path: rec.Path,
 			ContentHash: rec.ContentHash, SettingsHash: rec.SettingsHash,
-			CreatedAt: rec.Started, FinishedAt: rec.Finished,
+			CreatedAt: rec.Started, FinishedAt: rec.Finished, Provider: string(rec.Provider),
+			TimeMissing: rec.Times.Missing, TimeUnordered: rec.Times.Unordered, TimeFuture: rec.Times.Future,
 		}); err != nil {
 			return fmt.Errorf("session: %w", err)
 		}
-		if err := insertAll(ctx, tx, `INSERT INTO asks(session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, len(rec.Asks), func(i int) []any {
+		if err := insertAll(ctx, tx, `INSERT INTO asks(session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens, signals)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, len(rec.Asks), func(i int) []any {
 			a := rec.Asks[i]
-			return []any{rec.ID, a.OutputKey, a.Step, a.CardHash, a.Scorer, nullFloat(a.Score), boolInt(a.OK), a.FailKind, int64(a.Latency), a.Tokens}
+			return []any{rec.ID, a.OutputKey, a.Step, a.CardHash, a.Scorer, nullFloat(a.Score), boolInt(a.OK), a.FailKind, int64(a.Latency), a.Tokens, signalsText(a.Signals)}
 		}); err != nil {
 			return fmt.Errorf("asks: %w", err)
 		}
@@ -86,17 +88,20 @@ func (db *DB) CommitReplay(ctx context.Context, rec *replay.Record) error {
 			return fmt.Errorf("evidence: %w", err)
 		}
 		if err := insertAll(ctx, tx, `INSERT INTO replay_outputs(session_id, output_key, seq, tool, summary, tokens, step,
-			candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by, offset_tokens, stub_tokens)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			len(rec.Outputs), func(i int) []any {
 				o := rec.Outputs[i]
-				return []any{rec.ID, o.Key, i, o.Tool, o.Summary, o.Tokens, o.Step, o.CandidateFrom, o.RuleDeadAt, o.PendingAt, o.PrunedAt, o.EndStep, o.RuleBy}
+				return []any{rec.ID, o.Key, i, o.Tool, o.Summary, o.Tokens, o.Step, o.CandidateFrom, o.RuleDeadAt, o.PendingAt, o.PrunedAt, o.EndStep, o.RuleBy,
+					o.Offset, o.StubTokens}
 			}); err != nil {
 			return fmt.Errorf("outputs: %w", err)
 		}
-		if err := insertAll(ctx, tx, `INSERT INTO replay_steps(session_id, step, context_tokens, applied_tokens, asked, over_budget, rewrite)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, len(rec.StepFacts), func(i int) []any {
+		if err := insertAll(ctx, tx, `INSERT INTO replay_steps(session_id, step, context_tokens, applied_tokens, asked, over_budget, rewrite,
+			at, cold, rewrite_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, len(rec.StepFacts), func(i int) []any {
 			s := rec.StepFacts[i]
-			return []any{rec.ID, s.Step, s.ContextTokens, s.AppliedTokens, s.Asked, boolInt(s.OverBudget), boolInt(s.Rewrite)}
+			return []any{rec.ID, s.Step, s.ContextTokens, s.AppliedTokens, s.Asked, boolInt(s.OverBudget), boolInt(s.Rewrite),
+				timeText(s.At), boolInt(s.Cold), s.RewriteReason}
 		}); err != nil {
 			return fmt.Errorf("steps: %w", err)
 		}
@@ -194,13 +199,15 @@ func (db *DB) ReplayedSessions(ctx context.Context) ([]ReplayedSession, error) {
 func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error) {
 	what := fmt.Sprintf("storage: load replay %q", id)
 	rec := &replay.Record{ID: id}
-	var format, settings string
+	var format, settings, provider string
 	var started, finished sql.NullString
-	err := db.r.QueryRowContext(ctx, `SELECT s.format, s.name, s.path, s.content_hash, s.settings_hash, coalesce(x.settings, ''), r.started_at, r.finished_at
+	err := db.r.QueryRowContext(ctx, `SELECT s.format, s.name, s.path, s.content_hash, s.settings_hash, coalesce(x.settings, ''), r.started_at, r.finished_at,
+			s.provider, s.time_missing, s.time_unordered, s.time_future
 		FROM replay_runs r JOIN sessions s ON s.id = r.session_id
 		LEFT JOIN replay_settings x ON x.hash = r.settings_hash
 		WHERE r.session_id = ? AND r.status IN (?, ?) ORDER BY r.id DESC LIMIT 1`, id, ReplayDone, ReplayIncomplete).
-		Scan(&format, &rec.Name, &rec.Path, &rec.ContentHash, &rec.SettingsHash, &settings, &started, &finished)
+		Scan(&format, &rec.Name, &rec.Path, &rec.ContentHash, &rec.SettingsHash, &settings, &started, &finished,
+			&provider, &rec.Times.Missing, &rec.Times.Unordered, &rec.Times.Future)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
@@ -208,6 +215,7 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 		return nil, fmt.Errorf("%s: %w", what, classify(err))
 	}
 	rec.Format = transcript.Format(format)
+	rec.Provider = prices.Provider(provider)
 	if settings != "" {
 		if rec.Settings, err = replay.ParseSettings(settings); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
@@ -220,10 +228,12 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 
-	if err := db.query(ctx, `SELECT output_key, tool, summary, tokens, step, candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by
+	if err := db.query(ctx, `SELECT output_key, tool, summary, tokens, step, candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by,
+			offset_tokens, stub_tokens
 		FROM replay_outputs WHERE session_id = ? ORDER BY seq`, []any{id}, func(rows *sql.Rows) error {
 		var o replay.OutputFacts
-		if err := rows.Scan(&o.Key, &o.Tool, &o.Summary, &o.Tokens, &o.Step, &o.CandidateFrom, &o.RuleDeadAt, &o.PendingAt, &o.PrunedAt, &o.EndStep, &o.RuleBy); err != nil {
+		if err := rows.Scan(&o.Key, &o.Tool, &o.Summary, &o.Tokens, &o.Step, &o.CandidateFrom, &o.RuleDeadAt, &o.PendingAt, &o.PrunedAt, &o.EndStep, &o.RuleBy,
+			&o.Offset, &o.StubTokens); err != nil {
 			return err
 		}
 		rec.Outputs = append(rec.Outputs, o)
@@ -231,14 +241,19 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 	}); err != nil {
 		return nil, fmt.Errorf("%s: outputs: %w", what, err)
 	}
-	if err := db.query(ctx, `SELECT step, context_tokens, applied_tokens, asked, over_budget, rewrite
+	if err := db.query(ctx, `SELECT step, context_tokens, applied_tokens, asked, over_budget, rewrite, at, cold, rewrite_reason
 		FROM replay_steps WHERE session_id = ? ORDER BY step`, []any{id}, func(rows *sql.Rows) error {
 		var s replay.StepFacts
-		var over, rewrite int
-		if err := rows.Scan(&s.Step, &s.ContextTokens, &s.AppliedTokens, &s.Asked, &over, &rewrite); err != nil {
+		var over, rewrite, cold int
+		var at sql.NullString
+		if err := rows.Scan(&s.Step, &s.ContextTokens, &s.AppliedTokens, &s.Asked, &over, &rewrite, &at, &cold, &s.RewriteReason); err != nil {
 			return err
 		}
-		s.OverBudget, s.Rewrite = over != 0, rewrite != 0
+		t, err := parseTime(at)
+		if err != nil {
+			return err
+		}
+		s.OverBudget, s.Rewrite, s.Cold, s.At = over != 0, rewrite != 0, cold != 0, t
 		rec.StepFacts = append(rec.StepFacts, s)
 		return nil
 	}); err != nil {

@@ -78,11 +78,11 @@ func TestOpenMigratesOnceAndReopens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v != 5 || LatestSchemaVersion() != 5 {
-			t.Errorf("round %d: SchemaVersion = %d, LatestSchemaVersion = %d, want 5 and 5", round, v, LatestSchemaVersion())
+		if v != 6 || LatestSchemaVersion() != 6 {
+			t.Errorf("round %d: SchemaVersion = %d, LatestSchemaVersion = %d, want 6 and 6", round, v, LatestSchemaVersion())
 		}
-		if got := count(t, db, "schema_version"); got != 5 {
-			t.Errorf("round %d: schema_version has %d rows, want 5 (each migration applied once)", round, got)
+		if got := count(t, db, "schema_version"); got != 6 {
+			t.Errorf("round %d: schema_version has %d rows, want 6 (each migration applied once)", round, got)
 		}
 		rows, err := db.r.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
 		if err != nil {
@@ -97,7 +97,7 @@ func TestOpenMigratesOnceAndReopens(t *testing.T) {
 			tables = append(tables, name)
 		}
 		rows.Close()
-		want := []string{"asks", "blobs", "decisions", "evidence", "outputs", "recalls", "replay_outputs", "replay_runs", "replay_settings", "replay_steps", "schema_version", "secrets", "session_versions", "sessions", "stubs"}
+		want := []string{"asks", "blobs", "decisions", "evidence", "outputs", "recalls", "replay_outputs", "replay_runs", "replay_settings", "replay_steps", "schema_version", "secrets", "session_versions", "sessions", "steps", "stubs"}
 		if diff := cmp.Diff(want, tables); diff != "" {
 			t.Errorf("round %d: tables (-want +got):\n%s", round, diff)
 		}

@@ -181,3 +181,47 @@ func distinct(terms []string) []string {
 	}
 	return out
 }
+
+// CardAvgTerms is the average card length, in terms, that CardKeep normalises by: the
+// mean of len(cards.Terms(Document(card))) over the first-ask cards of a lexical
+// replay of ../shared/corpus (measured by TestCardAvgTerms's log line; 2026-12).
+const CardAvgTerms = 85.0
+
+// Query returns the distinct terms of task and now, the query of every card of a
+// batch; nil when they hold none.
+func Query(task, now string) []string {
+	q := distinct(cards.Terms(task + "\n" + now))
+	if len(q) == 0 {
+		return nil
+	}
+	return q
+}
+
+// CardKeep returns Keep(BM25) of card c for the query (Query) with term rarity from
+// the session's corpus alone (N = corpus.Docs, df = corpus.DF, each at least 1) and
+// the fixed average length CardAvgTerms: unlike Score it does not depend on which
+// other cards share the batch, so the same card at the same step always scores the
+// same (the fitted scorer's "lexical" feature). It returns -1 for an empty query.
+func CardKeep(c cards.Card, query []string, corpus *cards.Corpus) float64 {
+	if len(query) == 0 {
+		return -1
+	}
+	terms := cards.Terms(Document(c))
+	tf := make(map[string]int, len(terms))
+	for _, t := range terms {
+		tf[t]++
+	}
+	n := 1
+	if corpus != nil {
+		n = max(corpus.Docs, 1)
+	}
+	idf := make(map[string]float64, len(query))
+	for _, t := range query {
+		df := 1
+		if corpus != nil {
+			df = max(corpus.DF[t], 1)
+		}
+		idf[t] = IDF(n, df)
+	}
+	return Keep(BM25(query, tf, len(terms), CardAvgTerms, idf))
+}

@@ -58,8 +58,10 @@ advisor sees only the messages before the t-th assistant message, then one last 
 sees them all. It prints a summary (tool-output tokens before and after, token-steps
 saved, outputs pruned by reason, rewrites, asks, scorer failures) and the final plan.
 Originals of pruned outputs are stored in --db, so every stub can be recalled with
-'pruneadvisor recall ID'. The simulation has no timestamps, so the prompt cache is
-treated as warm throughout (no cold-cache rewrites).`,
+'pruneadvisor recall ID'. The advisor's clock is the session's own timestamps (Claude
+Code, pi, Codex, Gemini CLI and OpenHands record them): where the agent paused for
+longer than the cache TTL the cache is cold and a rewrite is free; a session without
+timestamps is treated as warm throughout.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAdvise(cmd.Context(), e, args[0], f)
@@ -94,7 +96,8 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	if err != nil {
 		return err
 	}
-	adv, err := advisor.New(cfg, scorer, store)
+	buf := &bufferedStore{Store: store}
+	adv, err := advisor.New(cfg, scorer, buf)
 	if err != nil {
 		return usageError{err}
 	}
@@ -102,8 +105,18 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	if adv.RecallSecret, err = store.RecallSecret(ctx); err != nil {
 		return err
 	}
+	// The advisor's clock is the transcript's call times, as in replay: a pause
+	// longer than the cache TTL makes the cache cold there (a free rewrite); a
+	// session without timestamps is warm throughout.
 	base := time.Now()
-	adv.Clock = func() time.Time { return base } // warm cache: no timestamps in a replay
+	times, _, _ := replay.CallTimes(s, time.Duration(cfg.CacheTTL), base)
+	step := 0
+	adv.Clock = func() time.Time {
+		if step < len(times) {
+			return times[step]
+		}
+		return time.Time{}
+	}
 	runID := fmt.Sprintf("%s@advise-%x", advisor.SessionKey(s), base.UnixNano())
 	sum := adviseSummary{File: file, Format: string(s.Format), SessionID: runID, DB: f.db, Steps: s.Steps(),
 		PrunedByReason: map[string]int{}, ScorerFailures: map[string]int{}}
@@ -118,6 +131,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	// minutes; TestBadInputs "100k-steps").
 	counted, inView := 0, int64(0)
 	plan, err := replay.Simulate(ctx, adv, s, runID, true, func(p advisor.Plan, view []*transcript.Message) error {
+		step++
 		sum.AdviseCalls++
 		if p.Rewrite {
 			sum.Rewrites++
@@ -142,16 +156,19 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		sum.TokenSteps += inView
 		return nil
 	})
+	if ferr := buf.flush(ctx); ferr != nil && err == nil {
+		e.log.Warn("storage: cannot record asks, decisions or steps", "err", ferr)
+		sum.StorageErrors++
+	}
 	if err != nil {
 		return err
 	}
-	stubs := map[string]string{}
+	stubs := plan.Stubs
 	for _, it := range plan.Items {
 		sum.OutputTokens += it.Tokens
-		if it.Decision == advisor.DecisionPruned {
+		if it.Decision == advisor.DecisionPruned || it.Decision == advisor.DecisionRecalled {
 			sum.PrunedByReason[reasonClass(it.Reason)]++
 			sum.OutputTokensAfter += transcript.CountTokens(it.Stub)
-			stubs[it.Key] = it.Stub
 		} else {
 			sum.OutputTokensAfter += it.Tokens
 		}

@@ -186,7 +186,7 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 		if err := c.Validate(); err != nil {
 			return usageError{err}
 		}
-		replayers[i] = &replay.Replayer{Config: c, Scorer: scorer, Lenient: g.settings.Lenient}
+		replayers[i] = &replay.Replayer{Config: c, Scorer: scorer, Lenient: g.settings.Lenient, Sizer: ollama.Sizer{}}
 	}
 
 	sessions := g.sessions

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
+	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/storage"
@@ -401,7 +402,7 @@ func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*rep
 	lexAsks := map[string]*replay.Record{}
 	if !hasLexical {
 		in.inProc = true
-		rp := &replay.Replayer{Config: base.settings.Config, Scorer: lexical.New(), Lenient: base.settings.Lenient}
+		rp := &replay.Replayer{Config: base.settings.Config, Scorer: lexical.New(), Lenient: base.settings.Lenient, Sizer: ollama.Sizer{}}
 		recs := make([]*replay.Record, len(keep))
 		errs := parallel(len(keep), workers, func(i int) error {
 			src, err := loadSource(keep[i], base.settings.Lenient)

@@ -158,7 +158,7 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 		return err
 	}
 	defer closeStore()
-	rp := &replay.Replayer{Config: cfg, Scorer: scorer, Lenient: !f.strict, Logger: onceLogger(e.stderr)}
+	rp := &replay.Replayer{Config: cfg, Scorer: scorer, Lenient: !f.strict, Logger: onceLogger(e.stderr), Sizer: ollama.Sizer{}}
 	settings := rp.Settings()
 	prog := newReplayProgress(e, f.progress)
 	runner := &replay.Runner{Replayer: rp, Sink: store, Workers: workers, Events: prog.event}

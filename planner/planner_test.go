@@ -1,0 +1,150 @@
+package planner
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Every expected value below is worked out by hand in the case's comment.
+func TestPlan(t *testing.T) {
+	base := Input{Budget: 1000, HardLimit: 1500, LowWater: 800, LeastRewrite: 50, Remaining: 5, Read: 1, Premium: 10, PayFactor: 1}
+	with := func(f func(*Input)) Input {
+		in := base
+		f(&in)
+		return in
+	}
+	tests := []struct {
+		name string
+		in   Input
+		want Decision
+	}{
+		{"nothing pending", with(func(in *Input) { in.Context = 2000 }), Decision{}},
+		{
+			// Past the hard limit every pending prune goes: frees 300+200 = 500, first
+			// change at offset 100, suffix 1600-100-500 = 1000, cost 1000 x 10.
+			"hard limit", with(func(in *Input) {
+				in.Context = 1600
+				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}, {Offset: 600, Saves: 200, Rule: true}}
+			}),
+			Decision{Apply: []int{0, 1}, Reason: ReasonHardLimit, Frees: 500, Suffix: 1000, Cost: 10000, Saving: 2500},
+		},
+		{
+			// A cold cache makes the rewrite free: everything, cost 0.
+			"cold", with(func(in *Input) {
+				in.Context, in.Cold = 500, true
+				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}}
+			}),
+			Decision{Apply: []int{0}, Reason: ReasonColdCache, Frees: 300, Suffix: 100, Cost: 0, Saving: 1500},
+		},
+		{
+			// Over budget: rule first (600/250: 1200 -> 950), then the lowest score
+			// (700/200 at 0.05: -> 750 <= 800, the mark): stop. First change at 600; the
+			// prune at 100 lies before it and waits. Suffix 1200-600-450 = 150.
+			"over budget down to the mark", with(func(in *Input) {
+				in.Context = 1200
+				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}, {Offset: 600, Saves: 250, Rule: true}, {Offset: 700, Saves: 200, Keep: 0.05}}
+			}),
+			Decision{Apply: []int{1, 2}, Reason: ReasonOverBudget, Frees: 450, Suffix: 150, Cost: 1500, Saving: 2250},
+		},
+		{
+			// Over budget, the priority order reaches the mark with the prune at 100
+			// (0.1 before 0.3): first change at 100, so the one at 700 (0.3) rides along
+			// for free. Frees 300+400+100 = 800; suffix 1300-100-800 = 400.
+			"free riders", with(func(in *Input) {
+				in.Context = 1300
+				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.1}, {Offset: 400, Saves: 400, Rule: true}, {Offset: 700, Saves: 100, Keep: 0.3}}
+			}),
+			Decision{Apply: []int{0, 1, 2}, Reason: ReasonOverBudget, Frees: 800, Suffix: 400, Cost: 4000, Saving: 4000},
+		},
+		{
+			// Over budget by 10, the only prune frees 20 < 50 and 990 > 800: it waits.
+			"over budget, too little", with(func(in *Input) {
+				in.Context = 1010
+				in.Pending = []Pending{{Offset: 900, Saves: 20, Keep: 0.1}}
+			}),
+			Decision{Wait: "over budget, but pending prunes free 20 tokens: less than the least rewrite (50) and short of the low-water mark (800)"},
+		},
+		{
+			// Frees only 20 < 50, but reaches the mark (1005-20 = 985 <= 990): applied.
+			"over budget, reaches the mark", with(func(in *Input) {
+				in.Context, in.LowWater = 1005, 990
+				in.Pending = []Pending{{Offset: 900, Saves: 20, Keep: 0.1}}
+			}),
+			Decision{Apply: []int{0}, Reason: ReasonOverBudget, Frees: 20, Suffix: 85, Cost: 850, Saving: 100},
+		},
+		{
+			// Under budget: from offset 950 (40 freed): suffix 1000-950-40 = 10, cost
+			// 100, saving 40 x 1 x 5 = 200: pays, net 100. From offset 0 (both, 140
+			// freed): suffix 860, cost 8600 > saving 700. The later start wins.
+			"pays", with(func(in *Input) {
+				in.Context = 1000
+				in.Pending = []Pending{{Offset: 0, Saves: 100, Keep: 0.1}, {Offset: 950, Saves: 40, Keep: 0.1}}
+			}),
+			Decision{Apply: []int{1}, Reason: ReasonPays, Frees: 40, Suffix: 10, Cost: 100, Saving: 200},
+		},
+		{
+			// The same with PayFactor 3: 200 < 3 x 100, nothing pays.
+			"does not pay", with(func(in *Input) {
+				in.Context, in.PayFactor = 1000, 3
+				in.Pending = []Pending{{Offset: 0, Saves: 100, Keep: 0.1}, {Offset: 950, Saves: 40, Keep: 0.1}}
+			}),
+			Decision{Wait: "under budget, warm cache, and no rewrite pays for itself"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.in.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if d := cmp.Diff(tt.want, Plan(tt.in)); d != "" {
+				t.Errorf("Plan (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := Input{Context: 10, Budget: 100, HardLimit: 200, LowWater: 80, Remaining: 1, Read: 0.1, Premium: 1, PayFactor: 1}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid input: %v", err)
+	}
+	for _, tt := range []struct {
+		name string
+		f    func(*Input)
+	}{
+		{"hard limit under budget", func(in *Input) { in.HardLimit = 50 }},
+		{"low water over budget", func(in *Input) { in.LowWater = 101 }},
+		{"remaining below 1", func(in *Input) { in.Remaining = 0.5 }},
+		{"NaN price", func(in *Input) { in.Read = math.NaN() }},
+		{"pay factor below 1", func(in *Input) { in.PayFactor = 0.5 }},
+		{"empty prune", func(in *Input) { in.Pending = []Pending{{Offset: 1, Saves: 0}} }},
+		{"score out of range", func(in *Input) { in.Pending = []Pending{{Offset: 1, Saves: 5, Keep: 1.5}} }},
+	} {
+		in := ok
+		tt.f(&in)
+		if err := in.Validate(); err == nil {
+			t.Errorf("%s: no error", tt.name)
+		}
+	}
+}
+
+func TestEstimator(t *testing.T) {
+	e := Estimator{Factor: 0.5, Min: 3}
+	for _, tt := range []struct {
+		t    int
+		want float64
+	}{{0, 3}, {4, 3}, {10, 5}, {100, 50}} {
+		if got := e.Remaining(tt.t); got != tt.want {
+			t.Errorf("Remaining(%d) = %v, want %v", tt.t, got, tt.want)
+		}
+	}
+	// One session of 3 calls: sum (T-t+1) t = 3+4+3 = 10, sum t^2 = 1+4+9 = 14.
+	if f, ok := FitFactor([]int{3}); !ok || math.Abs(f-10.0/14) > 1e-12 {
+		t.Errorf("FitFactor([3]) = %v, %v; want 10/14", f, ok)
+	}
+	if _, ok := FitFactor([]int{0}); ok {
+		t.Error("FitFactor of no steps reported a fit")
+	}
+}
