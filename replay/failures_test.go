@@ -81,7 +81,10 @@ func TestScorerFailuresCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Replayed != 3 || again.AlreadyDone != 0 || again.FailedAsks != 0 || again.Asks != sum.Asks || len(again.Incomplete) != 0 {
+	// The ask counts of the two runs need not match: a failed ask is retried when the
+	// back-off allows (the cache goes cold in these sessions' pauses), a score under
+	// the cutoff makes its output pending and is never asked again.
+	if again.Replayed != 3 || again.AlreadyDone != 0 || again.FailedAsks != 0 || again.Asks == 0 || len(again.Incomplete) != 0 {
 		t.Errorf("second run: replayed %d, already done %d, %d of %d asks failed, incomplete %v; want the 3 sessions asked again, all scored",
 			again.Replayed, again.AlreadyDone, again.FailedAsks, again.Asks, again.Incomplete)
 	}

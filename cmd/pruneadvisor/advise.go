@@ -30,6 +30,16 @@ type adviseSummary struct {
 	TokenStepsSaved   int64          `json:"token_steps_saved"`    // sum over steps of tokens the stubs removed
 	PrunedByReason    map[string]int `json:"pruned_by_reason"`
 	Rewrites          int            `json:"rewrites"`
+	// RewritesByReason counts the rewrites by the planner's reason (cold-cache,
+	// over-budget, hard-limit, pays).
+	RewritesByReason map[string]int `json:"rewrites_by_reason"`
+	// RewriteCostUSD and RewriteSavingUSD sum the planner's prices of the rewrites
+	// made (dollars, the session's provider's price model).
+	RewriteCostUSD   float64 `json:"rewrite_cost_usd"`
+	RewriteSavingUSD float64 `json:"rewrite_saving_usd"`
+	// ColdSteps counts the steps whose call found the prompt cache expired (from the
+	// session's timestamps).
+	ColdSteps int `json:"cold_steps"`
 	Asks              int            `json:"asks"`
 	ScorerFailures    map[string]int `json:"scorer_failures"`
 	StorageErrors     int            `json:"storage_errors"`
@@ -119,7 +129,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	}
 	runID := fmt.Sprintf("%s@advise-%x", advisor.SessionKey(s), base.UnixNano())
 	sum := adviseSummary{File: file, Format: string(s.Format), SessionID: runID, DB: f.db, Steps: s.Steps(),
-		PrunedByReason: map[string]int{}, ScorerFailures: map[string]int{}}
+		PrunedByReason: map[string]int{}, ScorerFailures: map[string]int{}, RewritesByReason: map[string]int{}}
 	if scorer != nil {
 		sum.Scorer = scorer.Name()
 	} else {
@@ -135,6 +145,12 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		sum.AdviseCalls++
 		if p.Rewrite {
 			sum.Rewrites++
+			sum.RewritesByReason[p.RewriteReason]++
+			sum.RewriteCostUSD += p.RewriteCostUSD
+			sum.RewriteSavingUSD += p.RewriteSavingUSD
+		}
+		if p.Cold {
+			sum.ColdSteps++
 		}
 		sum.Asks += p.Asked
 		for k, n := range p.ScorerFailures {
@@ -214,7 +230,11 @@ func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
 		sum.OutputTokens, sum.OutputTokensAfter, pct(sum.OutputTokens-sum.OutputTokensAfter, sum.OutputTokens))
 	fmt.Fprintf(tw, "token-steps saved\t%d of %d\t(%.1f%%)\n", sum.TokenStepsSaved, sum.TokenSteps, pct64(sum.TokenStepsSaved, sum.TokenSteps))
 	fmt.Fprintf(tw, "pruned\t%d\t%s\n", total(sum.PrunedByReason), countList(sum.PrunedByReason))
-	fmt.Fprintf(tw, "rewrites\t%d\n", sum.Rewrites)
+	fmt.Fprintf(tw, "rewrites\t%d\t%s\n", sum.Rewrites, countList(sum.RewritesByReason))
+	if sum.Rewrites > 0 {
+		fmt.Fprintf(tw, "rewrite prices\t$%.4f cost, $%.4f saving\t(expected, by the planner)\n", sum.RewriteCostUSD, sum.RewriteSavingUSD)
+	}
+	fmt.Fprintf(tw, "cold-cache steps\t%d\t(calls after a pause longer than the cache TTL)\n", sum.ColdSteps)
 	fmt.Fprintf(tw, "asks\t%d\n", sum.Asks)
 	fmt.Fprintf(tw, "scorer failures\t%d\t%s\n", total(sum.ScorerFailures), countList(sum.ScorerFailures))
 	if sum.StorageErrors > 0 {
@@ -229,6 +249,9 @@ func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
 		return
 	}
 	fmt.Fprintf(e.stdout, "\nplan at step %d (context %d tokens, budget %d):\n", plan.Step, plan.ContextTokens, plan.Budget)
+	if plan.Waiting != "" {
+		fmt.Fprintf(e.stdout, "pending prunes wait: %s\n", plan.Waiting)
+	}
 	tw = tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  STEP\tTOOL\tTARGET\tTOKENS\tDECISION\tSCORE\tREASON\tRECALL")
 	items := append([]advisor.Item(nil), plan.Items...)

@@ -3,6 +3,7 @@
 making (format as in ../shared/docs/TRANSCRIPT-FORMATS.md section 1). The agent fixes a
 server that ignores $PORT: it reads files, edits config.go, re-reads it (so the first
 read is superseded), runs tests twice with identical output (a duplicate), and greps.
+The second test run takes six minutes, long enough for the prompt cache to expire.
 Deterministic: run it again and the bytes are the same."""
 import json, os
 
@@ -159,6 +160,10 @@ assistant("Both edits are in. Running the tests again.",
 result("toolu_12Test", test_pass, {"stdout": test_pass, "stderr": "", "interrupted": False, "isImage": False})
 assistant("All green. Running them once more with the race detector off to be sure the result is stable.",
           [("toolu_13Test", "Bash", {"command": "go test ./...", "description": "Run tests"})])
+# The second clean run takes six minutes (the developer steps away meanwhile): the
+# next model call finds the prompt cache expired (5-minute TTL), so the pending
+# prunes go in a free rewrite there (DESIGN.md step 6a).
+clock[0] += 360
 result("toolu_13Test", test_pass, {"stdout": test_pass, "stderr": "", "interrupted": False, "isImage": False})
 assistant(None, [("toolu_14Deploy", "Bash", {"command": "cat deploy/run.sh", "description": "Show deploy script"})])
 deploy = "#!/bin/sh\n" + "\n".join("export SHOP_VAR_%d=%d" % (i, i * 7) for i in range(30)) + "\nexec ./shopapi -config config.json\n"
