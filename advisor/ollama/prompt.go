@@ -5,9 +5,11 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"unicode/utf8"
 
@@ -223,17 +225,63 @@ func AnswerTokens(keys []string) int {
 
 // RequestTokens returns the o200k_base tokens of the request Score would send
 // for all of b's cards in one piece, with the scorer's prompt version: the system
-// and user messages (transcript.CountTokens, exact) plus TemplateTokens for the
-// chat template. It does not include the answer (num_predict) nor the model's own
-// tokenizer's difference (see TokenMargin), and it costs one render and count of
-// the prompt: transcript.CountTokens caches every word it has seen, so the cards
-// of a session cost little after their first ask. 0 for an unknown prompt version.
+// and user messages plus TemplateTokens for the chat template. It leaves out the
+// answer (num_predict) and the model's own tokenizer's difference (TokenMargin).
+//
+// It is counted by part, so that asking it at every ask of a replay stays cheap:
+// the prompt without its cards (system message, task, now and the fixed words),
+// then each card's text and separator, counted as at age 0 and remembered by
+// content (a re-ask of the same output differs only in its age's digits, one
+// token up to age 999 under o200k), then KeyListTokens per card for the closing
+// list of ids. On real sessions it is within 1% of the exact count of the
+// rendered prompt (TestRequestTokens). 0 for an unknown prompt version.
 func (s *Scorer) RequestTokens(b cards.Batch) int {
-	p, err := s.render(b, b.Cards)
+	frame, err := s.render(cards.Batch{Task: b.Task, Now: b.Now}, nil)
 	if err != nil {
 		return 0
 	}
-	return promptTokens(p)
+	total := promptTokens(frame)
+	for _, c := range b.Cards {
+		total += cardTokens(frame.Version, c) + KeyListTokens
+	}
+	return total
+}
+
+// KeyListTokens is what one more card adds to the closing list of ids
+// ("Give the percentage for each of: c1, c2, …"): ", c12" is three o200k tokens.
+const KeyListTokens = 3
+
+// cardTokenCache remembers cardTokens by prompt version and card content (age 0);
+// it is cleared when it reaches cardTokenEntries, about 2 MB.
+var cardTokenCache = struct {
+	sync.Mutex
+	m map[uint64]int
+}{m: map[uint64]int{}}
+
+const cardTokenEntries = 1 << 16
+
+var cardTokenSeed = maphash.MakeSeed()
+
+// cardTokens is the o200k count of card c's text under prompt version v as the
+// user message holds it (with its blank line), at age 0 and key c1.
+func cardTokens(v string, c cards.Card) int {
+	c.Age = 0
+	text := cardText(v, c, "c1") + "\n"
+	h := maphash.String(cardTokenSeed, v+"\x00"+text)
+	cardTokenCache.Lock()
+	n, ok := cardTokenCache.m[h]
+	cardTokenCache.Unlock()
+	if ok {
+		return n
+	}
+	n = transcript.CountTokens(text)
+	cardTokenCache.Lock()
+	if len(cardTokenCache.m) >= cardTokenEntries {
+		clear(cardTokenCache.m)
+	}
+	cardTokenCache.m[h] = n
+	cardTokenCache.Unlock()
+	return n
 }
 
 // promptTokens is the o200k_base count of p's messages plus TemplateTokens.

@@ -9,6 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -339,25 +342,36 @@ func TestThinkingModel(t *testing.T) {
 	noProblems(t, f)
 }
 
-// TestRequestTokens: the scorer's own request-size estimate is the o200k count of
-// the prompt it renders plus TemplateTokens, with its prompt version (v2 adds a
-// used line per card).
+// TestRequestTokens: the scorer's own request-size figure, counted by part, is
+// within 1% of the exact o200k count of the prompt it renders (plus
+// TemplateTokens), on a real session's largest outputs at several ages, for both
+// prompt versions; v2 is larger by the used lines.
 func TestRequestTokens(t *testing.T) {
-	b := exampleBatch()
+	batch := sessionBatch(t, 40)
 	for _, v := range []string{PromptV1, PromptV2} {
 		s := New(nil, "")
 		s.Prompt = v
-		p, err := s.Render(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := transcript.CountTokens(p.System) + transcript.CountTokens(p.User) + TemplateTokens
-		if got := s.RequestTokens(b); got != want || got < 300 {
-			t.Errorf("%s: RequestTokens = %d, want %d", v, got, want)
+		for _, age := range []int{3, 17, 250} {
+			for k := range batch.Cards {
+				batch.Cards[k].Age = age + k
+			}
+			p, err := s.Render(batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exact := transcript.CountTokens(p.System) + transcript.CountTokens(p.User) + TemplateTokens
+			got := s.RequestTokens(batch)
+			if rel := math.Abs(float64(got-exact)) / float64(exact); rel > 0.01 {
+				t.Errorf("%s, ages from %d: RequestTokens = %d, exact %d (%.2f%% off)", v, age, got, exact, 100*rel)
+			}
+			if age == 3 {
+				t.Logf("%s: %d cards, RequestTokens %d, exact %d", v, len(batch.Cards), got, exact)
+			}
 		}
 	}
 	v1, v2 := New(nil, ""), New(nil, "")
 	v1.Prompt = PromptV1
+	b := exampleBatch()
 	if v2.RequestTokens(b) <= v1.RequestTokens(b) {
 		t.Errorf("v2 (%d tokens) is not larger than v1 (%d): where are the used lines?", v2.RequestTokens(b), v1.RequestTokens(b))
 	}
@@ -374,4 +388,48 @@ func lens(seen [][]string) []int {
 		k = append(k, len(a))
 	}
 	return k
+}
+
+// BenchmarkRequestTokens measures the scorer's own request-size figure on a batch
+// of the 50 largest outputs of ../shared/sessions' first Claude Code session (or
+// the repository's fix-port.jsonl), their ages moving on every call as re-asks
+// would, so the whole-prompt count never repeats.
+func BenchmarkRequestTokens(b *testing.B) {
+	batch := sessionBatch(b, 50)
+	s := New(nil, "")
+	i := 0
+	for b.Loop() {
+		i++
+		for k := range batch.Cards {
+			batch.Cards[k].Age = 3 + i%40
+		}
+		if s.RequestTokens(batch) == 0 {
+			b.Fatal("no tokens")
+		}
+	}
+	b.ReportMetric(float64(len(batch.Cards)), "cards")
+}
+
+// sessionBatch builds up to n cards of a real session, as seen at its last step.
+func sessionBatch(tb testing.TB, n int) cards.Batch {
+	path := "../../testdata/sessions/fix-port.jsonl"
+	if m, _ := filepath.Glob("../../../shared/sessions/claude-code/*.jsonl"); len(m) > 0 {
+		path = m[0]
+	}
+	sess, err := transcript.ReadFile(path, transcript.Options{Lenient: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	outs := sess.Outputs()
+	slices.SortFunc(outs, func(a, b *transcript.ToolOutput) int { return b.Tokens - a.Tokens })
+	last := outs[0].Step
+	for _, o := range outs {
+		last = max(last, o.Step)
+	}
+	batch := cards.Batch{Task: cards.Cut(sess.Task, cards.ContextChars), Now: "Next I will run the tests again."}
+	for _, o := range outs[:min(n, len(outs))] {
+		batch.Cards = append(batch.Cards, cards.Build(sess.Messages, o, last+1))
+	}
+	tb.Logf("%s: %d cards", path, len(batch.Cards))
+	return batch
 }
