@@ -229,22 +229,41 @@ func AnswerTokens(keys []string) int {
 // answer (num_predict) and the model's own tokenizer's difference (TokenMargin).
 //
 // It is counted by part, so that asking it at every ask of a replay stays cheap:
-// the prompt without its cards (system message, task, now and the fixed words),
-// then each card's text and separator, counted as at age 0 and remembered by
-// content (a re-ask of the same output differs only in its age's digits, one
-// token up to age 999 under o200k), then KeyListTokens per card for the closing
-// list of ids. On real sessions it is within 1% of the exact count of the
-// rendered prompt (TestRequestTokens). 0 for an unknown prompt version.
+// FrameTokens (the prompt without its cards) plus CardTokens of every card. On
+// real sessions it is within 1% of the exact count of the rendered prompt
+// (TestRequestTokens). 0 for an unknown prompt version.
 func (s *Scorer) RequestTokens(b cards.Batch) int {
+	total := s.FrameTokens(b)
+	for i, c := range b.Cards {
+		total += s.CardTokens(c, i)
+	}
+	return total
+}
+
+// FrameTokens returns the tokens of b's request outside its cards, with the
+// scorer's prompt version: the system message, the task, now and the prompt's
+// fixed words, and TemplateTokens; 0 for an unknown prompt version. With
+// CardTokens it makes *Scorer a replay.RequestSizer.
+func (s *Scorer) FrameTokens(b cards.Batch) int {
 	frame, err := s.render(cards.Batch{Task: b.Task, Now: b.Now}, nil)
 	if err != nil {
 		return 0
 	}
-	total := promptTokens(frame)
-	for _, c := range b.Cards {
-		total += cardTokens(frame.Version, c) + KeyListTokens
+	return promptTokens(frame)
+}
+
+// CardTokens returns the tokens card c adds to a request as its i-th card, with
+// the scorer's prompt version: its text (with the used line under p2) and blank
+// line, counted as at age 0 and key c1 and remembered by content (a re-ask of the
+// same output differs only in its age's digits, and a key's digits, one token up
+// to 999 under o200k), plus KeyListTokens for its id in the closing list; 0 for
+// an unknown prompt version.
+func (s *Scorer) CardTokens(c cards.Card, _ int) int {
+	v := s.prompt()
+	if _, ok := templates[v]; !ok {
+		return 0
 	}
-	return total
+	return cardTokens(v, c) + KeyListTokens
 }
 
 // KeyListTokens is what one more card adds to the closing list of ids

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -381,6 +382,9 @@ func TestRequestTokens(t *testing.T) {
 		t.Errorf("unknown prompt: RequestTokens = %d, want 0", got)
 	}
 }
+
+// The scorer sizes its own requests for replay (replay.Replayer.Sizer).
+var _ replay.RequestSizer = (*Scorer)(nil)
 
 func lens(seen [][]string) []int {
 	var k []int
