@@ -168,7 +168,7 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	case "stored":
 		scorer, err = storedScorer(g.scorer)
 	case "lexical", "ollama", "none":
-		scorer, err = (&scorerFlags{kind: f.scorer, model: f.model}).build(ctx, e)
+		scorer, err = (&scorerFlags{kind: f.scorer, model: f.model, timeout: ollama.DefaultTimeout}).build(ctx, e)
 	default:
 		err = usageError{fmt.Errorf("--scorer %q: want stored, lexical, ollama or none", f.scorer)}
 	}
