@@ -1057,3 +1057,19 @@ func sweWindow(text string) (string, Range, bool) {
 	}
 	return file, Range{Start: first, End: last}, true
 }
+
+// classifyLike classifies c as if it were a call of tool name with args, then gives c
+// back its own Name and Args. Readers use it when the arguments Classify needs are
+// recorded somewhere other than the call's own Args (OpenHands keeps an old edit's
+// editor command in the model's raw tool call).
+func classifyLike(c *ToolCall, name string, args any, cwd string) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		raw = []byte("{}")
+	}
+	tmp := *c
+	tmp.Name, tmp.Args = name, raw
+	tmp.Classify(cwd)
+	tmp.Name, tmp.Args = c.Name, c.Args
+	*c = tmp
+}

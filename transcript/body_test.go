@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
@@ -326,33 +325,6 @@ func TestBodyScanEdges(t *testing.T) {
 	}
 }
 
-func TestSkipValue(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int // end, -1 when none
-	}{
-		{`"abc" x`, 5},
-		{`"a\"b" x`, 6},
-		{`"a\\" x`, 5},
-		{`"a\\\"" x`, 7},
-		{`"\\\\" x`, 6},
-		{`"unterminated\"`, -1},
-		{`{"a":[1,{"b":"}"}]} x`, 19},
-		{`[[],[[]]],`, 9},
-		{`[1,2`, -1},
-		{`123,`, 3},
-		{`true}`, 4},
-		{`null`, 4},
-		{`}`, -1},
-		{``, -1},
-	}
-	for _, tt := range tests {
-		if got := skipValue([]byte(tt.in), 0); got != tt.want {
-			t.Errorf("skipValue(%q) = %d; want %d", tt.in, got, tt.want)
-		}
-	}
-}
-
 // bodyHistory is an Anthropic body of n turns in the shape Claude Code sends: each
 // turn an assistant tool_use and a user tool_result; the last block carries a
 // cache_control marker, which moves to the new last message on the next request.
@@ -602,7 +574,7 @@ func BenchmarkReadBodyCached(b *testing.B) {
 	}
 }
 
-// msgDump renders an unlinked message as apiMessage and apiMessageFast build it.
+// msgDump renders an unlinked message as apiMessage builds it.
 func msgDump(m *Message, prompt string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %q meta=%v prompt=%q\n", m.Role, m.Text, m.Meta, prompt)
@@ -615,34 +587,21 @@ func msgDump(m *Message, prompt string) string {
 	return b.String()
 }
 
-// apiMessageFast decodes a message as apiMessage does, or declines it: checked on
-// every message of the bodies built from the real Claude Code sessions (where it
-// must decline none) and on edge cases (which it must decline where apiMessage
-// fails, and read alike where it does not).
-func TestAPIMessageFast(t *testing.T) {
-	check := func(name string, el []byte) (declined bool) {
-		t.Helper()
-		want, wantPrompt, fe := apiMessage(el, "messages.3", 0)
-		got, gotPrompt, ok := apiMessageFast(el, "messages.3", 0)
-		if !ok {
-			return true
-		}
-		if fe != nil {
-			t.Fatalf("%s: apiMessage fails (%v), apiMessageFast reads %s", name, fe, msgDump(got, gotPrompt))
-		}
-		if a, b := msgDump(want, wantPrompt), msgDump(got, gotPrompt); a != b {
-			t.Fatalf("%s: read differently:\napiMessage     %s\napiMessageFast %s", name, a, b)
-		}
-		return false
-	}
+// TestAPIMessage checks apiMessage (the one decoder of a Messages API message, on
+// jsonscan, for the fast and the full path) on every message of the bodies built
+// from the real Claude Code sessions, which must all decode, and on edge cases, each
+// with what the reader made of it when it decoded with encoding/json (recorded from
+// that reader, before the fast and full paths shared one decoder): the same message,
+// or the same error.
+func TestAPIMessage(t *testing.T) {
 	claude, _ := filepath.Glob(docReal("claude-code/*.jsonl"))
 	n := 0
 	for _, p := range claude {
 		body := bodyFromClaude(t, p)
 		gjson.GetBytes(body, "messages").ForEach(func(_, v gjson.Result) bool {
 			n++
-			if check(filepath.Base(p), []byte(v.Raw)) {
-				t.Errorf("%s: a real message declined: %.200s", filepath.Base(p), v.Raw)
+			if _, _, fe := apiMessage([]byte(v.Raw), "messages.3", 0); fe != nil {
+				t.Errorf("%s: a real message fails (%v): %.200s", filepath.Base(p), fe, v.Raw)
 			}
 			return true
 		})
@@ -650,64 +609,50 @@ func TestAPIMessageFast(t *testing.T) {
 	if n < 1000 {
 		t.Errorf("only %d messages checked", n)
 	}
-	edges := []string{
-		`{"role":"user","content":"a\"b\\c\/d\b\f\n\r\t\u0041\u00e9\u2028"}`,
-		`{"role":"user","content":"\ud83d\ude00"}`, `{"role":"user","content":"\udc00"}`, "{\"role\":\"user\",\"content\":\"bad \xff utf8\"}",
-		`{"role":"user","content":null}`, `{"role":"user"}`, `{"role":"assistant","content":[]}`, `{"role":"user","content":3}`,
-		`{"role":"system","content":"x"}`, `{"role":7,"content":"x"}`, `{"role":"user","content":"x","role":"assistant"}`, `{"r\u006fle":"user","content":"x"}`,
-		`{"role":"user","content":[{"type":"text","text":null},{"type":"text"},{"type":"text","text":3}]}`,
-		`{"role":"user","content":[{"type":"text","text":"a"},{"text":"no type"}]}`, `{"role":"user","content":[{"type":""}]}`, `{"role":"user","content":[7]}`,
-		`{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"R","input":{"a":[1, 2]}},{"type":"tool_use","id":"t","name":"R"},{"type":"tool_use","id":"u","name":null,"input":null}]}`,
-		`{"role":"assistant","content":[{"type":"tool_use","name":"R"}]}`, `{"role":"assistant","content":[{"type":"tool_use","id":"t","name":5}]}`,
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","is_error":true,"content":[{"type":"text","text":"a"},{"type":"image","source":{}},{"type":"text","text":""},{"type":"text","text":null},{"type":"text"},{"type":"document"},{"text":"untyped"}]}]}`,
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","is_error":"yes"}]}`, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":{}}]}`,
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":{}}]}]}`, `{"role":"user","content":[{"type":"tool_result","content":"x"}]}`,
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[3]}]}`, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":7,"text":"x"}]}]}`,
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","is_error":null,"content":null},{"type":"text","text":"<system-reminder>x</system-reminder>"}]}`,
-		`{"role":"user","content":[{"type":"text","text":"a","type":"text"}]}`, `{"role":"user","content":[{"type":"thinking","thinking":"x","signature":"y"},{"type":"text","text":"hi"}]}`,
-		` {"role":"user","content":"x"}`, `{"role":"user","content":"x"`, `[]`,
+	edges := []struct{ in, want string }{
+		{"{\"role\":\"user\",\"content\":\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u0041\\u00e9\\u2028\"}", "user \"a\\\"b\\\\c/d\\b\\f\\n\\r\\tAé\\u2028\" meta=false prompt=\"a\\\"b\\\\c/d\\b\\f\\n\\r\\tAé\\u2028\"\n"},
+		{"{\"role\":\"user\",\"content\":\"\\ud83d\\ude00\"}", "user \"😀\" meta=false prompt=\"😀\"\n"},
+		{"{\"role\":\"user\",\"content\":\"\\udc00\"}", "user \"�\" meta=false prompt=\"�\"\n"},
+		{"{\"role\":\"user\",\"content\":\"bad \xff utf8\"}", "user \"bad � utf8\" meta=false prompt=\"bad � utf8\"\n"},
+		{"{\"role\":\"user\",\"content\":null}", "user \"\" meta=false prompt=\"\"\n"},
+		{"{\"role\":\"user\"}", "user \"\" meta=false prompt=\"\"\n"},
+		{"{\"role\":\"assistant\",\"content\":[]}", "assistant \"\" meta=false prompt=\"\"\n"},
+		{"{\"role\":\"user\",\"content\":3}", "error messages.3.content: content must be a string or an array of blocks"},
+		{"{\"role\":\"system\",\"content\":\"x\"}", "error messages.3.role: role \"system\" is neither user nor assistant"},
+		{"{\"role\":7,\"content\":\"x\"}", "error messages.3.role: role \"\" is neither user nor assistant"},
+		{"{\"role\":\"user\",\"content\":\"x\",\"role\":\"assistant\"}", "error messages.3: a key occurs twice in the object"},
+		{"{\"r\\u006fle\":\"user\",\"content\":\"x\"}", "user \"x\" meta=false prompt=\"x\"\n"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":null},{\"type\":\"text\"},{\"type\":\"text\",\"text\":3}]}", "error messages.3.content.2.text: expected a string, found JSON number"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"text\":\"no type\"}]}", "error messages.3.content.1.type: content block has no type"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"\"}]}", "error messages.3.content.0.type: content block has no type"},
+		{"{\"role\":\"user\",\"content\":[7]}", "error messages.3.content.0: expected a JSON object, found a JSON number"},
+		{"{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"R\",\"input\":{\"a\":[1, 2]}},{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"R\"},{\"type\":\"tool_use\",\"id\":\"u\",\"name\":null,\"input\":null}]}", "assistant \"\" meta=false prompt=\"\"\ncall \"t\" \"R\" {\"a\":[1, 2]}\ncall \"u\" \"\" null\n"},
+		{"{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"name\":\"R\"}]}", "error messages.3.content.0.id: tool_use block without an id"},
+		{"{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":5}]}", "error messages.3.content.0.name: expected a string, found JSON number"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"is_error\":true,\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"image\",\"source\":{}},{\"type\":\"text\",\"text\":\"\"},{\"type\":\"text\",\"text\":null},{\"type\":\"text\"},{\"type\":\"document\"},{\"text\":\"untyped\"}]}]}", "tool \"\" meta=false prompt=\"\"\noutput \"t\" \"a\" err=true block=0 img=true unit=1 [\"messages.3.content.0.content.0.text\" \"messages.3.content.0.content.2.text\" \"messages.3.content.0.content.3.text\"]\n"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"is_error\":\"yes\"}]}", "error messages.3.content.0.is_error: expected a boolean, found JSON string"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":{}}]}", "error messages.3.content.0.content: tool result content must be a string or an array of blocks"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":[{\"type\":\"text\",\"text\":{}}]}]}", "error messages.3.content.0.content.0.text: expected a string, found JSON object"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"content\":\"x\"}]}", "error messages.3.content.0.tool_use_id: tool_result block without a tool_use_id"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":[3]}]}", "error messages.3.content.0.content.0: expected a JSON object, found a JSON number"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":[{\"type\":7,\"text\":\"x\"}]}]}", "tool \"\" meta=false prompt=\"\"\noutput \"t\" \"\" err=false block=0 img=false unit=0 []\n"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"is_error\":null,\"content\":null},{\"type\":\"text\",\"text\":\"<system-reminder>x</system-reminder>\"}]}", "user \"<system-reminder>x</system-reminder>\" meta=true prompt=\"\"\noutput \"t\" \"\" err=false block=0 img=false unit=0 []\n"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\",\"type\":\"text\"}]}", "error messages.3.content.0: a key occurs twice in the object"},
+		{"{\"role\":\"user\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"x\",\"signature\":\"y\"},{\"type\":\"text\",\"text\":\"hi\"}]}", "user \"hi\" meta=false prompt=\"hi\"\n"},
+		{" {\"role\":\"user\",\"content\":\"x\"}", "user \"x\" meta=false prompt=\"x\"\n"},
+		{"{\"role\":\"user\",\"content\":\"x\"", "error messages.3: invalid JSON: unexpected end of input (truncated?)"},
+		{"[]", "error messages.3: expected a JSON object, found a JSON array"},
 	}
 	for _, e := range edges {
-		check(e, []byte(e))
-	}
-}
-
-// FuzzAPIMessageFast: on any input apiMessageFast reads as apiMessage or declines.
-func FuzzAPIMessageFast(f *testing.F) {
-	f.Add([]byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a\nb"},{"type":"image"}]}]}`))
-	f.Add([]byte(`{"role":"assistant","content":[{"type":"text","text":"x\u00e9"},{"type":"tool_use","id":"t","name":"R","input":{}}]}`))
-	f.Fuzz(func(t *testing.T, el []byte) {
-		want, wantPrompt, fe := apiMessage(el, "m", 0)
-		got, gotPrompt, ok := apiMessageFast(el, "m", 0)
-		if !ok {
-			return
-		}
+		m, prompt, fe := apiMessage([]byte(e.in), "messages.3", 0)
+		got := ""
 		if fe != nil {
-			t.Fatalf("apiMessage fails (%v), apiMessageFast reads %s", fe, msgDump(got, gotPrompt))
+			got = "error " + fe.Field + ": " + fe.Msg
+		} else {
+			got = msgDump(m, prompt)
 		}
-		if a, b := msgDump(want, wantPrompt), msgDump(got, gotPrompt); a != b {
-			t.Fatalf("read differently:\n%s\n%s", a, b)
+		if got != e.want {
+			t.Errorf("%s:\ngot  %q\nwant %q", e.in, got, e.want)
 		}
-	})
-}
-
-// jsonString unquotes as encoding/json does, where it does not decline.
-func FuzzJSONString(f *testing.F) {
-	for _, s := range []string{`"a"`, `"a\nb\u00e9\\"`, `"\ud83d"`, `"\u0000"`, `"x\/y"`} {
-		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if !json.Valid(raw) {
-			return
-		}
-		got, ok := jsonString(raw)
-		var want string
-		err := json.Unmarshal(raw, &want)
-		if ok && (err != nil || got != want) {
-			t.Fatalf("jsonString(%q) = %q; encoding/json %q, %v", raw, got, want, err)
-		}
-		if !ok && err == nil && raw[0] == '"' && raw[len(raw)-1] == '"' && utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u`)) {
-			t.Fatalf("jsonString declined %q", raw)
-		}
-	})
 }

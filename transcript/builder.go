@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 	"github.com/tidwall/gjson"
 )
 
@@ -170,12 +171,12 @@ func isUnchangedStub(text string) bool {
 // not parse gives the zero time and a warning naming file, line and field (for a
 // whole-document format the line is looked up from the path).
 func (b *builder) timeOf(raw json.RawMessage, line int, field string) time.Time {
-	if apiNull(raw) {
+	if jsonscan.Null(raw) {
 		return time.Time{}
 	}
-	s, ok := jsonString(raw)
+	s, ok := jsonscan.Unquote(raw)
 	if !ok {
-		s, ok = apiString(raw)
+		s, ok = jsonscan.String(raw)
 	}
 	if ok {
 		if t, ok := parseTime(s); ok {
@@ -184,7 +185,7 @@ func (b *builder) timeOf(raw json.RawMessage, line int, field string) time.Time 
 	}
 	if line == 0 {
 		if r := gjson.GetBytes(b.s.raw, field); r.Exists() {
-			line = docLine(b.s.raw, int64(r.Index))
+			line = jsonscan.Line(b.s.raw, r.Index)
 		}
 	}
 	pe := &ParseError{File: b.s.Name, Line: line, Field: field, Msg: string(raw) + " is not an RFC 3339 date and time; the message's time is left unknown"}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
 // Claude Code session files (TRANSCRIPT-FORMATS.md §1): one JSON object per line,
@@ -22,10 +24,6 @@ import (
 //     a rewind abandoned (see jsonlTree).
 //   - The top-level toolUseResult holds the structured result: a Read's line range, and
 //     an edit's success or failure (a plain-string toolUseResult is an error).
-
-func init() {
-	register(reader{format: FormatClaudeCode, detect: detectClaude, read: readClaude})
-}
 
 // ccProbe is what the reader needs from every line, whatever its type. Fields are raw
 // so that lines of types the reader ignores never fail on their own shapes.
@@ -93,13 +91,13 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 		raw := data[ln.start:ln.end]
 		var p ccProbe
 		if err := json.Unmarshal(raw, &p); err != nil {
-			if e := jsonlSkip(b, name, opts, ln.no, "", apiJSONProblem(err)); e != nil {
+			if e := jsonlSkip(b, name, opts, ln.no, "", jsonscan.Problem(err)); e != nil {
 				return nil, e
 			}
 			continue
 		}
-		typ, _ := apiString(p.Type)
-		uuid, _ := apiString(p.UUID)
+		typ, _ := jsonscan.String(p.Type)
+		uuid, _ := jsonscan.String(p.UUID)
 		if uuid != "" && seenUUID[uuid] {
 			b.warn("line %d: uuid %q repeats an earlier line; the repeat is ignored", ln.no, uuid)
 			continue
@@ -115,7 +113,7 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 		}
 		cl := &ccLine{no: ln.no, assistant: typ == "assistant", uuid: uuid, timestamp: p.Timestamp, unit: -1}
 		if err := json.Unmarshal(raw, &cl.entry); err != nil {
-			if e := jsonlSkip(b, name, opts, ln.no, "", apiJSONProblem(err)); e != nil {
+			if e := jsonlSkip(b, name, opts, ln.no, "", jsonscan.Problem(err)); e != nil {
 				return nil, e
 			}
 			continue
@@ -128,8 +126,8 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 		}
 		blocks, err := apiDecodeContent(cl.entry.Message.Content, "message.content")
 		if err != nil {
-			fe := apiAsFieldError(err, "message.content")
-			if e := jsonlSkip(b, name, opts, ln.no, fe.field, fe.msg); e != nil {
+			fe := jsonscan.AsFieldError(err, "message.content")
+			if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
 				return nil, e
 			}
 			continue
@@ -137,10 +135,10 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 		cl.blocks = blocks
 		cl.isString = len(blocks) == 1 && blocks[0].index < 0
 		if b.s.ID == "" {
-			b.s.ID, _ = apiString(p.SessionID)
+			b.s.ID, _ = jsonscan.String(p.SessionID)
 		}
 		if b.s.Cwd == "" {
-			b.s.Cwd, _ = apiString(p.Cwd)
+			b.s.Cwd, _ = jsonscan.String(p.Cwd)
 		}
 		benign := false
 		if cl.assistant {
@@ -263,10 +261,10 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 // ccParent is a line's parent for the tree: parentUuid, or across a compaction
 // boundary (parentUuid null) the logicalParentUuid.
 func ccParent(p ccProbe) string {
-	if s, _ := apiString(p.ParentUUID); s != "" {
+	if s, _ := jsonscan.String(p.ParentUUID); s != "" {
 		return s
 	}
-	s, _ := apiString(p.LogicalParentUUID)
+	s, _ := jsonscan.String(p.LogicalParentUUID)
 	return s
 }
 
@@ -364,12 +362,12 @@ var ccEditTools = map[string]bool{"edit": true, "multiedit": true, "write": true
 // a long first line is judged on the keys seen so far.
 func detectClaude(head []byte) bool {
 	for _, line := range jsonlHeadLines(head, 8) {
-		keys, ok := jsonlTopKeys(line)
-		if !ok {
+		h := jsonscan.ScanHead(line)
+		if !h.Object {
 			return false
 		}
-		has := func(k string) bool { _, ok := keys[k]; return ok }
-		typ, _ := keys["type"].(string)
+		has := func(k string) bool { return h.Keys[k] }
+		typ, _ := jsonscan.String(h.Vals["type"])
 		switch {
 		case typ == "summary" && has("leafUuid"),
 			typ == "file-history-snapshot" && (has("snapshot") || has("messageId")),
@@ -387,270 +385,3 @@ func detectClaude(head []byte) bool {
 // ccForeignTypes are line types of other JSONL formats.
 var ccForeignTypes = map[string]bool{"session": true, "message": true, "session_meta": true,
 	"response_item": true, "event_msg": true, "turn_context": true, "compacted": true}
-
-// ---- JSONL helpers shared with the pi reader ----
-
-// jsonlLine is one non-blank physical line: its 1-based number and the byte span of
-// its content (surrounding blanks, a trailing \r and a leading BOM excluded).
-type jsonlLine struct {
-	no         int
-	start, end int
-}
-
-// jsonlSplit splits data into non-blank lines.
-func jsonlSplit(data []byte) []jsonlLine {
-	var out []jsonlLine
-	no := 0
-	for pos := 0; pos < len(data); {
-		no++
-		end, next := len(data), len(data)
-		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
-			end, next = pos+i, pos+i+1
-		}
-		s, e := pos, end
-		if no == 1 && bytes.HasPrefix(data[s:e], []byte("\xef\xbb\xbf")) {
-			s += 3
-		}
-		for s < e && jsonlBlank(data[s]) {
-			s++
-		}
-		for e > s && jsonlBlank(data[e-1]) {
-			e--
-		}
-		if s < e {
-			out = append(out, jsonlLine{no: no, start: s, end: e})
-		}
-		pos = next
-	}
-	return out
-}
-
-func jsonlBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
-// jsonlSkip handles a malformed line: in strict mode it returns the *ParseError; in
-// lenient mode it counts the line in Skipped, records a warning and returns nil.
-func jsonlSkip(b *builder, name string, opts Options, line int, field, msg string) error {
-	pe := &ParseError{File: name, Line: line, Field: field, Msg: msg}
-	if !opts.Lenient {
-		return pe
-	}
-	b.s.Skipped++
-	if field != "" {
-		b.warn("line %d: skipped: field %s: %s", line, field, msg)
-	} else {
-		b.warn("line %d: skipped: %s", line, msg)
-	}
-	return nil
-}
-
-// jsonlHeadLines returns up to n non-blank lines of head (the last may be cut short).
-func jsonlHeadLines(head []byte, n int) [][]byte {
-	var out [][]byte
-	for len(head) > 0 && len(out) < n {
-		line := head
-		if i := bytes.IndexByte(head, '\n'); i >= 0 {
-			line, head = head[:i], head[i+1:]
-		} else {
-			head = nil
-		}
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// jsonlTopKeys scans the JSON object at the start of b and returns its top-level keys,
-// with string values as strings and every other value as nil. It stops quietly where b
-// ends or the JSON breaks; ok is false when b does not start with an object.
-func jsonlTopKeys(b []byte) (keys map[string]any, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
-	}
-	keys = map[string]any{}
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			break
-		}
-		k, _ := kt.(string)
-		vt, err := dec.Token()
-		if err != nil {
-			keys[k] = nil
-			break
-		}
-		if d, isDelim := vt.(json.Delim); isDelim {
-			keys[k] = nil
-			if !jsonlSkipRest(dec, d) {
-				break
-			}
-			continue
-		}
-		if s, isStr := vt.(string); isStr {
-			keys[k] = s
-		} else {
-			keys[k] = nil
-		}
-	}
-	return keys, true
-}
-
-// jsonlSkipRest consumes the rest of a container whose opening delimiter was read.
-func jsonlSkipRest(dec *json.Decoder, open json.Delim) bool {
-	depth := 1
-	for depth > 0 {
-		t, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		if d, ok := t.(json.Delim); ok {
-			if d == '{' || d == '[' {
-				depth++
-			} else {
-				depth--
-			}
-		}
-	}
-	return true
-}
-
-// treeNode is one entry of a session tree (Claude Code uuid/parentUuid, pi v2+
-// id/parentId), in file order.
-type treeNode struct {
-	id     string // "" when the entry has none (it is then outside the tree and kept)
-	parent string // "" for a root
-	// benign entries never start a branch of their own: tool results, continuation
-	// lines of an assistant message, bookkeeping lines.
-	benign bool
-}
-
-// jsonlTree decides which entries of a session tree stay. It keeps file order and
-// drops only branches a rewind abandoned.
-//
-// A node with several children forks. A child whose whole subtree is benign (a
-// tool_result line of a parallel call, a continuation line of the same assistant
-// message) is never a branch. When two or more children lead to non-benign entries,
-// the user went back and started over at that point: the child on the path from the
-// final leaf back to the root stays (or, when that path does not pass the fork — it
-// can be cut by a skipped line or a compaction — the child latest in the file), and
-// the others are dropped with everything below them. Roots count as children of one
-// virtual fork only when rootFork is set (pi: a reset to before the first entry);
-// Claude Code starts sidechains and compactions at new roots, so they are kept.
-//
-// It returns keep (per node), how many nodes were dropped, and how many were left out
-// of the decision because they sit on (or below) a parent cycle; those are kept. It
-// never recurses, so deep chains cannot overflow the stack.
-func jsonlTree(nodes []treeNode, leaf int, rootFork bool) (keep []bool, dropped, cyclic int) {
-	n := len(nodes)
-	keep = make([]bool, n)
-	for i := range keep {
-		keep[i] = true
-	}
-	index := make(map[string]int, n)
-	for i, nd := range nodes {
-		if nd.id != "" {
-			if _, dup := index[nd.id]; !dup {
-				index[nd.id] = i
-			}
-		}
-	}
-	parent := make([]int, n)
-	children := make([][]int, n)
-	var roots, starts []int
-	for i, nd := range nodes {
-		parent[i] = -1
-		if nd.id == "" {
-			continue
-		}
-		p, ok := index[nd.parent]
-		switch {
-		case nd.parent == "":
-			roots = append(roots, i)
-			starts = append(starts, i)
-		case !ok || p == i:
-			starts = append(starts, i) // parent lost (skipped line) or self-parented
-		default:
-			parent[i] = p
-			children[p] = append(children[p], i)
-		}
-	}
-	onPath := make([]bool, n)
-	for i := leaf; i >= 0 && i < n && !onPath[i]; i = parent[i] {
-		onPath[i] = true
-	}
-	// sub[i]: the subtree of i holds a non-benign node. Iterative post-order.
-	sub := make([]bool, n)
-	state := make([]uint8, n)
-	var stack []int
-	for _, s := range starts {
-		stack = append(stack[:0], s)
-		for len(stack) > 0 {
-			top := stack[len(stack)-1]
-			if state[top] == 0 {
-				state[top] = 1
-				stack = append(stack, children[top]...)
-				continue
-			}
-			stack = stack[:len(stack)-1]
-			if state[top] == 1 {
-				state[top] = 2
-				s := !nodes[top].benign
-				for _, c := range children[top] {
-					s = s || sub[c]
-				}
-				sub[top] = s
-			}
-		}
-	}
-	drop := func(root int) {
-		stack = append(stack[:0], root)
-		for len(stack) > 0 {
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if !keep[top] {
-				continue
-			}
-			keep[top] = false
-			dropped++
-			stack = append(stack, children[top]...)
-		}
-	}
-	decide := func(kids []int) {
-		var cand []int
-		for _, k := range kids {
-			if sub[k] {
-				cand = append(cand, k)
-			}
-		}
-		if len(cand) < 2 {
-			return
-		}
-		stay := cand[len(cand)-1]
-		for _, k := range cand {
-			if onPath[k] {
-				stay = k
-			}
-		}
-		for _, k := range cand {
-			if k != stay {
-				drop(k)
-			}
-		}
-	}
-	for i := range nodes {
-		if state[i] == 2 && len(children[i]) > 1 {
-			decide(children[i])
-		}
-	}
-	if rootFork {
-		decide(roots)
-	}
-	for i, nd := range nodes {
-		if nd.id != "" && state[i] == 0 {
-			cyclic++
-		}
-	}
-	return keep, dropped, cyclic
-}

@@ -1,13 +1,14 @@
 package transcript
 
 import (
-	"bytes"
 	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
 // Codex CLI rollouts (TRANSCRIPT-FORMATS.md §3), one JSON object per line, in two
@@ -55,10 +56,6 @@ import (
 // first event_msg user_message, else the first non-Meta user message; a VS Code
 // prompt is cut to the text after "## My request for Codex:".
 
-func init() {
-	register(reader{format: FormatCodex, detect: detectCodex, read: readCodex})
-}
-
 // codexWrapperTypes are the type values of the current {timestamp, type, payload} form.
 var codexWrapperTypes = map[string]bool{
 	"session_meta": true, "turn_context": true, "response_item": true, "event_msg": true, "compacted": true,
@@ -75,34 +72,29 @@ var codexItemTypes = map[string]bool{
 // without a type, or a bare response item carrying a call_id or an
 // input_text/output_text content part.
 func detectCodex(head []byte) bool {
-	h := docScanHead(head)
-	if h.array {
+	h := jsonscan.ScanHead(head)
+	if h.Array {
 		return false
 	}
-	typ, hasType := docString(h.vals["type"])
-	if h.keys["payload"] && h.keys["timestamp"] {
+	typ, hasType := jsonscan.Text(h.Vals["type"])
+	if h.Keys["payload"] && h.Keys["timestamp"] {
 		return hasType && codexWrapperTypes[typ]
 	}
-	if !h.keys["type"] && h.keys["id"] && h.keys["timestamp"] && h.keys["instructions"] {
+	if !h.Keys["type"] && h.Keys["id"] && h.Keys["timestamp"] && h.Keys["instructions"] {
 		return true
 	}
-	if hasType && codexItemTypes[typ] && !h.keys["uuid"] && !h.keys["sessionId"] {
-		if h.keys["call_id"] {
+	if hasType && codexItemTypes[typ] && !h.Keys["uuid"] && !h.Keys["sessionId"] {
+		if h.Keys["call_id"] {
 			return true
 		}
-		for _, p := range h.elems["content"] {
-			if t, _ := docString(docObj(p)["type"]); t == "input_text" || t == "output_text" {
+		for _, p := range h.Elems["content"] {
+			part, _ := jsonscan.Loose(p)
+			if t, _ := jsonscan.Text(part["type"]); t == "input_text" || t == "output_text" {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// docObj decodes raw as an object, nil when it is none.
-func docObj(raw json.RawMessage) map[string]json.RawMessage {
-	m, _ := docObject(raw)
-	return m
 }
 
 type codexReader struct {
@@ -119,31 +111,9 @@ func (r *codexReader) at(n int) time.Time { return r.b.timeOf(r.ts, n, "timestam
 
 func readCodex(name string, data []byte, opts Options) (*Session, error) {
 	r := &codexReader{b: newBuilder(FormatCodex, name, data), name: name, opts: opts}
-	lineNo := 0
-	for pos := 0; pos < len(data); {
-		end := bytes.IndexByte(data[pos:], '\n')
-		if end < 0 {
-			end = len(data)
-		} else {
-			end += pos
-		}
-		lineNo++
-		start, stop := pos, end
-		pos = end + 1
-		if lineNo == 1 && bytes.HasPrefix(data[start:stop], []byte("\xef\xbb\xbf")) {
-			start += 3
-		}
-		for stop > start && (data[stop-1] == '\r' || data[stop-1] == ' ' || data[stop-1] == '\t') {
-			stop--
-		}
-		for start < stop && (data[start] == ' ' || data[start] == '\t') {
-			start++
-		}
-		if start >= stop {
-			continue
-		}
-		if err := r.line(lineNo, start, stop); err != nil {
-			if err := docSkip(r.b, opts, err); err != nil {
+	for _, ln := range jsonlSplit(data) {
+		if err := r.line(ln.no, ln.start, ln.end); err != nil {
+			if err := skipEntry(r.b, opts, err); err != nil {
 				return nil, err
 			}
 		}
@@ -175,16 +145,16 @@ func (r *codexReader) line(n, start, stop int) *ParseError {
 		if json.Valid(raw) {
 			return bad("", "line is not a JSON object")
 		}
-		return docJSONError(r.name, raw, n-1, "", err)
+		return jsonError(r.name, raw, n-1, "", err)
 	}
 	if obj == nil {
 		return bad("", "line is not a JSON object")
 	}
-	typ, _ := docString(obj["type"])
+	typ, _ := jsonscan.Text(obj["type"])
 	r.ts = obj["timestamp"]
 	switch {
 	case obj["payload"] != nil && codexWrapperTypes[typ]:
-		payload, ok := docObject(obj["payload"])
+		payload, ok := jsonscan.Loose(obj["payload"])
 		if !ok {
 			return bad("payload", "not an object")
 		}
@@ -196,7 +166,7 @@ func (r *codexReader) line(n, start, stop int) *ParseError {
 		return r.item(n, start, stop, obj, "")
 	case obj["id"] != nil && obj["timestamp"] != nil:
 		if r.b.s.ID == "" {
-			r.b.s.ID, _ = docString(obj["id"])
+			r.b.s.ID, _ = jsonscan.Text(obj["id"])
 		}
 	default:
 		r.b.warn("line %d: unrecognised line left out", n)
@@ -205,7 +175,7 @@ func (r *codexReader) line(n, start, stop int) *ParseError {
 }
 
 func (r *codexReader) wrapped(n, start, stop int, typ string, p map[string]json.RawMessage) *ParseError {
-	str := func(k string) string { s, _ := docString(p[k]); return s }
+	str := func(k string) string { s, _ := jsonscan.Text(p[k]); return s }
 	switch typ {
 	case "session_meta":
 		if r.b.s.ID == "" {
@@ -260,13 +230,13 @@ var codexCwdRe = regexp.MustCompile(`<cwd>([^<]+)</cwd>`)
 // item reads one response item; base is its sjson path inside the line ("payload"
 // or "" for bare items).
 func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, base string) *ParseError {
-	str := func(k string) string { s, _ := docString(it[k]); return s }
+	str := func(k string) string { s, _ := jsonscan.Text(it[k]); return s }
 	bad := func(field, msg string) *ParseError {
-		return &ParseError{File: r.name, Line: n, Field: docPath(base, field), Msg: msg}
+		return &ParseError{File: r.name, Line: n, Field: jsonscan.Path(base, field), Msg: msg}
 	}
 	switch typ := str("type"); typ {
 	case "message":
-		text, _, _, ok := docParts(it["content"], "")
+		text, _, _, ok := contentParts(it["content"], "")
 		if !ok {
 			return bad("content", "neither a string nor a list of parts")
 		}
@@ -301,15 +271,15 @@ func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, ba
 	case "reasoning", "web_search_call":
 		r.turn(n)
 	case "function_call":
-		name, ok := docString(it["name"])
+		name, ok := jsonscan.Text(it["name"])
 		if !ok {
 			return bad("name", "missing or not a string")
 		}
-		c := &ToolCall{ID: str("call_id"), Name: name, Args: docArgs(it["arguments"])}
+		c := &ToolCall{ID: str("call_id"), Name: name, Args: argsJSON(it["arguments"])}
 		m := r.turn(n)
 		m.Calls = append(m.Calls, c)
 	case "custom_tool_call":
-		name, ok := docString(it["name"])
+		name, ok := jsonscan.Text(it["name"])
 		if !ok {
 			return bad("name", "missing or not a string")
 		}
@@ -318,21 +288,21 @@ func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, ba
 		m := r.turn(n)
 		m.Calls = append(m.Calls, c)
 	case "local_shell_call":
-		if docKind(it["action"]) != '{' {
+		if jsonscan.Kind(it["action"]) != '{' {
 			return bad("action", "missing or not an object")
 		}
-		c := &ToolCall{ID: str("call_id"), Name: "local_shell", Args: docArgs(it["action"])}
+		c := &ToolCall{ID: str("call_id"), Name: "local_shell", Args: argsJSON(it["action"])}
 		if c.ID == "" {
 			c.ID = str("id")
 		}
 		m := r.turn(n)
 		m.Calls = append(m.Calls, c)
 	case "function_call_output", "custom_tool_call_output":
-		id, ok := docString(it["call_id"])
+		id, ok := jsonscan.Text(it["call_id"])
 		if !ok {
 			return bad("call_id", "missing or not a string")
 		}
-		o, pe := codexOutput(it["output"], docPath(base, "output"))
+		o, pe := codexOutput(it["output"], jsonscan.Path(base, "output"))
 		if pe != nil {
 			pe.File, pe.Line = r.name, n
 			return pe
@@ -351,11 +321,11 @@ var codexExitRe = regexp.MustCompile(`(?m)^(?:Process exited with code|Exit code
 // to the line) and must be registered with setLoc by the caller.
 func codexOutput(raw json.RawMessage, path string) (*ToolOutput, *ParseError) {
 	o := &ToolOutput{}
-	switch docKind(raw) {
+	switch jsonscan.Kind(raw) {
 	case 0, 'n':
 		return o, nil
 	case '"':
-		s, _ := docString(raw)
+		s, _ := jsonscan.Text(raw)
 		o.Text, o.paths = s, []string{path}
 		if inner, ok := codexPeel(s); ok {
 			o.Text = inner.text
@@ -373,14 +343,14 @@ func codexOutput(raw json.RawMessage, path string) (*ToolOutput, *ParseError) {
 		}
 		return o, nil
 	case '[':
-		text, paths, image, _ := docParts(raw, path)
+		text, paths, image, _ := contentParts(raw, path)
 		o.Text, o.paths, o.HasImage = text, paths, image
 		return o, nil
 	case '{':
-		obj, _ := docObject(raw)
-		text, paths, image, ok := docParts(obj["content"], docPath(path, "content"))
+		obj, _ := jsonscan.Loose(raw)
+		text, paths, image, ok := contentParts(obj["content"], jsonscan.Path(path, "content"))
 		if !ok {
-			return nil, &ParseError{Field: docPath(path, "content"), Msg: "neither a string nor a list of parts"}
+			return nil, &ParseError{Field: jsonscan.Path(path, "content"), Msg: "neither a string nor a list of parts"}
 		}
 		o.Text, o.paths, o.HasImage = text, paths, image
 		o.IsError = strings.TrimSpace(string(obj["success"])) == "false"
@@ -411,7 +381,7 @@ func codexPeel(s string) (codexPeeled, bool) {
 	if json.Unmarshal([]byte(t), &v) != nil || v.Output == nil || v.Metadata == nil {
 		return codexPeeled{}, false
 	}
-	code, ok := docInt(v.Metadata.ExitCode)
+	code, ok := jsonscan.Int(v.Metadata.ExitCode)
 	return codexPeeled{text: *v.Output, failed: ok && code != 0}, true
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
 // Gemini CLI sessions (TRANSCRIPT-FORMATS.md §4): one JSON document
@@ -30,15 +32,11 @@ import (
 // relative paths stay relative. Newer builds write JSONL with $set patches; that
 // form is not read here.
 
-func init() {
-	register(reader{format: FormatGemini, detect: detectGemini, read: readGemini})
-}
-
 // detectGemini claims a JSON object whose keys include sessionId, projectHash and
 // messages.
 func detectGemini(head []byte) bool {
-	h := docScanHead(head)
-	return !h.array && h.keys["sessionId"] && h.keys["projectHash"] && h.keys["messages"]
+	h := jsonscan.ScanHead(head)
+	return !h.Array && h.Keys["sessionId"] && h.Keys["projectHash"] && h.Keys["messages"]
 }
 
 type geminiToolCall struct {
@@ -55,22 +53,22 @@ func readGemini(name string, data []byte, opts Options) (*Session, error) {
 		SessionID json.RawMessage `json:"sessionId"`
 		Messages  json.RawMessage `json:"messages"`
 	}
-	var root json.RawMessage
-	if err := docLoad(b, name, data, opts, &root); err != nil {
+	root, err := loadDocument(b, name, data, opts)
+	if err != nil {
 		return nil, err
 	}
-	if docKind(root) != '{' {
+	if jsonscan.Kind(root) != '{' {
 		return nil, &ParseError{File: name, Msg: "a Gemini CLI session is a JSON object"}
 	}
-	docDecode(root, &doc)
-	b.s.ID, _ = docString(doc.SessionID)
-	msgs, ok := docArray(doc.Messages)
-	if !ok || docKind(doc.Messages) != '[' {
+	jsonscan.Decode(root, &doc)
+	b.s.ID, _ = jsonscan.Text(doc.SessionID)
+	msgs, ok := jsonscan.Array(doc.Messages)
+	if !ok || jsonscan.Kind(doc.Messages) != '[' {
 		return nil, &ParseError{File: name, Field: "messages", Msg: "missing or not a list"}
 	}
 	for i, raw := range msgs {
 		if err := readGeminiMessage(b, name, i, raw); err != nil {
-			if err := docSkip(b, opts, err); err != nil {
+			if err := skipEntry(b, opts, err); err != nil {
 				return nil, err
 			}
 		}
@@ -81,23 +79,23 @@ func readGemini(name string, data []byte, opts Options) (*Session, error) {
 // readGeminiMessage adds message i; it returns a *ParseError, having added nothing,
 // when the entry is malformed.
 func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *ParseError {
-	path := docPath("messages", i)
+	path := jsonscan.Path("messages", i)
 	bad := func(field, msg string) *ParseError {
-		return &ParseError{File: name, Field: docPath(path, field), Msg: msg}
+		return &ParseError{File: name, Field: jsonscan.Path(path, field), Msg: msg}
 	}
-	obj, ok := docObject(raw)
+	obj, ok := jsonscan.Loose(raw)
 	if !ok {
 		return bad("", "message is not a JSON object")
 	}
-	typ, ok := docString(obj["type"])
+	typ, ok := jsonscan.Text(obj["type"])
 	if !ok {
 		return bad("type", "missing or not a string")
 	}
-	text, _, _, ok := docParts(obj["content"], "")
+	text, _, _, ok := contentParts(obj["content"], "")
 	if !ok {
 		return bad("content", "neither a string nor a list of parts")
 	}
-	at := func() time.Time { return b.timeOf(obj["timestamp"], 0, docPath(path, "timestamp")) }
+	at := func() time.Time { return b.timeOf(obj["timestamp"], 0, jsonscan.Path(path, "timestamp")) }
 	switch typ {
 	case "user":
 		b.add(&Message{Role: RoleUser, Text: text, Time: at()})
@@ -109,7 +107,7 @@ func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *Par
 		b.warn("%s: message of type %q left out", path, typ)
 		return nil
 	}
-	tcs, ok := docArray(obj["toolCalls"])
+	tcs, ok := jsonscan.Array(obj["toolCalls"])
 	if !ok {
 		return bad("toolCalls", "not a list")
 	}
@@ -117,23 +115,23 @@ func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *Par
 	var outs []*ToolOutput
 	var outCalls []*ToolCall
 	for k, raw := range tcs {
-		tpath := docPath("toolCalls", k)
+		tpath := jsonscan.Path("toolCalls", k)
 		var tc geminiToolCall
-		if !docDecode(raw, &tc) {
+		if !jsonscan.Decode(raw, &tc) {
 			return bad(tpath, "tool call is not a JSON object")
 		}
-		toolName, ok := docString(tc.Name)
+		toolName, ok := jsonscan.Text(tc.Name)
 		if !ok {
-			return bad(docPath(tpath, "name"), "missing or not a string")
+			return bad(jsonscan.Path(tpath, "name"), "missing or not a string")
 		}
-		id, _ := docString(tc.ID)
+		id, _ := jsonscan.Text(tc.ID)
 		args := json.RawMessage("{}")
-		if k := docKind(tc.Args); k == '{' || k == '[' {
-			args = docArgs(tc.Args)
+		if k := jsonscan.Kind(tc.Args); k == '{' || k == '[' {
+			args = argsJSON(tc.Args)
 		}
 		call := &ToolCall{ID: id, Name: toolName, Args: args}
 		msg.Calls = append(msg.Calls, call)
-		o, err := geminiResult(tc, docPath(path, tpath, "result"))
+		o, err := geminiResult(tc, jsonscan.Path(path, tpath, "result"))
 		if err != nil {
 			err.File = name
 			return err
@@ -157,13 +155,13 @@ func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *Par
 
 // geminiResult reads one tool call's result list; nil when it has none yet.
 func geminiResult(tc geminiToolCall, base string) (*ToolOutput, *ParseError) {
-	status, _ := docString(tc.Status)
-	parts, ok := docArray(tc.Result)
+	status, _ := jsonscan.Text(tc.Status)
+	parts, ok := jsonscan.Array(tc.Result)
 	if !ok {
 		return nil, &ParseError{Field: base, Msg: "not a list"}
 	}
 	if len(parts) == 0 {
-		if docKind(tc.Result) == '[' {
+		if jsonscan.Kind(tc.Result) == '[' {
 			// An empty result list: the call ran and returned nothing.
 			return &ToolOutput{IsError: status == "error" || status == "cancelled"}, nil
 		}
@@ -172,22 +170,22 @@ func geminiResult(tc geminiToolCall, base string) (*ToolOutput, *ParseError) {
 	o := &ToolOutput{IsError: status == "error" || status == "cancelled"}
 	var texts, paths []string
 	for j, p := range parts {
-		obj, ok := docObject(p)
+		obj, ok := jsonscan.Loose(p)
 		if !ok {
 			continue
 		}
-		if fr, ok := docObject(obj["functionResponse"]); ok {
-			resp, _ := docObject(fr["response"])
-			rpath := docPath(base, j, "functionResponse", "response")
+		if fr, ok := jsonscan.Loose(obj["functionResponse"]); ok {
+			resp, _ := jsonscan.Loose(fr["response"])
+			rpath := jsonscan.Path(base, j, "functionResponse", "response")
 			switch {
-			case resp["output"] != nil && docKind(resp["output"]) != 'n':
+			case resp["output"] != nil && jsonscan.Kind(resp["output"]) != 'n':
 				texts = append(texts, geminiValueText(resp["output"]))
-				paths = append(paths, docPath(rpath, "output"))
-			case resp["error"] != nil && docKind(resp["error"]) != 'n':
+				paths = append(paths, jsonscan.Path(rpath, "output"))
+			case resp["error"] != nil && jsonscan.Kind(resp["error"]) != 'n':
 				texts = append(texts, geminiValueText(resp["error"]))
-				paths = append(paths, docPath(rpath, "error"))
+				paths = append(paths, jsonscan.Path(rpath, "error"))
 				o.IsError = true
-			case resp != nil || docKind(fr["response"]) == '"':
+			case resp != nil || jsonscan.Kind(fr["response"]) == '"':
 				// A structured response, or one a rewrite replaced by its stub.
 				texts = append(texts, geminiValueText(fr["response"]))
 				paths = append(paths, rpath)
@@ -198,10 +196,10 @@ func geminiResult(tc geminiToolCall, base string) (*ToolOutput, *ParseError) {
 			o.HasImage = true
 			continue
 		}
-		if docKind(obj["text"]) == '"' {
-			s, _ := docString(obj["text"])
+		if jsonscan.Kind(obj["text"]) == '"' {
+			s, _ := jsonscan.Text(obj["text"])
 			texts = append(texts, s)
-			paths = append(paths, docPath(base, j, "text"))
+			paths = append(paths, jsonscan.Path(base, j, "text"))
 		}
 	}
 	o.Text = strings.Join(texts, "\n")
@@ -212,8 +210,8 @@ func geminiResult(tc geminiToolCall, base string) (*ToolOutput, *ParseError) {
 // geminiValueText is a response field as the model saw it: a string's value, any
 // other JSON value as its JSON text.
 func geminiValueText(raw json.RawMessage) string {
-	if docKind(raw) == '"' {
-		s, _ := docString(raw)
+	if jsonscan.Kind(raw) == '"' {
+		s, _ := jsonscan.Text(raw)
 		return s
 	}
 	return string(raw)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 	"github.com/tidwall/gjson"
 )
 
@@ -326,7 +327,7 @@ func TestMiniSWEAgentRealSessions(t *testing.T) {
 			if tt.file == "github_issue.traj.json" {
 				prefix = ""
 			}
-			if got, want := c.Output.paths, []string{docPath(prefix, 3, "content")}; !cmp.Equal(got, want) {
+			if got, want := c.Output.paths, []string{jsonscan.Path(prefix, 3, "content")}; !cmp.Equal(got, want) {
 				t.Errorf("first output paths %v, want %v", got, want)
 			}
 			r := s.Calls[tt.read.call]

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
 // OpenHands V0 event streams (TRANSCRIPT-FORMATS.md §7): a JSON array of events
@@ -32,18 +34,14 @@ import (
 // file_text). Session.Cwd is the working_dir of the first command result that
 // records one.
 
-func init() {
-	register(reader{format: FormatOpenHands, detect: detectOpenHands, read: readOpenHands})
-}
-
 // detectOpenHands claims a JSON array whose first complete element is an object
 // with a source and an action or observation.
 func detectOpenHands(head []byte) bool {
-	h := docScanHead(head)
-	if !h.array || len(h.items) == 0 {
+	h := jsonscan.ScanHead(head)
+	if !h.Array || len(h.Items) == 0 {
 		return false
 	}
-	obj, ok := docObject(h.items[0])
+	obj, ok := jsonscan.Loose(h.Items[0])
 	return ok && obj["source"] != nil && (obj["action"] != nil || obj["observation"] != nil)
 }
 
@@ -85,19 +83,19 @@ var ohSkipActions = map[string]bool{"change_agent_state": true, "null": true, "r
 
 func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 	b := newBuilder(FormatOpenHands, name, data)
-	var root json.RawMessage
-	if err := docLoad(b, name, data, opts, &root); err != nil {
+	root, err := loadDocument(b, name, data, opts)
+	if err != nil {
 		return nil, err
 	}
-	if docKind(root) != '[' {
+	if jsonscan.Kind(root) != '[' {
 		return nil, &ParseError{File: name, Msg: "an OpenHands trajectory is a JSON array of events"}
 	}
-	raws, _ := docArray(root)
+	raws, _ := jsonscan.Array(root)
 	events := make([]*ohEvent, len(raws))
 	for i, raw := range raws {
 		var ev ohEvent
-		if !docDecode(raw, &ev) {
-			if err := docSkip(b, opts, &ParseError{File: name, Field: docPath(i), Msg: "event is not a JSON object"}); err != nil {
+		if !jsonscan.Decode(raw, &ev) {
+			if err := skipEntry(b, opts, &ParseError{File: name, Field: jsonscan.Path(i), Msg: "event is not a JSON object"}); err != nil {
 				return nil, err
 			}
 			continue
@@ -110,7 +108,7 @@ func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 				} `json:"metadata"`
 			}
 			if json.Unmarshal(ev.Extras, &ex) == nil {
-				b.s.Cwd, _ = docString(ex.Metadata.WorkingDir)
+				b.s.Cwd, _ = jsonscan.Text(ex.Metadata.WorkingDir)
 			}
 		}
 	}
@@ -125,29 +123,29 @@ func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 		if ev == nil {
 			continue
 		}
-		path := docPath(i)
-		source, _ := docString(ev.Source)
-		id, _ := docString(ev.ID)
-		action, isAction := docString(ev.Action)
-		obs, isObs := docString(ev.Observation)
+		path := jsonscan.Path(i)
+		source, _ := jsonscan.Text(ev.Source)
+		id, _ := jsonscan.Text(ev.ID)
+		action, isAction := jsonscan.Text(ev.Action)
+		obs, isObs := jsonscan.Text(ev.Observation)
 		var args map[string]json.RawMessage
-		if ev.Args != nil && docKind(ev.Args) != 'n' {
+		if ev.Args != nil && jsonscan.Kind(ev.Args) != 'n' {
 			var ok bool
-			if args, ok = docObject(ev.Args); !ok {
-				if err := docSkip(b, opts, &ParseError{File: name, Field: docPath(path, "args"), Msg: "not an object"}); err != nil {
+			if args, ok = jsonscan.Loose(ev.Args); !ok {
+				if err := skipEntry(b, opts, &ParseError{File: name, Field: jsonscan.Path(path, "args"), Msg: "not an object"}); err != nil {
 					return nil, err
 				}
 				continue
 			}
 		}
-		argText := func(k string) string { s, _ := docString(args[k]); return s }
-		at := func() time.Time { return b.timeOf(ev.Timestamp, 0, docPath(path, "timestamp")) }
+		argText := func(k string) string { s, _ := jsonscan.Text(args[k]); return s }
+		at := func() time.Time { return b.timeOf(ev.Timestamp, 0, jsonscan.Path(path, "timestamp")) }
 		switch {
 		case isAction && ohSkipActions[action], isAction && source == "environment":
 		case isAction && action == "message":
 			text := argText("content")
 			if text == "" {
-				text, _ = docString(ev.Message)
+				text, _ = jsonscan.Text(ev.Message)
 			}
 			role := RoleUser
 			if source == "agent" {
@@ -165,16 +163,16 @@ func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 			}
 			var meta ohMeta
 			_ = json.Unmarshal(ev.Metadata, &meta)
-			callID, _ := docString(meta.ToolCallID)
+			callID, _ := jsonscan.Text(meta.ToolCallID)
 			if callID == "" {
 				callID = "event-" + id
 			}
-			c := &ToolCall{ID: callID, Name: action, Args: docArgs(ev.Args)}
+			c := &ToolCall{ID: callID, Name: action, Args: argsJSON(ev.Args)}
 			ohClassify(c, action, args, ohModelArgs(meta, callID), b.s.Cwd)
 			if id != "" {
 				calls[id] = c
 			}
-			resp, _ := docString(meta.ModelResponse.ID)
+			resp, _ := jsonscan.Text(meta.ModelResponse.ID)
 			thought := strings.TrimSpace(argText("thought"))
 			if lastAsst != nil && resp != "" && resp == lastResp {
 				lastAsst.Calls = append(lastAsst.Calls, c)
@@ -187,7 +185,7 @@ func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 			msgs = append(msgs, m)
 			lastAsst, lastResp = m, resp
 		case isObs:
-			cause, _ := docString(ev.Cause)
+			cause, _ := jsonscan.Text(ev.Cause)
 			c := calls[cause]
 			if c == nil {
 				if obs != "null" && obs != "agent_state_changed" && cause != "" {
@@ -195,20 +193,20 @@ func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 				}
 				continue
 			}
-			if docKind(ev.Content) != '"' && docKind(ev.Content) != 'n' && ev.Content != nil {
-				if err := docSkip(b, opts, &ParseError{File: name, Field: docPath(path, "content"), Msg: "not a string"}); err != nil {
+			if jsonscan.Kind(ev.Content) != '"' && jsonscan.Kind(ev.Content) != 'n' && ev.Content != nil {
+				if err := skipEntry(b, opts, &ParseError{File: name, Field: jsonscan.Path(path, "content"), Msg: "not a string"}); err != nil {
 					return nil, err
 				}
 				continue
 			}
-			text, _ := docString(ev.Content)
+			text, _ := jsonscan.Text(ev.Content)
 			o := &ToolOutput{CallID: c.ID, Text: text, IsError: obs == "error" || ohFailed(ev)}
 			if ev.Content != nil {
-				setLoc(o, 0, docPath(path, "content"))
+				setLoc(o, 0, jsonscan.Path(path, "content"))
 			}
 			msgs = append(msgs, &Message{Role: RoleTool, Outputs: []*ToolOutput{o}, Time: at()})
 		default:
-			if err := docSkip(b, opts, &ParseError{File: name, Field: path, Msg: "event has neither action nor observation"}); err != nil {
+			if err := skipEntry(b, opts, &ParseError{File: name, Field: path, Msg: "event has neither action nor observation"}); err != nil {
 				return nil, err
 			}
 		}
@@ -233,7 +231,7 @@ func ohFailed(ev *ohEvent) bool {
 	if json.Unmarshal(ev.Extras, &ex) != nil {
 		return false
 	}
-	code, ok := docInt(ex.Metadata.ExitCode)
+	code, ok := jsonscan.Int(ex.Metadata.ExitCode)
 	return ok && code > 0
 }
 
@@ -242,11 +240,11 @@ func ohFailed(ev *ohEvent) bool {
 func ohModelArgs(meta ohMeta, callID string) map[string]any {
 	for _, ch := range meta.ModelResponse.Choices {
 		for _, tc := range ch.Message.ToolCalls {
-			if id, _ := docString(tc.ID); id != callID {
+			if id, _ := jsonscan.Text(tc.ID); id != callID {
 				continue
 			}
 			var args map[string]any
-			if json.Unmarshal(docArgs(tc.Function.Arguments), &args) == nil {
+			if json.Unmarshal(argsJSON(tc.Function.Arguments), &args) == nil {
 				return args
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
 // pi coding agent session files (TRANSCRIPT-FORMATS.md §2): line 1 is the header
@@ -23,10 +25,6 @@ import (
 // (the user's own !command: a Meta user message, not a tool call); custom and hookMessage
 // (extension messages), branchSummary and compactionSummary: Meta user messages.
 
-func init() {
-	register(reader{format: FormatPi, detect: detectPi, read: readPi})
-}
-
 // piEntry is one JSON object of a pi file. Identifiers and payloads stay raw so that
 // odd values never fail an entry the reader would not use.
 type piEntry struct {
@@ -36,14 +34,14 @@ type piEntry struct {
 }
 
 // piDecodeEntry decodes one object (keys matched exactly, see apiObject).
-func piDecodeEntry(raw []byte) (piEntry, *apiFieldError) {
-	obj, problem := apiObject(raw)
+func piDecodeEntry(raw []byte) (piEntry, *jsonscan.FieldError) {
+	obj, problem := jsonscan.Object(raw)
 	if problem != "" {
-		return piEntry{}, &apiFieldError{"", problem}
+		return piEntry{}, fieldErr("", problem)
 	}
 	e := piEntry{ID: obj["id"], ParentID: obj["parentId"], Cwd: obj["cwd"], Message: obj["message"], Summary: obj["summary"], Content: obj["content"], Timestamp: obj["timestamp"]}
-	if err := apiField(obj, "type", "", &e.Type); err != nil {
-		return piEntry{}, apiAsFieldError(err, "type")
+	if err := jsonscan.Field(obj, "type", "", &e.Type); err != nil {
+		return piEntry{}, jsonscan.AsFieldError(err, "type")
 	}
 	return e, nil
 }
@@ -65,24 +63,24 @@ type piMessage struct {
 
 // piDecodeMessage decodes a message entry's message object.
 func piDecodeMessage(raw json.RawMessage) (*piMessage, error) {
-	obj, problem := apiObject(raw)
+	obj, problem := jsonscan.Object(raw)
 	if problem != "" {
-		if apiNull(raw) {
+		if jsonscan.Null(raw) {
 			problem = "a message entry without a message object"
 		}
-		return nil, &apiFieldError{"message", problem}
+		return nil, fieldErr("message", problem)
 	}
 	m := &piMessage{Content: obj["content"], Details: obj["details"]}
 	var exit float64
-	err := apiFields(obj, "message",
-		apiF{"role", &m.Role}, apiF{"toolCallId", &m.ToolCallID}, apiF{"isError", &m.IsError},
-		apiF{"command", &m.Command}, apiF{"output", &m.Output}, apiF{"exitCode", &exit},
-		apiF{"cancelled", &m.Cancelled}, apiF{"truncated", &m.Truncated}, apiF{"fullOutputPath", &m.FullOutputPath},
-		apiF{"excludeFromContext", &m.ExcludeFromContext}, apiF{"summary", &m.Summary})
+	err := jsonscan.Fields(obj, "message",
+		jsonscan.F{Key: "role", Dst: &m.Role}, jsonscan.F{Key: "toolCallId", Dst: &m.ToolCallID}, jsonscan.F{Key: "isError", Dst: &m.IsError},
+		jsonscan.F{Key: "command", Dst: &m.Command}, jsonscan.F{Key: "output", Dst: &m.Output}, jsonscan.F{Key: "exitCode", Dst: &exit},
+		jsonscan.F{Key: "cancelled", Dst: &m.Cancelled}, jsonscan.F{Key: "truncated", Dst: &m.Truncated}, jsonscan.F{Key: "fullOutputPath", Dst: &m.FullOutputPath},
+		jsonscan.F{Key: "excludeFromContext", Dst: &m.ExcludeFromContext}, jsonscan.F{Key: "summary", Dst: &m.Summary})
 	if err != nil {
 		return nil, err
 	}
-	if !apiNull(obj["exitCode"]) {
+	if !jsonscan.Null(obj["exitCode"]) {
 		m.ExitCode = &exit
 	}
 	return m, nil
@@ -111,12 +109,12 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 		line := data[ln.start:ln.end]
 		dec := json.NewDecoder(bytes.NewReader(line))
 		for decoded := 0; ; decoded++ {
-			if apiSkipSpace(line, int(dec.InputOffset())) >= len(line) {
+			if jsonscan.SkipBlank(line, int(dec.InputOffset())) >= len(line) {
 				break
 			}
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
-				msg := apiJSONProblem(err)
+				msg := jsonscan.Problem(err)
 				if decoded > 0 {
 					msg = "after the first object on the line: " + msg
 				}
@@ -128,9 +126,9 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 			end := int(dec.InputOffset())
 			start := end - len(raw)
 			o := &piObj{line: ln.no, unit: -1, node: -1}
-			var fe *apiFieldError
+			var fe *jsonscan.FieldError
 			if o.e, fe = piDecodeEntry(raw); fe != nil {
-				if e := jsonlSkip(b, name, opts, ln.no, fe.field, fe.msg); e != nil {
+				if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
 					return nil, e
 				}
 				continue
@@ -138,8 +136,8 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 			if first {
 				first = false
 				if o.e.Type == "session" {
-					b.s.ID, _ = apiString(o.e.ID)
-					b.s.Cwd, _ = apiString(o.e.Cwd)
+					b.s.ID, _ = jsonscan.String(o.e.ID)
+					b.s.Cwd, _ = jsonscan.String(o.e.Cwd)
 					continue
 				}
 				// No header: strict mode refuses the file; lenient mode reads on
@@ -156,8 +154,8 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 			}
 			benign, err := piInspect(o)
 			if err != nil {
-				fe := apiAsFieldError(err, "")
-				if e := jsonlSkip(b, name, opts, ln.no, fe.field, fe.msg); e != nil {
+				fe := jsonscan.AsFieldError(err, "")
+				if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
 					return nil, e
 				}
 				continue
@@ -165,13 +163,13 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 			if o.m != nil && o.m.Role == "toolResult" && bytes.Equal(line[start:end], raw) {
 				o.unit = b.addUnit(ln.start+start, ln.start+end)
 			}
-			if id, _ := apiString(o.e.ID); id != "" {
+			if id, _ := jsonscan.String(o.e.ID); id != "" {
 				if seenID[id] {
 					b.warn("line %d: entry id %q repeats an earlier entry; the repeat is ignored", ln.no, id)
 					continue
 				}
 				seenID[id] = true
-				parent, _ := apiString(o.e.ParentID)
+				parent, _ := jsonscan.String(o.e.ParentID)
 				o.node = len(nodes)
 				leaf = o.node
 				nodes = append(nodes, treeNode{id: id, parent: parent, benign: benign})
@@ -192,8 +190,8 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 			continue
 		}
 		if err := piAdd(b, o); err != nil {
-			fe := apiAsFieldError(err, "")
-			if e := jsonlSkip(b, name, opts, o.line, fe.field, fe.msg); e != nil {
+			fe := jsonscan.AsFieldError(err, "")
+			if e := jsonlSkip(b, name, opts, o.line, fe.Field, fe.Msg); e != nil {
 				return nil, e
 			}
 		}
@@ -211,7 +209,7 @@ func piInspect(o *piObj) (benign bool, err error) {
 			return false, err
 		}
 		if m.Role == "" {
-			return false, &apiFieldError{"message.role", "message without a role"}
+			return false, fieldErr("message.role", "message without a role")
 		}
 		o.m = m
 		switch m.Role {
@@ -236,25 +234,16 @@ func piAdd(b *builder, o *piObj) error {
 	}
 	switch o.e.Type {
 	case "compaction", "branch_summary":
-		s, ok := apiString(o.e.Summary)
-		if !ok && !apiNull(o.e.Summary) {
-			return &apiFieldError{"summary", "summary must be a string"}
+		s, ok := jsonscan.String(o.e.Summary)
+		if !ok && !jsonscan.Null(o.e.Summary) {
+			return fieldErr("summary", "summary must be a string")
 		}
 		if s != "" {
 			add(&Message{Role: RoleUser, Text: s, Meta: true, Line: o.line})
 		}
 		return nil
 	case "custom_message":
-		blocks, err := apiDecodeContent(o.e.Content, "content")
-		if err != nil {
-			return err
-		}
-		m := apiUser(blocks, -1)
-		m.Role, m.Meta, m.Line = RoleUser, true, o.line
-		if m.Text != "" {
-			add(m)
-		}
-		return nil
+		return piInjected(o.e.Content, "content", o.line, add)
 	case "message":
 	default:
 		return nil
@@ -282,7 +271,7 @@ func piAdd(b *builder, o *piObj) error {
 		add(m)
 	case "toolResult":
 		if pm.ToolCallID == "" {
-			return &apiFieldError{"message.toolCallId", "toolResult without a toolCallId"}
+			return fieldErr("message.toolCallId", "toolResult without a toolCallId")
 		}
 		res, err := apiDecodeResult(pm.Content, "message.content")
 		if err != nil {
@@ -302,19 +291,26 @@ func piAdd(b *builder, o *piObj) error {
 		}
 		add(&Message{Role: RoleUser, Text: piBashText(pm), Meta: true, Line: o.line})
 	case "custom", "hookMessage":
-		blocks, err := apiDecodeContent(pm.Content, "message.content")
-		if err != nil {
-			return err
-		}
-		m := apiUser(blocks, -1)
-		m.Role, m.Meta, m.Line = RoleUser, true, o.line
-		if m.Text != "" {
-			add(m)
-		}
+		return piInjected(pm.Content, "message.content", o.line, add)
 	case "branchSummary", "compactionSummary":
 		if pm.Summary != "" {
 			add(&Message{Role: RoleUser, Text: pm.Summary, Meta: true, Line: o.line})
 		}
+	}
+	return nil
+}
+
+// piInjected adds the text of an extension's message (content at JSON path field,
+// a string or text blocks) as a Meta user message at line, unless it has none.
+func piInjected(content json.RawMessage, field string, line int, add func(*Message)) error {
+	blocks, err := apiDecodeContent(content, field)
+	if err != nil {
+		return err
+	}
+	m := apiUser(blocks, -1)
+	m.Role, m.Meta, m.Line = RoleUser, true, line
+	if m.Text != "" {
+		add(m)
 	}
 	return nil
 }
@@ -328,49 +324,49 @@ func piAssistant(raw json.RawMessage) (*Message, error) {
 		return m, nil
 	}
 	if raw[0] == '"' {
-		s, _ := apiString(raw)
+		s, _ := jsonscan.String(raw)
 		m.Text = s
 		return m, nil
 	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
-		return nil, &apiFieldError{"message.content", "content must be a string or an array of blocks"}
+	elems, ok := jsonscan.Array(raw)
+	if !ok {
+		return nil, fieldErr("message.content", "content must be a string or an array of blocks")
 	}
 	var texts []string
 	seen := map[string]bool{}
 	for j, el := range elems {
 		p := fmt.Sprintf("message.content.%d", j)
-		obj, problem := apiObject(el)
+		obj, problem := jsonscan.Object(el)
 		if problem != "" {
-			return nil, &apiFieldError{p, problem}
+			return nil, fieldErr(p, problem)
 		}
-		switch typ, _ := apiString(obj["type"]); typ {
+		switch typ, _ := jsonscan.String(obj["type"]); typ {
 		case "text":
 			var text string
-			if err := apiField(obj, "text", p, &text); err != nil {
+			if err := jsonscan.Field(obj, "text", p, &text); err != nil {
 				return nil, err
 			}
 			texts = append(texts, text)
 		case "toolCall":
 			var id, name string
-			if err := apiFields(obj, p, apiF{"id", &id}, apiF{"name", &name}); err != nil {
+			if err := jsonscan.Fields(obj, p, jsonscan.F{Key: "id", Dst: &id}, jsonscan.F{Key: "name", Dst: &name}); err != nil {
 				return nil, err
 			}
 			if id == "" {
-				return nil, &apiFieldError{p + ".id", "toolCall without an id"}
+				return nil, fieldErr(p+".id", "toolCall without an id")
 			}
 			if seen[id] {
 				continue
 			}
 			seen[id] = true
-			args := obj["arguments"]
+			args := bytes.Clone(obj["arguments"])
 			if len(bytes.TrimSpace(args)) == 0 {
 				args = json.RawMessage("{}")
 			}
 			m.Calls = append(m.Calls, &ToolCall{ID: id, Name: name, Args: args})
 		}
 	}
-	m.Text = apiJoin(texts)
+	m.Text = joinText(texts)
 	return m, nil
 }
 
@@ -425,11 +421,8 @@ func detectPi(head []byte) bool {
 	if len(lines) == 0 {
 		return false
 	}
-	keys, ok := jsonlTopKeys(lines[0])
-	if !ok {
-		return false
-	}
-	typ, _ := keys["type"].(string)
-	id, _ := keys["id"].(string)
+	h := jsonscan.ScanHead(lines[0])
+	typ, _ := jsonscan.String(h.Vals["type"])
+	id, _ := jsonscan.String(h.Vals["id"])
 	return typ == "session" && id != ""
 }

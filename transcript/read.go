@@ -21,7 +21,7 @@ type Options struct {
 	Cache *MessageCache
 }
 
-// reader is one registered format reader.
+// reader is one format's reader.
 type reader struct {
 	format Format
 	// detect looks at the first DetectBytes of the content (leading blanks trimmed).
@@ -33,10 +33,37 @@ type reader struct {
 // DetectBytes is how much of a file the format detectors look at.
 const DetectBytes = 64 << 10
 
-var readers []reader
-
-// register adds a reader; readers are tried in registration order (file init order).
-func register(r reader) { readers = append(readers, r) }
+// readers lists every format's reader in detection order: Detect asks each detector
+// in turn and the first that claims the content decides. Formats, error messages
+// ("tried anthropic, claude-code, …") and `inspect` list the formats in this order.
+//
+// Why this order: the detectors are written to exclude each other on what the agents
+// write, each demanding keys or shapes only its format has (several also reject the
+// others' signs outright), so no real session, no file of our own and none of their
+// cut-off heads is claimed twice (TestDetectorsDisjoint). The order decides only for
+// crafted content that satisfies two detectors, and there the narrower wins:
+//   - anthropic first: its detector asks the most (one JSON object and nothing after
+//     it, a messages list of user/assistant roles only, an Anthropic-only sign and no
+//     OpenAI-only one), so a body that also carries Gemini CLI's sessionId and
+//     projectHash keys is read as the request body it is;
+//   - the JSONL formats (claude-code, codex) before the whole-document ones: their
+//     detectors judge the first lines by keys no JSON document format has at its top;
+//   - gemini-cli (three keys of its own) before the chat-completions family (openai,
+//     mini-swe-agent, swe-agent), and openai before openhands: a list whose elements
+//     carry both a role and an OpenHands source and action reads as a chat list;
+//   - pi last: one test of the first object ({"type":"session","id":…}), a type no
+//     other format writes.
+var readers = []reader{
+	{FormatAnthropic, detectAnthropic, readAnthropic},
+	{FormatClaudeCode, detectClaude, readClaude},
+	{FormatCodex, detectCodex, readCodex},
+	{FormatGemini, detectGemini, readGemini},
+	{FormatOpenAI, detectOpenAI, readOpenAI},
+	{FormatMiniSWEAgent, detectMiniSWEAgent, readMiniSWEAgent},
+	{FormatSWEAgent, detectSWEAgent, readSWEAgent},
+	{FormatOpenHands, detectOpenHands, readOpenHands},
+	{FormatPi, detectPi, readPi},
+}
 
 // Formats lists the formats with a reader, in detection order.
 func Formats() []Format {

@@ -1,0 +1,218 @@
+package transcript
+
+import (
+	"bytes"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
+)
+
+// Helpers shared by the JSONL readers (Claude Code, pi, Codex CLI): splitting lines,
+// lenient skipping, the head lines detectors look at, and the session tree of
+// Claude Code and pi.
+
+// jsonlLine is one non-blank physical line: its 1-based number and the byte span of
+// its content (surrounding blanks, a trailing \r and a leading BOM excluded).
+type jsonlLine struct {
+	no         int
+	start, end int
+}
+
+// jsonlSplit splits data into non-blank lines.
+func jsonlSplit(data []byte) []jsonlLine {
+	var out []jsonlLine
+	no := 0
+	for pos := 0; pos < len(data); {
+		no++
+		end, next := len(data), len(data)
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			end, next = pos+i, pos+i+1
+		}
+		s, e := pos, end
+		if no == 1 && bytes.HasPrefix(data[s:e], []byte("\xef\xbb\xbf")) {
+			s += 3
+		}
+		for s < e && jsonscan.IsSpace(data[s]) {
+			s++
+		}
+		for e > s && jsonscan.IsSpace(data[e-1]) {
+			e--
+		}
+		if s < e {
+			out = append(out, jsonlLine{no: no, start: s, end: e})
+		}
+		pos = next
+	}
+	return out
+}
+
+// jsonlSkip handles a malformed line: in strict mode it returns the *ParseError; in
+// lenient mode it counts the line in Skipped, records a warning and returns nil.
+func jsonlSkip(b *builder, name string, opts Options, line int, field, msg string) error {
+	pe := &ParseError{File: name, Line: line, Field: field, Msg: msg}
+	if !opts.Lenient {
+		return pe
+	}
+	b.s.Skipped++
+	if field != "" {
+		b.warn("line %d: skipped: field %s: %s", line, field, msg)
+	} else {
+		b.warn("line %d: skipped: %s", line, msg)
+	}
+	return nil
+}
+
+// jsonlHeadLines returns up to n non-blank lines of head (the last may be cut short).
+func jsonlHeadLines(head []byte, n int) [][]byte {
+	var out [][]byte
+	for len(head) > 0 && len(out) < n {
+		line := head
+		if i := bytes.IndexByte(head, '\n'); i >= 0 {
+			line, head = head[:i], head[i+1:]
+		} else {
+			head = nil
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// treeNode is one entry of a session tree (Claude Code uuid/parentUuid, pi v2+
+// id/parentId), in file order.
+type treeNode struct {
+	id     string // "" when the entry has none (it is then outside the tree and kept)
+	parent string // "" for a root
+	// benign entries never start a branch of their own: tool results, continuation
+	// lines of an assistant message, bookkeeping lines.
+	benign bool
+}
+
+// jsonlTree decides which entries of a session tree stay. It keeps file order and
+// drops only branches a rewind abandoned.
+//
+// A node with several children forks. A child whose whole subtree is benign (a
+// tool_result line of a parallel call, a continuation line of the same assistant
+// message) is never a branch. When two or more children lead to non-benign entries,
+// the user went back and started over at that point: the child on the path from the
+// final leaf back to the root stays (or, when that path does not pass the fork — it
+// can be cut by a skipped line or a compaction — the child latest in the file), and
+// the others are dropped with everything below them. Roots count as children of one
+// virtual fork only when rootFork is set (pi: a reset to before the first entry);
+// Claude Code starts sidechains and compactions at new roots, so they are kept.
+//
+// It returns keep (per node), how many nodes were dropped, and how many were left out
+// of the decision because they sit on (or below) a parent cycle; those are kept. It
+// never recurses, so deep chains cannot overflow the stack.
+func jsonlTree(nodes []treeNode, leaf int, rootFork bool) (keep []bool, dropped, cyclic int) {
+	n := len(nodes)
+	keep = make([]bool, n)
+	for i := range keep {
+		keep[i] = true
+	}
+	index := make(map[string]int, n)
+	for i, nd := range nodes {
+		if nd.id != "" {
+			if _, dup := index[nd.id]; !dup {
+				index[nd.id] = i
+			}
+		}
+	}
+	parent := make([]int, n)
+	children := make([][]int, n)
+	var roots, starts []int
+	for i, nd := range nodes {
+		parent[i] = -1
+		if nd.id == "" {
+			continue
+		}
+		p, ok := index[nd.parent]
+		switch {
+		case nd.parent == "":
+			roots = append(roots, i)
+			starts = append(starts, i)
+		case !ok || p == i:
+			starts = append(starts, i) // parent lost (skipped line) or self-parented
+		default:
+			parent[i] = p
+			children[p] = append(children[p], i)
+		}
+	}
+	onPath := make([]bool, n)
+	for i := leaf; i >= 0 && i < n && !onPath[i]; i = parent[i] {
+		onPath[i] = true
+	}
+	// sub[i]: the subtree of i holds a non-benign node. Iterative post-order.
+	sub := make([]bool, n)
+	state := make([]uint8, n)
+	var stack []int
+	for _, s := range starts {
+		stack = append(stack[:0], s)
+		for len(stack) > 0 {
+			top := stack[len(stack)-1]
+			if state[top] == 0 {
+				state[top] = 1
+				stack = append(stack, children[top]...)
+				continue
+			}
+			stack = stack[:len(stack)-1]
+			if state[top] == 1 {
+				state[top] = 2
+				s := !nodes[top].benign
+				for _, c := range children[top] {
+					s = s || sub[c]
+				}
+				sub[top] = s
+			}
+		}
+	}
+	drop := func(root int) {
+		stack = append(stack[:0], root)
+		for len(stack) > 0 {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if !keep[top] {
+				continue
+			}
+			keep[top] = false
+			dropped++
+			stack = append(stack, children[top]...)
+		}
+	}
+	decide := func(kids []int) {
+		var cand []int
+		for _, k := range kids {
+			if sub[k] {
+				cand = append(cand, k)
+			}
+		}
+		if len(cand) < 2 {
+			return
+		}
+		stay := cand[len(cand)-1]
+		for _, k := range cand {
+			if onPath[k] {
+				stay = k
+			}
+		}
+		for _, k := range cand {
+			if k != stay {
+				drop(k)
+			}
+		}
+	}
+	for i := range nodes {
+		if state[i] == 2 && len(children[i]) > 1 {
+			decide(children[i])
+		}
+	}
+	if rootFork {
+		decide(roots)
+	}
+	for i, nd := range nodes {
+		if nd.id != "" && state[i] == 0 {
+			cyclic++
+		}
+	}
+	return keep, dropped, cyclic
+}
