@@ -297,36 +297,3 @@ func patchOutput(b []byte, ops, paths []string, stub string, apiShape bool) ([]b
 	}
 	return b, nil
 }
-
-// WithStubs returns a copy of the messages in which each output named in stubs
-// (keyed by ToolOutput.Key) has its Text replaced by the stub. Messages without a
-// replaced output are shared, not copied.
-func (s *Session) WithStubs(msgs []*Message, stubs map[string]string) []*Message {
-	out := make([]*Message, len(msgs))
-	for i, m := range msgs {
-		out[i] = m
-		changed := false
-		for _, o := range m.Outputs {
-			if _, ok := stubs[o.Key]; ok {
-				changed = true
-				break
-			}
-		}
-		if !changed {
-			continue
-		}
-		cp := *m
-		cp.Outputs = make([]*ToolOutput, len(m.Outputs))
-		for j, o := range m.Outputs {
-			if st, ok := stubs[o.Key]; ok {
-				oc := *o
-				oc.Text = st
-				cp.Outputs[j] = &oc
-			} else {
-				cp.Outputs[j] = o
-			}
-		}
-		out[i] = &cp
-	}
-	return out
-}
