@@ -107,24 +107,10 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 	)
 	for _, ln := range jsonlSplit(data) {
 		line := data[ln.start:ln.end]
-		dec := json.NewDecoder(bytes.NewReader(line))
-		for decoded := 0; ; decoded++ {
-			if jsonscan.SkipBlank(line, int(dec.InputOffset())) >= len(line) {
-				break
-			}
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				msg := jsonscan.Problem(err)
-				if decoded > 0 {
-					msg = "after the first object on the line: " + msg
-				}
-				if e := jsonlSkip(b, name, opts, ln.no, "", msg); e != nil {
-					return nil, e
-				}
-				break
-			}
-			end := int(dec.InputOffset())
-			start := end - len(raw)
+		values, problem := piValues(line)
+		for _, v := range values {
+			start, end := v.Start, v.End
+			raw := json.RawMessage(line[start:end:end])
 			o := &piObj{line: ln.no, unit: -1, node: -1}
 			var fe *jsonscan.FieldError
 			if o.e, fe = piDecodeEntry(raw); fe != nil {
@@ -160,7 +146,7 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 				}
 				continue
 			}
-			if o.m != nil && o.m.Role == "toolResult" && bytes.Equal(line[start:end], raw) {
+			if o.m != nil && o.m.Role == "toolResult" {
 				o.unit = b.addUnit(ln.start+start, ln.start+end)
 			}
 			if id, _ := jsonscan.String(o.e.ID); id != "" {
@@ -175,6 +161,11 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 				nodes = append(nodes, treeNode{id: id, parent: parent, benign: benign})
 			}
 			objs = append(objs, o)
+		}
+		if problem != "" {
+			if e := jsonlSkip(b, name, opts, ln.no, "", problem); e != nil {
+				return nil, e
+			}
 		}
 	}
 
@@ -197,6 +188,44 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 		}
 	}
 	return b.finish()
+}
+
+// piValues splits a line into its JSON values (pi may write two objects on one
+// line) and returns their spans and, when the line breaks after them, what is wrong,
+// in encoding/json's words. A line of valid values separated by blanks is split with
+// the scanner; any other goes through a json.Decoder, which decodes the values before
+// the break and words the problem ("after the first object on the line: …" when it
+// follows a value).
+func piValues(line []byte) (values []jsonscan.Span, problem string) {
+	for i := 0; ; {
+		if jsonscan.SkipBlank(line, i) >= len(line) {
+			return values, ""
+		}
+		i = jsonscan.SkipSpace(line, i)
+		e := jsonscan.SkipValue(line, i)
+		if e < 0 || !json.Valid(line[i:e]) {
+			break
+		}
+		values = append(values, jsonscan.Span{Start: i, End: e})
+		i = e
+	}
+	values = values[:0]
+	dec := json.NewDecoder(bytes.NewReader(line))
+	for {
+		if jsonscan.SkipBlank(line, int(dec.InputOffset())) >= len(line) {
+			return values, ""
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			problem = jsonscan.Problem(err)
+			if len(values) > 0 {
+				problem = "after the first object on the line: " + problem
+			}
+			return values, problem
+		}
+		end := int(dec.InputOffset())
+		values = append(values, jsonscan.Span{Start: end - len(raw), End: end})
+	}
 }
 
 // piInspect decodes a message entry's message and reports whether the entry is benign
