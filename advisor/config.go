@@ -23,6 +23,9 @@ import (
 // Duration is a time.Duration that reads and writes as a Go duration string ("5m").
 type Duration time.Duration
 
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
 // MarshalJSON writes the duration as a string such as "5m0s".
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 

@@ -1,10 +1,12 @@
 // Package calibrate turns replay records into the numbers DESIGN.md's "Calibration,
 // baselines, back-off" asks for: a reliability table, Brier score and AUC per scorer;
-// for every cutoff the prune rate, miss rate, token-steps saved, cache rewrites and
-// net cost under a stated price model; the recommended cutoff; and the same figures
-// for the baselines (keep-all, rules only, recency masking, random at equal prune
-// rate, the oracle) over the same outputs. Every function here is pure: the caller
-// (the calibrate and backoff commands) reads the replay store and builds the records.
+// for every cutoff the prune rate, miss rate and token-steps saved; and, for every
+// pruner, what it costs in dollars against doing nothing, priced the way the
+// planner prices a rewrite. The same figures are given for the baselines (keep-all,
+// rules only, recency masking, random at equal prune rate, the oracle) and for the
+// regimes of the tools people use instead (anchors.go), over the same outputs. Every
+// function here is pure: the caller (the calibrate and backoff commands) reads the
+// replay store and builds the records.
 //
 // # Steps
 //
@@ -13,7 +15,29 @@
 // visible from step s+1. An ask at step T and a prune at step T both happen before
 // call T, so a prune at step T removes the output from calls T, T+1, …, and it
 // *misses* when the output is used at a step u >= T (the assistant message of call T
-// was written without it). With replay.Tracker that is UsedAfter(key, T-1).
+// was written without it). With evidence.Tracker that is UsedAfter(key, T-1).
+//
+// # Two levels
+//
+// A pruner is a decision per output: the step at which it would prune it. At the
+// decision level every decision is applied at its step (a rewrite at every step with
+// a new decision). At the applied level the decisions become pending prunes and the
+// planner (package planner, the regime the advisor runs) decides when they are
+// applied, from each step's context, the cache's state (cold after a pause longer
+// than the TTL), the budget and the price model. The anchors apply their own rules.
+//
+// # Money
+//
+// Every call is priced as the provider bills it (prices.Model.Call): the tokens that
+// match the previous call's up to the first changed message are cache reads, the rest
+// cache writes; after a pause longer than the cache TTL everything is written. So a
+// rewrite costs the cache premium of everything after its first changed message, and
+// a removed token saves a cache read at every later call. Keep-all (doing nothing) is
+// priced the same way over the unpruned context; NetUSD is keep-all's price minus the
+// pruner's, so positive means cheaper than doing nothing. A miss is priced as the
+// round trip that repairs it: one more call that reads the context from the cache and
+// writes the recalled original and RecallOverheadTokens, after which the original
+// stays in the context (the stub stays too: DESIGN.md "Recall").
 package calibrate
 
 import (
@@ -21,6 +45,10 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/planner"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 )
 
 // Sentinel errors, wrapped with the offending session, key and field.
@@ -54,12 +82,17 @@ type Output struct {
 	EndStep       int   // last step of the session (the same for all its outputs)
 	Asks          []Ask // scorer asks, in step order
 	// RuleDeadAt is the first step at which the rules mark the output dead
-	// (superseded or duplicate); 0 = never. It is taken as given: the replay
-	// already applied the rules' own conditions.
+	// (superseded or duplicate); 0 = never.
 	RuleDeadAt int
-	// Uses are the steps at which the output was used (counting uses from
-	// replay.Tracker.UseSteps), ascending, each after Step.
+	// Uses are the steps at which the output was used (counting uses of the
+	// evidence package), ascending, each after Step.
 	Uses []int
+	// Offset is the number of tokens before the output's message in the session as
+	// sent with nothing pruned; outputs of a session are ordered by it.
+	Offset int
+	// StubTokens is the size of the stub that replaces it; a prune removes Tokens -
+	// StubTokens (nothing when that is not positive).
+	StubTokens int
 }
 
 // EligibleFrom returns the first step at which any pruner may prune the output under
@@ -85,9 +118,12 @@ func (o *Output) UsedFrom(step int) int {
 	return 0
 }
 
-// Validate checks one record: Session and Key set; Tokens >= 0; 0 <= Step <=
-// EndStep; CandidateFrom and RuleDeadAt 0 or in (Step, EndStep]; asks in
-// non-decreasing step order within [CandidateFrom, EndStep] (so no asks when
+// saves is what a stub of o removes, in tokens (>= 0).
+func (o *Output) saves() int { return max(o.Tokens-o.StubTokens, 0) }
+
+// Validate checks one record: Session and Key set; Tokens, Offset, StubTokens >= 0;
+// 0 <= Step <= EndStep; CandidateFrom and RuleDeadAt 0 or in (Step, EndStep]; asks
+// in non-decreasing step order within [CandidateFrom, EndStep] (so no asks when
 // CandidateFrom is 0), OK asks with Keep finite in [0,1]; Uses strictly ascending
 // within (Step, EndStep]. Errors wrap ErrInvalid and name session, key and field.
 func (o *Output) Validate() error {
@@ -101,6 +137,10 @@ func (o *Output) Validate() error {
 		return bad("Key", "empty")
 	case o.Tokens < 0:
 		return bad("Tokens", "%d < 0", o.Tokens)
+	case o.Offset < 0:
+		return bad("Offset", "%d < 0", o.Offset)
+	case o.StubTokens < 0:
+		return bad("StubTokens", "%d < 0", o.StubTokens)
 	case o.Step < 0:
 		return bad("Step", "%d < 0", o.Step)
 	case o.EndStep < o.Step:
@@ -135,30 +175,19 @@ func (o *Output) Validate() error {
 	return nil
 }
 
-// Session holds what the rewrite simulation needs from one session.
+// Session holds what the simulation needs from one session.
 type Session struct {
 	Name string // session id, as in Output.Session
 	// Context[s-1] is the size in tokens of the context sent at model call s with
 	// nothing pruned, for s = 1..EndStep (len(Context) >= EndStep).
 	Context []int
-}
-
-// Prices is the price model, in US dollars per million tokens, after Anthropic's
-// published prompt-caching prices (cache writes at 1.25x the input price, cache
-// reads at 0.1x); the defaults are Claude Sonnet's input price.
-type Prices struct {
-	InputPerMTok       float64 // uncached input; default 3.00
-	CachedInputPerMTok float64 // cache read; default 0.30
-	CacheWriteFactor   float64 // cache write price = factor x input; default 1.25
-	// RecallOverheadTokens is the fixed cost of one recall round trip beyond the
-	// output itself (the recall call, its framing, the extra turn's new tokens),
-	// priced at the input price; default 1,000, a round stand-in, not measured.
-	RecallOverheadTokens int
-}
-
-// DefaultPrices returns the defaults documented on Prices.
-func DefaultPrices() Prices {
-	return Prices{InputPerMTok: 3.00, CachedInputPerMTok: 0.30, CacheWriteFactor: 1.25, RecallOverheadTokens: 1000}
+	// At[s-1] is the time of call s (zero when unknown); nil when the session has
+	// no timestamps. A call more than Options.CacheTTL after the previous one finds
+	// the cache cold.
+	At []time.Time
+	// Provider names the price model (Options.Prices) the session is priced under;
+	// "" means Anthropic.
+	Provider prices.Provider
 }
 
 // Options are the simulation settings. Build them with DefaultOptions and change
@@ -170,114 +199,136 @@ type Options struct {
 	// HardLimit in tokens: past it pending prunes are applied at once; default
 	// 180,000 (90% of the window).
 	HardLimit int
-	// RewriteFraction: pending prunes are applied together once they add up to at
-	// least this fraction of Budget; default 0.05.
-	RewriteFraction float64
-	Prices          Prices
+	// LowWaterFraction and RewriteFraction (of Budget) are the planner's low-water
+	// mark and least forced rewrite; defaults 0.8 and 0.05.
+	LowWaterFraction, RewriteFraction float64
+	// PayFactor is the planner's: a rewrite under budget with a warm cache must save
+	// at least PayFactor times its cost; default 1.
+	PayFactor float64
+	// Estimator estimates the remaining steps for the planner; default Factor 0.5,
+	// Min 3 (advisor.DefaultConfig).
+	Estimator planner.Estimator
+	// CacheTTL is how long a cache stays warm between calls; default 5 minutes.
+	CacheTTL time.Duration
+	// Prices holds the price model of each provider; nil entries take
+	// prices.Default.
+	Prices prices.Table
+	// RecallOverheadTokens is what one recall round trip writes beyond the original
+	// itself (the model's recall call, the result's framing); default 100, an
+	// estimate: a tool call and its result envelope run to a few dozen tokens.
+	RecallOverheadTokens int
 	// Bins is the number of equal-width score bins of the reliability table;
 	// default 10.
 	Bins int
 	// Seed seeds the random baseline; default 1.
 	Seed uint64
+	// PerSession keeps every Result's per-session rows (Result.Sessions).
+	PerSession bool
+	// OnRewrite, when set, is told of every rewrite the planner makes at the applied
+	// level of a decision pruner: the session, the call, and the planner's decision
+	// (what `calibrate --trace` prints to explain a session's cost).
+	OnRewrite func(session string, step int, d planner.Decision) `json:"-"`
 }
 
-// DefaultOptions returns the DESIGN.md defaults described on Options.
+// DefaultOptions returns the defaults described on Options.
 func DefaultOptions() Options {
-	return Options{Budget: 100_000, HardLimit: 180_000, RewriteFraction: 0.05, Prices: DefaultPrices(), Bins: 10, Seed: 1}
+	return Options{
+		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, RewriteFraction: 0.05, PayFactor: 1,
+		Estimator: planner.Estimator{Factor: 0.5, Min: 3}, CacheTTL: 5 * time.Minute,
+		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1,
+	}
 }
 
-// Validate reports the first bad option (wrapping ErrInvalid): Budget and HardLimit
-// must be positive, RewriteFraction in [0,1], prices finite and >= 0 with the
-// cached price at most the cache-write price, Bins in [1,1000].
+// Validate reports the first bad option (wrapping ErrInvalid).
 func (o Options) Validate() error {
 	bad := func(field string, v any) error {
 		return fmt.Errorf("%w: option %s = %v", ErrInvalid, field, v)
 	}
-	finite := func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) && f >= 0 }
-	p := o.Prices
+	frac := func(f float64) bool { return !math.IsNaN(f) && f >= 0 && f <= 1 }
 	switch {
 	case o.Budget <= 0:
 		return bad("Budget", o.Budget)
-	case o.HardLimit <= 0:
+	case o.HardLimit < o.Budget:
 		return bad("HardLimit", o.HardLimit)
-	case !finite(o.RewriteFraction) || o.RewriteFraction > 1:
+	case !frac(o.LowWaterFraction) || o.LowWaterFraction == 0:
+		return bad("LowWaterFraction", o.LowWaterFraction)
+	case !frac(o.RewriteFraction):
 		return bad("RewriteFraction", o.RewriteFraction)
-	case !finite(p.InputPerMTok):
-		return bad("Prices.InputPerMTok", p.InputPerMTok)
-	case !finite(p.CachedInputPerMTok):
-		return bad("Prices.CachedInputPerMTok", p.CachedInputPerMTok)
-	case !finite(p.CacheWriteFactor) || p.CacheWriteFactor*p.InputPerMTok < p.CachedInputPerMTok:
-		return bad("Prices.CacheWriteFactor", p.CacheWriteFactor)
-	case p.RecallOverheadTokens < 0:
-		return bad("Prices.RecallOverheadTokens", p.RecallOverheadTokens)
+	case math.IsNaN(o.PayFactor) || math.IsInf(o.PayFactor, 0) || o.PayFactor < 1:
+		return bad("PayFactor", o.PayFactor)
+	case math.IsNaN(o.Estimator.Factor) || o.Estimator.Factor <= 0 || math.IsInf(o.Estimator.Factor, 0):
+		return bad("Estimator.Factor", o.Estimator.Factor)
+	case math.IsNaN(o.Estimator.Min) || o.Estimator.Min < 1 || math.IsInf(o.Estimator.Min, 0):
+		return bad("Estimator.Min", o.Estimator.Min)
+	case o.CacheTTL <= 0:
+		return bad("CacheTTL", o.CacheTTL)
+	case o.RecallOverheadTokens < 0:
+		return bad("RecallOverheadTokens", o.RecallOverheadTokens)
 	case o.Bins < 1 || o.Bins > 1000:
 		return bad("Bins", o.Bins)
+	}
+	if err := o.Prices.Validate(); err != nil {
+		return fmt.Errorf("%w: option Prices: %v", ErrInvalid, err)
 	}
 	return nil
 }
 
-// RewriteThreshold is the pending-prune size in tokens from which a rewrite is
-// made: ceil(RewriteFraction x Budget).
-func (o Options) RewriteThreshold() int64 {
-	return int64(math.Ceil(o.RewriteFraction * float64(o.Budget)))
+// Level is what a pruner costs and does at one level (decision or applied), over a
+// set of sessions or for one. JSON names are those of `calibrate --json`.
+type Level struct {
+	// NetUSD is keep-all's price minus the pruner's, recalls included, in dollars:
+	// positive means cheaper than doing nothing.
+	NetUSD float64 `json:"net_usd"`
+	// PaidUSD is the pruner's input price, recalls included, in dollars.
+	PaidUSD float64 `json:"paid_usd"`
+	// StepsOverBudget counts the calls whose context, as sent, exceeded the budget.
+	StepsOverBudget int `json:"steps_over_budget"`
+	// PeakContext is the largest context sent, in tokens.
+	PeakContext int `json:"peak_context"`
+	// Rewrites counts the calls at which the pruner changed bytes already sent.
+	Rewrites int `json:"rewrites"`
+	// SessionsCostlier counts sessions where the pruner paid more than keep-all
+	// (NetUSD < 0); 0 in a per-session row.
+	SessionsCostlier int `json:"sessions_costlier"`
+	// Misses counts pruned outputs used again (each repaired by a recall round trip).
+	Misses int `json:"misses"`
+	// TokenSteps is the context kept out of the calls: the sum over calls of the
+	// tokens removed, net of what recalls put back.
+	TokenSteps int64 `json:"token_steps"`
 }
 
-// Result is what one pruner (a scorer at a cutoff, or a baseline) does over the
-// outputs. Two levels are reported:
-//
-// Decision level (the pruner's choices, no batching): an output is pruned at its
-// decision step p when 1 <= p <= EndStep. It misses when used at a step >= p; it is
-// then assumed recalled at its first such use r. It saves Tokens x (r - p) token-
-// steps if it misses, else Tokens x (EndStep + 1 - p): one per model call it is
-// absent from (calls p..EndStep; DESIGN.md "tokens removed times the steps they
-// stay removed"). These figures are what the miss-rate target and the oracle bound
-// refer to.
-//
-// Applied level (the advisor's rewrite batching): pending prunes of a session are
-// applied together, at the first step at which they add up to at least
-// RewriteThreshold tokens or the context (Session.Context minus what is already
-// pruned) exceeds HardLimit. The applied step replaces p above. Prunes still pending
-// at the end are never applied. Cold-cache rewrites (free after the cache TTL) are
-// not simulated: replay has no wall clock, so rewrite costs are an upper bound.
-//
-// Costs, in US dollars, from the applied level (per = per token, from Prices):
-//
-//	SavedUSD   = AppliedTokenSteps x cached            (a token not re-sent would have been a cache read)
-//	RecallUSD  = sum over applied misses of Tokens x cached + RecallOverheadTokens x input
-//	RewriteUSD = RewriteTokens x (CacheWriteFactor x input - cached)
-//	NetUSD     = SavedUSD - RecallUSD - RewriteUSD
-//
-// RewriteTokens sums, over rewrites, the context at the rewrite step after the
-// rewrite: the cache must be written again from the first changed message on, and
-// the whole context bounds that suffix from above; without the rewrite those tokens
-// would have been cache reads, hence write minus cached.
+// SessionResult is one session's figures under one pruner.
+type SessionResult struct {
+	Session  string `json:"session"`
+	Decision Level  `json:"decision"`
+	Applied  Level  `json:"applied"`
+}
+
+// Result is what one pruner (a scorer at a cutoff, a baseline or an anchor regime)
+// does over the sessions. The flat fields are the decision-level prune figures of the
+// sweep: an output is pruned at its decision step p (1 <= p <= EndStep); it misses
+// when used at a step >= p, and saves Tokens x (r - p) token-steps if it misses at r,
+// else Tokens x (EndStep + 1 - p). These are what the miss-rate target and the
+// oracle bound refer to. Decision and Applied price the pruner at both levels.
 type Result struct {
-	Name string `json:"name"` // "scorer:<name>", "keep-all", "rules", "recency-10", "random", "oracle"
+	Name string `json:"name"` // "scorer:<name>", "keep-all", "rules", "recency-10", "random", "oracle", an anchor
 	// Cutoff is the scorer cutoff for scorer results and for the random baseline
 	// matched to one; -1 otherwise.
 	Cutoff  float64 `json:"cutoff"`
 	Outputs int     `json:"outputs"` // outputs considered
 	Pruned  int     `json:"pruned"`  // outputs with a decision step in [1, EndStep]
-	Misses  int     `json:"misses"`  // pruned outputs used at or after their prune step
-	// PruneRate = Pruned / Outputs; 0 with no outputs.
-	PruneRate float64 `json:"prune_rate"`
-	// MissRate = Misses / Pruned: the share of pruned outputs the agent needed
-	// again (denominator: pruned outputs, not all outputs); 0 when nothing is pruned.
+	Misses  int     `json:"misses"`  // pruned outputs used at or after their decision step
+	// PruneRate = Pruned / Outputs; MissRate = Misses / Pruned (0 when nothing is
+	// pruned).
+	PruneRate  float64 `json:"prune_rate"`
 	MissRate   float64 `json:"miss_rate"`
-	TokenSteps int64   `json:"token_steps"` // decision-level token-steps saved
+	TokenSteps int64   `json:"token_steps"` // decision-level token-steps saved (see above)
 	// TotalTokenSteps = sum of Tokens x (EndStep - Step): every output's presence
-	// in the context from its first visible call to the end; TokenSteps divided by
-	// it is the share of tool-output token-steps saved.
-	TotalTokenSteps   int64   `json:"total_token_steps"`
-	Rewrites          int     `json:"rewrites"`            // rewrites made (applied level)
-	Applied           int     `json:"applied"`             // outputs pruned by a rewrite
-	AppliedMisses     int     `json:"applied_misses"`      // applied outputs used at or after their applied step
-	AppliedTokenSteps int64   `json:"applied_token_steps"` // token-steps saved at the applied level
-	RewriteTokens     int64   `json:"rewrite_tokens"`      // context tokens written to cache by rewrites
-	SavedUSD          float64 `json:"saved_usd"`
-	RecallUSD         float64 `json:"recall_usd"`
-	RewriteUSD        float64 `json:"rewrite_usd"`
-	NetUSD            float64 `json:"net_usd"`
+	// in the context from its first visible call to the end.
+	TotalTokenSteps int64           `json:"total_token_steps"`
+	Decision        Level           `json:"decision"`
+	Applied         Level           `json:"applied"`
+	Sessions        []SessionResult `json:"sessions,omitempty"`
 }
 
 // SavedShare returns TokenSteps / TotalTokenSteps (0 when there is nothing to save).
@@ -286,6 +337,15 @@ func (r Result) SavedShare() float64 {
 		return 0
 	}
 	return float64(r.TokenSteps) / float64(r.TotalTokenSteps)
+}
+
+// Decision is a pruner's choice for one output: prune it at Step (0 = never),
+// with the keep-probability that decided it (the planner applies the lowest first
+// when the budget forces a rewrite), or as a rule (rule-dead outputs go first).
+type Decision struct {
+	Step int
+	Keep float64
+	Rule bool
 }
 
 // Evaluator holds validated outputs and sessions and evaluates pruners over them.
@@ -300,23 +360,28 @@ type sessionData struct {
 	name    string
 	end     int
 	context []int
-	outs    []int // indexes into Evaluator.outs, in (Step, input) order
+	cold    []bool          // cold[s-1]: call s found the cache cold
+	gap     []time.Duration // gap[s-1]: time since call s-1 (0 when unknown)
+	price   prices.Model
+	outs    []int // indexes into Evaluator.outs, in (Offset, input) order
+	keepAll Level // keep-all's figures (its PaidUSD is the reference price)
 }
 
 // NewEvaluator validates opts, every output (Output.Validate, unique (Session,
 // Key), one EndStep per session) and the sessions (each output's session present,
-// Context covering its EndStep with sizes >= 0), and returns an Evaluator. The
-// outputs are copied. Errors wrap ErrInvalid or ErrNoSession.
+// Context covering its EndStep with sizes >= 0, a known provider), and returns an
+// Evaluator. The outputs are copied. Errors wrap ErrInvalid or ErrNoSession.
 func NewEvaluator(outputs []Output, sessions []Session, opts Options) (*Evaluator, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	ctx := map[string][]int{}
-	for i, s := range sessions {
+	byName := map[string]*Session{}
+	for i := range sessions {
+		s := &sessions[i]
 		if s.Name == "" {
 			return nil, fmt.Errorf("%w: sessions[%d]: empty Name", ErrInvalid, i)
 		}
-		if _, dup := ctx[s.Name]; dup {
+		if _, dup := byName[s.Name]; dup {
 			return nil, fmt.Errorf("%w: sessions[%d]: session %q given twice", ErrInvalid, i, s.Name)
 		}
 		for j, c := range s.Context {
@@ -324,10 +389,10 @@ func NewEvaluator(outputs []Output, sessions []Session, opts Options) (*Evaluato
 				return nil, fmt.Errorf("%w: session %q: Context[%d] = %d < 0", ErrInvalid, s.Name, j, c)
 			}
 		}
-		ctx[s.Name] = s.Context
+		byName[s.Name] = s
 	}
 	e := &Evaluator{opts: opts, outs: make([]Output, len(outputs))}
-	byName := map[string]*sessionData{}
+	data := map[string]*sessionData{}
 	keys := map[[2]string]bool{}
 	for i := range outputs {
 		o := outputs[i]
@@ -341,17 +406,17 @@ func NewEvaluator(outputs []Output, sessions []Session, opts Options) (*Evaluato
 			return nil, fmt.Errorf("%w: outputs[%d]: output %q of session %q given twice", ErrInvalid, i, o.Key, o.Session)
 		}
 		keys[k] = true
-		sd := byName[o.Session]
+		sd := data[o.Session]
 		if sd == nil {
-			c, ok := ctx[o.Session]
+			s, ok := byName[o.Session]
 			if !ok {
 				return nil, fmt.Errorf("outputs[%d]: %w: %q", i, ErrNoSession, o.Session)
 			}
-			sd = &sessionData{name: o.Session, end: o.EndStep, context: c}
-			if len(c) < o.EndStep {
-				return nil, fmt.Errorf("%w: session %q: Context has %d steps, EndStep is %d", ErrInvalid, o.Session, len(c), o.EndStep)
+			var err error
+			if sd, err = e.newSessionData(s, o.EndStep); err != nil {
+				return nil, err
 			}
-			byName[o.Session] = sd
+			data[o.Session] = sd
 			e.sessions = append(e.sessions, sd)
 		}
 		if o.EndStep != sd.end {
@@ -361,9 +426,39 @@ func NewEvaluator(outputs []Output, sessions []Session, opts Options) (*Evaluato
 		e.outs[i] = o
 	}
 	for _, sd := range e.sessions {
-		sort.SliceStable(sd.outs, func(a, b int) bool { return e.outs[sd.outs[a]].Step < e.outs[sd.outs[b]].Step })
+		sort.SliceStable(sd.outs, func(a, b int) bool { return e.outs[sd.outs[a]].Offset < e.outs[sd.outs[b]].Offset })
+		sd.keepAll = e.keepAllLevel(sd)
 	}
 	return e, nil
+}
+
+// newSessionData prepares one session: its context sizes, cold calls and prices.
+func (e *Evaluator) newSessionData(s *Session, end int) (*sessionData, error) {
+	if len(s.Context) < end {
+		return nil, fmt.Errorf("%w: session %q: Context has %d steps, EndStep is %d", ErrInvalid, s.Name, len(s.Context), end)
+	}
+	p := s.Provider
+	if p == "" {
+		p = prices.Anthropic
+	}
+	price, err := e.opts.Prices.For(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: session %q: %v", ErrInvalid, s.Name, err)
+	}
+	sd := &sessionData{name: s.Name, end: end, context: s.Context, price: price,
+		cold: make([]bool, end), gap: make([]time.Duration, end)}
+	var prev time.Time
+	for i := 0; i < end && i < len(s.At); i++ {
+		t := s.At[i]
+		if !t.IsZero() && !prev.IsZero() && !t.Before(prev) {
+			sd.gap[i] = t.Sub(prev)
+			sd.cold[i] = sd.gap[i] > e.opts.CacheTTL
+		}
+		if !t.IsZero() {
+			prev = t
+		}
+	}
+	return sd, nil
 }
 
 // Options returns the evaluator's options.
@@ -372,34 +467,60 @@ func (e *Evaluator) Options() Options { return e.opts }
 // Outputs returns a copy of the evaluator's outputs, in input order.
 func (e *Evaluator) Outputs() []Output { return append([]Output(nil), e.outs...) }
 
-// Evaluate computes the Result of the pruner that decides to prune outputs[i] at
-// step prune[i] (0 = never; a step past the output's EndStep also means never). It
-// fails (ErrInvalid) when len(prune) != number of outputs or a decision step lies
-// before the output's EligibleFrom (or the output is never eligible): every pruner
-// works under the same protection.
-func (e *Evaluator) Evaluate(name string, cutoff float64, prune []int) (Result, error) {
-	if len(prune) != len(e.outs) {
-		return Result{}, fmt.Errorf("%w: evaluate %s: %d decisions for %d outputs", ErrInvalid, name, len(prune), len(e.outs))
+// KeepAllUSD returns what keep-all (doing nothing) pays for input over every
+// session, in dollars.
+func (e *Evaluator) KeepAllUSD() float64 {
+	total := 0.0
+	for _, sd := range e.sessions {
+		total += sd.keepAll.PaidUSD
 	}
-	for i, p := range prune {
+	return total
+}
+
+// check fails (ErrInvalid) when len(ds) != number of outputs or a decision step lies
+// before the output's EligibleFrom: every pruner works under the same protection.
+func (e *Evaluator) check(name string, ds []Decision) error {
+	if len(ds) != len(e.outs) {
+		return fmt.Errorf("%w: evaluate %s: %d decisions for %d outputs", ErrInvalid, name, len(ds), len(e.outs))
+	}
+	for i, d := range ds {
 		o := &e.outs[i]
-		if p == 0 || p > o.EndStep {
+		if d.Step == 0 || d.Step > o.EndStep {
 			continue
 		}
-		if el := o.EligibleFrom(); el == 0 || p < el || p < 0 {
-			return Result{}, fmt.Errorf("%w: evaluate %s: output %q of session %q pruned at step %d, eligible from %d (0 = never)", ErrInvalid, name, o.Key, o.Session, p, el)
+		if el := o.EligibleFrom(); el == 0 || d.Step < el || d.Step < 0 {
+			return fmt.Errorf("%w: evaluate %s: output %q of session %q pruned at step %d, eligible from %d (0 = never)", ErrInvalid, name, o.Key, o.Session, d.Step, el)
 		}
 	}
-	return e.evaluate(name, cutoff, prune), nil
+	return nil
+}
+
+// Evaluate computes the Result of the pruner that decides to prune outputs[i] at
+// ds[i] (Step 0 = never; a step past the output's EndStep also means never): the
+// decision-level prune figures, and both levels' prices (the applied level under
+// the planner). Errors: see check.
+func (e *Evaluator) Evaluate(name string, cutoff float64, ds []Decision) (Result, error) {
+	if err := e.check(name, ds); err != nil {
+		return Result{}, err
+	}
+	return e.evaluate(name, cutoff, ds), nil
 }
 
 // evaluate is Evaluate without the checks.
-func (e *Evaluator) evaluate(name string, cutoff float64, prune []int) Result {
+func (e *Evaluator) evaluate(name string, cutoff float64, ds []Decision) Result {
+	r := e.pruneFigures(name, cutoff, ds)
+	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
+		func(sd *sessionData) policy { return e.regime(sd, ds) })
+	return r
+}
+
+// pruneFigures computes the flat, decision-level prune figures of Result.
+func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []Decision) Result {
 	r := Result{Name: name, Cutoff: cutoff, Outputs: len(e.outs)}
 	for i := range e.outs {
 		o := &e.outs[i]
 		r.TotalTokenSteps += int64(o.Tokens) * int64(o.EndStep-o.Step)
-		p := prune[i]
+		p := ds[i].Step
 		if p < 1 || p > o.EndStep {
 			continue
 		}
@@ -417,69 +538,54 @@ func (e *Evaluator) evaluate(name string, cutoff float64, prune []int) Result {
 	if r.Pruned > 0 {
 		r.MissRate = float64(r.Misses) / float64(r.Pruned)
 	}
-	pr := e.opts.Prices
-	cached := pr.CachedInputPerMTok / 1e6
-	input := pr.InputPerMTok / 1e6
-	write := pr.CacheWriteFactor * input
-	for _, sd := range e.sessions {
-		e.rewrites(sd, prune, &r)
-	}
-	r.SavedUSD = float64(r.AppliedTokenSteps) * cached
-	r.RewriteUSD = float64(r.RewriteTokens) * (write - cached)
-	r.NetUSD = r.SavedUSD - r.RecallUSD - r.RewriteUSD
 	return r
 }
 
-// rewrites simulates the advisor's rewrite batching for one session (see Result)
-// and adds the applied-level figures and recall costs to r.
-func (e *Evaluator) rewrites(sd *sessionData, prune []int, r *Result) {
-	pr := e.opts.Prices
-	cached := pr.CachedInputPerMTok / 1e6
-	input := pr.InputPerMTok / 1e6
-	threshold := e.opts.RewriteThreshold()
-	decided := map[int][]int{}
-	for _, i := range sd.outs {
-		if p := prune[i]; p >= 1 && p <= sd.end {
-			decided[p] = append(decided[p], i)
+// price simulates every session under the decision-level and the applied-level
+// policy and adds both levels (and the per-session rows when asked) to r.
+func (e *Evaluator) price(r *Result, decision, applied func(*sessionData) policy) {
+	for _, sd := range e.sessions {
+		row := SessionResult{Session: sd.name, Decision: e.simulate(sd, decision(sd)), Applied: e.simulate(sd, applied(sd))}
+		r.Decision.add(row.Decision)
+		r.Applied.add(row.Applied)
+		if e.opts.PerSession {
+			r.Sessions = append(r.Sessions, row)
 		}
 	}
-	if len(decided) == 0 {
-		return
+}
+
+// add sums one session's level into a total.
+func (l *Level) add(s Level) {
+	l.NetUSD += s.NetUSD
+	l.PaidUSD += s.PaidUSD
+	l.StepsOverBudget += s.StepsOverBudget
+	l.PeakContext = max(l.PeakContext, s.PeakContext)
+	l.Rewrites += s.Rewrites
+	l.Misses += s.Misses
+	l.TokenSteps += s.TokenSteps
+	if s.NetUSD < 0 {
+		l.SessionsCostlier++
 	}
-	back := make([]int64, sd.end+2) // tokens returning to the context at each step (recalls)
-	var removed int64               // tokens pruned from the context at the current step
-	var pending []int
-	var pendTok int64
+}
+
+// keepAllLevel prices doing nothing: every call reads what the previous call sent
+// (up to the shorter of the two, when the context shrank) and writes the rest; a
+// cold call writes everything.
+func (e *Evaluator) keepAllLevel(sd *sessionData) Level {
+	var l Level
+	prev := 0
 	for s := 1; s <= sd.end; s++ {
-		removed -= back[s]
-		for _, i := range decided[s] {
-			pending = append(pending, i)
-			pendTok += int64(e.outs[i].Tokens)
+		c := sd.context[s-1]
+		cached := min(prev, c)
+		if sd.cold[s-1] {
+			cached = 0
 		}
-		if len(pending) == 0 {
-			continue
+		l.PaidUSD += sd.price.Call(cached, c)
+		if c > e.opts.Budget {
+			l.StepsOverBudget++
 		}
-		ctx := int64(sd.context[s-1]) - removed
-		if pendTok < threshold && ctx <= int64(e.opts.HardLimit) {
-			continue
-		}
-		for _, i := range pending {
-			o := &e.outs[i]
-			r.Applied++
-			stop := o.EndStep + 1
-			if u := o.UsedFrom(s); u != 0 {
-				r.AppliedMisses++
-				r.RecallUSD += float64(o.Tokens)*cached + float64(pr.RecallOverheadTokens)*input
-				stop = u
-			}
-			r.AppliedTokenSteps += int64(o.Tokens) * int64(stop-s)
-			if stop > s {
-				removed += int64(o.Tokens)
-				back[stop] += int64(o.Tokens)
-			}
-		}
-		r.Rewrites++
-		r.RewriteTokens += max(int64(sd.context[s-1])-removed, 0)
-		pending, pendTok = pending[:0], 0
+		l.PeakContext = max(l.PeakContext, c)
+		prev = c
 	}
+	return l
 }

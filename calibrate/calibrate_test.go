@@ -4,8 +4,10 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -28,51 +30,120 @@ func mustEval(t *testing.T, outs []Output, sessions []Session, opts Options) *Ev
 }
 
 // handOutputs is the session worked by hand in TestEvaluateHand: 10 steps, context
-// 50,000 tokens at every step (under the 180,000 hard limit).
+// 50,000 tokens at every call, priced as Anthropic's (read $0.30, write $3.75 per
+// Mtok), no timestamps (the cache is warm throughout).
 func handOutputs() ([]Output, []Session) {
 	outs := []Output{
-		{Session: "s", Key: "A", Tokens: 3000, Step: 1, CandidateFrom: 4, EndStep: 10, Uses: []int{6},
+		{Session: "s", Key: "A", Tokens: 3000, StubTokens: 40, Offset: 1000, Step: 1, CandidateFrom: 4, EndStep: 10, Uses: []int{6},
 			Asks: []Ask{{Step: 4, Keep: 0.1, OK: true}, {Step: 7, Keep: 0.05, OK: true}}},
-		{Session: "s", Key: "B", Tokens: 4000, Step: 2, CandidateFrom: 5, EndStep: 10,
+		{Session: "s", Key: "B", Tokens: 4000, StubTokens: 40, Offset: 5000, Step: 2, CandidateFrom: 5, EndStep: 10,
 			Asks: []Ask{{Step: 5, Keep: 0.2, OK: true}}},
-		{Session: "s", Key: "C", Tokens: 1000, Step: 3, CandidateFrom: 6, RuleDeadAt: 7, EndStep: 10, Uses: []int{5},
+		{Session: "s", Key: "C", Tokens: 1000, StubTokens: 40, Offset: 10000, Step: 3, CandidateFrom: 6, RuleDeadAt: 7, EndStep: 10, Uses: []int{5},
 			Asks: []Ask{{Step: 6, Keep: 0.6, OK: true}}},
 	}
-	return outs, []Session{{Name: "s", Context: ctx(10, 50_000)}}
+	return outs, []Session{{Name: "s", Context: ctx(10, 50_000), Provider: "anthropic"}}
 }
 
-// TestEvaluateHand checks every figure of one scorer run against a hand computation.
+// TestEvaluateHand checks every figure of one scorer run against a hand computation
+// (read r = $0.30/M, write w = $3.75/M).
 //
-// Cutoff 0.25, default options (budget 100,000: rewrite threshold 5,000 tokens).
-// Decisions: A at its first low ask, step 4; B at step 5; C scores 0.6 but is
-// rule-dead at 7. A is used at 6 >= 4: a miss, recalled at 6, saving 3000 x (6-4) =
-// 6,000 token-steps; B is never used: 4000 x (11-5) = 24,000; C's use at 5 is
-// before 7: 1000 x (11-7) = 4,000. Total 34,000; 1 miss of 3 pruned.
-// All token-steps: 3000x9 + 4000x8 + 1000x7 = 66,000.
+// Cutoff 0.25. Decisions: A at its first low ask, step 4 (0.1); B at 5 (0.2); C
+// scores 0.6 but is rule-dead at 7. Flat figures: A used at 6 >= 4, a miss: 3000 x
+// (6-4) = 6,000 token-steps; B never used: 4000 x (11-5) = 24,000; C's use at 5 is
+// before 7: 1000 x (11-7) = 4,000. Total 34,000; 1 miss of 3. All token-steps:
+// 3000x9 + 4000x8 + 1000x7 = 66,000.
 //
-// Rewrites: step 4 pending 3,000 < 5,000, context 50,000 under the hard limit:
-// wait. Step 5: pending 7,000 >= 5,000: A and B applied at 5 (one rewrite). A is
-// then used at 6 (applied miss, 3000 x 1 = 3,000 token-steps); B saves 4000 x 6 =
-// 24,000. Context after the rewrite 50,000 - 7,000 = 43,000 tokens written. C is
-// pending from 7 with 1,000 tokens and never applied.
+// Keep-all: call 1 writes 50,000 (0.1875), calls 2-10 read 50,000 (0.015 each):
+// $0.3225.
 //
-// Money: saved 27,000 x $0.30/M = $0.0081; recall 3000 x $0.30/M + 1000 x $3/M =
-// $0.0039; rewrite 43,000 x ($3.75 - $0.30)/M = $0.14835; net -$0.14415.
+// Decision level (each decision applied at its step; stubs save 2,960, 3,960, 960):
+//
+//	calls 1-3: 0.1875 + 2 x 0.015                               = 0.2175
+//	call 4, A stubbed from offset 1,000: 47,040 sent, 1,000 read = 0.17295
+//	call 5, B from offset 5,000-2,960 = 2,040: 43,080 sent       = 0.154512
+//	call 6 reads 43,080 (0.012924); A is used: a round trip reads
+//	  43,080 and writes 3,000 + 100 (0.024549); they stay       = 0.037473
+//	call 7, C from 10,000-6,920 = 3,080: 53,100-7,880 = 45,220   = 0.158949
+//	calls 8-10 read 45,220 (0.013566 each)                      = 0.040698
+//
+// total $0.782082, net -0.459582; 3 rewrites, 1 miss, peak 50,000; token-steps
+// 2,960 + 6,920 + 6,920 + 4,780 x 4 = 35,920.
+//
+// Applied level: under the budget (100,000) with a warm cache nothing pays: the
+// best start at step 5 frees 6,920 against a suffix of 42,080 (cost 0.145, saving
+// 6,920 x r x 3 = 0.0062); nothing is applied: keep-all's figures, net 0.
 func TestEvaluateHand(t *testing.T) {
 	outs, sessions := handOutputs()
 	e := mustEval(t, outs, sessions, DefaultOptions())
 	got := e.Scorer("x", 0.25)
 	want := Result{
 		Name: "scorer:x", Cutoff: 0.25, Outputs: 3, Pruned: 3, Misses: 1, PruneRate: 1, MissRate: 1.0 / 3,
-		TokenSteps: 34_000, TotalTokenSteps: 66_000, Rewrites: 1, Applied: 2, AppliedMisses: 1,
-		AppliedTokenSteps: 27_000, RewriteTokens: 43_000,
-		SavedUSD: 0.0081, RecallUSD: 0.0039, RewriteUSD: 0.14835, NetUSD: -0.14415,
+		TokenSteps: 34_000, TotalTokenSteps: 66_000,
+		Decision: Level{NetUSD: 0.3225 - 0.782082, PaidUSD: 0.782082, PeakContext: 50_000, Rewrites: 3, SessionsCostlier: 1, Misses: 1, TokenSteps: 35_920},
+		Applied:  Level{NetUSD: 0, PaidUSD: 0.3225, PeakContext: 50_000},
 	}
 	if d := cmp.Diff(want, got, cmp.Comparer(approx)); d != "" {
 		t.Errorf("result (-want +got):\n%s", d)
 	}
-	if got, want := ScorerPrunes(outs, 0.25), []int{4, 5, 7}; !cmp.Equal(got, want) {
+	if got, want := ScorerPrunes(outs, 0.25), []Decision{{Step: 4, Keep: 0.1}, {Step: 5, Keep: 0.2}, {Step: 7, Rule: true}}; !cmp.Equal(got, want) {
 		t.Errorf("decisions %v, want %v", got, want)
+	}
+	if k := e.KeepAllUSD(); !approx(k, 0.3225) {
+		t.Errorf("keep-all pays %v, want 0.3225", k)
+	}
+}
+
+// TestOverBudgetHand is the same session at a 45,000-token budget (low water
+// 36,000, least rewrite 2,250): every call of keep-all is over it. The applied
+// level: at 4 the planner takes A (2,960 >= 2,250) and at 5 B, as the decision
+// level does (same prices: 0.17295, 0.154512); A's miss at 6 is the same (0.037473);
+// at 7 C would free 960 < 2,250 and 46,180 - 960 > 36,000: it waits, and calls 7-10
+// read 46,180 (0.013854 each). Total 0.2175 + 0.17295 + 0.154512 + 0.037473 +
+// 0.055416 = 0.637851, net -0.315351; over budget at calls 1-4 and 7-10: 8 (keep-all
+// 10); token-steps 2,960 + 6,920 x 2 + 3,820 x 4 = 32,080.
+func TestOverBudgetHand(t *testing.T) {
+	outs, sessions := handOutputs()
+	opts := DefaultOptions()
+	opts.Budget = 45_000
+	e := mustEval(t, outs, sessions, opts)
+	got := e.Scorer("x", 0.25)
+	want := Level{NetUSD: 0.3225 - 0.637851, PaidUSD: 0.637851, StepsOverBudget: 8, PeakContext: 50_000, Rewrites: 2, SessionsCostlier: 1, Misses: 1, TokenSteps: 32_080}
+	if d := cmp.Diff(want, got.Applied, cmp.Comparer(approx)); d != "" {
+		t.Errorf("applied (-want +got):\n%s", d)
+	}
+	if got.Decision.StepsOverBudget != 8 || got.Decision.Rewrites != 3 {
+		t.Errorf("decision level: %d steps over budget, %d rewrites; want 8, 3", got.Decision.StepsOverBudget, got.Decision.Rewrites)
+	}
+	if k := e.KeepAll(); k.Applied.StepsOverBudget != 10 || k.Applied.NetUSD != 0 || k.Applied.Rewrites != 0 {
+		t.Errorf("keep-all: %+v; want 10 steps over budget, net 0, no rewrite", k.Applied)
+	}
+}
+
+// A six-minute pause before call 6 makes the cache cold there: keep-all writes the
+// whole 50,000 again (0.1875 instead of 0.015), and the planner applies the pending
+// prunes A and B for free at that call: cold, every token is written anyway.
+func TestColdCacheHand(t *testing.T) {
+	outs, sessions := handOutputs()
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	at := make([]time.Time, 10)
+	for i := range at {
+		at[i] = t0.Add(time.Duration(i) * 30 * time.Second)
+		if i >= 5 {
+			at[i] = at[i].Add(6 * time.Minute)
+		}
+	}
+	sessions[0].At = at
+	e := mustEval(t, outs, sessions, DefaultOptions())
+	if k := e.KeepAllUSD(); !approx(k, 0.1875*2+8*0.015) {
+		t.Fatalf("keep-all with one cold call pays %v, want %v", k, 0.1875*2+8*0.015)
+	}
+	got := e.Scorer("x", 0.25).Applied
+	// Call 6 cold: A and B stubbed (43,080 written: 0.16155); A is used at 6 (0.024549,
+	// then 3,100 stay); C waits (rule, under budget, warm): calls 7-10 read 46,180.
+	// Calls 1-5 as keep-all: 0.1875 + 4 x 0.015.
+	paid := 0.1875 + 4*0.015 + 43_080*3.75e-6 + 0.024549 + 4*46_180*0.3e-6
+	if got.Rewrites != 1 || !approx(got.PaidUSD, paid) || got.Misses != 1 {
+		t.Errorf("cold rewrite: %+v; want 1 rewrite, paid %v, 1 miss", got, paid)
 	}
 }
 
@@ -80,27 +151,27 @@ func approx(a, b float64) bool {
 	return a == b || math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
 
-// TestHardLimit: a pending prune below the rewrite threshold is applied at once
+// TestHardLimit: a pending prune too small for a forced rewrite is applied at once
 // when the context exceeds the hard limit.
 func TestHardLimit(t *testing.T) {
-	outs := []Output{{Session: "s", Key: "A", Tokens: 100, Step: 1, CandidateFrom: 2, EndStep: 5,
+	outs := []Output{{Session: "s", Key: "A", Tokens: 100, StubTokens: 10, Offset: 10, Step: 1, CandidateFrom: 2, EndStep: 5,
 		Asks: []Ask{{Step: 2, Keep: 0, OK: true}}}}
 	c := []int{1000, 1000, 190_000, 190_000, 190_000}
 	e := mustEval(t, outs, []Session{{Name: "s", Context: c}}, DefaultOptions())
 	r := e.Scorer("x", 0.5)
-	// Decided at 2 (context 1,000: wait), applied at 3 (190,000 > 180,000):
-	// 100 x (6-3) = 300 token-steps, 190,000 - 100 written.
-	if r.Rewrites != 1 || r.AppliedTokenSteps != 300 || r.RewriteTokens != 189_900 || r.TokenSteps != 400 {
-		t.Errorf("got rewrites %d, applied token-steps %d, rewrite tokens %d, token-steps %d; want 1, 300, 189900, 400",
-			r.Rewrites, r.AppliedTokenSteps, r.RewriteTokens, r.TokenSteps)
+	// Decided at 2 (1,000 tokens, nothing pays: wait); at 3 the context is 190,000 >
+	// 180,000: applied. Token-steps 90 x 3 = 270.
+	if r.Applied.Rewrites != 1 || r.Applied.TokenSteps != 270 || r.TokenSteps != 400 {
+		t.Errorf("got %+v, decision-level token-steps %d; want 1 rewrite, 270 applied token-steps, 400", r.Applied, r.TokenSteps)
 	}
 }
 
 func TestKeepAll(t *testing.T) {
 	outs, sessions := handOutputs()
 	r := mustEval(t, outs, sessions, DefaultOptions()).KeepAll()
-	want := Result{Name: "keep-all", Cutoff: -1, Outputs: 3, TotalTokenSteps: 66_000}
-	if d := cmp.Diff(want, r); d != "" {
+	lvl := Level{PaidUSD: 0.3225, PeakContext: 50_000}
+	want := Result{Name: "keep-all", Cutoff: -1, Outputs: 3, TotalTokenSteps: 66_000, Decision: lvl, Applied: lvl}
+	if d := cmp.Diff(want, r, cmp.Comparer(approx)); d != "" {
 		t.Errorf("keep-all (-want +got):\n%s", d)
 	}
 }
@@ -117,7 +188,7 @@ func TestBaselinesHand(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		got  []int
+		got  []Decision
 		want []int
 	}{
 		// Rules: only B is rule-dead, at 4.
@@ -133,55 +204,28 @@ func TestBaselinesHand(t *testing.T) {
 		{"oracle", OraclePrunes(outs), []int{8, 4, 0, 0}},
 	}
 	for _, tt := range tests {
-		if !cmp.Equal(tt.got, tt.want) {
-			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
+		if got := stepsOf(tt.got); !cmp.Equal(got, tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
 
-// TestRecommendHand works out the recommendation by hand.
-//
-// Prices: input $1/M, cached $1/M, cache write 1x input (rewrites cost nothing:
-// write - cached = 0), recall overhead 1,000 tokens; rewrite fraction 0, so every
-// decision is applied at once (applied level = decision level); end step 20. Each output is
-// pruned at its single ask when the cutoff exceeds its score:
-//
-//	A 100 tokens, ask at 4 keep 0.05, never used:  100 x (21-4) = 1,700
-//	B 200 tokens, ask at 5 keep 0.25, never used:  200 x (21-5) = 3,200
-//	C 300 tokens, ask at 6 keep 0.45, used at 10:  300 x (10-6) = 1,200, miss
-//	D 400 tokens, ask at 7 keep 0.65, used at 8:   400 x (8-7)  =   400, miss
-//
-// A miss costs (tokens + 1,000) x $1/M. Net per cutoff (in token units):
-//
-//	0.1: A           1,700 - 0              = 1,700   miss 0
-//	0.3: A B         4,900 - 0              = 4,900   miss 0
-//	0.4: A B         4,900 - 0              = 4,900   miss 0
-//	0.5: A B C       6,100 - 1,300          = 4,800   miss 1/3
-//	0.7: A B C D     6,500 - 1,300 - 1,400  = 3,800   miss 2/4
-//
-// Target 0.34: 0.1-0.5 qualify; the most net is 4,900 at 0.3 and 0.4; the lower
-// wins: 0.3 (0.5 saves the most token-steps but less money). Maximising
-// token-steps instead gives 0.5. Target 0: 0.3. A sweep of [0.5, 0.7] with target
-// 0.2 has no qualifying cutoff.
+func stepsOf(ds []Decision) []int {
+	out := make([]int, len(ds))
+	for i, d := range ds {
+		out[i] = d.Step
+	}
+	return out
+}
+
+// TestRecommendHand: among the cutoffs whose miss rate is within the target, the
+// highest objective wins, the lower cutoff on a tie; none qualifying is an explicit
+// none naming the lowest miss rate.
 func TestRecommendHand(t *testing.T) {
-	outs := []Output{
-		{Session: "s", Key: "A", Tokens: 100, Step: 1, CandidateFrom: 4, EndStep: 20, Asks: []Ask{{Step: 4, Keep: 0.05, OK: true}}},
-		{Session: "s", Key: "B", Tokens: 200, Step: 2, CandidateFrom: 5, EndStep: 20, Asks: []Ask{{Step: 5, Keep: 0.25, OK: true}}},
-		{Session: "s", Key: "C", Tokens: 300, Step: 3, CandidateFrom: 6, EndStep: 20, Uses: []int{10}, Asks: []Ask{{Step: 6, Keep: 0.45, OK: true}}},
-		{Session: "s", Key: "D", Tokens: 400, Step: 4, CandidateFrom: 7, EndStep: 20, Uses: []int{8}, Asks: []Ask{{Step: 7, Keep: 0.65, OK: true}}},
+	res := func(c, miss, net float64, ts int64) Result {
+		return Result{Cutoff: c, MissRate: miss, TokenSteps: ts, Applied: Level{NetUSD: net}}
 	}
-	opts := DefaultOptions()
-	opts.Prices = Prices{InputPerMTok: 1, CachedInputPerMTok: 1, CacheWriteFactor: 1, RecallOverheadTokens: 1000}
-	opts.RewriteFraction = 0
-	e := mustEval(t, outs, []Session{{Name: "s", Context: ctx(20, 5000)}}, opts)
-	sweep := e.Sweep("x", []float64{0.1, 0.3, 0.4, 0.5, 0.7})
-	var nets []float64
-	for _, r := range sweep {
-		nets = append(nets, math.Round(r.NetUSD*1e6))
-	}
-	if want := []float64{1700, 4900, 4900, 4800, 3800}; !cmp.Equal(nets, want) {
-		t.Fatalf("nets x 1e6 = %v, want %v", nets, want)
-	}
+	sweep := []Result{res(0.1, 0, 1.7, 1700), res(0.3, 0, 4.9, 4900), res(0.4, 0, 4.9, 4900), res(0.5, 1.0/3, 4.8, 6100), res(0.7, 0.5, 3.8, 6500)}
 	tests := []struct {
 		target float64
 		ob     Objective
@@ -192,6 +236,7 @@ func TestRecommendHand(t *testing.T) {
 		{0.34, ObjectiveTokenSteps, sweep, 0.5},
 		{0, ObjectiveNet, sweep, 0.3},
 		{1, ObjectiveNet, sweep, 0.3},
+		{1, ObjectiveTokenSteps, sweep, 0.7},
 		{0.2, ObjectiveNet, sweep[3:], -1},
 	}
 	for _, tt := range tests {
@@ -206,7 +251,7 @@ func TestRecommendHand(t *testing.T) {
 			t.Errorf("target %v %s: got cutoff %v (none %v, err %v), want %v", tt.target, tt.ob, rec.Cutoff, rec.None, err, tt.want)
 		}
 	}
-	if _, err := Recommend(sweep, 1.5); !errors.Is(err, ErrInvalid) {
+	if _, err := RecommendBy(sweep, 1.5, ObjectiveNet); !errors.Is(err, ErrInvalid) {
 		t.Errorf("target 1.5: err %v, want ErrInvalid", err)
 	}
 }
@@ -327,10 +372,10 @@ func TestValidate(t *testing.T) {
 	}
 	e := mustEval(t, outs, sessions, DefaultOptions())
 	// B is eligible from 5: a prune at 4 breaks protection.
-	if _, err := e.Evaluate("x", -1, []int{0, 4, 0}); !errors.Is(err, ErrInvalid) {
+	if _, err := e.Evaluate("x", -1, steps([]int{0, 4, 0})); !errors.Is(err, ErrInvalid) {
 		t.Errorf("protected prune: err %v, want ErrInvalid", err)
 	}
-	if _, err := e.Evaluate("x", -1, []int{0}); !errors.Is(err, ErrInvalid) {
+	if _, err := e.Evaluate("x", -1, steps([]int{0})); !errors.Is(err, ErrInvalid) {
 		t.Errorf("short decisions: err %v, want ErrInvalid", err)
 	}
 }
@@ -351,7 +396,7 @@ func randomRecords(rng *rand.Rand) ([]Output, []Session) {
 		sessions = append(sessions, Session{Name: name, Context: c})
 		for k := range 1 + rng.IntN(12) {
 			step := rng.IntN(end)
-			o := Output{Session: name, Key: string(rune('A' + k)), Tokens: rng.IntN(20_000), Step: step, EndStep: end}
+			o := Output{Session: name, Key: string(rune('A' + k)), Tokens: rng.IntN(20_000), StubTokens: 40, Step: step, EndStep: end}
 			span := end - step // steps after the output: step+1 .. end
 			if rng.Float64() < 0.7 {
 				o.CandidateFrom = step + 1 + rng.IntN(span)
@@ -372,6 +417,13 @@ func randomRecords(rng *rand.Rand) ([]Output, []Session) {
 			outs = append(outs, o)
 		}
 	}
+	// Offsets in step order: each output after the ones of earlier steps.
+	sort.SliceStable(outs, func(i, j int) bool {
+		return outs[i].Session < outs[j].Session || outs[i].Session == outs[j].Session && outs[i].Step < outs[j].Step
+	})
+	for i := range outs {
+		outs[i].Offset = 100 * outs[i].Step
+	}
 	return outs, sessions
 }
 
@@ -387,17 +439,18 @@ func TestOracleBound(t *testing.T) {
 		outs, sessions := randomRecords(rng)
 		e := mustEval(t, outs, sessions, DefaultOptions())
 		oracle := e.Oracle()
-		if oracle.Misses != 0 || oracle.AppliedMisses != 0 {
-			t.Fatalf("trial %d: oracle misses %d (applied %d)", trial, oracle.Misses, oracle.AppliedMisses)
+		if oracle.Misses != 0 || oracle.Decision.Misses != 0 || oracle.Applied.Misses != 0 {
+			t.Fatalf("trial %d: oracle misses %d (decision level %d, applied %d)", trial, oracle.Misses, oracle.Decision.Misses, oracle.Applied.Misses)
 		}
-		op := OraclePrunes(outs)
-		check := func(name string, p []int) {
-			r, err := e.Evaluate(name, -1, p)
+		op := stepsOf(OraclePrunes(outs))
+		check := func(name string, ds []Decision) {
+			p := stepsOf(ds)
+			r, err := e.Evaluate(name, -1, ds)
 			if err != nil {
 				t.Fatalf("trial %d %s: %v", trial, name, err)
 			}
-			if r.AppliedMisses > r.Misses || r.Applied > r.Pruned {
-				t.Errorf("trial %d %s: applied %d/%d misses exceed decided %d/%d", trial, name, r.Applied, r.AppliedMisses, r.Pruned, r.Misses)
+			if r.Decision.Misses > r.Misses || r.Applied.Misses > r.Misses {
+				t.Errorf("trial %d %s: %d, %d priced misses exceed the %d decided", trial, name, r.Decision.Misses, r.Applied.Misses, r.Misses)
 			}
 			if r.Misses != 0 {
 				return
@@ -427,7 +480,7 @@ func TestOracleBound(t *testing.T) {
 					p[i] = lo + rng.IntN(outs[i].EndStep-lo+1)
 				}
 			}
-			check("random-decisions-"+string(rune('a'+k)), p)
+			check("random-decisions-"+string(rune('a'+k)), steps(p))
 		}
 		for _, c := range DefaultCutoffs() {
 			check("scorer", ScorerPrunes(outs, c))
@@ -437,7 +490,7 @@ func TestOracleBound(t *testing.T) {
 			check("recency", RecencyPrunes(outs, n))
 		}
 		check("random", RandomPrunes(outs, len(outs)/2, uint64(trial)))
-		check("keep-all", make([]int, len(outs)))
+		check("keep-all", make([]Decision, len(outs)))
 	}
 	if zeroMiss < 1000 {
 		t.Errorf("only %d zero-miss pruners tried; the property test is too weak", zeroMiss)
@@ -459,7 +512,7 @@ func TestRandomPruneRate(t *testing.T) {
 			if r.Pruned != ref.Pruned || r.PruneRate != ref.PruneRate {
 				t.Errorf("trial %d cutoff %v: random pruned %d (rate %v), scorer %d (rate %v)", trial, c, r.Pruned, r.PruneRate, ref.Pruned, ref.PruneRate)
 			}
-			if again := e.Random(ref); again != r {
+			if again := e.Random(ref); !cmp.Equal(again, r) {
 				t.Errorf("trial %d: random baseline not deterministic", trial)
 			}
 			a, b := RandomPrunes(outs, ref.Pruned, 1), RandomPrunes(outs, ref.Pruned, 2)
@@ -486,13 +539,21 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, b := range rep.Baselines {
-		names = append(names, b.Name)
+	b := rep.Budgets[0]
+	for _, x := range b.Baselines {
+		names = append(names, x.Name)
 	}
 	if want := []string{"keep-all", "rules", "recency-5", "recency-10", "recency-20", "oracle"}; !cmp.Equal(names, want) {
 		t.Errorf("baselines %v, want %v", names, want)
 	}
-	x := rep.Scorers[0]
+	names = nil
+	for _, x := range b.Anchors {
+		names = append(names, x.Name)
+	}
+	if want := AnchorNames(5000); !cmp.Equal(names, want) {
+		t.Errorf("anchors %v, want %v", names, want)
+	}
+	x := b.Scorers[0]
 	if len(x.Sweep) != 3 || x.Sweep[0].Cutoff != 0 || x.Sweep[2].Cutoff != 0.5 || len(x.Random) != 3 {
 		t.Fatalf("sweep not sorted or random missing: %+v", x.Sweep)
 	}
@@ -505,7 +566,7 @@ func TestReport(t *testing.T) {
 	if err := rep.WriteText(&sb); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"scorer x:", "scorer high:", "recommended cutoff: 0.00", "oracle", "[0.90,1.00)"} {
+	for _, s := range []string{"scorer x:", "scorer high:", "recommended cutoff: 0.00", "oracle", "[0.90,1.00)", "budget 100000 tokens: keep-all pays $0.32", "gemini-cli-masking"} {
 		if !strings.Contains(sb.String(), s) {
 			t.Errorf("text report lacks %q:\n%s", s, sb.String())
 		}

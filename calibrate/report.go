@@ -13,148 +13,261 @@ import (
 // ScorerInput is one scorer's replay records: the same outputs as the report's base
 // outputs, with this scorer's asks.
 type ScorerInput struct {
-	Name    string   // scorer name as stored, e.g. "lexical", "ollama:qwen2.5:0.5b"
+	Name    string   // scorer name as stored, e.g. "lexical", "fitted", "ollama:qwen2.5:0.5b:p2"
 	Outputs []Output // one record per base output (any order)
 }
 
-// ScorerReport is the calibration of one scorer.
+// ScorerReport is the calibration of one scorer: its reliability (independent of the
+// budget).
 type ScorerReport struct {
 	Scorer      string      `json:"scorer"`
 	Reliability Reliability `json:"reliability"`
-	Sweep       []Result    `json:"sweep"` // one per cutoff, in cutoff order
+}
+
+// ScorerSweep is one scorer's sweep at one budget.
+type ScorerSweep struct {
+	Scorer string   `json:"scorer"`
+	Sweep  []Result `json:"sweep"` // one per cutoff, in cutoff order
 	// Random holds the random baseline at the prune rate of each sweep entry (same
 	// index, same cutoff).
 	Random         []Result       `json:"random"`
 	Recommendation Recommendation `json:"recommendation"`
 }
 
-// Report is a whole calibration: baselines and scorers over the same outputs.
+// BudgetReport is everything priced at one budget.
+type BudgetReport struct {
+	Budget     int     `json:"budget"`
+	KeepAllUSD float64 `json:"keep_all_usd"` // what doing nothing pays for input
+	// Advisor is what the advisor did in the replay (its own rewrites, when the budget
+	// is the replay's; else its scorer's decisions at its cutoff under the planner);
+	// nil when the report has no advisor.
+	Advisor   *Result       `json:"advisor,omitempty"`
+	Baselines []Result      `json:"baselines"` // keep-all, rules, recency-N…, oracle
+	Anchors   []Result      `json:"anchors"`   // the regimes of other tools (anchors.go)
+	Scorers   []ScorerSweep `json:"scorers"`
+}
+
+// Report is a whole calibration: baselines, anchors and scorers over the same outputs,
+// at each budget.
 type Report struct {
-	Options    Options        `json:"options"`
+	Options    Options        `json:"-"`
 	TargetMiss float64        `json:"target_miss"`
 	Objective  Objective      `json:"objective"`
 	Outputs    int            `json:"outputs"`
 	Sessions   int            `json:"sessions"`
-	Baselines  []Result       `json:"baselines"` // keep-all, rules, recency-N…, oracle
 	Scorers    []ScorerReport `json:"scorers"`
+	Budgets    []BudgetReport `json:"budgets"`
+}
+
+// AdvisorInput is the advisor's own replay: which scorer it ran with at what cutoff,
+// the budget it ran under, and the step at which it stubbed each base output (0 =
+// never).
+type AdvisorInput struct {
+	Scorer    string
+	Cutoff    float64
+	Budget    int
+	AppliedAt []int
 }
 
 // ReportConfig selects what NewReport computes. The zero value of each field means
 // its default.
 type ReportConfig struct {
-	Options Options   // simulation settings; zero value: DefaultOptions()
-	Cutoffs []float64 // cutoffs swept, each in [0,1]; nil: DefaultCutoffs()
-	Recency []int     // recency windows; nil: DefaultRecency
+	Options Options // simulation settings; Budget is overridden by each of Budgets
+	Budgets []int   // the budgets to price at, in tokens; nil: Options.Budget alone
+	Cutoffs []float64
+	Recency []int
 	// TargetMiss is the miss-rate target of the recommendation, in [0,1]; 0 is a
 	// valid target (no misses at all), so there is no default: set it.
 	TargetMiss float64
 	Objective  Objective // what the recommendation maximises; "": ObjectiveNet
+	// Advisor, when set, adds the advisor's own row at every budget.
+	Advisor *AdvisorInput
 }
 
-// NewReport evaluates the baselines over base (asks ignored) and, for every scorer,
-// its reliability table, its sweep over the cutoffs (sorted ascending), random at
-// the prune rate of each cutoff, and the recommended cutoff. A scorer without a
-// qualifying cutoff gets a Recommendation with None set; that is not an error. It
-// fails (ErrInvalid, ErrNoSession) on invalid options, records, cutoffs, target or
-// objective, and when a scorer's outputs are not the base outputs (same keys, and
-// the same fields other than Asks).
+// NewReport evaluates, at every budget: the baselines over base (asks ignored), the
+// anchors, the advisor's own replay, and for every scorer its sweep over the cutoffs
+// (sorted ascending), random at the prune rate of each cutoff, and the recommended
+// cutoff; and each scorer's reliability once. A scorer without a qualifying cutoff
+// gets a Recommendation with None set; that is not an error. Budgets change the
+// regime's budget and hard limit together (the hard limit keeps its ratio to the
+// budget, at least the budget). It fails (ErrInvalid, ErrNoSession) on invalid
+// options, records, cutoffs, target or objective, and when a scorer's outputs are
+// not the base outputs.
 func NewReport(base []Output, sessions []Session, scorers []ScorerInput, cfg ReportConfig) (Report, error) {
-	opts := cfg.Options
-	if opts == (Options{}) {
-		opts = DefaultOptions()
+	if cfg.Options.Budget == 0 {
+		cfg.Options = DefaultOptions()
 	}
-	targetMiss := cfg.TargetMiss
-	if math.IsNaN(targetMiss) || targetMiss < 0 || targetMiss > 1 {
-		return Report{}, fmt.Errorf("%w: target miss rate %v outside [0,1]", ErrInvalid, targetMiss)
+	if err := cfg.check(); err != nil {
+		return Report{}, err
 	}
-	ob := cfg.Objective
-	if ob == "" {
-		ob = ObjectiveNet
+	rep := Report{Options: cfg.Options, TargetMiss: cfg.TargetMiss, Objective: cfg.Objective, Outputs: len(base)}
+	inputs, err := alignScorers(base, scorers)
+	if err != nil {
+		return Report{}, err
 	}
-	if ob != ObjectiveNet && ob != ObjectiveTokenSteps {
-		return Report{}, fmt.Errorf("%w: objective %q", ErrInvalid, ob)
+	for _, b := range cfg.budgets() {
+		br, err := cfg.budgetReport(b, base, sessions, inputs)
+		if err != nil {
+			return Report{}, err
+		}
+		rep.Budgets = append(rep.Budgets, br)
 	}
-	cutoffs, recency := cfg.Cutoffs, cfg.Recency
-	if cutoffs == nil {
-		cutoffs = DefaultCutoffs()
+	ev, err := NewEvaluator(base, sessions, cfg.Options)
+	if err != nil {
+		return Report{}, err
 	}
-	cutoffs = slices.Clone(cutoffs)
-	slices.Sort(cutoffs)
-	for _, c := range cutoffs {
-		if math.IsNaN(c) || c < 0 || c > 1 {
-			return Report{}, fmt.Errorf("%w: cutoff %v outside [0,1]", ErrInvalid, c)
+	rep.Sessions = len(ev.sessions)
+	for _, sc := range inputs {
+		rep.Scorers = append(rep.Scorers, ScorerReport{Scorer: sc.Name, Reliability: ReliabilityOf(sc.Outputs, cfg.Options.Bins)})
+	}
+	return rep, nil
+}
+
+// check validates the config and fills its defaults.
+func (c *ReportConfig) check() error {
+	if math.IsNaN(c.TargetMiss) || c.TargetMiss < 0 || c.TargetMiss > 1 {
+		return fmt.Errorf("%w: target miss rate %v outside [0,1]", ErrInvalid, c.TargetMiss)
+	}
+	if c.Objective == "" {
+		c.Objective = ObjectiveNet
+	}
+	if c.Objective != ObjectiveNet && c.Objective != ObjectiveTokenSteps {
+		return fmt.Errorf("%w: objective %q", ErrInvalid, c.Objective)
+	}
+	if c.Cutoffs == nil {
+		c.Cutoffs = DefaultCutoffs()
+	}
+	if c.Advisor != nil && !slices.Contains(c.Cutoffs, c.Advisor.Cutoff) {
+		c.Cutoffs = append(slices.Clone(c.Cutoffs), c.Advisor.Cutoff)
+	}
+	c.Cutoffs = slices.Clone(c.Cutoffs)
+	slices.Sort(c.Cutoffs)
+	for _, x := range c.Cutoffs {
+		if math.IsNaN(x) || x < 0 || x > 1 {
+			return fmt.Errorf("%w: cutoff %v outside [0,1]", ErrInvalid, x)
 		}
 	}
-	be, err := NewEvaluator(base, sessions, opts)
-	if err != nil {
-		return Report{}, fmt.Errorf("base outputs: %w", err)
+	for _, b := range c.budgets() {
+		if b <= 0 {
+			return fmt.Errorf("%w: budget %d: want a positive number of tokens", ErrInvalid, b)
+		}
 	}
-	rep := Report{Options: opts, TargetMiss: targetMiss, Objective: ob, Outputs: len(base), Sessions: len(be.sessions), Baselines: be.Baselines(recency)}
+	return c.Options.Validate()
+}
+
+func (c *ReportConfig) budgets() []int {
+	if len(c.Budgets) == 0 {
+		return []int{c.Options.Budget}
+	}
+	return c.Budgets
+}
+
+// alignScorers checks each scorer's outputs against base and returns them in base
+// order.
+func alignScorers(base []Output, scorers []ScorerInput) ([]ScorerInput, error) {
 	index := map[[2]string]int{}
 	for i, o := range base {
 		index[[2]string{o.Session, o.Key}] = i
 	}
-	for _, sc := range scorers {
+	out := make([]ScorerInput, len(scorers))
+	for k, sc := range scorers {
 		if len(sc.Outputs) != len(base) {
-			return Report{}, fmt.Errorf("%w: scorer %q: %d outputs, base has %d", ErrInvalid, sc.Name, len(sc.Outputs), len(base))
+			return nil, fmt.Errorf("%w: scorer %q: %d outputs, base has %d", ErrInvalid, sc.Name, len(sc.Outputs), len(base))
 		}
+		aligned := make([]Output, len(base))
 		for _, o := range sc.Outputs {
 			i, ok := index[[2]string{o.Session, o.Key}]
 			if !ok {
-				return Report{}, fmt.Errorf("%w: scorer %q: output %q of session %q is not in the base outputs", ErrInvalid, sc.Name, o.Key, o.Session)
+				return nil, fmt.Errorf("%w: scorer %q: output %q of session %q is not in the base outputs", ErrInvalid, sc.Name, o.Key, o.Session)
 			}
 			if !sameOutput(o, base[i]) {
-				return Report{}, fmt.Errorf("%w: scorer %q: output %q of session %q differs from the base record beyond its asks", ErrInvalid, sc.Name, o.Key, o.Session)
+				return nil, fmt.Errorf("%w: scorer %q: output %q of session %q differs from the base record beyond its asks", ErrInvalid, sc.Name, o.Key, o.Session)
 			}
+			aligned[i] = o
 		}
+		out[k] = ScorerInput{Name: sc.Name, Outputs: aligned}
+	}
+	return out, nil
+}
+
+// budgetReport prices everything at budget b.
+func (c *ReportConfig) budgetReport(b int, base []Output, sessions []Session, scorers []ScorerInput) (BudgetReport, error) {
+	opts := c.Options
+	ratio := float64(opts.HardLimit) / float64(opts.Budget)
+	opts.Budget, opts.HardLimit = b, max(int(ratio*float64(b)), b)
+	be, err := NewEvaluator(base, sessions, opts)
+	if err != nil {
+		return BudgetReport{}, fmt.Errorf("base outputs: %w", err)
+	}
+	br := BudgetReport{Budget: b, KeepAllUSD: be.KeepAllUSD(), Baselines: be.Baselines(c.Recency), Anchors: be.Anchors(int(math.Ceil(0.05 * float64(b))))}
+	for _, sc := range scorers {
 		ev, err := NewEvaluator(sc.Outputs, sessions, opts)
 		if err != nil {
-			return Report{}, fmt.Errorf("scorer %q: %w", sc.Name, err)
+			return BudgetReport{}, fmt.Errorf("scorer %q: %w", sc.Name, err)
 		}
-		sr := ScorerReport{Scorer: sc.Name, Reliability: ReliabilityOf(ev.outs, opts.Bins), Sweep: ev.Sweep(sc.Name, cutoffs)}
-		for _, r := range sr.Sweep {
-			sr.Random = append(sr.Random, ev.Random(r))
+		ss := ScorerSweep{Scorer: sc.Name, Sweep: ev.Sweep(sc.Name, c.Cutoffs)}
+		for _, r := range ss.Sweep {
+			ss.Random = append(ss.Random, ev.Random(r))
 		}
-		rec, err := RecommendBy(sr.Sweep, targetMiss, ob)
+		rec, err := RecommendBy(ss.Sweep, c.TargetMiss, c.Objective)
 		if err != nil && !errors.Is(err, ErrNoCutoff) {
-			return Report{}, fmt.Errorf("scorer %q: %w", sc.Name, err)
+			return BudgetReport{}, fmt.Errorf("scorer %q: %w", sc.Name, err)
 		}
-		sr.Recommendation = rec
-		rep.Scorers = append(rep.Scorers, sr)
+		ss.Recommendation = rec
+		br.Scorers = append(br.Scorers, ss)
 	}
-	return rep, nil
+	if a := c.Advisor; a != nil {
+		r, err := c.advisorRow(a, b, be, br)
+		if err != nil {
+			return BudgetReport{}, err
+		}
+		br.Advisor = &r
+	}
+	return br, nil
+}
+
+// advisorRow is the advisor's own rewrites at its replay's budget, and its scorer's
+// sweep entry at its cutoff (the planner over its decisions) at any other.
+func (c *ReportConfig) advisorRow(a *AdvisorInput, b int, be *Evaluator, br BudgetReport) (Result, error) {
+	if b == a.Budget && a.AppliedAt != nil {
+		r, err := be.Applied("advisor", a.AppliedAt)
+		if err == nil {
+			r.Cutoff = a.Cutoff
+		}
+		return r, err
+	}
+	for _, ss := range br.Scorers {
+		if ss.Scorer != a.Scorer {
+			continue
+		}
+		for _, r := range ss.Sweep {
+			if r.Cutoff == a.Cutoff {
+				r.Name = "advisor"
+				return r, nil
+			}
+		}
+	}
+	return Result{}, fmt.Errorf("%w: advisor: no sweep of scorer %q at cutoff %.2f", ErrInvalid, a.Scorer, a.Cutoff)
 }
 
 // sameOutput compares every field but Asks.
 func sameOutput(a, b Output) bool {
 	return a.Session == b.Session && a.Key == b.Key && a.Tokens == b.Tokens && a.Step == b.Step &&
 		a.CandidateFrom == b.CandidateFrom && a.EndStep == b.EndStep && a.RuleDeadAt == b.RuleDeadAt &&
-		slices.Equal(a.Uses, b.Uses)
+		a.Offset == b.Offset && a.StubTokens == b.StubTokens && slices.Equal(a.Uses, b.Uses)
 }
 
-// WriteText writes the report as plain-text tables: baselines, then per scorer the
-// reliability table, the sweep (with random at equal prune rate) and the
-// recommendation. Money is in US dollars.
+// WriteText writes the report as plain-text tables: the reliability of each scorer,
+// then per budget the advisor, the baselines, the anchors, and each scorer's sweep
+// (with random at equal prune rate) and recommendation. Money is in US dollars;
+// "net $" is keep-all's price minus the pruner's (positive: cheaper than doing
+// nothing), at the decision level ("dec") and the applied level (the planner's
+// regime).
 func (r Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	p := r.Options.Prices
-	fmt.Fprintf(tw, "%d outputs in %d sessions; budget %d tokens, hard limit %d, rewrite at %.0f%% of budget\n",
-		r.Outputs, r.Sessions, r.Options.Budget, r.Options.HardLimit, 100*r.Options.RewriteFraction)
-	fmt.Fprintf(tw, "prices per Mtok: input $%.2f, cached $%.2f, cache write %.2fx input; recall overhead %d tokens\n\n",
-		p.InputPerMTok, p.CachedInputPerMTok, p.CacheWriteFactor, p.RecallOverheadTokens)
-	header := "pruner\tcutoff\tpruned\tprune rate\tmisses\tmiss rate\ttoken-steps\tshare\trewrites\tnet $\t\n"
-	row := func(x Result) {
-		c := "-"
-		if x.Cutoff >= 0 {
-			c = fmt.Sprintf("%.2f", x.Cutoff)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%d\t%.3f\t%d\t%.3f\t%d\t%.4f\t\n",
-			x.Name, c, x.Pruned, x.PruneRate, x.Misses, x.MissRate, x.TokenSteps, x.SavedShare(), x.Rewrites, x.NetUSD)
-	}
-	fmt.Fprint(tw, "baselines\n"+header)
-	for _, b := range r.Baselines {
-		row(b)
-	}
+	o := r.Options
+	fmt.Fprintf(tw, "%d outputs in %d sessions; low-water %.0f%% and least rewrite %.0f%% of the budget, pay factor %.2f, remaining steps %.2f x steps (at least %.0f), cache TTL %s, recall overhead %d tokens\n",
+		r.Outputs, r.Sessions, 100*o.LowWaterFraction, 100*o.RewriteFraction, o.PayFactor, o.Estimator.Factor, o.Estimator.Min, o.CacheTTL, o.RecallOverheadTokens)
 	for _, s := range r.Scorers {
 		rel := s.Reliability
 		fmt.Fprintf(tw, "\nscorer %s: %d asks (%d without score), %d used later; Brier %.4f, AUC %.4f\n", s.Scorer, rel.N, rel.Failed, rel.Used, rel.Brier, rel.AUC)
@@ -162,11 +275,42 @@ func (r Report) WriteText(w io.Writer) error {
 		for _, b := range rel.Bins {
 			fmt.Fprintf(tw, "[%.2f,%.2f)\t%d\t%d\t%.3f\t%.3f\t\n", b.Lo, b.Hi, b.N, b.Used, b.Rate, b.MeanScore)
 		}
-		fmt.Fprint(tw, "\n"+header)
+	}
+	for _, b := range r.Budgets {
+		b.writeText(tw)
+	}
+	return tw.Flush()
+}
+
+const resultHeader = "pruner\tcutoff\tpruned\tmiss rate\tshare\tdec net $\tdec costlier\tnet $\tcostlier\tover budget\tpeak\trewrites\t\n"
+
+func resultRow(tw io.Writer, x Result) {
+	c := "-"
+	if x.Cutoff >= 0 {
+		c = fmt.Sprintf("%.2f", x.Cutoff)
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.2f\t%d\t%.2f\t%d\t%d\t%d\t%d\t\n", x.Name, c, x.Pruned, x.MissRate, x.SavedShare(),
+		x.Decision.NetUSD, x.Decision.SessionsCostlier, x.Applied.NetUSD, x.Applied.SessionsCostlier, x.Applied.StepsOverBudget, x.Applied.PeakContext, x.Applied.Rewrites)
+}
+
+func (b BudgetReport) writeText(tw io.Writer) {
+	fmt.Fprintf(tw, "\nbudget %d tokens: keep-all pays $%.2f for input\n", b.Budget, b.KeepAllUSD)
+	fmt.Fprint(tw, resultHeader)
+	if b.Advisor != nil {
+		resultRow(tw, *b.Advisor)
+	}
+	for _, x := range b.Baselines {
+		resultRow(tw, x)
+	}
+	for _, x := range b.Anchors {
+		resultRow(tw, x)
+	}
+	for _, s := range b.Scorers {
+		fmt.Fprintf(tw, "\nscorer %s at budget %d\n%s", s.Scorer, b.Budget, resultHeader)
 		for i, x := range s.Sweep {
-			row(x)
+			resultRow(tw, x)
 			if i < len(s.Random) {
-				row(s.Random[i])
+				resultRow(tw, s.Random[i])
 			}
 		}
 		rec := s.Recommendation
@@ -176,7 +320,6 @@ func (r Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(tw, "recommended cutoff: %.2f (%s)\n", rec.Cutoff, rec.Reason)
 		}
 	}
-	return tw.Flush()
 }
 
 // MarshalJSON writes NaN Brier and AUC (no examples, or one class only) as null.

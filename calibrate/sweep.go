@@ -21,18 +21,17 @@ func DefaultCutoffs() []float64 {
 // outputs"): 5, 10 and 20.
 var DefaultRecency = []int{5, 10, 20}
 
-// ScorerPrunes returns the decision step of each output for a scorer at cutoff: the
-// first OK ask with Keep < cutoff, or RuleDeadAt when earlier (rule-dead outputs
-// are pruned whatever their score, DESIGN.md step 6); 0 = never.
-func ScorerPrunes(outs []Output, cutoff float64) []int {
-	p := make([]int, len(outs))
+// ScorerPrunes returns each output's decision for a scorer at cutoff: the first OK
+// ask with Keep < cutoff (with that keep-probability), or RuleDeadAt when earlier
+// (rule-dead outputs are pruned whatever their score, DESIGN.md step 6); Step 0 =
+// never.
+func ScorerPrunes(outs []Output, cutoff float64) []Decision {
+	p := RulePrunes(outs)
 	for i := range outs {
-		o := &outs[i]
-		p[i] = o.RuleDeadAt
-		for _, a := range o.Asks {
+		for _, a := range outs[i].Asks {
 			if a.OK && a.Keep < cutoff {
-				if p[i] == 0 || a.Step < p[i] {
-					p[i] = a.Step
+				if p[i].Step == 0 || a.Step < p[i].Step {
+					p[i] = Decision{Step: a.Step, Keep: a.Keep}
 				}
 				break
 			}
@@ -41,13 +40,26 @@ func ScorerPrunes(outs []Output, cutoff float64) []int {
 	return p
 }
 
-// RulePrunes returns RuleDeadAt for every output: the rules-only baseline.
-func RulePrunes(outs []Output) []int {
-	p := make([]int, len(outs))
+// RulePrunes returns RuleDeadAt for every output, as rule decisions: the rules-only
+// baseline.
+func RulePrunes(outs []Output) []Decision {
+	p := make([]Decision, len(outs))
 	for i := range outs {
-		p[i] = outs[i].RuleDeadAt
+		if outs[i].RuleDeadAt > 0 {
+			p[i] = Decision{Step: outs[i].RuleDeadAt, Rule: true}
+		}
 	}
 	return p
+}
+
+// steps turns decision steps into Decisions (keep-probability 0: no score ranks
+// them; the planner then takes them in session order).
+func steps(p []int) []Decision {
+	out := make([]Decision, len(p))
+	for i, s := range p {
+		out[i].Step = s
+	}
+	return out
 }
 
 // RecencyPrunes returns the decisions of recency masking with window n: in each
@@ -56,7 +68,7 @@ func RulePrunes(outs []Output) []int {
 // and is pruned then, or at its CandidateFrom when later (same protection as the
 // advisor); never when it is never a candidate or falls out after EndStep. Rules
 // play no part. n < 1 is treated as 1.
-func RecencyPrunes(outs []Output, n int) []int {
+func RecencyPrunes(outs []Output, n int) []Decision {
 	n = max(n, 1)
 	p := make([]int, len(outs))
 	bySession := map[string][]int{}
@@ -82,7 +94,7 @@ func RecencyPrunes(outs []Output, n int) []int {
 			}
 		}
 	}
-	return p
+	return steps(p)
 }
 
 // OraclePrunes returns the oracle's decisions: each output at the first step after
@@ -91,7 +103,7 @@ func RecencyPrunes(outs []Output, n int) []int {
 // decision-level accounting of Result no pruner that prunes only eligible outputs
 // and never misses saves more token-steps: such a pruner must prune each output
 // after its last use, so no earlier than the oracle.
-func OraclePrunes(outs []Output) []int {
+func OraclePrunes(outs []Output) []Decision {
 	p := make([]int, len(outs))
 	for i := range outs {
 		o := &outs[i]
@@ -107,7 +119,7 @@ func OraclePrunes(outs []Output) []int {
 			p[i] = step
 		}
 	}
-	return p
+	return steps(p)
 }
 
 // RandomPrunes returns the decisions of the random baseline: k outputs drawn
@@ -115,7 +127,7 @@ func OraclePrunes(outs []Output) []int {
 // pruned at its EligibleFrom step. k is capped at the number eligible. The draw is a
 // Fisher-Yates shuffle driven by PCG(seed, seed^0x9e3779b97f4a7c15), so the same
 // outputs, k and seed always give the same decisions.
-func RandomPrunes(outs []Output, k int, seed uint64) []int {
+func RandomPrunes(outs []Output, k int, seed uint64) []Decision {
 	p := make([]int, len(outs))
 	var elig []int
 	for i := range outs {
@@ -128,7 +140,7 @@ func RandomPrunes(outs []Output, k int, seed uint64) []int {
 	for _, i := range elig[:min(max(k, 0), len(elig))] {
 		p[i] = outs[i].EligibleFrom()
 	}
-	return p
+	return steps(p)
 }
 
 // ScorerName is the Result name of a scorer's results.
@@ -150,7 +162,7 @@ func (e *Evaluator) Sweep(name string, cutoffs []float64) []Result {
 
 // KeepAll is the do-nothing baseline: it saves nothing and misses nothing.
 func (e *Evaluator) KeepAll() Result {
-	return e.evaluate("keep-all", -1, make([]int, len(e.outs)))
+	return e.evaluate("keep-all", -1, make([]Decision, len(e.outs)))
 }
 
 // Rules is the rules-only baseline (RulePrunes).
@@ -173,7 +185,8 @@ func (e *Evaluator) Random(ref Result) Result {
 }
 
 // Baselines returns keep-all, rules, recency for each n in recency (DefaultRecency
-// when nil), and the oracle, in that order.
+// when nil), and the oracle (under the planner's regime at the applied level, like
+// every decision pruner), in that order.
 func (e *Evaluator) Baselines(recency []int) []Result {
 	if recency == nil {
 		recency = DefaultRecency
@@ -200,7 +213,8 @@ type Objective string
 
 // Objectives.
 const (
-	// ObjectiveNet maximises NetUSD, the money saved under the price model.
+	// ObjectiveNet maximises the applied level's NetUSD, the money saved against
+	// keep-all under the price model.
 	ObjectiveNet Objective = "net"
 	// ObjectiveTokenSteps maximises decision-level TokenSteps, the context kept
 	// small whatever the cache costs (the agent degrades past the budget).
@@ -211,13 +225,7 @@ func (ob Objective) value(r Result) float64 {
 	if ob == ObjectiveTokenSteps {
 		return float64(r.TokenSteps)
 	}
-	return r.NetUSD
-}
-
-// Recommend is RecommendBy with ObjectiveNet: the cutoff that saves the most money
-// within the target miss rate.
-func Recommend(sweep []Result, targetMiss float64) (Recommendation, error) {
-	return RecommendBy(sweep, targetMiss, ObjectiveNet)
+	return r.Applied.NetUSD
 }
 
 // RecommendBy returns the cutoff of sweep with the highest objective among those
@@ -265,7 +273,7 @@ func RecommendBy(sweep []Result, targetMiss float64, ob Objective) (Recommendati
 		Objective:  ob,
 		Result:     r,
 		Reason: fmt.Sprintf("highest %s among %d cutoffs with miss rate <= %.3f: net $%.4f, %d token-steps, miss rate %.3f, prune rate %.3f",
-			ob, countAtMost(sweep, targetMiss), targetMiss, r.NetUSD, r.TokenSteps, r.MissRate, r.PruneRate),
+			ob, countAtMost(sweep, targetMiss), targetMiss, r.Applied.NetUSD, r.TokenSteps, r.MissRate, r.PruneRate),
 	}, nil
 }
 

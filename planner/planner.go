@@ -288,3 +288,26 @@ func FitFactor(lengths []int) (float64, bool) {
 	}
 	return num / den, true
 }
+
+// PaysEvery is the number of pending prunes per step of spacing between two pays
+// tests: the test is O(pending), so with more than PaysEvery pending prunes it runs
+// only every pending/PaysEvery steps (PaysDue), and a step's work stays bounded
+// however many prunes wait. The delay costs little: a rewrite that pays now still
+// pays a few steps later, when the removed tokens have only been read a few more
+// times.
+const PaysEvery = 32
+
+// PaysDue reports whether the pays test (rule d) runs at step with pending prunes
+// waiting: always with at most PaysEvery of them, else when step is a multiple of
+// pending/PaysEvery. It depends only on its arguments, so a restarted advisor tests
+// at the same steps.
+func PaysDue(step, pending int) bool {
+	k := pending / PaysEvery
+	return k <= 1 || step%k == 0
+}
+
+// Urgent reports whether in's situation forces or frees a rewrite (hard limit,
+// cold cache, over budget): the cases Plan decides without the pays test.
+func (in *Input) Urgent() bool {
+	return in.Context > in.HardLimit || in.Cold || in.Context > in.Budget
+}

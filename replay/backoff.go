@@ -86,7 +86,7 @@ func CompareSchedules(runs []ScheduleRun, cutoff float64, opts calibrate.Options
 	rep.Sessions = len(runs[0].Records)
 	type evaluated struct {
 		outs  []calibrate.Output
-		prune []int
+		prune []calibrate.Decision
 	}
 	evs := make([]evaluated, len(runs))
 	for k, run := range runs {
@@ -95,7 +95,7 @@ func CompareSchedules(runs []ScheduleRun, cutoff float64, opts calibrate.Options
 		}
 		var outs []calibrate.Output
 		var sessions []calibrate.Session
-		var prune []int
+		var prune []calibrate.Decision
 		res := ScheduleResult{Schedule: run.Schedule}
 		for i, rec := range run.Records {
 			ref := runs[0].Records[i]
@@ -105,7 +105,7 @@ func CompareSchedules(runs []ScheduleRun, cutoff float64, opts calibrate.Options
 			}
 			outs = append(outs, rec.CalibrateOutputs()...)
 			sessions = append(sessions, rec.CalibrateSession())
-			prune = append(prune, rec.PendingSteps()...)
+			prune = append(prune, rec.PendingDecisions()...)
 			res.Asks += len(rec.Asks)
 			lastStep := -1
 			for _, a := range rec.Asks {
@@ -148,7 +148,7 @@ func CompareSchedules(runs []ScheduleRun, cutoff float64, opts calibrate.Options
 			if evs[k].outs[i].Key != ref.outs[i].Key {
 				return rep, fmt.Errorf("%w: output %d of schedule %q is %q, the reference's is %q", ErrSchedules, i, runs[k].Schedule, evs[k].outs[i].Key, ref.outs[i].Key)
 			}
-			pr, ps := ref.prune[i], evs[k].prune[i]
+			pr, ps := ref.prune[i].Step, evs[k].prune[i].Step
 			switch {
 			case (pr == 0) != (ps == 0):
 				res.Changed++

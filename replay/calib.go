@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"time"
+
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 )
 
@@ -34,6 +36,7 @@ func (r *Record) CalibrateOutputs() []calibrate.Output {
 		o := calibrate.Output{
 			Session: name, Key: f.Key, Tokens: f.Tokens, Step: f.Step,
 			CandidateFrom: f.CandidateFrom, EndStep: f.EndStep, RuleDeadAt: f.RuleDeadAt,
+			Offset: f.Offset, StubTokens: f.StubTokens,
 		}
 		if o.CandidateFrom != 0 {
 			prev := 0
@@ -56,23 +59,42 @@ func (r *Record) CalibrateOutputs() []calibrate.Output {
 	return out
 }
 
-// CalibrateSession returns the calibrate session of r: its name and the context
-// size, nothing pruned, at every step.
+// CalibrateSession returns the calibrate session of r: its name, the context size
+// with nothing pruned at every step, the call times, and its provider.
 func (r *Record) CalibrateSession() calibrate.Session {
 	ctx := make([]int, len(r.StepFacts))
+	var at []time.Time
 	for i, s := range r.StepFacts {
 		ctx[i] = s.ContextTokens
+		if !s.At.IsZero() {
+			if at == nil {
+				at = make([]time.Time, len(r.StepFacts))
+			}
+			at[i] = s.At
+		}
 	}
-	return calibrate.Session{Name: r.CalibrateSessionName(), Context: ctx}
+	return calibrate.Session{Name: r.CalibrateSessionName(), Context: ctx, At: at, Provider: r.Provider}
 }
 
-// PendingSteps returns, for each of r's outputs in order, the step at which the
-// advisor made it a pending prune (OutputFacts.PendingAt; 0 = never): the
-// decisions of the replay itself, for calibrate.Evaluator.Evaluate.
-func (r *Record) PendingSteps() []int {
+// PendingDecisions returns, for each of r's outputs in order, the advisor's own
+// decision: the step at which it made the output a pending prune
+// (OutputFacts.PendingAt; 0 = never), a rule decision when a rule made it dead then;
+// for calibrate.Evaluator.Evaluate.
+func (r *Record) PendingDecisions() []calibrate.Decision {
+	out := make([]calibrate.Decision, len(r.Outputs))
+	for i, f := range r.Outputs {
+		out[i] = calibrate.Decision{Step: f.PendingAt, Rule: f.RuleDeadAt != 0 && f.RuleDeadAt == f.PendingAt}
+	}
+	return out
+}
+
+// AppliedSteps returns, for each of r's outputs in order, the step at which the
+// advisor's stub was applied (OutputFacts.PrunedAt; 0 = never): what the advisor
+// really did, for calibrate.Evaluator.Applied.
+func (r *Record) AppliedSteps() []int {
 	out := make([]int, len(r.Outputs))
 	for i, f := range r.Outputs {
-		out[i] = f.PendingAt
+		out[i] = f.PrunedAt
 	}
 	return out
 }

@@ -162,8 +162,13 @@ func TestReplayFacts(t *testing.T) {
 	if sess.Name != rec.ContentHash || len(sess.Context) != 10 || sess.Context[9] != rec.StepFacts[9].ContextTokens {
 		t.Errorf("calibrate session %s with %d steps, want the content hash and 10 steps", sess.Name, len(sess.Context))
 	}
-	if got := rec.PendingSteps(); !cmp.Equal(got, []int{0, 0, 7, 0, 0, 0, 0, 0, 0}) {
-		t.Errorf("pending steps = %v", got)
+	wantD := make([]calibrate.Decision, 9)
+	wantD[2] = calibrate.Decision{Step: 7, Rule: true}
+	if got := rec.PendingDecisions(); !cmp.Equal(got, wantD) {
+		t.Errorf("pending decisions = %v, want %v", got, wantD)
+	}
+	if got := rec.AppliedSteps(); !cmp.Equal(got, make([]int, 9)) {
+		t.Errorf("applied steps = %v, want none", got)
 	}
 }
 

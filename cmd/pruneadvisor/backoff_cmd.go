@@ -16,7 +16,6 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/backoff"
-	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 )
 
@@ -232,11 +231,9 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	if len(runs[0].Records) == 0 {
 		return fmt.Errorf("backoff: no session could be replayed")
 	}
-	opts := calibrate.DefaultOptions()
-	opts.Budget, opts.HardLimit, opts.RewriteFraction = cfg.BudgetTokens(), cfg.HardLimitTokens(), cfg.RewriteFraction
-	opts.Prices = f.prices()
-	if err := opts.Validate(); err != nil {
-		return usageError{err}
+	opts, err := f.priceFlags.options(cfg)
+	if err != nil {
+		return err
 	}
 	rep, err := replay.CompareSchedules(runs, cfg.Cutoff, opts, f.tolerance)
 	if err != nil {
@@ -266,7 +263,7 @@ func printBackoff(w io.Writer, out backoffJSON) {
 		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.4f\t\n",
 			r.Schedule, r.Asks, r.AsksPerCandidate, r.ScorerTokens, r.ScorerTime.Round(time.Millisecond), r.OverBudgetSteps,
 			r.Later, r.LaterTokenSteps, r.Earlier, r.Changed, r.Result.Pruned, r.Result.Misses, r.Result.TokenSteps,
-			r.Result.Rewrites, r.Result.NetUSD)
+			r.Result.Applied.Rewrites, r.Result.Applied.NetUSD)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nrecommended schedule: %s (%s)\n", rep.Recommended, rep.Reason)

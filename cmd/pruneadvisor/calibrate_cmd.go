@@ -18,27 +18,10 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
+	"github.com/pruneadvisor/pruneadvisor/planner"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/storage"
 )
-
-// priceFlags are the price model of calibrate and backoff (calibrate.Prices).
-type priceFlags struct {
-	input, cached, writeFactor float64
-	recallOverhead             int
-}
-
-func (p *priceFlags) register(c *cobra.Command) {
-	d := calibrate.DefaultPrices()
-	c.Flags().Float64Var(&p.input, "price-input", d.InputPerMTok, "US dollars per million uncached input tokens (default: Claude Sonnet's list price)")
-	c.Flags().Float64Var(&p.cached, "price-cached", d.CachedInputPerMTok, "US dollars per million cached input tokens (cache reads, 0.1x input)")
-	c.Flags().Float64Var(&p.writeFactor, "cache-write-factor", d.CacheWriteFactor, "cache write price as a multiple of the input price (Anthropic: 1.25)")
-	c.Flags().IntVar(&p.recallOverhead, "recall-overhead", d.RecallOverheadTokens, "tokens one recall round trip costs beyond the output itself, at the input price")
-}
-
-func (p *priceFlags) prices() calibrate.Prices {
-	return calibrate.Prices{InputPerMTok: p.input, CachedInputPerMTok: p.cached, CacheWriteFactor: p.writeFactor, RecallOverheadTokens: p.recallOverhead}
-}
 
 // replayGroup is the finished replays stored under one settings hash.
 type replayGroup struct {
@@ -177,6 +160,7 @@ func loadSource(rs storage.ReplayedSession, lenient bool) (*replay.Source, error
 
 type calibrateFlags struct {
 	priceFlags
+	budgets     []int
 	db          string
 	targetMiss  float64
 	objective   string
@@ -235,6 +219,7 @@ first stored scorer) into an advisor config file, keeping its other fields.`,
 		},
 	}
 	f.priceFlags.register(c)
+	c.Flags().IntSliceVar(&f.budgets, "budget", []int{20_000, 50_000, 100_000}, "budgets to price at, in tokens (a list); the replay's own budget shows the advisor's real rewrites")
 	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database holding the replays")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "highest acceptable miss rate (pruned outputs used later / pruned outputs)")
 	c.Flags().StringVar(&f.objective, "objective", string(calibrate.ObjectiveTokenSteps), "what the recommended cutoff maximises: token-steps | net")
@@ -268,20 +253,34 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 		return err
 	}
 	base := groups[0].settings.Config
-	opts := calibrate.DefaultOptions()
-	opts.Budget, opts.HardLimit, opts.RewriteFraction = base.BudgetTokens(), base.HardLimitTokens(), base.RewriteFraction
-	opts.Prices, opts.Bins, opts.Seed = f.prices(), f.bins, f.seed
-	if err := opts.Validate(); err != nil {
-		return usageError{err}
+	opts, err := f.priceFlags.options(base)
+	if err != nil {
+		return err
+	}
+	opts.Bins, opts.Seed, opts.PerSession = f.bins, f.seed, f.asJSON
+	for i := range in.sessions {
+		in.sessions[i].Provider = f.sessionProvider(in.sessions[i].Provider)
+	}
+	for _, b := range f.budgets {
+		if b <= 0 {
+			return usageError{fmt.Errorf("--budget %d: want a positive number of tokens", b)}
+		}
+	}
+	adv := &calibrate.AdvisorInput{Scorer: scorerLabel(groups[0], groups), Cutoff: base.Cutoff, Budget: base.BudgetTokens(), AppliedAt: in.applied}
+	if groups[0].scorer == replay.ScorerNone {
+		adv = nil
 	}
 	rep, err := calibrate.NewReport(in.base, in.sessions, in.scorers, calibrate.ReportConfig{
-		Options: opts, Recency: f.recency, TargetMiss: f.targetMiss, Objective: ob,
+		Options: opts, Budgets: f.budgets, Recency: f.recency, TargetMiss: f.targetMiss, Objective: ob, Advisor: adv,
 	})
 	if err != nil {
 		if errors.Is(err, calibrate.ErrInvalid) && len(groups) > 1 {
 			return fmt.Errorf("%w\nthe replays were made with different protection settings; pick one with --settings (stored: %s)", err, groupList(groups))
 		}
 		return err
+	}
+	if factor, ok := planner.FitFactor(in.lengths); ok {
+		in.factor = factor
 	}
 	out := calibrateJSON{DB: f.db, Report: rep, Dropped: in.dropped}
 	for _, g := range groups {
@@ -292,15 +291,23 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	if chosen == "" {
 		chosen = in.primary
 	}
-	var sr *calibrate.ScorerReport
-	for i := range rep.Scorers {
-		if rep.Scorers[i].Scorer == chosen {
-			sr = &rep.Scorers[i]
+	var sr *calibrate.ScorerSweep
+	// The recommendation written is the one at the replay's own budget when it was
+	// priced, else at the first budget.
+	br := rep.Budgets[0]
+	for _, b := range rep.Budgets {
+		if b.Budget == base.BudgetTokens() {
+			br = b
+		}
+	}
+	for i := range br.Scorers {
+		if br.Scorers[i].Scorer == chosen {
+			sr = &br.Scorers[i]
 		}
 	}
 	if sr == nil && (f.scorer != "" || f.writeConfig != "") {
-		names := make([]string, len(rep.Scorers))
-		for i, s := range rep.Scorers {
+		names := make([]string, len(br.Scorers))
+		for i, s := range br.Scorers {
 			names[i] = s.Scorer
 		}
 		return usageError{fmt.Errorf("--scorer %q: no such scorer in the report (have %s)", chosen, strings.Join(names, ", "))}
@@ -309,7 +316,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 		out.Chosen = sr.Scorer
 	}
 	if f.plot != "" {
-		if err := calibrate.Plot(f.plot, rep); err != nil {
+		if err := writePlot(f.plot, rep); err != nil {
 			return err
 		}
 	}
@@ -317,7 +324,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	if f.writeConfig != "" {
 		if sr.Recommendation.None {
 			writeErr = fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
-		} else if writeErr = writeCutoff(f.writeConfig, sr.Recommendation.Cutoff); writeErr == nil {
+		} else if writeErr = writeCutoff(f.writeConfig, sr.Recommendation.Cutoff, in.factor); writeErr == nil {
 			out.Wrote = f.writeConfig
 		}
 	}
@@ -332,7 +339,8 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 			return err
 		}
 		if out.Wrote != "" {
-			fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f (scorer %s, objective %s, target miss %.3f) to %s\n", sr.Recommendation.Cutoff, sr.Scorer, ob, f.targetMiss, out.Wrote)
+			fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f (scorer %s, objective %s, target miss %.3f, budget %d) and remaining_factor %.3f to %s\n",
+				sr.Recommendation.Cutoff, sr.Scorer, ob, f.targetMiss, br.Budget, in.factor, out.Wrote)
 		}
 		if f.plot != "" {
 			fmt.Fprintf(e.stdout, "plot written to %s\n", f.plot)
@@ -341,9 +349,10 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	return writeErr
 }
 
-// writeCutoff sets the cutoff in an advisor config file, keeping its other fields
-// (a missing file starts from the defaults).
-func writeCutoff(path string, cutoff float64) error {
+// writeCutoff sets the cutoff (and, when factor > 0, the remaining-steps factor the
+// replayed sessions fit) in an advisor config file, keeping its other fields (a
+// missing file starts from the defaults).
+func writeCutoff(path string, cutoff, factor float64) error {
 	cfg, err := advisor.LoadConfig(path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -352,6 +361,9 @@ func writeCutoff(path string, cutoff float64) error {
 		cfg = advisor.DefaultConfig()
 	}
 	cfg.Cutoff = cutoff
+	if factor > 0 {
+		cfg.RemainingFactor = min(factor, 100)
+	}
 	return advisor.WriteConfig(path, cfg)
 }
 
@@ -364,6 +376,9 @@ type calibration struct {
 	dropped  []string // sessions left out, with the reason
 	primary  string   // the first stored scorer other than none, else "lexical"
 	inProc   bool     // the lexical baseline was scored in this process
+	applied  []int    // the base replay's own stub steps, per base output (AppliedSteps)
+	lengths  []int    // steps of each session
+	factor   float64  // planner.FitFactor of lengths (0: none)
 }
 
 // buildCalibration loads the groups' records over the sessions they all hold, and
@@ -450,6 +465,8 @@ func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*rep
 			if gi == 0 {
 				in.sessions = append(in.sessions, rec.CalibrateSession())
 				in.names = append(in.names, s.Path)
+				in.applied = append(in.applied, rec.AppliedSteps()...)
+				in.lengths = append(in.lengths, rec.Steps)
 				if lr := lexAsks[s.ContentHash]; lr != nil {
 					l, err := withAsks(o, lr)
 					if err != nil {
@@ -520,11 +537,37 @@ func printCalibrate(w io.Writer, out calibrateJSON, groups []*replayGroup, in *c
 	if err := out.Report.WriteText(w); err != nil {
 		return err
 	}
-	rep := out.Report
-	oracle := rep.Baselines[len(rep.Baselines)-1]
-	fmt.Fprintf(w, "\nthe oracle saves %.1f%% of tool-output token-steps with no miss; net $ %.4f under the price model.\n", 100*oracle.SavedShare(), oracle.NetUSD)
-	if oracle.NetUSD < 0 {
-		fmt.Fprintln(w, "net $ is negative even for the oracle: replay prices every rewrite as a cache write of the whole context (no cold caches); see docs/EVALUATION.md.")
+	if in.factor > 0 {
+		fmt.Fprintf(w, "\nremaining steps: a session that has made t calls makes %.3f x t more on average here (least squares over %d sessions; the config's remaining_factor)\n", in.factor, len(in.lengths))
+	}
+	for _, b := range out.Report.Budgets {
+		printBudgetSummary(w, b)
 	}
 	return nil
+}
+
+// printBudgetSummary states, for one budget, what the advisor's row (or, without one,
+// the oracle) did against keep-all and the oracle under the same regime.
+func printBudgetSummary(w io.Writer, b calibrate.BudgetReport) {
+	var keepAll, oracle calibrate.Result
+	for _, x := range b.Baselines {
+		switch x.Name {
+		case "keep-all":
+			keepAll = x
+		case "oracle":
+			oracle = x
+		}
+	}
+	fmt.Fprintf(w, "\nat budget %d: keep-all pays $%.2f and is over budget at %d calls; the oracle (same regime) nets $%.2f, %d calls over budget, %d sessions costlier",
+		b.Budget, b.KeepAllUSD, keepAll.Applied.StepsOverBudget, oracle.Applied.NetUSD, oracle.Applied.StepsOverBudget, oracle.Applied.SessionsCostlier)
+	if a := b.Advisor; a != nil {
+		removed, best := keepAll.Applied.StepsOverBudget-a.Applied.StepsOverBudget, keepAll.Applied.StepsOverBudget-oracle.Applied.StepsOverBudget
+		share := 1.0
+		if best > 0 {
+			share = float64(removed) / float64(best)
+		}
+		fmt.Fprintf(w, "; the advisor nets $%.2f, %d calls over budget (%.0f%% of the oracle's reduction), %d sessions costlier, %d rewrites",
+			a.Applied.NetUSD, a.Applied.StepsOverBudget, 100*share, a.Applied.SessionsCostlier, a.Applied.Rewrites)
+	}
+	fmt.Fprintln(w, ".")
 }

@@ -96,7 +96,7 @@ func TestCalibrateHandStore(t *testing.T) {
 		cutoff float64
 		ts     int64
 	}{{"0.02", 0.15, 6000}, {"0.40", 0.55, 15000}, {"0.60", 0.75, 15400}} {
-		code, stdout, stderr := runCLI(t, "calibrate", "--db", path, "--json", "--target-miss", tt.target)
+		code, stdout, stderr := runCLI(t, "calibrate", "--db", path, "--json", "--budget", "100000", "--target-miss", tt.target)
 		if code != 0 {
 			t.Fatalf("calibrate --target-miss %s: exit %d: %s", tt.target, code, stderr)
 		}
@@ -104,15 +104,15 @@ func TestCalibrateHandStore(t *testing.T) {
 		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 			t.Fatal(err)
 		}
-		if len(got.Report.Scorers) != 1 {
-			t.Fatalf("%d scorers, want the stored lexical only", len(got.Report.Scorers))
+		if len(got.Report.Scorers) != 1 || len(got.Report.Budgets) != 1 {
+			t.Fatalf("%d scorers at %d budgets, want the stored lexical only at one", len(got.Report.Scorers), len(got.Report.Budgets))
 		}
-		rec := got.Report.Scorers[0].Recommendation
+		rec := got.Report.Budgets[0].Scorers[0].Recommendation
 		if rec.None || rec.Cutoff != tt.cutoff || rec.Result.TokenSteps != tt.ts {
 			t.Errorf("target %s: recommended %+v, want cutoff %.2f saving %d token-steps", tt.target, rec, tt.cutoff, tt.ts)
 		}
 	}
-	code, stdout, _ := runCLI(t, "calibrate", "--db", path, "--json")
+	code, stdout, _ := runCLI(t, "calibrate", "--db", path, "--json", "--budget", "100000")
 	if code != 0 {
 		t.Fatal(stdout)
 	}
@@ -126,7 +126,7 @@ func TestCalibrateHandStore(t *testing.T) {
 		TokenSteps     int64
 	}
 	var sweep []row
-	for _, r := range got.Report.Scorers[0].Sweep {
+	for _, r := range got.Report.Budgets[0].Scorers[0].Sweep {
 		sweep = append(sweep, row{r.Cutoff, r.Pruned, r.Misses, r.TokenSteps})
 	}
 	var want []row
@@ -148,7 +148,8 @@ func TestCalibrateHandStore(t *testing.T) {
 	if diff := cmp.Diff(want, sweep); diff != "" {
 		t.Errorf("sweep (-want +got):\n%s", diff)
 	}
-	oracle := got.Report.Baselines[len(got.Report.Baselines)-1]
+	bl := got.Report.Budgets[0].Baselines
+	oracle := bl[len(bl)-1]
 	if oracle.Name != "oracle" || oracle.TokenSteps != 14600 || oracle.Misses != 0 || oracle.Pruned != 4 {
 		t.Errorf("oracle = %+v, want 4 pruned, 14,600 token-steps, no miss", oracle)
 	}
@@ -216,19 +217,20 @@ func TestCalibrateBaselines(t *testing.T) {
 	if rep.Sessions != 12 || rep.Outputs < 500 {
 		t.Fatalf("report over %d sessions, %d outputs; want the 12 sessions of both folders", rep.Sessions, rep.Outputs)
 	}
+	br := rep.Budgets[0]
 	byName := map[string]calibrate.Result{}
-	for _, b := range rep.Baselines {
+	for _, b := range br.Baselines {
 		byName[b.Name] = b
 	}
 	keep, oracle := byName["keep-all"], byName["oracle"]
-	if keep.Pruned != 0 || keep.TokenSteps != 0 || keep.Misses != 0 || keep.NetUSD != 0 || keep.Rewrites != 0 {
+	if keep.Pruned != 0 || keep.TokenSteps != 0 || keep.Misses != 0 || keep.Applied.NetUSD != 0 || keep.Applied.Rewrites != 0 {
 		t.Errorf("keep-all = %+v, want nothing pruned, saved, missed or rewritten", keep)
 	}
 	if oracle.Misses != 0 || oracle.TokenSteps <= 0 || oracle.Pruned == 0 {
 		t.Errorf("oracle = %+v, want savings with no miss", oracle)
 	}
-	all := append([]calibrate.Result(nil), rep.Baselines...)
-	for _, s := range rep.Scorers {
+	all := append([]calibrate.Result(nil), br.Baselines...)
+	for _, s := range br.Scorers {
 		all = append(all, s.Sweep...)
 		all = append(all, s.Random...)
 		if len(s.Random) != len(s.Sweep) {

@@ -1,4 +1,4 @@
-package calibrate
+package main
 
 import (
 	"fmt"
@@ -14,30 +14,34 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/pruneadvisor/pruneadvisor/calibrate"
 )
 
 // Plot size.
 const (
-	PlotWidth  = 12 * vg.Inch
-	PlotHeight = 5 * vg.Inch
+	plotWidth  = 12 * vg.Inch
+	plotHeight = 5 * vg.Inch
 )
 
-// Plot writes the report as a two-panel figure to path, PNG or SVG by its extension
-// (".png", ".svg", any case; ErrInvalid otherwise). Left: the reliability curve of
-// every scorer (observed later-use rate against mean keep-probability per non-empty
-// bin, with the diagonal of perfect calibration). Right: share of tool-output
+// writePlot writes the calibrate report as a two-panel figure to path (`calibrate
+// --plot`), PNG or SVG by its extension (".png", ".svg", any case; a usage error
+// otherwise). Left: the reliability curve of every scorer (observed later-use rate
+// against mean keep-probability per non-empty bin, with the diagonal of perfect
+// calibration). Right, for the report's first budget: share of tool-output
 // token-steps saved against miss rate (decision level) for every scorer's sweep (a
 // line over its cutoffs), the random baseline at the same prune rates (dashed), and
-// every other baseline as a point; the target miss rate is a vertical line.
-func Plot(path string, r Report) error {
+// every baseline and anchor as a point; the target miss rate is a vertical line.
+// Rendering lives here, in the command, so package calibrate stays free of plotting.
+func writePlot(path string, r calibrate.Report) error {
 	var c vg.CanvasWriterTo
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".png":
-		c = vgimg.PngCanvas{Canvas: vgimg.New(PlotWidth, PlotHeight)}
+		c = vgimg.PngCanvas{Canvas: vgimg.New(plotWidth, plotHeight)}
 	case ".svg":
-		c = vgsvg.New(PlotWidth, PlotHeight)
+		c = vgsvg.New(plotWidth, plotHeight)
 	default:
-		return fmt.Errorf("%w: plot %s: extension must be .png or .svg", ErrInvalid, path)
+		return usageError{fmt.Errorf("--plot %s: the extension must be .png or .svg", path)}
 	}
 	rel, err := reliabilityPlot(r)
 	if err != nil {
@@ -65,7 +69,7 @@ func Plot(path string, r Report) error {
 	return nil
 }
 
-func reliabilityPlot(r Report) (*plot.Plot, error) {
+func reliabilityPlot(r calibrate.Report) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "Reliability"
 	p.X.Label.Text = "keep-probability (bin mean)"
@@ -102,15 +106,19 @@ func reliabilityPlot(r Report) (*plot.Plot, error) {
 	return p, nil
 }
 
-func savingsPlot(r Report) (*plot.Plot, error) {
+func savingsPlot(r calibrate.Report) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "Savings vs miss rate"
+	var b calibrate.BudgetReport
+	if len(r.Budgets) > 0 {
+		b = r.Budgets[0]
+	}
+	p.Title.Text = fmt.Sprintf("Savings vs miss rate (budget %d)", b.Budget)
 	p.X.Label.Text = "miss rate (pruned outputs used later)"
 	p.Y.Label.Text = "share of tool-output token-steps saved"
 	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, 1
 	p.Legend.Top = true
-	for i, s := range r.Scorers {
-		for k, series := range [][]Result{s.Sweep, s.Random} {
+	for i, s := range b.Scorers {
+		for k, series := range [][]calibrate.Result{s.Sweep, s.Random} {
 			var xys plotter.XYs
 			for _, x := range series {
 				xys = append(xys, plotter.XY{X: x.MissRate, Y: x.SavedShare()})
@@ -134,17 +142,17 @@ func savingsPlot(r Report) (*plot.Plot, error) {
 			p.Legend.Add(name, l, pts)
 		}
 	}
-	for j, b := range r.Baselines {
-		sc, err := plotter.NewScatter(plotter.XYs{{X: b.MissRate, Y: b.SavedShare()}})
+	for j, x := range append(append([]calibrate.Result(nil), b.Baselines...), b.Anchors...) {
+		sc, err := plotter.NewScatter(plotter.XYs{{X: x.MissRate, Y: x.SavedShare()}})
 		if err != nil {
 			return nil, err
 		}
-		k := len(r.Scorers) + j
+		k := len(b.Scorers) + j
 		sc.Color = plotutil.Color(k)
 		sc.Shape = plotutil.Shape(k)
 		sc.Radius = vg.Points(4)
 		p.Add(sc)
-		p.Legend.Add(b.Name, sc)
+		p.Legend.Add(x.Name, sc)
 	}
 	if r.TargetMiss > 0 {
 		t, err := plotter.NewLine(plotter.XYs{{X: r.TargetMiss, Y: 0}, {X: r.TargetMiss, Y: 1}})

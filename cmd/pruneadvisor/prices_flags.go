@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/calibrate"
+	"github.com/pruneadvisor/pruneadvisor/prices"
+)
+
+// priceFlags are the price model and regime settings of calibrate and backoff: the
+// replay's advisor config gives the defaults (its budget, low-water mark, least
+// rewrite, pay factor, remaining-steps estimate, cache TTL and price table), the
+// flags override them.
+type priceFlags struct {
+	provider           string
+	input, read, write float64 // dollars per Mtok; NaN = not given
+	recallOverhead     int
+}
+
+func (p *priceFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&p.provider, "provider", "", "price every session as this provider (anthropic, openai, gemini); default: each session's own (its format's provider)")
+	c.Flags().Float64Var(&p.input, "price-input", math.NaN(), "US dollars per million uncached input tokens (default: the provider's list price, package prices)")
+	c.Flags().Float64Var(&p.read, "price-cache-read", math.NaN(), "US dollars per million tokens read from the prompt cache (default: the provider's; Anthropic 0.1x input)")
+	c.Flags().Float64Var(&p.write, "price-cache-write", math.NaN(), "US dollars per million tokens written to the prompt cache (default: the provider's; Anthropic 1.25x input, OpenAI and Gemini the input price)")
+	c.Flags().IntVar(&p.recallOverhead, "recall-overhead", calibrate.DefaultOptions().RecallOverheadTokens, "tokens one recall round trip writes beyond the original (the recall call and the result's framing)")
+}
+
+// options returns calibrate options from cfg (the replay's advisor config) and the
+// flags. Errors name the flag: a negative or non-finite price, an unknown provider,
+// a negative recall overhead.
+func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
+	o := calibrate.DefaultOptions()
+	o.Budget, o.HardLimit = cfg.BudgetTokens(), cfg.HardLimitTokens()
+	o.LowWaterFraction, o.RewriteFraction, o.PayFactor = cfg.LowWaterFraction, cfg.RewriteFraction, cfg.PayFactor
+	o.Estimator, o.CacheTTL = cfg.Estimator(), cfg.CacheTTL.Std()
+	for k, m := range cfg.Prices {
+		o.Prices[k] = m
+	}
+	if p.recallOverhead < 0 {
+		return o, usageError{fmt.Errorf("--recall-overhead %d: want tokens >= 0", p.recallOverhead)}
+	}
+	o.RecallOverheadTokens = p.recallOverhead
+	targets := prices.Providers()
+	if p.provider != "" {
+		pr, err := prices.ParseProvider(p.provider)
+		if err != nil {
+			return o, usageError{fmt.Errorf("--provider: %w", err)}
+		}
+		targets = []prices.Provider{pr}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+		set  func(*prices.Model, float64)
+	}{
+		{"--price-input", p.input, func(m *prices.Model, v float64) { m.InputPerMTok = v }},
+		{"--price-cache-read", p.read, func(m *prices.Model, v float64) { m.CacheReadPerMTok = v }},
+		{"--price-cache-write", p.write, func(m *prices.Model, v float64) { m.CacheWritePerMTok, m.CacheWriteLongPerMTok = v, max(v, m.CacheWriteLongPerMTok) }},
+	} {
+		if math.IsNaN(f.v) {
+			continue
+		}
+		if math.IsInf(f.v, 0) || f.v < 0 {
+			return o, usageError{fmt.Errorf("%s %v: want a finite price >= 0 (US dollars per million tokens)", f.name, f.v)}
+		}
+		for _, pr := range targets {
+			m, _ := o.Prices.For(pr)
+			f.set(&m, f.v)
+			o.Prices[pr] = m
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return o, usageError{err}
+	}
+	return o, nil
+}
+
+// sessionProvider is the provider a session is priced under: --provider, else its
+// own.
+func (p *priceFlags) sessionProvider(own prices.Provider) prices.Provider {
+	if p.provider != "" {
+		return prices.Provider(p.provider)
+	}
+	return own
+}
