@@ -172,6 +172,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code
 	case errors.As(err, &tooBig):
 		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes (--max-body)", s.maxBody))
 		return nil, false
+	case bodyTimedOut(r, err):
+		fail(http.StatusRequestTimeout, s.bodyTimeoutMessage(int64(buf.Len())))
+		return nil, false
 	case err != nil:
 		fail(http.StatusBadRequest, "reading the request body: "+err.Error())
 		return nil, false
@@ -342,6 +345,11 @@ func (s *Server) forwardStream(w http.ResponseWriter, r *http.Request, kind apiK
 	}
 	resp, err := s.transport.RoundTrip(req)
 	if err != nil {
+		// Before the context check: the failed body read cancelled the context.
+		if n != 0 && bodyTimedOut(r, err) {
+			writeAPIError(w, kind, http.StatusRequestTimeout, "invalid_request_error", s.bodyTimeoutMessage(-1))
+			return
+		}
 		if r.Context().Err() != nil {
 			return
 		}

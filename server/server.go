@@ -57,6 +57,16 @@ const (
 	// DefaultShutdownTimeout is how long Serve waits for in-flight requests
 	// (streams included) after its context ends.
 	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultHeaderTimeout bounds reading a request's headers (slowloris).
+	DefaultHeaderTimeout = 30 * time.Second
+	// DefaultBodyTimeout bounds reading a request's body once its headers are in:
+	// 32 MiB (DefaultMaxBody) at about 1 MB/s; a local client sends a 1 MB body in
+	// milliseconds.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultIdleTimeout is how long a keep-alive connection may wait for its next
+	// request: 60 s, under the 90 s Go's and curl's clients keep idle connections,
+	// so a client's reused connection is rarely one the server is closing.
+	DefaultIdleTimeout = 60 * time.Second
 	// DefaultOpenAIUpstream and DefaultAnthropicUpstream are the public APIs.
 	DefaultOpenAIUpstream    = "https://api.openai.com"
 	DefaultAnthropicUpstream = "https://api.anthropic.com"
@@ -125,6 +135,18 @@ type Options struct {
 	// ShutdownTimeout bounds Serve's graceful shutdown. Zero means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// HeaderTimeout bounds reading a request's headers (Serve). Zero means
+	// DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds reading a request's body, from the handler's start to the
+	// body's end; a body not in by then gets 408 (on every route, the passthrough's
+	// streamed bodies included). The deadline ends with the body: a response, streamed
+	// or not, is never cut by a timeout (the server sets no write timeout). Zero means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// IdleTimeout is how long Serve keeps an idle keep-alive connection open. Zero
+	// means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// Logger receives one line per failure (never a header value or a body). Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -150,6 +172,9 @@ type Server struct {
 	maxBody       int64
 	adviseTimeout time.Duration
 	shutdown      time.Duration
+	headerTimeout time.Duration
+	bodyTimeout   time.Duration
+	idleTimeout   time.Duration
 	log           *slog.Logger
 	registry      *prometheus.Registry
 	metrics       *metrics
@@ -181,6 +206,9 @@ func New(opts Options) (*Server, error) {
 		maxBody:       opts.MaxBody,
 		adviseTimeout: opts.AdviseTimeout,
 		shutdown:      opts.ShutdownTimeout,
+		headerTimeout: orDefault(opts.HeaderTimeout, DefaultHeaderTimeout),
+		bodyTimeout:   orDefault(opts.BodyTimeout, DefaultBodyTimeout),
+		idleTimeout:   orDefault(opts.IdleTimeout, DefaultIdleTimeout),
 		log:           opts.Logger,
 		registry:      opts.Registry,
 		transport:     opts.Transport,
@@ -256,8 +284,16 @@ func New(opts Options) (*Server, error) {
 	s.sessions = newSessionTable(maxSessions, build, func(n int) { s.metrics.sessions.Set(float64(n)) })
 	s.recall = recall.New(opts.Store)
 	s.recall.Logger = s.log
-	s.handler = s.checkHost(s.routes())
+	s.handler = s.bodyDeadline(s.checkHost(s.routes()))
 	return s, nil
+}
+
+// orDefault is d when it is positive, else def.
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // parseUpstream checks an upstream base URL: absolute http(s), no credentials, no
@@ -417,8 +453,12 @@ func CheckListen(addr, token string) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ReadHeaderTimeout: s.headerTimeout,
+		IdleTimeout:       s.idleTimeout,
+		// No ReadTimeout or WriteTimeout: either would cut a response stream that is
+		// still flowing (a read deadline left on the connection cancels the request's
+		// context when it passes). The body's own deadline is BodyTimeout.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

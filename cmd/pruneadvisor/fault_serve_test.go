@@ -6,15 +6,20 @@ package main
 // connections, and a slow response stream that must outlive every timeout.
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 )
@@ -165,4 +170,104 @@ func TestServeRecallIDsKeyed(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d secrets, want 1", n)
 	}
+}
+
+// TestServeTimeouts runs serve with every timeout at 500 ms: a body trickled one
+// byte every 100 ms gets 408 and never reaches the upstream, an idle keep-alive
+// connection is closed, and a streamed response of 3 s (15 events 200 ms apart)
+// arrives whole.
+func TestServeTimeouts(t *testing.T) {
+	t.Parallel()
+	const events = 15
+	got := make(chan int, 16)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- len(b)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range events {
+			fmt.Fprintf(w, "event: content_block_delta\ndata: {\"i\":%d}\n\n", i)
+			w.(http.Flusher).Flush()
+			time.Sleep(200 * time.Millisecond)
+		}
+	}))
+	t.Cleanup(up.Close)
+	srv := startServe(t, testEnv(t), "--db", filepath.Join(t.TempDir(), "t.db"), "--scorer", "lexical",
+		"--anthropic-upstream", up.URL, "--openai-upstream", up.URL,
+		"--header-timeout", "500ms", "--body-timeout", "500ms", "--idle-timeout", "500ms")
+	addr := strings.TrimPrefix(srv.url, "http://")
+	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"Stream a long answer please."}]}`
+
+	t.Run("slow-stream", func(t *testing.T) {
+		start := time.Now()
+		code, out := srv.post(t, "/v1/messages", []byte(body))
+		took := time.Since(start)
+		if n := strings.Count(out, "event: content_block_delta"); code != 200 || n != events {
+			t.Errorf("status %d, %d of %d events after %s:\n%s", code, n, events, took, cutOut(out, 500))
+		}
+		if took < 2500*time.Millisecond {
+			t.Errorf("the stream took %s; it must outlive the 500 ms timeouts", took)
+		}
+		if n := <-got; n != len(body) {
+			t.Errorf("upstream got %d bytes, want %d", n, len(body))
+		}
+	})
+	t.Run("trickled-body", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		start := time.Now()
+		fmt.Fprintf(conn, "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+		go func() {
+			for i := range len(body) {
+				if _, err := conn.Write([]byte{body[i]}); err != nil {
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("after %s: %v", time.Since(start), err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		took := time.Since(start)
+		want := "request body not received within 500ms (--body-timeout)"
+		if resp.StatusCode != 408 || !strings.Contains(string(b), want) || took > 5*time.Second {
+			t.Errorf("%d %s after %s; want 408 with %q soon after 500 ms", resp.StatusCode, b, took, want)
+		}
+		select {
+		case n := <-got:
+			t.Errorf("the upstream got a request of %d bytes", n)
+		default:
+		}
+	})
+	t.Run("idle-connection", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		br := bufio.NewReader(conn)
+		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		start := time.Now()
+		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, err = br.ReadByte()
+		if took := time.Since(start); !errors.Is(err, io.EOF) || took < 400*time.Millisecond || took > 5*time.Second {
+			t.Errorf("idle connection: %v after %s; want closed (EOF) after about 500 ms", err, took)
+		}
+	})
+	t.Run("bad-flag", func(t *testing.T) {
+		code, out := runPA(t, lightBound, testEnv(t), "serve", "--addr", "127.0.0.1:0", "--body-timeout", "0s")
+		if code != 2 || !strings.Contains(out, "--body-timeout 0s: want a positive duration") {
+			t.Errorf("exit %d: %s", code, out)
+		}
+	})
 }

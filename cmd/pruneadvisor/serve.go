@@ -24,6 +24,9 @@ type serveFlags struct {
 	maxBody       int64
 	maxSessions   int
 	adviseTimeout time.Duration
+	headerTimeout time.Duration
+	bodyTimeout   time.Duration
+	idleTimeout   time.Duration
 	verbose       bool
 }
 
@@ -68,6 +71,9 @@ domain at 127.0.0.1. SIGINT or SIGTERM shuts down gracefully.`,
 	c.Flags().Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	c.Flags().IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "sessions whose advisor state is kept in memory (least recently used idle ones are dropped; their stubs stay in the database)")
 	c.Flags().DurationVar(&f.adviseTimeout, "advise-timeout", server.DefaultAdviseTimeout, "longest time spent advising one request before forwarding it unchanged")
+	c.Flags().DurationVar(&f.headerTimeout, "header-timeout", server.DefaultHeaderTimeout, "longest time a client may take to send a request's headers")
+	c.Flags().DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "longest time a client may take to send a request's body once its headers are in (then 408); responses and streams are never cut")
+	c.Flags().DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
 	c.Flags().BoolVar(&f.verbose, "verbose", false, "log at info level (default: warnings only)")
 	return c
 }
@@ -78,6 +84,14 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 	}
 	if f.maxBody <= 0 {
 		return usageError{fmt.Errorf("--max-body %d: want a positive number of bytes", f.maxBody)}
+	}
+	for _, d := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--header-timeout", f.headerTimeout}, {"--body-timeout", f.bodyTimeout}, {"--idle-timeout", f.idleTimeout}, {"--advise-timeout", f.adviseTimeout}} {
+		if d.d <= 0 {
+			return usageError{fmt.Errorf("%s %s: want a positive duration", d.flag, d.d)}
+		}
 	}
 	cfg, err := f.configFlags.load()
 	if err != nil {
@@ -106,7 +120,8 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 		Config: cfg, Scorer: scorer, Store: store, RecallSecret: secret,
 		OpenAIUpstream: f.openai, AnthropicUpstream: f.anthropic,
 		Token: f.token, AllowedHosts: f.allowedHosts, MaxBody: f.maxBody, MaxSessions: f.maxSessions,
-		AdviseTimeout: f.adviseTimeout, Logger: logger,
+		AdviseTimeout: f.adviseTimeout, HeaderTimeout: f.headerTimeout, BodyTimeout: f.bodyTimeout,
+		IdleTimeout: f.idleTimeout, Logger: logger,
 	})
 	if err != nil {
 		return usageError{err}
