@@ -1,10 +1,8 @@
 package main
 
 import (
-	"io"
 	"log/slog"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/pruneadvisor/pruneadvisor/mcpserver"
@@ -28,7 +26,8 @@ in. Register it with an agent, for example Claude Code:
 
 Claude Code then shows the tool as mcp__pruneadvisor__recall: start the proxy with
 --recall-tool mcp__pruneadvisor__recall so the stubs name it that way. An unknown or
-malformed id is a tool error the agent can read, not a protocol failure. Logs go to
+malformed id is a tool error the agent can read, not a protocol failure; a line that
+is not JSON gets a JSON-RPC parse error (-32700) and the server reads on. Logs go to
 stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,19 +38,12 @@ stderr.`,
 			defer closeStore()
 			svc := recall.New(store)
 			svc.Logger = e.log
-			transport := &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}}
-			return mcpserver.Run(cmd.Context(), svc, mcpserver.Options{
-				ToolName: toolName,
-				Logger:   newLogger(e.stderr, slog.LevelWarn),
-			}, transport)
+			logger := newLogger(e.stderr, slog.LevelWarn)
+			return mcpserver.Run(cmd.Context(), svc, mcpserver.Options{ToolName: toolName, Logger: logger},
+				mcpserver.Transport(e.stdin, e.stdout, logger))
 		},
 	}
 	c.Flags().StringVar(&db, "db", defaultDBPath(), "SQLite database the stubs were stored in")
 	c.Flags().StringVar(&toolName, "tool-name", recall.DefaultToolName, "the tool's name as the server lists it")
 	return c
 }
-
-// nopWriteCloser lets the MCP transport close stdout without closing the process's.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
