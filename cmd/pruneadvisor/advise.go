@@ -224,7 +224,7 @@ func reasonClass(reason string) string {
 
 func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
 	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "session\t%s (%s, %d steps)\n", sum.File, sum.Format, sum.Steps)
+	fmt.Fprintf(tw, "session\t%s (%s, %d steps)\n", safe(sum.File), sum.Format, sum.Steps)
 	fmt.Fprintf(tw, "scorer\t%s\n", sum.Scorer)
 	fmt.Fprintf(tw, "tool-output tokens\t%d before, %d after\t(%.1f%% removed)\n",
 		sum.OutputTokens, sum.OutputTokensAfter, pct(sum.OutputTokens-sum.OutputTokensAfter, sum.OutputTokens))
@@ -240,9 +240,9 @@ func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
 	if sum.StorageErrors > 0 {
 		fmt.Fprintf(tw, "storage errors\t%d steps\t(nothing new pruned at those steps)\n", sum.StorageErrors)
 	}
-	fmt.Fprintf(tw, "originals stored in\t%s\t(session %s)\n", sum.DB, sum.SessionID)
+	fmt.Fprintf(tw, "originals stored in\t%s\t(session %s)\n", safe(sum.DB), safe(sum.SessionID))
 	if sum.Out != "" {
-		fmt.Fprintf(tw, "rewritten session\t%s\n", sum.Out)
+		fmt.Fprintf(tw, "rewritten session\t%s\n", safe(sum.Out))
 	}
 	tw.Flush()
 	if !withPlan {
@@ -250,7 +250,7 @@ func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
 	}
 	fmt.Fprintf(e.stdout, "\nplan at step %d (context %d tokens, budget %d):\n", plan.Step, plan.ContextTokens, plan.Budget)
 	if plan.Waiting != "" {
-		fmt.Fprintf(e.stdout, "pending prunes wait: %s\n", plan.Waiting)
+		fmt.Fprintf(e.stdout, "pending prunes wait: %s\n", safe(plan.Waiting))
 	}
 	tw = tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  STEP\tTOOL\tTARGET\tTOKENS\tDECISION\tSCORE\tREASON\tRECALL")
@@ -265,7 +265,7 @@ func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
 		if it.Decision == advisor.DecisionPruned {
 			recall = it.RecallID
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Step, it.Tool, cut(it.Summary, 50), it.Tokens, it.Decision, score, it.Reason, recall)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Step, safe(it.Tool), safe(cut(it.Summary, 50)), it.Tokens, it.Decision, score, safe(it.Reason), recall)
 	}
 	tw.Flush()
 }

@@ -151,9 +151,9 @@ func printInspect(e *env, reports []inspectReport) {
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
-		fmt.Fprintf(e.stdout, "%s\n", r.File)
+		fmt.Fprintf(e.stdout, "%s\n", safe(r.File))
 		if r.Error != "" {
-			fmt.Fprintf(e.stdout, "  error: %s\n", r.Error)
+			fmt.Fprintf(e.stdout, "  error: %s\n", safe(r.Error))
 			continue
 		}
 		tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
@@ -165,7 +165,7 @@ func printInspect(e *env, reports []inspectReport) {
 		fmt.Fprintf(tw, "  superseded reads\t%d\t%d tokens\n", len(r.Superseded), sumTokens(r.Superseded))
 		fmt.Fprintf(tw, "  duplicates\t%d\t%d tokens\n", len(r.Duplicates), sumTokens(r.Duplicates))
 		fmt.Fprintf(tw, "  rules would free\t%d tokens\t%.1f%% of output tokens\n", r.FreeTokens, pct(r.FreeTokens, r.OutputTokens))
-		fmt.Fprintf(tw, "  unanswered calls\t%d\t%s\n", len(r.Unanswered), strings.Join(firstN(r.Unanswered, 5), " "))
+		fmt.Fprintf(tw, "  unanswered calls\t%d\t%s\n", len(r.Unanswered), strings.Join(safeAll(firstN(r.Unanswered, 5)), " "))
 		if r.Orphans > 0 {
 			fmt.Fprintf(tw, "  results without a call\t%d\n", r.Orphans)
 		}
@@ -173,14 +173,14 @@ func printInspect(e *env, reports []inspectReport) {
 			fmt.Fprintf(tw, "  malformed lines skipped\t%d\n", r.Skipped)
 		}
 		for _, w := range r.Warnings {
-			fmt.Fprintf(tw, "  warning\t%s\n", cut(w, 150))
+			fmt.Fprintf(tw, "  warning\t%s\n", safe(cut(w, 150)))
 		}
 		tw.Flush()
 		for _, d := range r.Superseded {
-			fmt.Fprintf(e.stdout, "    superseded %s %s (%d tokens) by %s\n", d.Tool, d.Target, d.Tokens, d.By)
+			fmt.Fprintf(e.stdout, "    superseded %s %s (%d tokens) by %s\n", safe(d.Tool), safe(d.Target), d.Tokens, safe(d.By))
 		}
 		for _, d := range r.Duplicates {
-			fmt.Fprintf(e.stdout, "    duplicate  %s %s (%d tokens) by %s\n", d.Tool, cut(d.Target, 60), d.Tokens, d.By)
+			fmt.Fprintf(e.stdout, "    duplicate  %s %s (%d tokens) by %s\n", safe(d.Tool), safe(cut(d.Target, 60)), d.Tokens, safe(d.By))
 		}
 	}
 }
@@ -198,7 +198,7 @@ func countList(m map[string]int) string {
 	})
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+		parts[i] = fmt.Sprintf("%s %d", safe(k), m[k])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -406,6 +406,12 @@ func badCases() []badCase {
 			inspect: unknownFormat("prose.txt"), advise: unknownFormat("prose.txt"), replay: notSession("prose.txt"),
 			sidecar: invalidJSON("line 1, column 63"), proxy: invalidJSON("line 1, column 1")},
 
+		{name: "claude-terminal-escapes.jsonl", adviseArgs: []string{"--plan"},
+			inspect: want{0, `duplicate Bash "printf '\x1b]0;pwned\a\x1b[2J\x1b[8mhidden\x1b[0m'" (1020 tokens) by toolu_esc2`, ""},
+			advise:  want{0, `3 Read "/w/src/\x00evil\u202egnp.go" 1020 pruned - superseded by call toolu_rd2`, ""},
+			replay:  want{0, "replayed  1 sessions", ""},
+			sidecar: invalidJSON("line 2, column 1"), proxy: invalidJSON("line 2, column 1")},
+
 		// Wrong JSON shapes.
 		{name: "claude-array-line.jsonl",
 			inspect: want{0, "line 2: skipped: expected a JSON object, found a JSON array", ""},
@@ -723,6 +729,11 @@ func TestBadInputs(t *testing.T) {
 					if code != w.code || !strings.Contains(squeeze(out), squeeze(w.text)) {
 						t.Errorf("got %d after %.1fs with:\n%s\nwant %d with %q", code, time.Since(start).Seconds(), cutOut(out, 3000), w.code, w.text)
 					}
+					if channel == "inspect" || channel == "advise" {
+						if loc := terminalControl.FindStringIndex(out); loc != nil {
+							t.Errorf("%s printed a raw control character %q at byte %d: %q", channel, out[loc[0]:loc[1]], loc[0], out[max(loc[0]-40, 0):min(loc[1]+40, len(out))])
+						}
+					}
 				})
 			}
 			check("inspect", c.inspect, func() (int, string) {
@@ -789,6 +800,11 @@ func TestBadInputs(t *testing.T) {
 		})
 	}
 }
+
+// terminalControl matches what a terminal would act on or hide if a command printed
+// it raw: C0 controls but newline, DEL, C1 controls, and the bidi overrides and
+// isolates (U+202A-202E, U+2066-2069).
+var terminalControl = regexp.MustCompile("[\\x00-\\x09\\x0b-\\x1f\\x7f\\x{80}-\\x{9f}\\x{202a}-\\x{202e}\\x{2066}-\\x{2069}]")
 
 // blanks are runs of spaces and tabs: tables align their columns with them.
 var blanks = regexp.MustCompile(`[ \t]+`)

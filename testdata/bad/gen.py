@@ -108,6 +108,28 @@ put("claude-raw-nul.jsonl", claude_base().text().replace('"echo 3"', '"echo \x00
 # ... and escaped NULs (\u0000) in a tool output, which JSON allows.
 put("claude-escaped-nul.jsonl", claude_base(listing=LISTING.replace("rw-r--r--", "rw\u0000r\u0000")).text())
 
+# Terminal escape sequences and other control characters in every field a human table
+# shows: the session id, a command (set-title, clear-screen, hidden text), a file path
+# (NUL, a right-to-left override), a tool name (BEL) and a call id (clear-screen).
+ESC_CMD = "printf '\x1b]0;pwned\x07\x1b[2J\x1b[8mhidden\x1b[0m'"
+c = Claude("bad-\x1b]0;title\x07-session")
+c.user("Show the banner twice, then fix the odd file.")
+c.call("toolu_esc1", "Bash", {"command": ESC_CMD})
+c.result("toolu_esc1", LISTING)
+c.call("toolu_esc2", "Bash", {"command": ESC_CMD})
+c.result("toolu_esc2", LISTING)
+c.call("toolu_rd1", "Read", {"file_path": "/w/src/\x00evil\u202egnp.go"})
+c.result("toolu_rd1", LISTING)
+c.call("toolu_ed1", "Edit", {"file_path": "/w/src/\x00evil\u202egnp.go", "old_string": "file01.go", "new_string": "file1.go"})
+c.result("toolu_ed1", "The file has been updated.")
+c.call("toolu_rd2", "Read", {"file_path": "/w/src/\x00evil\u202egnp.go"})
+c.result("toolu_rd2", LISTING.replace("file01.go", "file1.go"))
+c.call("toolu_bell", "mcp__notes\x07ring", {"q": "x"})
+c.result("toolu_bell", "noted")
+c.call("toolu_\x1b[2Jclr", "Bash", {"command": "sleep 1"})
+c.say("Done.")
+put("claude-terminal-escapes.jsonl", c.text())
+
 # A JSON array where the line's object belongs.
 c = claude_base()
 lines = c.text().split("\n")
