@@ -55,6 +55,10 @@ var (
 	// ErrReadOnly means a write was refused because the database is read-only
 	// (Options.ReadOnly, or a file the process may not write).
 	ErrReadOnly = errors.New("database is read-only")
+	// ErrNotWritable means a read-write open failed because the database file or
+	// its folder cannot be written (a read-only file system, an immutable file or
+	// folder, permissions): open it with Options.ReadOnly to read it.
+	ErrNotWritable = errors.New("database cannot be written")
 	// ErrNotWAL means the database could not be put in WAL mode (e.g. an in-memory
 	// database, or a file system without shared memory support).
 	ErrNotWAL = errors.New("journal mode is not WAL")
@@ -82,11 +86,17 @@ const (
 // Options configure OpenWith. The zero value is the default read-write store.
 type Options struct {
 	// ReadOnly opens every connection with SQLite's mode=ro: migrations are not
-	// applied (the file must already be at the current schema version, else
-	// ErrSchema), a missing file is an error, and every write method fails with
-	// ErrReadOnly. Use it for a database file the process must not change. Without
-	// it, a chmod 0444 file opened by a non-root user also fails writes with
-	// ErrReadOnly (SQLite falls back to reading), but root may write any file.
+	// applied (the file must have a pruneadvisor schema no newer than this
+	// program's, else ErrSchema; an older one is read as it is, and a method needing
+	// a newer table fails with the driver's error), a missing file is an error, and
+	// every write method fails with ErrReadOnly. Use it for a database file the
+	// process must not or cannot change: on a read-only file system, or in a folder
+	// that cannot be written, where SQLite cannot make the -shm file WAL mode reads
+	// through, the file is opened immutable (SQLite's immutable=1: no locks, no WAL),
+	// which is right as long as no other process writes it, and refused (ErrReadOnly)
+	// when a -wal file beside it still holds commits not yet in the database file.
+	// Without ReadOnly, a chmod 0444 file opened by a non-root user also fails writes
+	// with ErrReadOnly (SQLite falls back to reading), but root may write any file.
 	ReadOnly bool
 	// BusyTimeout is how long to wait for another process's write lock (SQLite's
 	// busy_timeout, rounded down to milliseconds), and the time OpenWith keeps
@@ -99,8 +109,9 @@ type Options struct {
 // DB is an open store. All methods are safe for concurrent use; ctx comes first on
 // every method that does I/O.
 type DB struct {
-	path     string
-	readOnly bool
+	path      string
+	readOnly  bool
+	immutable bool // read-only, opened with immutable=1 (ReadOnly on a folder that cannot be written)
 	file     os.FileInfo // the file as opened, to notice it deleted or replaced (ErrGone)
 	w        *sql.DB     // exactly one connection; all writes
 	r        *sql.DB     // read pool, query_only
@@ -138,20 +149,8 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db := &DB{path: abs, readOnly: opts.ReadOnly}
 
-	db.w, err = sql.Open("sqlite", dsn(abs, busy, opts.ReadOnly, true))
-	if err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
-	}
-	db.w.SetMaxOpenConns(1)
-	db.w.SetMaxIdleConns(1)
-	db.w.SetConnMaxLifetime(0)
-	db.w.SetConnMaxIdleTime(0)
 	deadline := time.Now().Add(busy)
-	if err := retryBusy(ctx, deadline, func() error { return db.checkWAL(ctx, db.w) }); err != nil {
-		db.w.Close()
-		if !opts.ReadOnly {
-			err = whyNotWritable(abs, err)
-		}
+	if err := db.openWriter(ctx, busy, deadline); err != nil {
 		return nil, err
 	}
 	if db.file, err = os.Stat(abs); err != nil {
@@ -163,7 +162,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 
-	db.r, err = sql.Open("sqlite", dsn(abs, busy, opts.ReadOnly, false))
+	db.r, err = sql.Open("sqlite", db.dsn(busy, false))
 	if err != nil {
 		db.w.Close()
 		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
@@ -177,6 +176,60 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// openWriter opens the writer pool and checks WAL mode. A read-only open that
+// cannot make the -shm file (SQLITE_CANTOPEN: a folder that cannot be written)
+// falls back to immutable=1, unless a -wal file with commits is beside the database.
+func (db *DB) openWriter(ctx context.Context, busy time.Duration, deadline time.Time) error {
+	open := func() error {
+		var err error
+		if db.w, err = sql.Open("sqlite", db.dsn(busy, true)); err != nil {
+			return fmt.Errorf("storage: open %s: %w", db.path, err)
+		}
+		db.w.SetMaxOpenConns(1)
+		db.w.SetMaxIdleConns(1)
+		db.w.SetConnMaxLifetime(0)
+		db.w.SetConnMaxIdleTime(0)
+		if err := retryBusy(ctx, deadline, func() error { return db.checkWAL(ctx, db.w) }); err != nil {
+			db.w.Close()
+			return err
+		}
+		return nil
+	}
+	err := open()
+	switch {
+	case err == nil:
+		return nil
+	case !db.readOnly:
+		return whyNotWritable(db.path, err)
+	case !isCantOpen(err):
+		return err
+	}
+	if _, serr := os.Stat(db.path); serr != nil {
+		return err // a missing file: nothing to read immutable
+	}
+	if st, serr := os.Stat(db.path + "-wal"); serr == nil && st.Size() > 0 {
+		return fmt.Errorf("%w (%w: %s-wal holds %d bytes of commits not yet in the database file, and SQLite cannot read them without making %s-shm in a folder it cannot write: open the database once where it can be written, or copy it and its -wal to such a place)",
+			err, ErrReadOnly, db.path, st.Size(), db.path)
+	}
+	db.immutable = true
+	if ierr := open(); ierr != nil {
+		return errors.Join(err, fmt.Errorf("opened immutable: %w", ierr))
+	}
+	return nil
+}
+
+// isCantOpen reports SQLite's SQLITE_CANTOPEN (any extended code).
+func isCantOpen(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN
+}
+
+// notWritable is a failed read-write open with its cause found; it is ErrNotWritable.
+type notWritable struct{ error }
+
+func (notWritable) Is(target error) bool { return target == ErrNotWritable }
+func (e notWritable) Unwrap() error     { return e.error }
+
 // whyNotWritable adds the likely cause to a failed read-write open: SQLite says only
 // "unable to open database file" when the folder (where the -wal and -shm files go)
 // or the file itself cannot be written, as on a read-only file system.
@@ -184,7 +237,7 @@ func whyNotWritable(path string, err error) error {
 	dir := filepath.Dir(path)
 	probe, perr := os.CreateTemp(dir, ".pruneadvisor-probe-*")
 	if perr != nil {
-		return fmt.Errorf("%w (the folder %s cannot be written: %v; SQLite keeps its -wal and -shm files beside the database)", err, dir, perr)
+		return notWritable{fmt.Errorf("%w (the folder %s cannot be written: %v; SQLite keeps its -wal and -shm files beside the database)", err, dir, perr)}
 	}
 	probe.Close()
 	os.Remove(probe.Name())
@@ -193,7 +246,7 @@ func whyNotWritable(path string, err error) error {
 		if errors.Is(ferr, fs.ErrNotExist) {
 			return err
 		}
-		return fmt.Errorf("%w (the file cannot be written: %v)", err, ferr)
+		return notWritable{fmt.Errorf("%w (the file cannot be written: %v)", err, ferr)}
 	}
 	f.Close()
 	return err
@@ -230,13 +283,13 @@ func isBusy(err error) bool {
 	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
 }
 
-// dsn builds the driver DSN: a file: URI (so SQLite honours mode=ro and the path may
-// hold any character) with the connection pragmas. synchronous(FULL) makes a
+// dsn builds the driver DSN for db's file: a file: URI (so SQLite honours mode=ro and
+// immutable, and the path may hold any character) with the connection pragmas. synchronous(FULL) makes a
 // committed transaction durable (an fsync of the WAL per commit), which SaveOriginal
 // promises. The writer begins transactions IMMEDIATE so two processes' writers wait
 // on the busy timeout instead of failing on a read-to-write lock upgrade; readers
 // are query_only.
-func dsn(abs string, busy time.Duration, readOnly, writer bool) string {
+func (db *DB) dsn(busy time.Duration, writer bool) string {
 	q := []string{
 		"_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",
 		"_pragma=journal_mode(WAL)",
@@ -248,18 +301,25 @@ func dsn(abs string, busy time.Duration, readOnly, writer bool) string {
 	} else {
 		q = append(q, "_pragma=query_only(1)")
 	}
-	if readOnly {
+	if db.readOnly {
 		q = append(q, "mode=ro")
 	}
-	u := url.URL{Scheme: "file", Path: abs, RawQuery: strings.Join(q, "&")}
+	if db.immutable {
+		q = append(q, "immutable=1")
+	}
+	u := url.URL{Scheme: "file", Path: db.path, RawQuery: strings.Join(q, "&")}
 	return u.String()
 }
 
-// checkWAL opens a connection of h and verifies PRAGMA journal_mode reports "wal".
+// checkWAL opens a connection of h and verifies PRAGMA journal_mode reports "wal"
+// (an immutable open has no journal: SQLite reports "delete").
 func (db *DB) checkWAL(ctx context.Context, h *sql.DB) error {
 	var mode string
 	if err := h.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return fmt.Errorf("storage: open %s: %w", db.path, classify(err))
+	}
+	if db.immutable {
+		return nil
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("storage: open %s: %w: PRAGMA journal_mode is %q, want \"wal\" (WAL needs a local file system with shared memory)", db.path, ErrNotWAL, mode)
@@ -285,6 +345,13 @@ func (db *DB) Close() error {
 
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
+
+// ReadOnly reports whether the DB was opened read-only (every write fails with
+// ErrReadOnly).
+func (db *DB) ReadOnly() bool { return db.readOnly }
+
+// Immutable reports an open with immutable=1 (see ReadOnly).
+func (db *DB) Immutable() bool { return db.immutable }
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
@@ -387,8 +454,8 @@ func (db *DB) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("storage: open %s: %w", db.path, err)
 		}
-		if v != latest {
-			return fmt.Errorf("storage: open %s read-only: %w: file is at version %d, this program needs %d (open it read-write once to migrate)", db.path, ErrSchema, v, latest)
+		if v == 0 || v > latest {
+			return fmt.Errorf("storage: open %s read-only: %w: file is at version %d, this program reads versions 1 to %d", db.path, ErrSchema, v, latest)
 		}
 		return nil
 	}

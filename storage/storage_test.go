@@ -911,7 +911,7 @@ func TestReadOnlyOpenErrors(t *testing.T) {
 		db.Close()
 		t.Fatal("read-only open of an unmigrated file succeeded")
 	}
-	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), fmt.Sprintf("file is at version 0, this program needs %d", LatestSchemaVersion())) {
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), fmt.Sprintf("file is at version 0, this program reads versions 1 to %d", LatestSchemaVersion())) {
 		t.Errorf("read-only open of an unmigrated file = %v, want ErrSchema with versions", err)
 	}
 }

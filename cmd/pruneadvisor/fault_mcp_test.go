@@ -15,18 +15,14 @@ import (
 	"time"
 )
 
-// TestMCPBadLine sends `pruneadvisor mcp` a recall, a line that is not JSON (the
-// string escape \q an outside probe sent), and the recall again: the bad line gets a
-// JSON-RPC parse error (-32700, id null), both recalls return the original, and the
-// server exits 0 when stdin closes.
-func TestMCPBadLine(t *testing.T) {
-	t.Parallel()
-	db := filepath.Join(t.TempDir(), "m.db")
+// adviseRecallID advises testdata/sessions/fix-port.jsonl into db and returns the
+// recall id of output key (toolu_05cEnv is `go env`, pruned on its score).
+func adviseRecallID(t *testing.T, env []string, db, key string) string {
+	t.Helper()
 	session, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "sessions", "fix-port.jsonl"))
-	env := testEnv(t)
-	code, out := runPA(t, lightBound, env, "advise", session, "--db", db, "--scorer", "lexical", "--json")
-	if code != 0 {
-		t.Fatalf("advise: %d %s", code, cutOut(out, 1000))
+	p := startPA(t, "", env, "advise", session, "--db", db, "--scorer", "lexical", "--json")
+	if code := p.wait(lightBound); code != 0 {
+		t.Fatalf("advise: %d %s", code, cutOut(p.output(), 1000))
 	}
 	var adv struct {
 		Plan struct {
@@ -37,18 +33,27 @@ func TestMCPBadLine(t *testing.T) {
 			} `json:"items"`
 		} `json:"plan"`
 	}
-	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &adv); err != nil {
+	if err := json.Unmarshal([]byte(p.stdout.String()), &adv); err != nil {
 		t.Fatalf("advise --json: %v", err)
 	}
-	var id string
 	for _, it := range adv.Plan.Items {
-		if it.Decision == "pruned" && it.Key == "toolu_05cEnv" {
-			id = it.RecallID
+		if it.Decision == "pruned" && it.Key == key {
+			return it.RecallID
 		}
 	}
-	if id == "" {
-		t.Fatalf("go env (toolu_05cEnv) not pruned: %+v", adv.Plan.Items)
-	}
+	t.Fatalf("%s not pruned: %+v", key, adv.Plan.Items)
+	return ""
+}
+
+// TestMCPBadLine sends `pruneadvisor mcp` a recall, a line that is not JSON (the
+// string escape \q an outside probe sent), and the recall again: the bad line gets a
+// JSON-RPC parse error (-32700, id null), both recalls return the original, and the
+// server exits 0 when stdin closes.
+func TestMCPBadLine(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "m.db")
+	env := testEnv(t)
+	id := adviseRecallID(t, env, db, "toolu_05cEnv")
 
 	cmd := exec.Command(paBin(t), "mcp", "--db", db)
 	cmd.Env = env

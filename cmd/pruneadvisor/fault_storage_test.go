@@ -358,8 +358,10 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-// TestStorageReadOnlyAtStart opens a database whose folder cannot be written: the
-// commands fail at once, naming the file and the cause.
+// TestStorageReadOnlyAtStart opens a database whose folder cannot be written (an
+// immutable folder, then a read-only bind mount): recall reads it, saying the recall
+// is not recorded; the commands that must write fail at once, naming the file and
+// the cause.
 func TestStorageReadOnlyAtStart(t *testing.T) {
 	if _, err := exec.LookPath("chattr"); err != nil {
 		t.Skip("chattr is not installed")
@@ -371,17 +373,15 @@ func TestStorageReadOnlyAtStart(t *testing.T) {
 	db := filepath.Join(dir, "s.db")
 	session, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "sessions", "fix-port.jsonl"))
 	env := testEnv(t)
-	if code, out := runPA(t, lightBound, env, "advise", session, "--db", db, "--scorer", "lexical", "--plan=false"); code != 0 {
-		t.Fatalf("advise: %d %s", code, out)
-	}
+	id := adviseRecallID(t, env, db, "toolu_05cEnv")
 	t.Cleanup(func() { _ = chattr(t, "-i", db, dir) })
 	if err := chattr(t, "+i", db, dir); err != nil {
 		t.Skipf("no immutable attribute here: %v", err)
 	}
+	checkReadOnlyRecall(t, env, db, id)
 	want := "storage: open " + db + ": unable to open database file (14) (the folder " + dir + " cannot be written: "
 	for _, args := range [][]string{
 		{"advise", session, "--db", db, "--scorer", "lexical"},
-		{"recall", "o_0000000000", "--db", db},
 		{"replay", session, "--db", db, "--scorer", "lexical"},
 		{"serve", "--addr", "127.0.0.1:0", "--db", db, "--scorer", "lexical"},
 	} {
@@ -389,5 +389,44 @@ func TestStorageReadOnlyAtStart(t *testing.T) {
 		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("%s: exit %d:\n%s\nwant 1 with %q", args[0], code, out, want)
 		}
+	}
+	if err := chattr(t, "-i", db, dir); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same folder on a read-only bind mount (root only).
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "--bind", "-o", "ro", dir, mnt).CombinedOutput(); err != nil {
+		t.Skipf("a read-only bind mount needs root: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+	})
+	if f, err := os.Create(filepath.Join(mnt, "probe")); err == nil {
+		f.Close()
+		t.Skip("the bind mount is writable here")
+	}
+	checkReadOnlyRecall(t, env, filepath.Join(mnt, "s.db"), id)
+}
+
+// checkReadOnlyRecall recalls id from a database that cannot be written: the
+// original comes back, with one note that the recall is not recorded; an unknown id
+// is still "no pruned output".
+func checkReadOnlyRecall(t *testing.T, env []string, db, id string) {
+	t.Helper()
+	p := startPA(t, "", env, "recall", id, "--db", db)
+	code := p.wait(lightBound)
+	note := "pruneadvisor: " + db + " cannot be written; opened read-only: recalls are served but not recorded as evidence\n"
+	if code != 0 || !strings.Contains(p.stdout.String(), "AR='ar'") || p.stderr.String() != note {
+		t.Errorf("recall %s on %s: exit %d, stdout %.80q, stderr %q; want 0, the original and %q", id, db, code, p.stdout.String(), p.stderr.String(), note)
+	}
+	code, out := runPA(t, lightBound, env, "recall", "o_0000000000", "--db", db)
+	if code != 1 || !strings.Contains(out, `recall "o_0000000000": no pruned output with this id`) {
+		t.Errorf("unknown id on %s: exit %d: %s", db, code, out)
 	}
 }

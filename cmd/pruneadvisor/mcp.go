@@ -31,13 +31,16 @@ is not JSON gets a JSON-RPC parse error (-32700) and the server reads on. Logs g
 stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, closeStore, err := openStore(cmd.Context(), db)
+			store, closeStore, err := openStoreReading(cmd.Context(), e.stderr, db)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
 			svc := recall.New(store)
 			svc.Logger = e.log
+			if store.ReadOnly() {
+				svc.Logger = slog.New(slog.DiscardHandler) // the note said it: not recorded
+			}
 			logger := newLogger(e.stderr, slog.LevelWarn)
 			return mcpserver.Run(cmd.Context(), svc, mcpserver.Options{ToolName: toolName, Logger: logger},
 				mcpserver.Transport(e.stdin, e.stdout, logger))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -20,15 +21,20 @@ func recallCmd(e *env) *cobra.Command {
 		Short: "Print a pruned output's original, byte for byte",
 		Long: `recall looks up the original of a pruned output by the id its stub names
 (for example o_7f3a9c0b1d) and writes it to stdout exactly as it was. The recall is
-recorded as later-use evidence. Exit code 1 when no pruned output has the id.`,
+recorded as later-use evidence; on a database that cannot be written (a read-only
+file system) it is opened read-only, and the recall is served but not recorded.
+Exit code 1 when no pruned output has the id.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store, closeStore, err := openStore(cmd.Context(), db)
+			store, closeStore, err := openStoreReading(cmd.Context(), e.stderr, db)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
 			svc := recall.New(store)
+			if store.ReadOnly() {
+				svc.Logger = slog.New(slog.DiscardHandler) // the note said it: not recorded
+			}
 			text, err := svc.Recall(cmd.Context(), args[0])
 			if err != nil {
 				return err
