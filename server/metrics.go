@@ -29,6 +29,7 @@ type metrics struct {
 	requestEncodings *prometheus.CounterVec   // route, encoding: request bodies by Content-Encoding
 	storageErrors    prometheus.Counter       // advised requests whose plan reports a storage failure
 	recalls          *prometheus.CounterVec   // result
+	untouched        *prometheus.CounterVec   // route, reason: proxied requests forwarded untouched by design
 	sessions         prometheus.Gauge         // sessions with in-memory advisor state
 }
 
@@ -97,9 +98,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Sessions whose advisor state is held in memory (bounded by the server's MaxSessions).",
 		}),
 	}
+	m.untouched = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pruneadvisor_requests_untouched_total",
+		Help: "Proxied requests forwarded untouched by design, by route and reason (previous_response_id: a Responses request whose history the provider holds).",
+	}, []string{"route", "reason"})
 	reg.MustRegister(m.requests, m.pruned, m.tokensSaved, m.tokenStepsSaved, m.rewrites, m.asks,
 		m.scorerFailures, m.scorerSeconds, m.adviseSeconds, m.adviseFailures, m.requestEncodings, m.storageErrors,
-		m.recalls, m.sessions)
+		m.recalls, m.untouched, m.sessions)
 	return m
 }
 

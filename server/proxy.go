@@ -23,34 +23,90 @@ type apiKind string
 const (
 	kindOpenAI    apiKind = "openai"    // POST /v1/chat/completions
 	kindAnthropic apiKind = "anthropic" // POST /v1/messages
+	kindResponses apiKind = "responses" // POST /v1/responses (OpenAI upstream)
+	kindGemini    apiKind = "gemini"    // POST /v1beta/models/{model}:generateContent, :streamGenerateContent
 )
 
 func (k apiKind) format() transcript.Format {
-	if k == kindAnthropic {
+	switch k {
+	case kindAnthropic:
 		return transcript.FormatAnthropic
+	case kindResponses:
+		return transcript.FormatResponses
+	case kindGemini:
+		return transcript.FormatGeminiAPI
 	}
 	return transcript.FormatOpenAI
 }
 
+// upstreamKind is the upstream a kind's requests go to: Responses requests go to
+// the OpenAI upstream.
+func (k apiKind) upstreamKind() apiKind {
+	if k == kindResponses {
+		return kindOpenAI
+	}
+	return k
+}
+
 func (k apiKind) defaultUpstream() string {
-	if k == kindAnthropic {
+	switch k {
+	case kindAnthropic:
 		return DefaultAnthropicUpstream
+	case kindGemini:
+		return DefaultGeminiUpstream
 	}
 	return DefaultOpenAIUpstream
 }
 
 // proxyKind tells which API a request to a proxied or passed-through path speaks:
-// Anthropic for /v1/messages* or an anthropic-version header, else OpenAI. ok is
-// false for the sidecar's own routes.
+// Gemini for /v1beta/..., Anthropic for /v1/messages* or an anthropic-version
+// header, Responses for /v1/responses*, else OpenAI. ok is false for the sidecar's
+// own routes.
 func proxyKind(r *http.Request) (k apiKind, ok bool) {
 	p := r.URL.Path
+	if strings.HasPrefix(p, "/v1beta/") {
+		return kindGemini, true
+	}
 	if p == "/v1/advise" || strings.HasPrefix(p, "/v1/recall/") || !strings.HasPrefix(p, "/v1/") {
 		return "", false
 	}
 	if p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") || r.Header.Get("anthropic-version") != "" {
 		return kindAnthropic, true
 	}
+	if p == "/v1/responses" || strings.HasPrefix(p, "/v1/responses/") {
+		return kindResponses, true
+	}
 	return kindOpenAI, true
+}
+
+// geminiMethod returns the method of a Gemini model path
+// (/v1beta/models/{model}:{method}), "" for any other path.
+func geminiMethod(p string) string {
+	rest, ok := strings.CutPrefix(p, "/v1beta/models/")
+	if !ok {
+		return ""
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i <= 0 || strings.Contains(rest[:i], "/") {
+		return ""
+	}
+	return rest[i+1:]
+}
+
+// gemini routes /v1beta/...: generateContent and streamGenerateContent requests are
+// advised like the other proxied APIs; every other request (countTokens, model
+// listing, files, cachedContents) is passed through untouched.
+func (s *Server) gemini(advise, pass http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch geminiMethod(r.URL.Path) {
+		case "generateContent", "streamGenerateContent":
+			if r.Method == http.MethodPost {
+				advise.ServeHTTP(w, r)
+				return
+			}
+		}
+		pass.ServeHTTP(w, r)
+	}
 }
 
 // proxy advises one Chat Completions or Messages request and forwards it. A
@@ -75,7 +131,12 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 			fail(decodeStatus(err), err.Error())
 			return
 		}
-		out, changed, err := s.adviseBody(r.Context(), kind, r.Header.Get(HeaderSession), plain)
+		if kind == kindResponses && transcript.ResponsesContinuation(plain) {
+			s.metrics.untouched.WithLabelValues(string(kind), "previous_response_id").Inc()
+			s.forward(w, r, kind, body)
+			return
+		}
+		out, changed, err := s.adviseBody(r.Context(), kind, requestHints(r), plain)
 		if changed && enc != nil {
 			if out, err = enc.encode(out); err != nil {
 				s.failOpen(string(kind), "encode", "", err)
@@ -187,7 +248,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code
 // replaced by its stub. changed is false when nothing is pruned or advising failed
 // (fail open: logged and counted); out is then body. A body that is not JSON gives a
 // *badRequest naming the position.
-func (s *Server) adviseBody(ctx context.Context, kind apiKind, header string, body []byte) (out []byte, changed bool, err error) {
+func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body []byte) (out []byte, changed bool, err error) {
 	route := string(kind)
 	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format(), Cache: s.msgCache})
 	if err != nil {
@@ -197,12 +258,16 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, header string, bo
 		s.failOpen(route, "read", "", err)
 		return body, false, nil
 	}
-	id, err := proxySessionID(kind, header, sess)
+	id, err := proxySessionID(kind, hints.session, sess)
+	if err != nil {
+		return nil, false, &badRequest{msg: err.Error()}
+	}
+	tool, err := recallToolHeader(hints.recallTool)
 	if err != nil {
 		return nil, false, &badRequest{msg: err.Error()}
 	}
 	sess.ID = id
-	e, err := s.sessions.acquire(0, id)
+	e, err := s.sessions.acquire(advisorKey{recallTool: tool}, id)
 	if err != nil {
 		s.failOpen(route, "advise", id, err)
 		return body, false, nil
@@ -238,6 +303,37 @@ func (s *Server) failOpen(route, stage, session string, err error) {
 // maxSessionHeader bounds the X-Pruneadvisor-Session value.
 const maxSessionHeader = 200
 
+// maxRecallToolHeader bounds the X-Pruneadvisor-Recall-Tool value (the advisor
+// configuration's own bound on RecallTool).
+const maxRecallToolHeader = 128
+
+// hints are what a proxied request's own headers tell the server.
+type hints struct {
+	session    string // X-Pruneadvisor-Session
+	recallTool string // X-Pruneadvisor-Recall-Tool
+}
+
+func requestHints(r *http.Request) hints {
+	return hints{session: r.Header.Get(HeaderSession), recallTool: r.Header.Get(HeaderRecallTool)}
+}
+
+// recallToolHeader checks an X-Pruneadvisor-Recall-Tool value: "" (the server's
+// --recall-tool), or at most 128 bytes of letters, digits and "_-.:/" (the names
+// agents give tools: mcp__pruneadvisor__recall, mcp_pruneadvisor_recall,
+// pruneadvisor_recall, recall).
+func recallToolHeader(v string) (string, error) {
+	if len(v) > maxRecallToolHeader {
+		return "", fmt.Errorf("%s header is %d bytes; at most %d", HeaderRecallTool, len(v), maxRecallToolHeader)
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-.:/", c) >= 0) {
+			return "", fmt.Errorf("%s header must hold a tool name (letters, digits, _-.:/)", HeaderRecallTool)
+		}
+	}
+	return v, nil
+}
+
 // proxySessionID returns the session a proxied request belongs to: the
 // X-Pruneadvisor-Session header when given (printable ASCII, at most 200 bytes),
 // else "<kind>-" followed by 16 hex digits of SHA-256 over the kind, the system
@@ -258,8 +354,13 @@ func proxySessionID(kind apiKind, header string, s *transcript.Session) (string,
 	h := sha256.New()
 	h.Write([]byte(kind))
 	h.Write([]byte{0})
+	// Codex and Gemini CLI open with injected context (the working directory, the
+	// date) that is the same for every conversation in a folder: for them the first
+	// prompt the user typed counts too.
+	typed := kind == kindResponses || kind == kindGemini
+	users := 0
 	for _, m := range s.Messages {
-		if m.Role == transcript.RoleSystem {
+		if m.Role == transcript.RoleSystem && users == 0 {
 			h.Write([]byte(m.Text))
 			h.Write([]byte{0})
 			continue
@@ -267,7 +368,10 @@ func proxySessionID(kind apiKind, header string, s *transcript.Session) (string,
 		if m.Role == transcript.RoleUser {
 			h.Write([]byte{1})
 			h.Write([]byte(m.Text))
-			break
+			users++
+			if !typed || !m.Meta {
+				break
+			}
 		}
 	}
 	return string(kind) + "-" + hex.EncodeToString(h.Sum(nil))[:16], nil
@@ -278,7 +382,7 @@ func proxySessionID(kind apiKind, header string, s *transcript.Session) (string,
 var hopHeaders = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
-	HeaderSession, HeaderToken,
+	HeaderSession, HeaderToken, HeaderRecallTool,
 }
 
 // copyHeader copies src into dst without hop-by-hop headers (including those the
@@ -328,9 +432,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, kind apiKind, b
 
 // forwardStream is forward with a body reader of the given length (-1: unknown).
 func (s *Server) forwardStream(w http.ResponseWriter, r *http.Request, kind apiKind, body io.Reader, n int64) {
-	target := s.upstream[kind]
+	target := s.upstream[kind.upstreamKind()]
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, upstreamURL(target, r), body)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text holds the URL, and a Gemini ?key= with it
+		}
 		writeAPIError(w, kind, http.StatusBadGateway, "api_error", "building the upstream request: "+err.Error())
 		return
 	}
@@ -352,6 +460,10 @@ func (s *Server) forwardStream(w http.ResponseWriter, r *http.Request, kind apiK
 		}
 		if r.Context().Err() != nil {
 			return
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text holds the URL, and a Gemini ?key= with it
 		}
 		s.log.Warn("upstream unreachable", "api", string(kind), "upstream", target.Redacted(), "err", err)
 		writeAPIError(w, kind, http.StatusBadGateway, "api_error",

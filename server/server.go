@@ -70,6 +70,8 @@ const (
 	// DefaultOpenAIUpstream and DefaultAnthropicUpstream are the public APIs.
 	DefaultOpenAIUpstream    = "https://api.openai.com"
 	DefaultAnthropicUpstream = "https://api.anthropic.com"
+	// DefaultGeminiUpstream is the Gemini API (what Gemini CLI calls with an API key).
+	DefaultGeminiUpstream = "https://generativelanguage.googleapis.com"
 )
 
 // Headers addressed to the server itself. They are never forwarded upstream.
@@ -81,6 +83,11 @@ const (
 	// only this header, since Authorization belongs to the upstream; the other routes
 	// also accept "Authorization: Bearer <token>".
 	HeaderToken = "X-Pruneadvisor-Token"
+	// HeaderRecallTool names the recall tool as the agent sending the request sees
+	// it (mcp__pruneadvisor__recall for Claude Code, ...): the stubs of the
+	// request's session name it. Without it, Options.Config.RecallTool. A stub keeps
+	// the name it was made with (stubs are frozen).
+	HeaderRecallTool = "X-Pruneadvisor-Recall-Tool"
 )
 
 // Store is what the server needs from storage: the advisor's store and the recall
@@ -107,6 +114,9 @@ type Options struct {
 	// https and must not carry credentials.
 	OpenAIUpstream    string
 	AnthropicUpstream string
+	// GeminiUpstream is the base URL Gemini API requests (/v1beta/...) go to; ""
+	// means DefaultGeminiUpstream. The same rules as OpenAIUpstream apply.
+	GeminiUpstream string
 	// Token, when set, is required on every route but /healthz (see HeaderToken).
 	Token string
 	// AllowedHosts are the Host header values accepted besides loopback names and
@@ -239,7 +249,7 @@ func New(opts Options) (*Server, error) {
 		t.MaxIdleConnsPerHost = 256
 		s.transport = t
 	}
-	for kind, raw := range map[apiKind]string{kindOpenAI: opts.OpenAIUpstream, kindAnthropic: opts.AnthropicUpstream} {
+	for kind, raw := range map[apiKind]string{kindOpenAI: opts.OpenAIUpstream, kindAnthropic: opts.AnthropicUpstream, kindGemini: opts.GeminiUpstream} {
 		if raw == "" {
 			raw = kind.defaultUpstream()
 		}
@@ -264,10 +274,13 @@ func New(opts Options) (*Server, error) {
 	}
 	advStore, records := newRecordQueue(opts.Store, s.log)
 	s.records = records
-	build := func(budget int) (*advisor.Advisor, error) {
+	build := func(k advisorKey) (*advisor.Advisor, error) {
 		c := cfg
-		if budget > 0 {
-			c.Budget = budget
+		if k.budget > 0 {
+			c.Budget = k.budget
+		}
+		if k.recallTool != "" {
+			c.RecallTool = k.recallTool
 		}
 		a, err := advisor.New(c, scorer, advStore)
 		if err != nil {
@@ -278,7 +291,7 @@ func New(opts Options) (*Server, error) {
 		a.RecallSecret = opts.RecallSecret
 		return a, nil
 	}
-	if _, err := build(0); err != nil {
+	if _, err := build(advisorKey{}); err != nil {
 		return nil, err
 	}
 	s.sessions = newSessionTable(maxSessions, build, func(n int) { s.metrics.sessions.Set(float64(n)) })
@@ -328,6 +341,10 @@ func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/chat/completions", s.instrument("openai", s.auth(true, s.proxy(kindOpenAI))))
 	mux.Handle("POST /v1/messages", s.instrument("anthropic", s.auth(true, s.proxy(kindAnthropic))))
+	mux.Handle("POST /v1/responses", s.instrument("responses", s.auth(true, s.proxy(kindResponses))))
+	mux.Handle("/v1beta/", s.auth(true, s.gemini(
+		s.instrument("gemini", s.proxy(kindGemini)),
+		s.instrument("passthrough", http.HandlerFunc(s.passthrough)))))
 	mux.Handle("/v1/advise", s.instrument("advise", s.auth(false, methods(s.advise, http.MethodPost))))
 	mux.Handle("/v1/recall/{id}", s.instrument("recall", s.auth(false, methods(s.recallHandler, http.MethodGet, http.MethodHead))))
 	mux.Handle("/v1/", s.instrument("passthrough", s.auth(true, http.HandlerFunc(s.passthrough))))
@@ -511,9 +528,12 @@ func writeError(w http.ResponseWriter, code int, format string, args ...any) {
 // {"error":{"message","type","code"}} or Anthropic's {"type":"error","error":{"type","message"}}.
 func writeAPIError(w http.ResponseWriter, k apiKind, code int, typ, msg string) {
 	var body any
-	if k == kindAnthropic {
+	switch k {
+	case kindAnthropic:
 		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": "pruneadvisor: " + msg}}
-	} else {
+	case kindGemini:
+		body = map[string]any{"error": map[string]any{"code": code, "message": "pruneadvisor: " + msg, "status": googleStatus(code)}}
+	default:
 		body = map[string]any{"error": map[string]any{"message": "pruneadvisor: " + msg, "type": typ, "code": nil, "param": nil}}
 	}
 	var buf bytes.Buffer
@@ -524,6 +544,25 @@ func writeAPIError(w http.ResponseWriter, k apiKind, code int, typ, msg string) 
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// googleStatus is the google.rpc status name Google APIs give with an HTTP code.
+func googleStatus(code int) string {
+	switch code {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+		return "INVALID_ARGUMENT"
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
+	case http.StatusNotFound:
+		return "NOT_FOUND"
+	case http.StatusUnsupportedMediaType:
+		return "INVALID_ARGUMENT"
+	case http.StatusBadGateway:
+		return "UNAVAILABLE"
+	}
+	return "UNKNOWN"
 }
 
 // jsonErrorAt describes where data stops being valid JSON, as "line L, column C

@@ -11,8 +11,16 @@ import (
 )
 
 // maxBudgets bounds how many distinct per-request budgets (POST /v1/advise "budget")
-// a server keeps an advisor for.
+// and recall tool names (X-Pruneadvisor-Recall-Tool) together a server keeps an
+// advisor for.
 const maxBudgets = 16
+
+// advisorKey is what tells the server's advisors apart: the budget (0: the
+// configured one) and the recall tool stubs name ("": the configured one).
+type advisorKey struct {
+	budget     int
+	recallTool string
+}
 
 // sessionTable keeps one advisor per budget and bounds the sessions whose state the
 // advisors hold in memory: past max, the least recently used idle session is
@@ -21,16 +29,16 @@ const maxBudgets = 16
 type sessionTable struct {
 	mu       sync.Mutex
 	max      int
-	build    func(budget int) (*advisor.Advisor, error)
-	advisors map[int]*advisor.Advisor // by budget; 0 = the configured one
-	lru      *list.List               // of *sessionEntry, most recent first
+	build    func(k advisorKey) (*advisor.Advisor, error)
+	advisors map[advisorKey]*advisor.Advisor
+	lru      *list.List // of *sessionEntry, most recent first
 	byKey    map[sessionKey]*list.Element
 	onSize   func(n int)
 }
 
 type sessionKey struct {
-	budget int
-	id     string
+	adv advisorKey
+	id  string
 }
 
 // sessionEntry is one session's slot. inflight is guarded by the table's lock.
@@ -56,39 +64,39 @@ func (e *sessionEntry) advise(ctx context.Context, s *transcript.Session) (advis
 	return plan.Clone(), nil
 }
 
-func newSessionTable(max int, build func(int) (*advisor.Advisor, error), onSize func(int)) *sessionTable {
+func newSessionTable(max int, build func(advisorKey) (*advisor.Advisor, error), onSize func(int)) *sessionTable {
 	return &sessionTable{
 		max: max, build: build, onSize: onSize,
-		advisors: map[int]*advisor.Advisor{},
+		advisors: map[advisorKey]*advisor.Advisor{},
 		lru:      list.New(),
 		byKey:    map[sessionKey]*list.Element{},
 	}
 }
 
 // errTooManyBudgets is returned by acquire for a budget past maxBudgets distinct ones.
-var errTooManyBudgets = fmt.Errorf("at most %d distinct budgets per server", maxBudgets)
+var errTooManyBudgets = fmt.Errorf("at most %d distinct budgets and recall tool names per server", maxBudgets)
 
 // acquire returns the session's entry, marked in flight; release it when done.
-func (t *sessionTable) acquire(budget int, id string) (*sessionEntry, error) {
+func (t *sessionTable) acquire(ak advisorKey, id string) (*sessionEntry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := sessionKey{budget, id}
+	k := sessionKey{ak, id}
 	if el, ok := t.byKey[k]; ok {
 		t.lru.MoveToFront(el)
 		e := el.Value.(*sessionEntry)
 		e.inflight++
 		return e, nil
 	}
-	adv, ok := t.advisors[budget]
+	adv, ok := t.advisors[ak]
 	if !ok {
 		if len(t.advisors) >= maxBudgets {
 			return nil, errTooManyBudgets
 		}
 		var err error
-		if adv, err = t.build(budget); err != nil {
+		if adv, err = t.build(ak); err != nil {
 			return nil, err
 		}
-		t.advisors[budget] = adv
+		t.advisors[ak] = adv
 	}
 	e := &sessionEntry{key: k, adv: adv, inflight: 1}
 	t.byKey[k] = t.lru.PushFront(e)

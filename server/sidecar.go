@@ -115,7 +115,7 @@ func (s *Server) advise(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	e, err := s.sessions.acquire(req.Budget, req.SessionID)
+	e, err := s.sessions.acquire(advisorKey{budget: req.Budget}, req.SessionID)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "request: budget: %v", err)
 		return

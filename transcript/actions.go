@@ -35,11 +35,15 @@ type FileOp struct {
 // Ops from its tool name and arguments, mapping each agent's tool vocabulary onto
 // DESIGN.md's read/edit/write/search/shell/other (TRANSCRIPT-FORMATS.md lists the
 // vocabularies): Claude Code (Read, Edit, MultiEdit, Write, NotebookEdit, Bash, Grep,
-// Glob, LS, Task, TodoWrite, …), pi (read, edit, write, bash, grep, find, ls), Codex
-// (exec_command, shell with argv, shell_command, apply_patch as function or custom
-// tool whose Args is the patch as a JSON string), Gemini CLI (read_file with a
-// 0-based offset, read_many_files, write_file, replace, run_shell_command with
-// dir_path, list_directory, glob, search_file_content), SWE-agent
+// Glob, LS, Task, TodoWrite, …), pi (read, edit with edits[], write, bash, grep,
+// find, ls), Codex (exec_command with cmd and workdir, shell with argv,
+// shell_command, apply_patch as function or custom tool whose Args is the patch as a
+// JSON string), Gemini CLI (read_file with file_path and 1-based start_line/end_line,
+// or the older absolute_path with a 0-based offset, read_many_files, write_file,
+// replace, run_shell_command with dir_path, list_directory, glob,
+// search_file_content), opencode (read with filePath and a 1-based offset, edit with
+// filePath/oldString/newString, write, bash with workdir, apply_patch with
+// patchText), SWE-agent
 // (str_replace_editor, and the windowed open/goto/scroll/create/edit/insert commands,
 // as functions or as text), OpenHands (run, read, edit with a command, write) and
 // text-only trajectories whose Args is a JSON string holding a shell command.
@@ -194,7 +198,12 @@ func toolName(n string) string {
 	return n
 }
 
-var pathKeys = []string{"file_path", "path", "absolute_path", "notebook_path", "filename", "target_file", "file"}
+// pathKeys are the argument names the agents' file tools give the path under, in
+// every spelling seen: Claude Code and Gemini CLI file_path, pi and Codex path,
+// Gemini CLI's older absolute_path, opencode filePath, Claude Code notebook_path,
+// Cursor target_file, and the camelCase forms SDK-built tools use.
+var pathKeys = []string{"file_path", "path", "absolute_path", "filePath", "notebook_path", "filename", "target_file",
+	"file", "absolutePath", "notebookPath", "fileName", "targetFile"}
 
 func (k *classifier) classify(name string) {
 	a := k.a
@@ -232,7 +241,7 @@ func (k *classifier) classify(name string) {
 	case "goto", "scroll_down", "scroll_up":
 		k.set(ActionRead, FileOp{Action: ActionRead, Range: UnknownRange()})
 	case "apply_patch", "applypatch":
-		text := a.str("input", "patch", "content", "diff")
+		text := a.str("input", "patch", "patchText", "patch_text", "content", "diff")
 		k.patch(text, k.cwd)
 	case "grep", "glob", "search_file_content", "find", "ls", "list_directory", "list_dir", "find_file",
 		"search_file", "search_dir", "rg", "codebase_search", "file_search", "grep_search", "list_files",
@@ -269,6 +278,11 @@ func (k *classifier) readTool(name string) {
 	switch {
 	case len(a.nums("view_range")) == 2:
 		r = viewRange(a.nums("view_range"))
+	case name == "read_file" && a.has("start_line", "end_line"):
+		// Gemini CLI (0.61): 1-based start_line and end_line, both inclusive
+		s, _ := a.num("start_line")
+		e, _ := a.num("end_line")
+		r = Range{Start: max(s, 1), End: max(e, 0)}
 	case a.has("start_line_one_indexed"):
 		s, _ := a.num("start_line_one_indexed")
 		e, _ := a.num("end_line_one_indexed_inclusive")
@@ -405,7 +419,7 @@ func (k *classifier) writeTool(name string) {
 	p = k.path(p)
 	var content string
 	found := false
-	for _, key := range []string{"content", "file_text", "contents", "text"} {
+	for _, key := range []string{"content", "file_text", "contents", "text", "fileText"} {
 		if v, ok := a.m[key].(string); ok {
 			content, found = v, true
 			break
@@ -438,7 +452,7 @@ func (k *classifier) sweOpen(p string) {
 // shellTool extracts the command and working directory of a shell tool call.
 func (k *classifier) shellTool() {
 	a := k.a
-	dir := a.str("workdir", "dir_path", "directory", "cwd", "working_directory", "working_dir")
+	dir := a.str("workdir", "dir_path", "directory", "cwd", "working_directory", "working_dir", "workingDirectory", "dirPath")
 	v, ok := a.m["command"]
 	if !ok {
 		v = a.m["cmd"]

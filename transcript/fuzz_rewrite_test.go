@@ -43,11 +43,13 @@ func FuzzRewrite(f *testing.F) {
 		uint64(1), "S")
 	f.Add([]byte(`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
 		`{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"p1"},{"type":"text","text":"p2"}]}]}`), uint64(1), "")
+	f.Add([]byte(codexBody), uint64(5), "S")
+	f.Add([]byte(geminiBody), uint64(0xff), "S")
 	f.Fuzz(func(t *testing.T, data []byte, mask uint64, stub string) {
 		if !utf8.ValidString(stub) {
 			stub = strings.ToValidUTF8(stub, "?")
 		}
-		for _, format := range []Format{FormatAnthropic, FormatOpenAI} {
+		for _, format := range []Format{FormatAnthropic, FormatOpenAI, FormatResponses, FormatGeminiAPI} {
 			for _, lenient := range []bool{false, true} {
 				s, err := Read("fuzz", data, Options{Format: format, Lenient: lenient})
 				if err != nil {

@@ -51,8 +51,12 @@ const DetectBytes = 64 << 10
 //   - gemini-cli (three keys of its own) before the chat-completions family (openai,
 //     mini-swe-agent, swe-agent), and openai before openhands: a list whose elements
 //     carry both a role and an OpenHands source and action reads as a chat list;
-//   - pi last: one test of the first object ({"type":"session","id":…}), a type no
-//     other format writes.
+//   - pi: one test of the first object ({"type":"session","id":…}), a type no
+//     other format writes;
+//   - openai-responses and gemini-api last (added after the others, so that error
+//     messages keep their order): request bodies whose detectors demand their own
+//     top-level list (input, contents) and refuse the keys of the others (messages,
+//     payload, type, sessionId).
 var readers = []reader{
 	{FormatAnthropic, detectAnthropic, readAnthropic},
 	{FormatClaudeCode, detectClaude, readClaude},
@@ -63,6 +67,8 @@ var readers = []reader{
 	{FormatSWEAgent, detectSWEAgent, readSWEAgent},
 	{FormatOpenHands, detectOpenHands, readOpenHands},
 	{FormatPi, detectPi, readPi},
+	{FormatResponses, detectResponses, readResponses},
+	{FormatGeminiAPI, detectGeminiAPI, readGeminiAPI},
 }
 
 // Formats lists the formats with a reader, in detection order.

@@ -105,7 +105,7 @@ func TestDetectorsDisjoint(t *testing.T) {
 // docs (RELIABILITY.md) show.
 func TestFormatsOrder(t *testing.T) {
 	want := []Format{FormatAnthropic, FormatClaudeCode, FormatCodex, FormatGemini, FormatOpenAI,
-		FormatMiniSWEAgent, FormatSWEAgent, FormatOpenHands, FormatPi}
+		FormatMiniSWEAgent, FormatSWEAgent, FormatOpenHands, FormatPi, FormatResponses, FormatGeminiAPI}
 	if d := cmp.Diff(want, Formats()); d != "" {
 		t.Errorf("Formats() (-want +got):\n%s", d)
 	}

@@ -55,15 +55,17 @@ type Format string
 
 // The formats with a reader.
 const (
-	FormatClaudeCode   Format = "claude-code"    // ~/.claude/projects/*/<session>.jsonl
-	FormatPi           Format = "pi"             // ~/.pi/agent/sessions/*/*.jsonl, v1-v3
-	FormatCodex        Format = "codex"          // ~/.codex/sessions/**/rollout-*.jsonl, wrapped and legacy
-	FormatGemini       Format = "gemini-cli"     // ~/.gemini/tmp/*/chats/session-*.json
-	FormatOpenAI       Format = "openai"         // chat-completions message list or {messages:[...]}
-	FormatMiniSWEAgent Format = "mini-swe-agent" // *.traj.json with messages[]
-	FormatSWEAgent     Format = "swe-agent"      // *.traj with history[]
-	FormatOpenHands    Format = "openhands"      // event list (V0 trajectory.json)
-	FormatAnthropic    Format = "anthropic"      // Messages API request body
+	FormatClaudeCode   Format = "claude-code"      // ~/.claude/projects/*/<session>.jsonl
+	FormatPi           Format = "pi"               // ~/.pi/agent/sessions/*/*.jsonl, v1-v3
+	FormatCodex        Format = "codex"            // ~/.codex/sessions/**/rollout-*.jsonl, wrapped and legacy
+	FormatGemini       Format = "gemini-cli"       // ~/.gemini/tmp/*/chats/session-*.json
+	FormatOpenAI       Format = "openai"           // chat-completions message list or {messages:[...]}
+	FormatMiniSWEAgent Format = "mini-swe-agent"   // *.traj.json with messages[]
+	FormatSWEAgent     Format = "swe-agent"        // *.traj with history[]
+	FormatOpenHands    Format = "openhands"        // event list (V0 trajectory.json)
+	FormatAnthropic    Format = "anthropic"        // Messages API request body
+	FormatResponses    Format = "openai-responses" // OpenAI Responses API request body (Codex CLI)
+	FormatGeminiAPI    Format = "gemini-api"       // Gemini API generateContent request body (Gemini CLI)
 )
 
 // Role is a message's author as the session records it, normalised.

@@ -19,6 +19,7 @@ type serveFlags struct {
 	db            string
 	openai        string
 	anthropic     string
+	gemini        string
 	token         string
 	allowedHosts  []string
 	maxBody       int64
@@ -34,11 +35,16 @@ func serveCmd(e *env) *cobra.Command {
 	var f serveFlags
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the HTTP sidecar and the transparent OpenAI/Anthropic proxy",
+		Short: "Run the HTTP sidecar and the transparent Anthropic/OpenAI/Gemini proxy",
 		Long: `serve runs one HTTP server with:
 
   POST /v1/chat/completions  OpenAI Chat Completions, advised and forwarded to --openai-upstream
   POST /v1/messages          Anthropic Messages, advised and forwarded to --anthropic-upstream
+  POST /v1/responses         OpenAI Responses (Codex), advised and forwarded to --openai-upstream;
+                             a request with previous_response_id is forwarded untouched
+  POST /v1beta/models/{model}:generateContent and :streamGenerateContent
+                             Gemini API (Gemini CLI), advised and forwarded to --gemini-upstream;
+                             every other /v1beta/ path passes through
   POST /v1/advise            sidecar: {session_id, format, messages, budget?, task?, now?} -> {messages, plan}
   GET  /v1/recall/{id}       a pruned output's original, byte for byte
   GET  /healthz, GET /metrics (Prometheus)
@@ -47,8 +53,11 @@ Other /v1/ paths pass through to the upstream untouched. Proxied requests keep e
 byte but the content of pruned tool results; responses, streams included, come back as
 the upstream sent them. If advising fails the request goes on unchanged. A session is
 named by the X-Pruneadvisor-Session header, else by a hash of its system prompt and
-first user message. Point an agent at it with ANTHROPIC_BASE_URL=http://127.0.0.1:8377
-or an OpenAI base URL of http://127.0.0.1:8377/v1 (docs/INTEGRATIONS.md).
+first user message. Stubs name --recall-tool, or the tool a request's
+X-Pruneadvisor-Recall-Tool header names. "pruneadvisor wrap AGENT" points an agent
+at a proxy by itself; by hand, ANTHROPIC_BASE_URL=http://127.0.0.1:8377, an OpenAI
+base URL of http://127.0.0.1:8377/v1 or GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8377
+(docs/INTEGRATIONS.md).
 
 Listening beyond loopback needs --token (or $PRUNEADVISOR_TOKEN); clients then send it
 in the X-Pruneadvisor-Token header. Without a token, only requests naming a loopback
@@ -66,6 +75,7 @@ domain at 127.0.0.1. SIGINT or SIGTERM shuts down gracefully.`,
 	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database for originals, stubs, asks and decisions")
 	c.Flags().StringVar(&f.openai, "openai-upstream", server.DefaultOpenAIUpstream, "base URL OpenAI requests are forwarded to (the request path is appended)")
 	c.Flags().StringVar(&f.anthropic, "anthropic-upstream", server.DefaultAnthropicUpstream, "base URL Anthropic requests are forwarded to (the request path is appended)")
+	c.Flags().StringVar(&f.gemini, "gemini-upstream", server.DefaultGeminiUpstream, "base URL Gemini API requests (/v1beta/...) are forwarded to (the request path is appended)")
 	c.Flags().StringVar(&f.token, "token", os.Getenv("PRUNEADVISOR_TOKEN"), "token clients must send (X-Pruneadvisor-Token header); required beyond loopback (default $PRUNEADVISOR_TOKEN)")
 	c.Flags().StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names besides loopback ones that requests may name when no --token is set (comma-separated; *.example.com for every name under it)")
 	c.Flags().Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (larger: 413)")
@@ -118,7 +128,7 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 	}
 	srv, err := server.New(server.Options{
 		Config: cfg, Scorer: scorer, Store: store, RecallSecret: secret,
-		OpenAIUpstream: f.openai, AnthropicUpstream: f.anthropic,
+		OpenAIUpstream: f.openai, AnthropicUpstream: f.anthropic, GeminiUpstream: f.gemini,
 		Token: f.token, AllowedHosts: f.allowedHosts, MaxBody: f.maxBody, MaxSessions: f.maxSessions,
 		AdviseTimeout: f.adviseTimeout, HeaderTimeout: f.headerTimeout, BodyTimeout: f.bodyTimeout,
 		IdleTimeout: f.idleTimeout, Logger: logger,

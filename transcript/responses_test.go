@@ -1,0 +1,153 @@
+package transcript
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// codexBody is a Responses API body in the shape Codex CLI 0.171 sends: developer
+// and injected user context, the prompt, a reasoning item, an exec_command call, its
+// output with Codex's Chunk ID / Wall time header, an apply_patch custom tool call
+// and its output, and a re-read.
+const codexBody = `{"model":"gpt-5-codex","instructions":"You are Codex, based on GPT-5.","input":[` +
+	`{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>sandbox</permissions instructions>"}]},` +
+	`{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"}]},` +
+	`{"type":"message","role":"user","content":[{"type":"input_text","text":"fix the port"}]},` +
+	`{"type":"reasoning","summary":[],"encrypted_content":"gAAAA"},` +
+	`{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"cat main.go\",\"workdir\":\"/w\"}","call_id":"call_1"},` +
+	`{"type":"function_call_output","call_id":"call_1","output":"Chunk ID: 1a2b3c\nWall time: 0.0012 seconds\nProcess exited with code 0\nOriginal token count: 12\nOutput:\npackage main\n"},` +
+	`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Editing."}]},` +
+	`{"type":"custom_tool_call","status":"completed","call_id":"call_2","name":"apply_patch","input":"*** Begin Patch\n*** Update File: main.go\n@@\n-package main\n+package main // fixed\n*** End Patch\n"},` +
+	`{"type":"custom_tool_call_output","call_id":"call_2","output":"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM main.go\n"},` +
+	`{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"cat main.go\",\"workdir\":\"/w\"}","call_id":"call_3"},` +
+	`{"type":"function_call_output","call_id":"call_3","output":[{"type":"input_text","text":"package main // fixed\n"}]}` +
+	`],"tools":[],"tool_choice":"auto","parallel_tool_calls":false,"store":false,"stream":true,"prompt_cache_key":"019a-conv"}`
+
+func TestReadResponses(t *testing.T) {
+	f, err := Detect("body", []byte(codexBody))
+	if err != nil || f != FormatResponses {
+		t.Fatalf("Detect = %q, %v; want %q", f, err, FormatResponses)
+	}
+	s, err := Read("body", []byte(codexBody), Options{Format: FormatResponses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type msgView struct {
+		Role  Role
+		Meta  bool
+		Step  int
+		Text  string
+		Calls []string
+		Outs  []string
+	}
+	var got []msgView
+	for _, m := range s.Messages {
+		v := msgView{Role: m.Role, Meta: m.Meta, Step: m.Step, Text: m.Text}
+		for _, c := range m.Calls {
+			v.Calls = append(v.Calls, c.ID+" "+c.Name+" "+string(c.Action)+" "+c.Path)
+		}
+		for _, o := range m.Outputs {
+			v.Outs = append(v.Outs, o.Key+" "+strings.SplitN(o.Text, "\n", 2)[0])
+		}
+		got = append(got, v)
+	}
+	want := []msgView{
+		{Role: RoleSystem, Text: "You are Codex, based on GPT-5."},
+		{Role: RoleSystem, Meta: true, Text: "<permissions instructions>sandbox</permissions instructions>"},
+		{Role: RoleUser, Meta: true, Text: "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"},
+		{Role: RoleUser, Text: "fix the port"},
+		{Role: RoleAssistant, Step: 1, Calls: []string{"call_1 exec_command read /w/main.go"}},
+		{Role: RoleTool, Step: 1, Outs: []string{"call_1 Chunk ID: 1a2b3c"}},
+		{Role: RoleAssistant, Step: 2, Text: "Editing.", Calls: []string{"call_2 apply_patch edit /w/main.go"}},
+		{Role: RoleTool, Step: 2, Outs: []string{"call_2 Exit code: 0"}},
+		{Role: RoleAssistant, Step: 3, Calls: []string{"call_3 exec_command read /w/main.go"}},
+		{Role: RoleTool, Step: 3, Outs: []string{"call_3 package main // fixed"}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("messages (-want +got):\n%s", d)
+	}
+	if s.Task != "fix the port" || s.Cwd != "/w" {
+		t.Errorf("Task %q Cwd %q", s.Task, s.Cwd)
+	}
+	out, err := s.Rewrite(map[string]string{"call_1": "STUB1", "call_3": "STUB3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOut := strings.Replace(codexBody, `"output":"Chunk ID: 1a2b3c\nWall time: 0.0012 seconds\nProcess exited with code 0\nOriginal token count: 12\nOutput:\npackage main\n"`, `"output":"STUB1"`, 1)
+	wantOut = strings.Replace(wantOut, `"output":[{"type":"input_text","text":"package main // fixed\n"}]`, `"output":[{"type":"input_text","text":"STUB3"}]`, 1)
+	if string(out) != wantOut {
+		t.Fatalf("rewrite:\n got %s\nwant %s", out, wantOut)
+	}
+}
+
+func TestReadResponsesShapes(t *testing.T) {
+	tests := []struct {
+		name, body string
+		msgs       int
+		err        string
+	}{
+		{"string input", `{"model":"m","instructions":"sys","input":"hello"}`, 2, ""},
+		{"short message form", `{"model":"m","input":[{"role":"user","content":"hi"}]}`, 1, ""},
+		{"continuation", `{"model":"m","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"c9","output":"x"}]}`, 1, ""},
+		{"input missing", `{"model":"m"}`, 0, "field input: missing"},
+		{"input number", `{"model":"m","input":3}`, 0, "field input: neither a string nor a list of items"},
+		{"item not object", `{"model":"m","input":[1]}`, 0, "field input.0: item is not a JSON object"},
+		{"output without call id", `{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, 0, "field input.0.call_id: missing or not a string"},
+		{"bad role", `{"model":"m","input":[{"type":"message","role":"robot","content":"x"}]}`, 0, `field input.0.role: unknown message role "robot"`},
+		{"not JSON", `{"model":`, 0, "truncated JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Read("b", []byte(tt.body), Options{Format: FormatResponses})
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrMalformed) {
+					t.Fatalf("err = %v; want ErrMalformed with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Messages) != tt.msgs {
+				t.Errorf("%d messages; want %d", len(s.Messages), tt.msgs)
+			}
+		})
+	}
+}
+
+func TestResponsesContinuation(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"model":"m","previous_response_id":"resp_1","input":[]}`: true,
+		`{"model":"m","previous_response_id":null,"input":[]}`:     false,
+		`{"model":"m","previous_response_id":"","input":[]}`:       false,
+		`{"model":"m","input":[]}`:                                 false,
+		`[1]`:                                                      false,
+		`{"previous_response_id":"r"`:                              false,
+	} {
+		if got := ResponsesContinuation([]byte(body)); got != want {
+			t.Errorf("ResponsesContinuation(%s) = %v; want %v", body, got, want)
+		}
+	}
+}
+
+func FuzzResponses(f *testing.F) {
+	f.Add([]byte(codexBody))
+	f.Add([]byte(`{"model":"m","input":"x"}`))
+	f.Add([]byte(`{"input":[{"role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"data:"}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, lenient := range []bool{false, true} {
+			s, err := Read("fuzz", data, Options{Format: FormatResponses, Lenient: lenient})
+			if err != nil {
+				if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrEmpty) {
+					t.Fatalf("lenient=%v: error is neither ErrMalformed nor ErrEmpty: %v", lenient, err)
+				}
+				continue
+			}
+			checkRewrite(t, s, FormatResponses, lenient, ^uint64(0), "[pruned]")
+		}
+		ResponsesContinuation(data)
+	})
+}
