@@ -40,7 +40,8 @@ func NewMemoryStore() *MemoryStore {
 	}
 }
 
-// SavePrunes implements Store: every original and stub, or (with Fail set) none.
+// SavePrunes implements Store: every original and stub, or (with Fail set, or a
+// stub other than the one stored for an output: ErrConflict) none.
 func (m *MemoryStore) SavePrunes(_ context.Context, prunes []Prune) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -50,6 +51,9 @@ func (m *MemoryStore) SavePrunes(_ context.Context, prunes []Prune) error {
 	for _, p := range prunes {
 		if p.Stub.RecallID != p.Original.RecallID {
 			return fmt.Errorf("save prunes: stub %s for original %s", p.Stub.RecallID, p.Original.RecallID)
+		}
+		if err := m.checkStub(p.Stub); err != nil {
+			return fmt.Errorf("save prunes: %w", err)
 		}
 	}
 	for _, p := range prunes {
@@ -72,8 +76,9 @@ func (m *MemoryStore) SaveOriginal(_ context.Context, o Original) error {
 }
 
 // SaveStub stores a stub alone; it fails when the original was not saved first, so a
-// stub never exists without its original. A later stub of the same recall id
-// replaces the earlier one.
+// stub never exists without its original. A stub is stored once (first writer
+// wins): the same stub again is a no-op, another one for the recall id fails with
+// ErrConflict.
 func (m *MemoryStore) SaveStub(_ context.Context, s StubRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -83,11 +88,27 @@ func (m *MemoryStore) SaveStub(_ context.Context, s StubRecord) error {
 	if _, ok := m.originals[s.RecallID]; !ok {
 		return fmt.Errorf("save stub %s: original not stored", s.RecallID)
 	}
+	if err := m.checkStub(s); err != nil {
+		return fmt.Errorf("save stub: %w", err)
+	}
 	m.saveStub(s)
 	return nil
 }
 
+// checkStub fails with ErrConflict when another stub is stored under s's recall id.
+func (m *MemoryStore) checkStub(s StubRecord) error {
+	if old, ok := m.stubs[s.RecallID]; ok && old.Stub != s.Stub {
+		return fmt.Errorf("output %q of session %q: %w: %q", old.OutputKey, old.SessionID, ErrConflict, old.Stub)
+	}
+	return nil
+}
+
+// saveStub stores s unless its recall id has a stub already (then the same one:
+// checkStub), and counts it in the session's version.
 func (m *MemoryStore) saveStub(s StubRecord) {
+	if _, ok := m.stubs[s.RecallID]; ok {
+		return
+	}
 	m.stubs[s.RecallID] = s
 	keys := m.bySession[s.SessionID]
 	if keys == nil {

@@ -17,6 +17,11 @@ var (
 	// one score per card, or a keep-probability outside [0,1] or not finite. The
 	// cards get no score (failure kind "invalid").
 	ErrInvalidScores = errors.New("scorer returned invalid scores")
+	// ErrConflict means Store.SavePrunes stored nothing because the store already
+	// holds another stub (or original) for one of the outputs: another process
+	// sharing the store pruned it first. The stored stub wins; read it back with
+	// SessionStubs.
+	ErrConflict = errors.New("another stub is stored for this output")
 )
 
 // Decision is what the advisor decided for one tool output at one step.

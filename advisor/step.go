@@ -539,6 +539,9 @@ func (a *Advisor) apply(ctx context.Context, st *state, sp *stepState, chosen []
 		return false
 	}
 	if err := a.Store.SavePrunes(ctx, prunes); err != nil {
+		if errors.Is(err, ErrConflict) && a.lostRace(ctx, st, sp, ready) {
+			return false
+		}
 		sp.plan.StorageError = fmt.Sprintf("originals and stubs not stored, pruning stopped: %v", err)
 		a.warnOnce(st, "storage-original", "storage: cannot store originals and stubs; pruning stopped", err)
 		return false
@@ -559,6 +562,27 @@ func (a *Advisor) apply(ctx context.Context, st *state, sp *stepState, chosen []
 		st.version = v
 	}
 	return true
+}
+
+// lostRace handles a rewrite that another process sharing the store stored first
+// (SavePrunes failed with ErrConflict and stored nothing of this one): the
+// session's stubs are read again and adopted, so that this step sends the bytes the
+// other process sent; outputs it did not prune stay pending. It reports whether the
+// other process's stubs were found for some of ready; if not, the conflict is
+// something else and the caller reports it.
+func (a *Advisor) lostRace(ctx context.Context, st *state, sp *stepState, ready []*outState) bool {
+	st.version = -1 // read the stubs back whatever the version says
+	a.syncStore(ctx, st, sp)
+	if !st.synced {
+		return true // syncStore set StorageError
+	}
+	for _, o := range ready {
+		if o.decision == DecisionPruned || o.decision == DecisionRecalled {
+			sp.plan.Waiting = "another process sharing the store pruned first; its stubs were adopted"
+			return true
+		}
+	}
+	return false
 }
 
 // finish records the step and fills in the plan.

@@ -9,13 +9,21 @@ import (
 
 // Store is what the advisor needs from persistent storage: every capability it
 // relies on is here, none is discovered by type assertion, so a wrapper (the
-// proxy's record queue) cannot drop one. storage.DB implements it; tests use
-// MemoryStore. Every method is safe for concurrent use.
+// proxy's record queue) cannot drop one. storage.DB implements it (SQLite or
+// PostgreSQL); tests use MemoryStore. Every method is safe for concurrent use.
 type Store interface {
 	// SavePrunes commits the originals and stubs of one rewrite in one transaction:
 	// every original and its stub, or nothing. It must be durable when it returns
 	// nil: the advisor applies the stubs only afterwards (DESIGN.md step 7), and a
 	// failure leaves no stub at all. An original is stored once by content hash.
+	//
+	// A stub is stored once per output, first writer wins, atomically across every
+	// process sharing the store (proxy replicas advising one session at once): a
+	// stub whose text is already stored for its output is a no-op (and does not
+	// move SessionVersion); another stub for an output that has one fails the whole
+	// call with an error wrapping ErrConflict, storing nothing. The advisor then
+	// reads the winner's stubs (SessionStubs) and sends those, so no output ever
+	// gets two different stubs.
 	SavePrunes(ctx context.Context, prunes []Prune) error
 	// RecordAsks stores one row per card scored (or failed to score).
 	RecordAsks(ctx context.Context, asks []AskRecord) error
@@ -28,8 +36,10 @@ type Store interface {
 	RecordSteps(ctx context.Context, steps []StepRecord) error
 	// SessionVersion returns a counter that grows by exactly one for every stub saved
 	// and every recall event recorded in the session, by any process sharing the
-	// store (0 for a session with neither). The advisor re-reads SessionStubs and
-	// SessionRecalls only when it moved by more than its own stubs.
+	// store (0 for a session with neither), counted in the same transaction as the
+	// write, so that a reader never sees a stub without its count. The advisor
+	// re-reads SessionStubs and SessionRecalls only when it moved by more than its
+	// own stubs.
 	SessionVersion(ctx context.Context, sessionID string) (int64, error)
 	// SessionStubs returns the stubs already applied in a session, keyed by output
 	// key, so decisions stay frozen across processes and restarts.

@@ -109,6 +109,9 @@ type Runner struct {
 	Workers int
 	// Events, when set, receives progress, from one goroutine at a time.
 	Events func(Event)
+	// Shard, when set, restricts the run to the session files it Has; the others
+	// are counted in Summary.OtherShards and not read.
+	Shard Shard
 }
 
 // Summary is what Runner.Run did.
@@ -119,6 +122,7 @@ type Summary struct {
 	Skips       []Skip // paths passed over, with the reason (not sessions, loops, duplicates)
 	AlreadyDone int    // sessions already stored with the same content and settings
 	Duplicates  int    // files with the same bytes as an earlier file of this run
+	OtherShards int    // files left to the other shards (Runner.Shard)
 	Replayed    int    // sessions replayed and committed by this run
 	Failures    []Failure
 	Steps       int // steps replayed by this run
@@ -177,6 +181,10 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 		if err := ctx.Err(); err != nil {
 			sum.Duration = time.Since(start)
 			return sum, err
+		}
+		if !r.Shard.Has(f.Path) {
+			sum.OtherShards++
+			continue
 		}
 		data, err := os.ReadFile(f.Path)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,28 +27,20 @@ func (db *DB) RecordAsks(ctx context.Context, asks []advisor.AskRecord) error {
 		}
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO asks(session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens, signals)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for i, a := range asks {
-			ok := 0
-			if a.OK {
-				ok = 1
-			}
-			if _, err := st.ExecContext(ctx, a.SessionID, a.OutputKey, a.Step, a.CardHash, a.Scorer,
-				nullFloat(a.Score), ok, a.FailKind, int64(a.Latency), a.Tokens, signalsText(a.Signals)); err != nil {
-				return fmt.Errorf("ask %d: %w", i, err)
-			}
-		}
-		return nil
+		return insertAll(ctx, tx, askColumns, len(asks), func(i int) []any { return askRow(asks[i].SessionID, asks[i]) })
 	})
 	if err != nil {
 		return fmt.Errorf("storage: record %d asks: %w", len(asks), err)
 	}
 	return nil
+}
+
+// askColumns and askRow are the asks row of a, stored under session (RecordAsks,
+// CommitReplay).
+const askColumns = `asks(session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens, signals)`
+
+func askRow(session string, a advisor.AskRecord) []any {
+	return []any{session, a.OutputKey, a.Step, a.CardHash, a.Scorer, nullFloat(a.Score), a.OK, a.FailKind, int64(a.Latency), a.Tokens, signalsText(a.Signals)}
 }
 
 // RecordDecisions stores the decisions of one step, all in one transaction (all or
@@ -63,24 +56,20 @@ func (db *DB) RecordDecisions(ctx context.Context, ds []advisor.DecisionRecord) 
 		}
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO decisions(session_id, output_key, step, decision, reason, score, superseder, tokens)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for i, d := range ds {
-			if _, err := st.ExecContext(ctx, d.SessionID, d.OutputKey, d.Step, string(d.Decision), d.Reason,
-				nullFloat(d.Score), d.Superseder, d.Tokens); err != nil {
-				return fmt.Errorf("decision %d: %w", i, err)
-			}
-		}
-		return nil
+		return insertAll(ctx, tx, decisionColumns, len(ds), func(i int) []any { return decisionRow(ds[i].SessionID, ds[i]) })
 	})
 	if err != nil {
 		return fmt.Errorf("storage: record %d decisions: %w", len(ds), err)
 	}
 	return nil
+}
+
+// decisionColumns and decisionRow are the decisions row of d, stored under session
+// (RecordDecisions, CommitReplay).
+const decisionColumns = `decisions(session_id, output_key, step, decision, reason, score, superseder, tokens)`
+
+func decisionRow(session string, d advisor.DecisionRecord) []any {
+	return []any{session, d.OutputKey, d.Step, string(d.Decision), d.Reason, nullFloat(d.Score), d.Superseder, d.Tokens}
 }
 
 // AskFilter selects asks; an empty field matches every value.
@@ -96,27 +85,26 @@ func (db *DB) Asks(ctx context.Context, f AskFilter) ([]advisor.AskRecord, error
 	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens, signals
 		FROM asks`+where+` ORDER BY id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("storage: asks %+v: %w", f, classify(err))
+		return nil, fmt.Errorf("storage: asks %+v: %w", f, db.classify(err))
 	}
 	defer rows.Close()
 	var out []advisor.AskRecord
 	for rows.Next() {
 		var a advisor.AskRecord
 		var score sql.NullFloat64
-		var ok int
 		var latency int64
 		var signals string
-		if err := rows.Scan(&a.SessionID, &a.OutputKey, &a.Step, &a.CardHash, &a.Scorer, &score, &ok, &a.FailKind, &latency, &a.Tokens, &signals); err != nil {
+		if err := rows.Scan(&a.SessionID, &a.OutputKey, &a.Step, &a.CardHash, &a.Scorer, &score, &a.OK, &a.FailKind, &latency, &a.Tokens, &signals); err != nil {
 			return nil, fmt.Errorf("storage: asks %+v: %w", f, err)
 		}
 		if a.Signals, err = parseSignals(signals); err != nil {
 			return nil, fmt.Errorf("storage: asks %+v: ask of %q at step %d: signals: %w", f, a.OutputKey, a.Step, err)
 		}
-		a.Score, a.OK, a.Latency = floatBack(score), ok != 0, time.Duration(latency)
+		a.Score, a.Latency = floatBack(score), time.Duration(latency)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: asks %+v: %w", f, classify(err))
+		return nil, fmt.Errorf("storage: asks %+v: %w", f, db.classify(err))
 	}
 	return out, nil
 }
@@ -134,7 +122,7 @@ func (db *DB) Decisions(ctx context.Context, f DecisionFilter) ([]advisor.Decisi
 	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, step, decision, reason, score, superseder, tokens
 		FROM decisions`+where+` ORDER BY id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("storage: decisions %+v: %w", f, classify(err))
+		return nil, fmt.Errorf("storage: decisions %+v: %w", f, db.classify(err))
 	}
 	defer rows.Close()
 	var out []advisor.DecisionRecord
@@ -149,7 +137,7 @@ func (db *DB) Decisions(ctx context.Context, f DecisionFilter) ([]advisor.Decisi
 		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: decisions %+v: %w", f, classify(err))
+		return nil, fmt.Errorf("storage: decisions %+v: %w", f, db.classify(err))
 	}
 	return out, nil
 }
@@ -194,7 +182,7 @@ func (db *DB) SaveSession(ctx context.Context, s Session) error {
 func saveSession(ctx context.Context, tx *sql.Tx, s Session) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO sessions(id, format, name, path, content_hash, settings_hash, created_at, finished_at,
 			provider, time_missing, time_unordered, time_future)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 		ON CONFLICT(id) DO UPDATE SET format = excluded.format, name = excluded.name, path = excluded.path,
 			content_hash = excluded.content_hash, settings_hash = excluded.settings_hash,
 			provider = excluded.provider, time_missing = excluded.time_missing,
@@ -211,7 +199,7 @@ func (db *DB) Sessions(ctx context.Context) ([]Session, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT id, format, name, path, content_hash, settings_hash, created_at, finished_at
 		FROM sessions ORDER BY id`)
 	if err != nil {
-		return nil, fmt.Errorf("storage: sessions: %w", classify(err))
+		return nil, fmt.Errorf("storage: sessions: %w", db.classify(err))
 	}
 	defer rows.Close()
 	var out []Session
@@ -230,7 +218,7 @@ func (db *DB) Sessions(ctx context.Context) ([]Session, error) {
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: sessions: %w", classify(err))
+		return nil, fmt.Errorf("storage: sessions: %w", db.classify(err))
 	}
 	return out, nil
 }
@@ -258,23 +246,20 @@ func (db *DB) RecordEvidence(ctx context.Context, evs []Evidence) error {
 		}
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO evidence(session_id, output_key, use_step, proof, weight) VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for i, e := range evs {
-			if _, err := st.ExecContext(ctx, e.SessionID, e.OutputKey, e.UseStep, e.Proof, nullFloat(e.Weight)); err != nil {
-				return fmt.Errorf("item %d: %w", i, err)
-			}
-		}
-		return nil
+		return insertAll(ctx, tx, evidenceColumns, len(evs), func(i int) []any {
+			e := evs[i]
+			return []any{e.SessionID, e.OutputKey, e.UseStep, e.Proof, nullFloat(e.Weight)}
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("storage: record %d evidence items: %w", len(evs), err)
 	}
 	return nil
 }
+
+// evidenceColumns are the evidence table's columns as RecordEvidence and
+// CommitReplay write them.
+const evidenceColumns = `evidence(session_id, output_key, use_step, proof, weight)`
 
 // EvidenceFilter selects evidence; an empty field matches every value.
 type EvidenceFilter struct {
@@ -287,7 +272,7 @@ func (db *DB) Evidence(ctx context.Context, f EvidenceFilter) ([]Evidence, error
 	where, args := conditions([]cond{{"session_id", f.SessionID}, {"output_key", f.OutputKey}})
 	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, use_step, proof, weight FROM evidence`+where+` ORDER BY id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("storage: evidence %+v: %w", f, classify(err))
+		return nil, fmt.Errorf("storage: evidence %+v: %w", f, db.classify(err))
 	}
 	defer rows.Close()
 	var out []Evidence
@@ -301,7 +286,7 @@ func (db *DB) Evidence(ctx context.Context, f EvidenceFilter) ([]Evidence, error
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: evidence %+v: %w", f, classify(err))
+		return nil, fmt.Errorf("storage: evidence %+v: %w", f, db.classify(err))
 	}
 	return out, nil
 }
@@ -339,14 +324,9 @@ func (db *DB) InsertReplayRun(ctx context.Context, r ReplayRun) (int64, error) {
 	}
 	var id int64
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO replay_runs(session_id, content_hash, settings_hash, scorer, schedule, status, started_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.SessionID, r.ContentHash, r.SettingsHash, r.Scorer, r.Schedule, r.Status, timeText(r.StartedAt), timeText(r.FinishedAt))
-		if err != nil {
-			return err
-		}
-		id, err = res.LastInsertId()
-		return err
+		return tx.QueryRowContext(ctx, `INSERT INTO replay_runs(session_id, content_hash, settings_hash, scorer, schedule, status, started_at, finished_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+			r.SessionID, r.ContentHash, r.SettingsHash, r.Scorer, r.Schedule, r.Status, timeText(r.StartedAt), timeText(r.FinishedAt)).Scan(&id)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("storage: insert replay run (session %q): %w", r.SessionID, err)
@@ -358,7 +338,7 @@ func (db *DB) InsertReplayRun(ctx context.Context, r ReplayRun) (int64, error) {
 // unknown id.
 func (db *DB) FinishReplayRun(ctx context.Context, id int64, status string, at time.Time) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE replay_runs SET status = ?, finished_at = ? WHERE id = ?`, status, timeText(at), id)
+		res, err := tx.ExecContext(ctx, `UPDATE replay_runs SET status = $1, finished_at = $2 WHERE id = $3`, status, timeText(at), id)
 		if err != nil {
 			return err
 		}
@@ -392,7 +372,7 @@ func (db *DB) ReplayRuns(ctx context.Context, f ReplayRunFilter) ([]ReplayRun, e
 	rows, err := db.r.QueryContext(ctx, `SELECT id, session_id, content_hash, settings_hash, scorer, schedule, status, started_at, finished_at
 		FROM replay_runs`+where+` ORDER BY id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("storage: replay runs %+v: %w", f, classify(err))
+		return nil, fmt.Errorf("storage: replay runs %+v: %w", f, db.classify(err))
 	}
 	defer rows.Close()
 	var out []ReplayRun
@@ -411,7 +391,7 @@ func (db *DB) ReplayRuns(ctx context.Context, f ReplayRunFilter) ([]ReplayRun, e
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: replay runs %+v: %w", f, classify(err))
+		return nil, fmt.Errorf("storage: replay runs %+v: %w", f, db.classify(err))
 	}
 	return out, nil
 }
@@ -423,7 +403,7 @@ type cond struct {
 	value  string
 }
 
-// conditions builds " WHERE a = ? AND b = ?" (or "") and its arguments.
+// conditions builds " WHERE a = $1 AND b = $2" (or "") and its arguments.
 func conditions(cs []cond) (string, []any) {
 	var parts []string
 	var args []any
@@ -431,8 +411,8 @@ func conditions(cs []cond) (string, []any) {
 		if c.value == "" {
 			continue
 		}
-		parts = append(parts, c.column+" = ?")
 		args = append(args, c.value)
+		parts = append(parts, c.column+" = $"+strconv.Itoa(len(args)))
 	}
 	if len(parts) == 0 {
 		return "", nil
@@ -475,8 +455,7 @@ func (db *DB) RecordSteps(ctx context.Context, steps []advisor.StepRecord) error
 		}
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		return insertAll(ctx, tx, `INSERT INTO steps(session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, len(steps), func(i int) []any {
+		return insertAll(ctx, tx, `steps(session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd)`, len(steps), func(i int) []any {
 			r := steps[i]
 			return []any{r.SessionID, r.Step, timeText(r.At), r.ContextTokens, r.FullTokens, r.Rewrite, r.Pruned, r.Frees, r.Suffix, r.CostUSD, r.SavingUSD}
 		})
@@ -491,7 +470,7 @@ func (db *DB) RecordSteps(ctx context.Context, steps []advisor.StepRecord) error
 func (db *DB) Steps(ctx context.Context, sessionID string) ([]advisor.StepRecord, error) {
 	var out []advisor.StepRecord
 	err := db.query(ctx, `SELECT session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd
-		FROM steps WHERE session_id = ? ORDER BY id`, []any{sessionID}, func(rows *sql.Rows) error {
+		FROM steps WHERE session_id = $1 ORDER BY id`, []any{sessionID}, func(rows *sql.Rows) error {
 		var r advisor.StepRecord
 		var at sql.NullString
 		if err := rows.Scan(&r.SessionID, &r.Step, &at, &r.ContextTokens, &r.FullTokens, &r.Rewrite, &r.Pruned,
@@ -523,13 +502,13 @@ func (db *DB) SessionHistory(ctx context.Context, sessionID string) (advisor.His
 	h.Asks = asks
 	var at sql.NullString
 	err = db.r.QueryRowContext(ctx, `SELECT session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd
-		FROM steps WHERE session_id = ? ORDER BY step DESC, id DESC LIMIT 1`, sessionID).Scan(&h.Last.SessionID, &h.Last.Step, &at,
+		FROM steps WHERE session_id = $1 ORDER BY step DESC, id DESC LIMIT 1`, sessionID).Scan(&h.Last.SessionID, &h.Last.Step, &at,
 		&h.Last.ContextTokens, &h.Last.FullTokens, &h.Last.Rewrite, &h.Last.Pruned, &h.Last.Frees, &h.Last.Suffix, &h.Last.CostUSD, &h.Last.SavingUSD)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return h, nil
 	case err != nil:
-		return h, fmt.Errorf("storage: history of %q: %w", sessionID, classify(err))
+		return h, fmt.Errorf("storage: history of %q: %w", sessionID, db.classify(err))
 	}
 	if h.Last.At, err = parseTime(at); err != nil {
 		return h, fmt.Errorf("storage: history of %q: %w", sessionID, err)

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/evidence"
@@ -20,10 +22,10 @@ var _ replay.Sink = (*DB)(nil)
 // under the settings is stored; false for one stored as ReplayIncomplete.
 func (db *DB) ReplayDone(ctx context.Context, contentHash, settingsHash string) (bool, error) {
 	var n int
-	err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM replay_runs WHERE content_hash = ? AND settings_hash = ? AND status = ?`,
+	err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM replay_runs WHERE content_hash = $1 AND settings_hash = $2 AND status = $3`,
 		contentHash, settingsHash, ReplayDone).Scan(&n)
 	if err != nil {
-		return false, fmt.Errorf("storage: replay done (content %s): %w", contentHash, classify(err))
+		return false, fmt.Errorf("storage: replay done (content %s): %w", contentHash, db.classify(err))
 	}
 	return n > 0, nil
 }
@@ -48,100 +50,137 @@ func (db *DB) CommitReplay(ctx context.Context, rec *replay.Record) error {
 	if replay.Incomplete(rec) {
 		status = ReplayIncomplete
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO replay_settings(hash, scorer, settings) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING`,
-			rec.SettingsHash, rec.Settings.Scorer, rec.Settings.JSON()); err != nil {
-			return fmt.Errorf("settings: %w", err)
-		}
-		for _, t := range replayTables {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE session_id = ?`, rec.ID); err != nil {
-				return fmt.Errorf("clearing %s: %w", t, err)
-			}
-		}
-		if err := saveSession(ctx, tx, Session{
-			ID: rec.ID, Format: string(rec.Format), Name: rec.Name, Path: rec.Path,
-			ContentHash: rec.ContentHash, SettingsHash: rec.SettingsHash,
-			CreatedAt: rec.Started, FinishedAt: rec.Finished, Provider: string(rec.Provider),
-			TimeMissing: rec.Times.Missing, TimeUnordered: rec.Times.Unordered, TimeFuture: rec.Times.Future,
-		}); err != nil {
-			return fmt.Errorf("session: %w", err)
-		}
-		if err := insertAll(ctx, tx, `INSERT INTO asks(session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens, signals)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, len(rec.Asks), func(i int) []any {
-			a := rec.Asks[i]
-			return []any{rec.ID, a.OutputKey, a.Step, a.CardHash, a.Scorer, nullFloat(a.Score), boolInt(a.OK), a.FailKind, int64(a.Latency), a.Tokens, signalsText(a.Signals)}
-		}); err != nil {
-			return fmt.Errorf("asks: %w", err)
-		}
-		if err := insertAll(ctx, tx, `INSERT INTO decisions(session_id, output_key, step, decision, reason, score, superseder, tokens)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, len(rec.Decisions), func(i int) []any {
-			d := rec.Decisions[i]
-			return []any{rec.ID, d.OutputKey, d.Step, string(d.Decision), d.Reason, nullFloat(d.Score), d.Superseder, d.Tokens}
-		}); err != nil {
-			return fmt.Errorf("decisions: %w", err)
-		}
-		if err := insertAll(ctx, tx, `INSERT INTO evidence(session_id, output_key, use_step, proof, weight) VALUES (?, ?, ?, ?, ?)`,
-			len(rec.Evidence), func(i int) []any {
-				u := rec.Evidence[i]
-				return []any{rec.ID, u.Key, u.Step, u.Proof, nullFloat(u.Weight)}
-			}); err != nil {
-			return fmt.Errorf("evidence: %w", err)
-		}
-		if err := insertAll(ctx, tx, `INSERT INTO replay_outputs(session_id, output_key, seq, tool, summary, tokens, step,
-			candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by, offset_tokens, stub_tokens)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			len(rec.Outputs), func(i int) []any {
-				o := rec.Outputs[i]
-				return []any{rec.ID, o.Key, i, o.Tool, o.Summary, o.Tokens, o.Step, o.CandidateFrom, o.RuleDeadAt, o.PendingAt, o.PrunedAt, o.EndStep, o.RuleBy,
-					o.Offset, o.StubTokens}
-			}); err != nil {
-			return fmt.Errorf("outputs: %w", err)
-		}
-		if err := insertAll(ctx, tx, `INSERT INTO replay_steps(session_id, step, context_tokens, applied_tokens, asked, over_budget, rewrite,
-			at, cold, rewrite_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, len(rec.StepFacts), func(i int) []any {
-			s := rec.StepFacts[i]
-			return []any{rec.ID, s.Step, s.ContextTokens, s.AppliedTokens, s.Asked, boolInt(s.OverBudget), boolInt(s.Rewrite),
-				timeText(s.At), boolInt(s.Cold), s.RewriteReason}
-		}); err != nil {
-			return fmt.Errorf("steps: %w", err)
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO replay_runs(session_id, content_hash, settings_hash, scorer, schedule, status, started_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, rec.ID, rec.ContentHash, rec.SettingsHash, rec.Settings.Scorer,
-			rec.Settings.Config.Schedule, status, timeText(rec.Started), timeText(rec.Finished))
-		if err != nil {
-			return fmt.Errorf("run: %w", err)
-		}
-		return nil
-	})
+	err := db.write(ctx, func(tx *sql.Tx) error { return commitReplayTx(ctx, tx, rec, status) })
 	if err != nil {
 		return fmt.Errorf("storage: commit replay of %s (%s): %w", rec.Path, rec.ID, err)
 	}
 	return nil
 }
 
-// insertAll runs one prepared statement n times with the arguments args(i).
-func insertAll(ctx context.Context, tx *sql.Tx, query string, n int, args func(i int) []any) error {
+// commitReplayTx is CommitReplay's transaction. The sessions row is written first:
+// on PostgreSQL its row lock makes a second machine committing the same session
+// wait, so that its deletes then see (and replace) the first one's rows.
+func commitReplayTx(ctx context.Context, tx *sql.Tx, rec *replay.Record, status string) error {
+	if err := saveSession(ctx, tx, Session{
+		ID: rec.ID, Format: string(rec.Format), Name: rec.Name, Path: rec.Path,
+		ContentHash: rec.ContentHash, SettingsHash: rec.SettingsHash,
+		CreatedAt: rec.Started, FinishedAt: rec.Finished, Provider: string(rec.Provider),
+		TimeMissing: rec.Times.Missing, TimeUnordered: rec.Times.Unordered, TimeFuture: rec.Times.Future,
+	}); err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO replay_settings(hash, scorer, settings) VALUES ($1, $2, $3) ON CONFLICT(hash) DO NOTHING`,
+		rec.SettingsHash, rec.Settings.Scorer, rec.Settings.JSON()); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	for _, t := range replayTables {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE session_id = $1`, rec.ID); err != nil {
+			return fmt.Errorf("clearing %s: %w", t, err)
+		}
+	}
+	if err := insertAll(ctx, tx, askColumns, len(rec.Asks), func(i int) []any { return askRow(rec.ID, rec.Asks[i]) }); err != nil {
+		return fmt.Errorf("asks: %w", err)
+	}
+	if err := insertAll(ctx, tx, decisionColumns, len(rec.Decisions), func(i int) []any { return decisionRow(rec.ID, rec.Decisions[i]) }); err != nil {
+		return fmt.Errorf("decisions: %w", err)
+	}
+	if err := insertAll(ctx, tx, evidenceColumns, len(rec.Evidence), func(i int) []any {
+		u := rec.Evidence[i]
+		return []any{rec.ID, u.Key, u.Step, u.Proof, nullFloat(u.Weight)}
+	}); err != nil {
+		return fmt.Errorf("evidence: %w", err)
+	}
+	if err := insertAll(ctx, tx, `replay_outputs(session_id, output_key, seq, tool, summary, tokens, step,
+			candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by, offset_tokens, stub_tokens)`,
+		len(rec.Outputs), func(i int) []any {
+			o := rec.Outputs[i]
+			return []any{rec.ID, o.Key, i, o.Tool, o.Summary, o.Tokens, o.Step, o.CandidateFrom, o.RuleDeadAt, o.PendingAt, o.PrunedAt, o.EndStep, o.RuleBy,
+				o.Offset, o.StubTokens}
+		}); err != nil {
+		return fmt.Errorf("outputs: %w", err)
+	}
+	if err := insertAll(ctx, tx, `replay_steps(session_id, step, context_tokens, applied_tokens, asked, over_budget, rewrite, at, cold, rewrite_reason)`,
+		len(rec.StepFacts), func(i int) []any {
+			s := rec.StepFacts[i]
+			return []any{rec.ID, s.Step, s.ContextTokens, s.AppliedTokens, s.Asked, s.OverBudget, s.Rewrite, timeText(s.At), s.Cold, s.RewriteReason}
+		}); err != nil {
+		return fmt.Errorf("steps: %w", err)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO replay_runs(session_id, content_hash, settings_hash, scorer, schedule, status, started_at, finished_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, rec.ID, rec.ContentHash, rec.SettingsHash, rec.Settings.Scorer,
+		rec.Settings.Config.Schedule, status, timeText(rec.Started), timeText(rec.Finished))
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+// maxInsertParams bounds the parameters of one multi-row INSERT: below SQLite's
+// SQLITE_MAX_VARIABLE_NUMBER (32,766 since 3.32) and PostgreSQL's 65,535.
+const maxInsertParams = 8000
+
+// insertAll inserts n rows into table (a "name(col, col...)" clause), row i holding
+// args(i) (one value per column), with multi-row INSERT statements of up to
+// maxInsertParams parameters: a few round trips to PostgreSQL instead of one per
+// row.
+func insertAll(ctx context.Context, tx *sql.Tx, table string, n int, args func(i int) []any) error {
 	if n == 0 {
 		return nil
 	}
-	st, err := tx.PrepareContext(ctx, query)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	for i := range n {
-		if _, err := st.ExecContext(ctx, args(i)...); err != nil {
-			return fmt.Errorf("row %d: %w", i, err)
+	cols := len(args(0))
+	per := max(1, maxInsertParams/cols)
+	var st *sql.Stmt // the statement of a full chunk, prepared once
+	defer func() {
+		if st != nil {
+			st.Close()
+		}
+	}()
+	for start := 0; start < n; start += per {
+		rows := min(per, n-start)
+		vals := make([]any, 0, rows*cols)
+		for i := start; i < start+rows; i++ {
+			vals = append(vals, args(i)...)
+		}
+		q := insertSQL(table, cols, rows)
+		var err error
+		switch {
+		case rows < per:
+			_, err = tx.ExecContext(ctx, q, vals...)
+		case st == nil:
+			if st, err = tx.PrepareContext(ctx, q); err != nil {
+				return err
+			}
+			fallthrough
+		default:
+			_, err = st.ExecContext(ctx, vals...)
+		}
+		if err != nil {
+			return fmt.Errorf("rows %d-%d: %w", start, start+rows-1, err)
 		}
 	}
 	return nil
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
+// insertSQL is "INSERT INTO table VALUES ($1, ..., $cols), ..." for rows rows.
+func insertSQL(table string, cols, rows int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + table + " VALUES ")
+	p := 0
+	for r := range rows {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			p++
+			b.WriteString("$" + strconv.Itoa(p))
+		}
+		b.WriteByte(')')
 	}
-	return 0
+	return b.String()
 }
 
 // ReplayedSession is one finished replay as listed by ReplayedSessions.
@@ -161,10 +200,10 @@ func (db *DB) ReplayedSessions(ctx context.Context) ([]ReplayedSession, error) {
 			r.scorer, coalesce(x.settings, ''), r.started_at, r.finished_at
 		FROM replay_runs r JOIN sessions s ON s.id = r.session_id
 		LEFT JOIN replay_settings x ON x.hash = r.settings_hash
-		WHERE r.status IN (?, ?)
+		WHERE r.status IN ($1, $2)
 		ORDER BY s.settings_hash, s.path, s.id`, ReplayDone, ReplayIncomplete)
 	if err != nil {
-		return nil, fmt.Errorf("storage: replayed sessions: %w", classify(err))
+		return nil, fmt.Errorf("storage: replayed sessions: %w", db.classify(err))
 	}
 	defer rows.Close()
 	var out []ReplayedSession
@@ -186,7 +225,7 @@ func (db *DB) ReplayedSessions(ctx context.Context) ([]ReplayedSession, error) {
 		out = append(out, rs)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: replayed sessions: %w", classify(err))
+		return nil, fmt.Errorf("storage: replayed sessions: %w", db.classify(err))
 	}
 	return out, nil
 }
@@ -205,14 +244,14 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 			s.provider, s.time_missing, s.time_unordered, s.time_future
 		FROM replay_runs r JOIN sessions s ON s.id = r.session_id
 		LEFT JOIN replay_settings x ON x.hash = r.settings_hash
-		WHERE r.session_id = ? AND r.status IN (?, ?) ORDER BY r.id DESC LIMIT 1`, id, ReplayDone, ReplayIncomplete).
+		WHERE r.session_id = $1 AND r.status IN ($2, $3) ORDER BY r.id DESC LIMIT 1`, id, ReplayDone, ReplayIncomplete).
 		Scan(&format, &rec.Name, &rec.Path, &rec.ContentHash, &rec.SettingsHash, &settings, &started, &finished,
 			&provider, &rec.Times.Missing, &rec.Times.Unordered, &rec.Times.Future)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, classify(err))
+		return nil, fmt.Errorf("%s: %w", what, db.classify(err))
 	}
 	rec.Format = transcript.Format(format)
 	rec.Provider = prices.Provider(provider)
@@ -230,7 +269,7 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 
 	if err := db.query(ctx, `SELECT output_key, tool, summary, tokens, step, candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by,
 			offset_tokens, stub_tokens
-		FROM replay_outputs WHERE session_id = ? ORDER BY seq`, []any{id}, func(rows *sql.Rows) error {
+		FROM replay_outputs WHERE session_id = $1 ORDER BY seq`, []any{id}, func(rows *sql.Rows) error {
 		var o replay.OutputFacts
 		if err := rows.Scan(&o.Key, &o.Tool, &o.Summary, &o.Tokens, &o.Step, &o.CandidateFrom, &o.RuleDeadAt, &o.PendingAt, &o.PrunedAt, &o.EndStep, &o.RuleBy,
 			&o.Offset, &o.StubTokens); err != nil {
@@ -242,18 +281,17 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 		return nil, fmt.Errorf("%s: outputs: %w", what, err)
 	}
 	if err := db.query(ctx, `SELECT step, context_tokens, applied_tokens, asked, over_budget, rewrite, at, cold, rewrite_reason
-		FROM replay_steps WHERE session_id = ? ORDER BY step`, []any{id}, func(rows *sql.Rows) error {
+		FROM replay_steps WHERE session_id = $1 ORDER BY step`, []any{id}, func(rows *sql.Rows) error {
 		var s replay.StepFacts
-		var over, rewrite, cold int
 		var at sql.NullString
-		if err := rows.Scan(&s.Step, &s.ContextTokens, &s.AppliedTokens, &s.Asked, &over, &rewrite, &at, &cold, &s.RewriteReason); err != nil {
+		if err := rows.Scan(&s.Step, &s.ContextTokens, &s.AppliedTokens, &s.Asked, &s.OverBudget, &s.Rewrite, &at, &s.Cold, &s.RewriteReason); err != nil {
 			return err
 		}
 		t, err := parseTime(at)
 		if err != nil {
 			return err
 		}
-		s.OverBudget, s.Rewrite, s.Cold, s.At = over != 0, rewrite != 0, cold != 0, t
+		s.At = t
 		rec.StepFacts = append(rec.StepFacts, s)
 		return nil
 	}); err != nil {
@@ -263,7 +301,7 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 	if rec.Asks, err = db.Asks(ctx, AskFilter{SessionID: id}); err != nil {
 		return nil, err
 	}
-	if err := db.query(ctx, `SELECT output_key, use_step, proof, weight FROM evidence WHERE session_id = ? ORDER BY id`,
+	if err := db.query(ctx, `SELECT output_key, use_step, proof, weight FROM evidence WHERE session_id = $1 ORDER BY id`,
 		[]any{id}, func(rows *sql.Rows) error {
 			var u evidence.Use
 			var w sql.NullFloat64
@@ -283,7 +321,7 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 func (db *DB) query(ctx context.Context, q string, args []any, scan func(*sql.Rows) error) error {
 	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return classify(err)
+		return db.classify(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -291,5 +329,5 @@ func (db *DB) query(ctx context.Context, q string, args []any, scan func(*sql.Ro
 			return err
 		}
 	}
-	return classify(rows.Err())
+	return db.classify(rows.Err())
 }

@@ -56,68 +56,70 @@ func replayRecord() *replay.Record {
 // record has an ask to ask again (its timeout: replay.Incomplete) and turns true
 // once that ask's failure is one no new ask can mend.
 func TestCommitReplay(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	rec := replayRecord()
-	if done, err := db.ReplayDone(ctx, rec.ContentHash, rec.SettingsHash); err != nil || done {
-		t.Fatalf("ReplayDone before commit = %v, %v", done, err)
-	}
-	for round := 1; round <= 2; round++ {
-		if err := db.CommitReplay(ctx, rec); err != nil {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		rec := replayRecord()
+		if done, err := db.ReplayDone(ctx, rec.ContentHash, rec.SettingsHash); err != nil || done {
+			t.Fatalf("ReplayDone before commit = %v, %v", done, err)
+		}
+		for round := 1; round <= 2; round++ {
+			if err := db.CommitReplay(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			counts := [6]int{count(t, db, "asks"), count(t, db, "decisions"), count(t, db, "evidence"),
+				count(t, db, "replay_outputs"), count(t, db, "replay_steps"), count(t, db, "replay_runs")}
+			if counts != [6]int{2, 1, 2, 2, 3, 1} {
+				t.Errorf("round %d: asks, decisions, evidence, outputs, steps, runs = %v, want [2 1 2 2 3 1]", round, counts)
+			}
+		}
+		if done, err := db.ReplayDone(ctx, rec.ContentHash, rec.SettingsHash); err != nil || done {
+			t.Errorf("ReplayDone after a commit with a timed-out ask = %v, %v; want false (incomplete)", done, err)
+		}
+		final := *replayRecord()
+		final.Asks[1].FailKind = "too_large"
+		if err := db.CommitReplay(ctx, &final); err != nil {
 			t.Fatal(err)
 		}
-		counts := [6]int{count(t, db, "asks"), count(t, db, "decisions"), count(t, db, "evidence"),
-			count(t, db, "replay_outputs"), count(t, db, "replay_steps"), count(t, db, "replay_runs")}
-		if counts != [6]int{2, 1, 2, 2, 3, 1} {
-			t.Errorf("round %d: asks, decisions, evidence, outputs, steps, runs = %v, want [2 1 2 2 3 1]", round, counts)
+		if done, err := db.ReplayDone(ctx, rec.ContentHash, rec.SettingsHash); err != nil || !done {
+			t.Errorf("ReplayDone after commit = %v, %v", done, err)
 		}
-	}
-	if done, err := db.ReplayDone(ctx, rec.ContentHash, rec.SettingsHash); err != nil || done {
-		t.Errorf("ReplayDone after a commit with a timed-out ask = %v, %v; want false (incomplete)", done, err)
-	}
-	final := *replayRecord()
-	final.Asks[1].FailKind = "too_large"
-	if err := db.CommitReplay(ctx, &final); err != nil {
-		t.Fatal(err)
-	}
-	if done, err := db.ReplayDone(ctx, rec.ContentHash, rec.SettingsHash); err != nil || !done {
-		t.Errorf("ReplayDone after commit = %v, %v", done, err)
-	}
-	if err := db.CommitReplay(ctx, rec); err != nil { // back to the record compared below
-		t.Fatal(err)
-	}
-	if done, _ := db.ReplayDone(ctx, rec.ContentHash, "other"); done {
-		t.Error("ReplayDone with other settings = true")
-	}
-	got, err := db.LoadReplay(ctx, rec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := *rec
-	want.Decisions = nil // not loaded
-	want.Evidence = []evidence.Use{{Key: "k1", Step: 2, Proof: `name "parseConfig"`, Weight: 0.75}, {Key: "k2", Step: 3, Proof: "re-read a.go", Weight: 1}}
-	want.Skipped = 0 // not stored
-	if diff := cmp.Diff(&want, got, cmpopts.EquateNaNs()); diff != "" {
-		t.Errorf("LoadReplay (-want +got):\n%s", diff)
-	}
-	rs, err := db.ReplayedSessions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rs) != 1 || rs[0].Path != "/s/a.jsonl" || rs[0].Scorer != "lexical" || rs[0].Settings != rec.Settings.JSON() || !rs[0].Started.Equal(rec.Started) {
-		t.Errorf("ReplayedSessions = %+v", rs)
-	}
-	ss, err := db.Sessions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ss) != 1 || ss[0].Path != "/s/a.jsonl" || ss[0].ContentHash != "c0ffee" {
-		t.Errorf("Sessions = %+v, want the replayed session with its path", ss)
-	}
-	if _, err := db.LoadReplay(ctx, "nope"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("LoadReplay(unknown) = %v, want ErrNotFound", err)
-	}
-	if err := db.CommitReplay(ctx, &replay.Record{}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("CommitReplay(empty) = %v, want ErrInvalid", err)
-	}
+		if err := db.CommitReplay(ctx, rec); err != nil { // back to the record compared below
+			t.Fatal(err)
+		}
+		if done, _ := db.ReplayDone(ctx, rec.ContentHash, "other"); done {
+			t.Error("ReplayDone with other settings = true")
+		}
+		got, err := db.LoadReplay(ctx, rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := *rec
+		want.Decisions = nil // not loaded
+		want.Evidence = []evidence.Use{{Key: "k1", Step: 2, Proof: `name "parseConfig"`, Weight: 0.75}, {Key: "k2", Step: 3, Proof: "re-read a.go", Weight: 1}}
+		want.Skipped = 0 // not stored
+		if diff := cmp.Diff(&want, got, cmpopts.EquateNaNs()); diff != "" {
+			t.Errorf("LoadReplay (-want +got):\n%s", diff)
+		}
+		rs, err := db.ReplayedSessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 1 || rs[0].Path != "/s/a.jsonl" || rs[0].Scorer != "lexical" || rs[0].Settings != rec.Settings.JSON() || !rs[0].Started.Equal(rec.Started) {
+			t.Errorf("ReplayedSessions = %+v", rs)
+		}
+		ss, err := db.Sessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ss) != 1 || ss[0].Path != "/s/a.jsonl" || ss[0].ContentHash != "c0ffee" {
+			t.Errorf("Sessions = %+v, want the replayed session with its path", ss)
+		}
+		if _, err := db.LoadReplay(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("LoadReplay(unknown) = %v, want ErrNotFound", err)
+		}
+		if err := db.CommitReplay(ctx, &replay.Record{}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("CommitReplay(empty) = %v, want ErrInvalid", err)
+		}
+	})
 }

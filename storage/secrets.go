@@ -39,12 +39,12 @@ func (db *DB) RecallSecret(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	err = db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO secrets(name, value, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO secrets(name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT(name) DO NOTHING`,
 			recallSecretName, fresh, timeText(time.Now()))
 		if err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = ?`, recallSecretName).Scan(&secret)
+		return tx.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = $1`, recallSecretName).Scan(&secret)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -55,8 +55,8 @@ func (db *DB) RecallSecret(ctx context.Context) ([]byte, error) {
 // readSecret reads the secret called name; sql.ErrNoRows when there is none.
 func (db *DB) readSecret(ctx context.Context, name string) ([]byte, error) {
 	var v []byte
-	if err := db.r.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&v); err != nil {
-		return nil, classify(err)
+	if err := db.r.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = $1`, name).Scan(&v); err != nil {
+		return nil, db.classify(err)
 	}
 	return v, nil
 }

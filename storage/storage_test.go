@@ -22,226 +22,133 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/storage/pgtest"
 )
 
-// openTemp opens a fresh database in a temporary directory, closed at cleanup.
-func openTemp(t *testing.T) (*DB, string) {
+// tables lists the tables of db's schema by name.
+func tables(t *testing.T, db *DB) []string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "prune.db")
-	db, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatalf("Open(%s): %v", path, err)
+	q := `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`
+	if db.kind == postgresBackend {
+		q = `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`
 	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Errorf("Close: %v", err)
+	rows, err := db.r.QueryContext(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// wantVersion is each backend's schema version: the files in migrations/ and
+// pgmigrations/.
+var wantVersion = map[backend]int{sqliteBackend: 6, postgresBackend: 1}
+
+// Both backends end with the same tables, whatever the number of migrations that
+// built them.
+func TestOpenMigratesOnceAndReopens(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		for round := 1; round <= 2; round++ {
+			db, err := Open(ctx, dsn)
+			if err != nil {
+				t.Fatalf("round %d: Open: %v", round, err)
+			}
+			v, err := db.SchemaVersion(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := wantVersion[db.kind]
+			if v != want || db.LatestSchemaVersion() != want {
+				t.Errorf("round %d: SchemaVersion = %d, LatestSchemaVersion = %d, want %d and %d", round, v, db.LatestSchemaVersion(), want, want)
+			}
+			if got := count(t, db, "schema_version"); got != want {
+				t.Errorf("round %d: schema_version has %d rows, want %d (each migration applied once)", round, got, want)
+			}
+			tabs := []string{"asks", "blobs", "decisions", "evidence", "outputs", "recalls", "replay_outputs", "replay_runs", "replay_settings", "replay_steps", "schema_version", "secrets", "session_versions", "sessions", "steps", "stubs"}
+			if diff := cmp.Diff(tabs, tables(t, db)); diff != "" {
+				t.Errorf("round %d: tables (-want +got):\n%s", round, diff)
+			}
+			if round == 1 {
+				if err := db.SaveOriginal(ctx, original("s", "k", "kept across reopen")); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				o, err := db.Original(ctx, advisor.RecallID("s", "k"))
+				if err != nil || o.Text != "kept across reopen" {
+					t.Errorf("after reopen: Original = %q, %v; want the saved text", o.Text, err)
+				}
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
-	return db, path
 }
 
-// count returns SELECT count(*) FROM table, read through the writer (no snapshot lag).
-func count(t *testing.T, db *DB, table string) int {
-	t.Helper()
-	var n int
-	if err := db.w.QueryRowContext(t.Context(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
-		t.Fatalf("count %s: %v", table, err)
-	}
-	return n
-}
-
-// original builds an Original of session/key with the given text and its recall id.
-func original(session, key, text string) advisor.Original {
-	sum := sha256.Sum256([]byte(text))
-	return advisor.Original{
-		RecallID:  advisor.RecallID(session, key),
-		SessionID: session,
-		OutputKey: key,
-		Tool:      "Read",
-		Summary:   "src/" + key + ".go",
-		Text:      text,
-		Hash:      hex.EncodeToString(sum[:]),
-		Tokens:    len(text) / 4,
-		Step:      3,
-	}
-}
-
-func TestOpenMigratesOnceAndReopens(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "prune.db")
-	for round := 1; round <= 2; round++ {
-		db, err := Open(ctx, path)
-		if err != nil {
-			t.Fatalf("round %d: Open: %v", round, err)
+// Both backends keep the same columns: every column of SQLite's tables is in
+// PostgreSQL's, in the same table, and no other.
+func TestSchemasAgree(t *testing.T) {
+	var cols [2]map[string]bool
+	eachBackend(t, func(t *testing.T, dsn string) {
+		db := openDB(t, dsn)
+		q := `SELECT m.name || '.' || p.name FROM sqlite_schema m, pragma_table_info(m.name) p WHERE m.type = 'table'`
+		if db.kind == postgresBackend {
+			q = `SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = current_schema()`
 		}
-		v, err := db.SchemaVersion(ctx)
+		rows, err := db.r.QueryContext(t.Context(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v != 6 || LatestSchemaVersion() != 6 {
-			t.Errorf("round %d: SchemaVersion = %d, LatestSchemaVersion = %d, want 6 and 6", round, v, LatestSchemaVersion())
-		}
-		if got := count(t, db, "schema_version"); got != 6 {
-			t.Errorf("round %d: schema_version has %d rows, want 6 (each migration applied once)", round, got)
-		}
-		rows, err := db.r.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tables []string
+		defer rows.Close()
+		cols[db.kind] = map[string]bool{}
 		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
+			var c string
+			if err := rows.Scan(&c); err != nil {
 				t.Fatal(err)
 			}
-			tables = append(tables, name)
+			cols[db.kind][c] = true
 		}
-		rows.Close()
-		want := []string{"asks", "blobs", "decisions", "evidence", "outputs", "recalls", "replay_outputs", "replay_runs", "replay_settings", "replay_steps", "schema_version", "secrets", "session_versions", "sessions", "steps", "stubs"}
-		if diff := cmp.Diff(want, tables); diff != "" {
-			t.Errorf("round %d: tables (-want +got):\n%s", round, diff)
-		}
-		if round == 1 {
-			if err := db.SaveOriginal(ctx, original("s", "k", "kept across reopen")); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			o, err := db.Original(ctx, advisor.RecallID("s", "k"))
-			if err != nil || o.Text != "kept across reopen" {
-				t.Errorf("after reopen: Original = %q, %v; want the saved text", o.Text, err)
-			}
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
+	})
+	if cols[postgresBackend] == nil {
+		return // skipped
 	}
-}
-
-// TestWAL checks WAL took by three routes: the pragma on both pools, and the file
-// header, whose bytes 18 and 19 (file format write/read version) are 2 in WAL mode
-// (https://www.sqlite.org/fileformat.html#the_database_header).
-func TestWAL(t *testing.T) {
-	db, path := openTemp(t)
-	for name, h := range map[string]*sql.DB{"writer": db.w, "reader": db.r} {
-		var mode string
-		if err := h.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
-			t.Fatal(err)
-		}
-		if mode != "wal" {
-			t.Errorf("%s: journal_mode = %q, want wal", name, mode)
-		}
+	if len(cols[sqliteBackend]) < 100 {
+		t.Fatalf("SQLite has %d columns; want the whole schema", len(cols[sqliteBackend]))
 	}
-	for pragma, want := range map[string]int{"foreign_keys": 1, "busy_timeout": 5000, "synchronous": 2} {
-		var got int
-		if err := db.w.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Errorf("writer PRAGMA %s = %d, want %d", pragma, got, want)
-		}
-	}
-	head := make([]byte, 20)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.ReadAt(head, 0); err != nil {
-		t.Fatal(err)
-	}
-	if string(head[:16]) != "SQLite format 3\x00" || head[18] != 2 || head[19] != 2 {
-		t.Errorf("file header %q, bytes 18,19 = %d,%d; want an SQLite file with 2,2 (WAL)", head[:16], head[18], head[19])
-	}
-}
-
-// TestCheckWALRefusesOtherModes feeds checkWAL a handle whose journal mode cannot be
-// WAL (an in-memory database reports "memory"), since Open itself refuses such paths.
-func TestCheckWALRefusesOtherModes(t *testing.T) {
-	h, err := sql.Open("sqlite", ":memory:?_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	err = (&DB{path: "mem"}).checkWAL(t.Context(), h)
-	want := `storage: open mem: journal mode is not WAL: PRAGMA journal_mode is "memory", want "wal"`
-	if !errors.Is(err, ErrNotWAL) || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("checkWAL(memory) = %v, want ErrNotWAL starting %q", err, want)
-	}
-}
-
-func TestOpenErrors(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	tests := []struct {
-		name, path string
-		want       error  // sentinel, or nil to check only the text
-		text       string // substring of the message
-	}{
-		{"empty path", "", ErrInvalid, "empty database path"},
-		{"memory", ":memory:", ErrInvalid, "plain file path"},
-		{"uri", "file:x.db", ErrInvalid, "plain file path"},
-		{"missing directory", filepath.Join(dir, "no", "such", "x.db"), nil, filepath.Join(dir, "no", "such", "x.db")},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			db, err := Open(ctx, tt.path)
-			if err == nil {
-				db.Close()
-				t.Fatalf("Open(%q) succeeded, want an error", tt.path)
-			}
-			if tt.want != nil && !errors.Is(err, tt.want) {
-				t.Errorf("Open(%q) = %v, want errors.Is %v", tt.path, err, tt.want)
-			}
-			if !strings.Contains(err.Error(), tt.text) {
-				t.Errorf("Open(%q) = %q, want it to mention %q", tt.path, err, tt.text)
-			}
-		})
-	}
-}
-
-// TestOpenAwkwardPath checks the file: URI escaping: the file lands at the exact path.
-func TestOpenAwkwardPath(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "a b?c#d%e&f")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "x?.db")
-	db, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", path, err)
-	}
-	defer db.Close()
-	if err := db.SaveOriginal(t.Context(), original("s", "k", "x")); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	want := []string{"x?.db", "x?.db-shm", "x?.db-wal"}
-	if diff := cmp.Diff(want, names); diff != "" {
-		t.Errorf("files in %s (-want +got):\n%s", dir, diff)
+	if diff := cmp.Diff(cols[sqliteBackend], cols[postgresBackend]); diff != "" {
+		t.Errorf("columns (-sqlite +postgres):\n%s", diff)
 	}
 }
 
 func TestNewerSchemaRefused(t *testing.T) {
-	ctx := t.Context()
-	db, path := openTemp(t)
-	if _, err := db.w.ExecContext(ctx, `INSERT INTO schema_version(version, name, applied_at) VALUES (99, '0099_future.sql', 'x')`); err != nil {
-		t.Fatal(err)
-	}
-	db2, err := Open(ctx, path)
-	if err == nil {
-		db2.Close()
-		t.Fatal("Open of a version-99 file succeeded")
-	}
-	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), fmt.Sprintf("version 99, newer than this program's %d", LatestSchemaVersion())) {
-		t.Errorf("Open = %v, want ErrSchema naming versions 99 and %d", err, LatestSchemaVersion())
-	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		if _, err := db.w.ExecContext(ctx, `INSERT INTO schema_version(version, name, applied_at) VALUES (99, '0099_future.sql', 'x')`); err != nil {
+			t.Fatal(err)
+		}
+		db2, err := Open(ctx, dsn)
+		if err == nil {
+			db2.Close()
+			t.Fatal("Open of a version-99 database succeeded")
+		}
+		want := fmt.Sprintf("migration 0001_init.sql: unsupported schema version: database is at version 99, newer than this program's %d", db.LatestSchemaVersion())
+		if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open = %v, want ErrSchema saying %q", err, want)
+		}
+	})
 }
 
 func TestLoadMigrations(t *testing.T) {
@@ -290,488 +197,523 @@ func fiveMB() string {
 }
 
 func TestOriginalRoundTripByteForByte(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	big := fiveMB()
-	tests := []struct{ name, text string }{
-		{"ascii", "package main\n\nfunc main() {}\n"},
-		{"invalid utf-8", "ok \xff\xfe\xc3 broken \xe2\x82"},
-		{"nuls", "\x00a\x00\x00b\x00"},
-		{"empty", ""},
-		{"crlf and emoji", "line\r\nü 🎉\r\n"},
-		{"5 MiB random", big},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			want := original("sess", fmt.Sprintf("call_%d", i), tt.text)
-			want.Hash = "" // computed by SaveOriginal
-			if err := db.SaveOriginal(ctx, want); err != nil {
-				t.Fatalf("SaveOriginal: %v", err)
-			}
-			got, err := db.Original(ctx, want.RecallID)
-			if err != nil {
-				t.Fatalf("Original: %v", err)
-			}
-			if got.Text != tt.text {
-				t.Fatalf("Text differs: got %d bytes, want %d", len(got.Text), len(tt.text))
-			}
-			sum := sha256.Sum256([]byte(tt.text))
-			want.Hash = hex.EncodeToString(sum[:])
-			if diff := cmp.Diff(want, got); diff != "" && len(tt.text) < 1000 {
-				t.Errorf("Original (-want +got):\n%s", diff)
-			} else if diff != "" {
-				t.Errorf("Original differs outside Text")
-			}
-			// Independent route: the blob as SQLite stores it, and its byte length.
-			var raw []byte
-			var n int
-			if err := db.w.QueryRowContext(ctx, `SELECT text, bytes FROM blobs WHERE hash = ?`, want.Hash).Scan(&raw, &n); err != nil {
-				t.Fatal(err)
-			}
-			if string(raw) != tt.text || n != len(tt.text) {
-				t.Errorf("stored blob: %d bytes (column says %d), want %d identical bytes", len(raw), n, len(tt.text))
-			}
-		})
-	}
-	if len(big) != 5<<20 || !strings.Contains(big, "\x00") {
-		t.Errorf("5 MiB case is %d bytes, NUL present %v; want 5242880 and true", len(big), strings.Contains(big, "\x00"))
-	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		big := fiveMB()
+		tests := []struct{ name, text string }{
+			{"ascii", "package main\n\nfunc main() {}\n"},
+			{"invalid utf-8", "ok \xff\xfe\xc3 broken \xe2\x82"},
+			{"nuls", "\x00a\x00\x00b\x00"},
+			{"empty", ""},
+			{"crlf and emoji", "line\r\nü 🎉\r\n"},
+			{"5 MiB random", big},
+		}
+		for i, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				want := original("sess", fmt.Sprintf("call_%d", i), tt.text)
+				want.Hash = "" // computed by SaveOriginal
+				if err := db.SaveOriginal(ctx, want); err != nil {
+					t.Fatalf("SaveOriginal: %v", err)
+				}
+				got, err := db.Original(ctx, want.RecallID)
+				if err != nil {
+					t.Fatalf("Original: %v", err)
+				}
+				if got.Text != tt.text {
+					t.Fatalf("Text differs: got %d bytes, want %d", len(got.Text), len(tt.text))
+				}
+				sum := sha256.Sum256([]byte(tt.text))
+				want.Hash = hex.EncodeToString(sum[:])
+				if diff := cmp.Diff(want, got); diff != "" && len(tt.text) < 1000 {
+					t.Errorf("Original (-want +got):\n%s", diff)
+				} else if diff != "" {
+					t.Errorf("Original differs outside Text")
+				}
+				// Independent route: the blob as the database stores it, and its byte length.
+				var raw []byte
+				var n int
+				if err := db.w.QueryRowContext(ctx, `SELECT text, bytes FROM blobs WHERE hash = $1`, want.Hash).Scan(&raw, &n); err != nil {
+					t.Fatal(err)
+				}
+				if string(raw) != tt.text || n != len(tt.text) {
+					t.Errorf("stored blob: %d bytes (column says %d), want %d identical bytes", len(raw), n, len(tt.text))
+				}
+			})
+		}
+		if len(big) != 5<<20 || !strings.Contains(big, "\x00") {
+			t.Errorf("5 MiB case is %d bytes, NUL present %v; want 5242880 and true", len(big), strings.Contains(big, "\x00"))
+		}
+	})
 }
 
 func TestSameTextStoredOnce(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	text := strings.Repeat("identical output\n", 100)
-	a, b := original("s1", "call_a", text), original("s2", "call_b", text)
-	for _, o := range []advisor.Original{a, b} {
-		if err := db.SaveOriginal(ctx, o); err != nil {
-			t.Fatal(err)
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		text := strings.Repeat("identical output\n", 100)
+		a, b := original("s1", "call_a", text), original("s2", "call_b", text)
+		for _, o := range []advisor.Original{a, b} {
+			if err := db.SaveOriginal(ctx, o); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if got := [2]int{count(t, db, "blobs"), count(t, db, "outputs")}; got != [2]int{1, 2} {
-		t.Errorf("blobs, outputs = %v, want [1 2]", got)
-	}
-	for _, o := range []advisor.Original{a, b} {
-		got, err := db.Original(ctx, o.RecallID)
-		if err != nil {
-			t.Fatal(err)
+		if got := [2]int{count(t, db, "blobs"), count(t, db, "outputs")}; got != [2]int{1, 2} {
+			t.Errorf("blobs, outputs = %v, want [1 2]", got)
 		}
-		if diff := cmp.Diff(o, got); diff != "" {
-			t.Errorf("Original(%s) (-want +got):\n%s", o.RecallID, diff)
+		for _, o := range []advisor.Original{a, b} {
+			got, err := db.Original(ctx, o.RecallID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(o, got); diff != "" {
+				t.Errorf("Original(%s) (-want +got):\n%s", o.RecallID, diff)
+			}
 		}
-	}
+	})
 }
 
 func TestSaveOriginalErrors(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	base := original("s", "k", "first text")
-	if err := db.SaveOriginal(ctx, base); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.SaveOriginal(ctx, base); err != nil {
-		t.Errorf("saving the same original again = %v, want nil (idempotent)", err)
-	}
-	changed := original("s", "k", "other text")
-	otherID := base
-	otherID.RecallID = "o_0000000000"
-	badID := base
-	badID.RecallID = "o_XYZ"
-	badHash := base
-	badHash.Hash = strings.Repeat("0", 64)
-	noSession := original("", "k", "x")
-	noSession.RecallID = "o_1111111111"
-	tests := []struct {
-		name string
-		o    advisor.Original
-		want error
-		text string
-	}{
-		{"same id other text", changed, ErrConflict, `recall id holds session "s", output "k"`},
-		{"same output other id", otherID, ErrConflict, `stored under recall id "` + base.RecallID + `"`},
-		{"malformed id", badID, ErrInvalid, `save original "o_XYZ"`},
-		{"wrong hash", badHash, ErrInvalid, "is not the SHA-256 of the text"},
-		{"no session", noSession, ErrInvalid, "empty session id"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := db.SaveOriginal(ctx, tt.o)
-			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.text) {
-				t.Errorf("SaveOriginal = %v, want %v containing %q", err, tt.want, tt.text)
-			}
-		})
-	}
-	got, err := db.Original(ctx, base.RecallID)
-	if err != nil || got.Text != "first text" {
-		t.Errorf("after refused saves: Original = %q, %v; want the first text", got.Text, err)
-	}
-	if n := count(t, db, "outputs"); n != 1 {
-		t.Errorf("outputs rows = %d, want 1", n)
-	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		base := original("s", "k", "first text")
+		if err := db.SaveOriginal(ctx, base); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SaveOriginal(ctx, base); err != nil {
+			t.Errorf("saving the same original again = %v, want nil (idempotent)", err)
+		}
+		changed := original("s", "k", "other text")
+		otherID := base
+		otherID.RecallID = "o_0000000000"
+		badID := base
+		badID.RecallID = "o_XYZ"
+		badHash := base
+		badHash.Hash = strings.Repeat("0", 64)
+		noSession := original("", "k", "x")
+		noSession.RecallID = "o_1111111111"
+		tests := []struct {
+			name string
+			o    advisor.Original
+			want error
+			text string
+		}{
+			{"same id other text", changed, ErrConflict, `recall id holds session "s", output "k"`},
+			{"same output other id", otherID, ErrConflict, `stored under recall id "` + base.RecallID + `"`},
+			{"malformed id", badID, ErrInvalid, `save original "o_XYZ"`},
+			{"wrong hash", badHash, ErrInvalid, "is not the SHA-256 of the text"},
+			{"no session", noSession, ErrInvalid, "empty session id"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				err := db.SaveOriginal(ctx, tt.o)
+				if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.text) {
+					t.Errorf("SaveOriginal = %v, want %v containing %q", err, tt.want, tt.text)
+				}
+			})
+		}
+		got, err := db.Original(ctx, base.RecallID)
+		if err != nil || got.Text != "first text" {
+			t.Errorf("after refused saves: Original = %q, %v; want the first text", got.Text, err)
+		}
+		if n := count(t, db, "outputs"); n != 1 {
+			t.Errorf("outputs rows = %d, want 1", n)
+		}
+	})
 }
 
 func TestOriginalUnknownID(t *testing.T) {
-	db, _ := openTemp(t)
-	_, err := db.Original(t.Context(), "o_0123456789")
-	if !errors.Is(err, ErrNotFound) || !errors.Is(err, advisor.ErrNotFound) {
-		t.Fatalf("Original(unknown) = %v, want ErrNotFound and advisor.ErrNotFound", err)
-	}
-	want := `storage: original "o_0123456789": not found: no pruned output with this id`
-	if err.Error() != want {
-		t.Errorf("error text\n got %q\nwant %q", err, want)
-	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		db := openDB(t, dsn)
+		_, err := db.Original(t.Context(), "o_0123456789")
+		if !errors.Is(err, ErrNotFound) || !errors.Is(err, advisor.ErrNotFound) {
+			t.Fatalf("Original(unknown) = %v, want ErrNotFound and advisor.ErrNotFound", err)
+		}
+		want := `storage: original "o_0123456789": not found: no pruned output with this id`
+		if err.Error() != want {
+			t.Errorf("error text\n got %q\nwant %q", err, want)
+		}
+	})
 }
 
 func TestOriginalCorruptDetected(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	o := original("s", "k", "good bytes")
-	if err := db.SaveOriginal(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.w.ExecContext(ctx, `UPDATE blobs SET text = ? WHERE hash = ?`, []byte("evil bytes"), o.Hash); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Original(ctx, o.RecallID); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("Original after tampering = %v, want ErrCorrupt", err)
-	}
-}
-
-func TestSaveStubNeedsOriginal(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	o := original("s", "k", "text")
-	stub := advisor.StubRecord{RecallID: o.RecallID, SessionID: "s", OutputKey: "k", Stub: "[pruned]", Step: 5, Reason: "score", Score: 0.1}
-	err := db.SaveStub(ctx, stub)
-	if !errors.Is(err, ErrNoOriginal) {
-		t.Fatalf("SaveStub before SaveOriginal = %v, want ErrNoOriginal", err)
-	}
-	if !strings.Contains(err.Error(), `save stub "`+o.RecallID+`" (session "s", output "k"): no original stored for this output`) {
-		t.Errorf("error text %q does not name the stub and the cause", err)
-	}
-	if n := count(t, db, "stubs"); n != 0 {
-		t.Errorf("stubs rows after failed SaveStub = %d, want 0", n)
-	}
-	if err := db.SaveOriginal(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	mismatched := stub
-	mismatched.OutputKey = "other"
-	if err := db.SaveStub(ctx, mismatched); !errors.Is(err, ErrNoOriginal) {
-		t.Errorf("SaveStub with the recall id of another output = %v, want ErrNoOriginal", err)
-	}
-	if err := db.SaveStub(ctx, stub); err != nil {
-		t.Errorf("SaveStub after SaveOriginal = %v", err)
-	}
-	if n := count(t, db, "stubs"); n != 1 {
-		t.Errorf("stubs rows = %d, want 1", n)
-	}
-}
-
-func TestSessionStubsRoundTrip(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	at := time.Date(2025, 3, 4, 5, 6, 7, 891011121, time.FixedZone("CET", 3600))
-	var want = map[string]advisor.StubRecord{}
-	for i, key := range []string{"call_1", "call_2", "call_3#2"} {
-		o := original("A", key, "text of "+key)
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		o := original("s", "k", "good bytes")
 		if err := db.SaveOriginal(ctx, o); err != nil {
 			t.Fatal(err)
 		}
-		s := advisor.StubRecord{RecallID: o.RecallID, SessionID: "A", OutputKey: key,
-			Stub: "[pruned: " + key + "; recall(\"" + o.RecallID + "\") restores it]", Step: 10 + i,
-			Reason: "score", Score: 0.05 * float64(i), At: at.Add(time.Duration(i) * time.Second)}
-		if i == 2 {
-			s.Reason, s.Score = "superseded", -1
-		}
-		if err := db.SaveStub(ctx, s); err != nil {
+		if _, err := db.w.ExecContext(ctx, `UPDATE blobs SET text = $1 WHERE hash = $2`, []byte("evil bytes"), o.Hash); err != nil {
 			t.Fatal(err)
 		}
-		want[key] = s
-	}
-	other := original("B", "call_1", "b text")
-	if err := db.SaveOriginal(ctx, other); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.SaveStub(ctx, advisor.StubRecord{RecallID: other.RecallID, SessionID: "B", OutputKey: "call_1", Stub: "x", Score: math.NaN()}); err != nil {
-		t.Fatal(err)
-	}
-	// A second stub for the same output replaces the first.
-	again := want["call_2"]
-	again.Step, again.Stub = 40, "[pruned again]"
-	if err := db.SaveStub(ctx, again); err != nil {
-		t.Fatal(err)
-	}
-	want["call_2"] = again
+		if _, err := db.Original(ctx, o.RecallID); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Original after tampering = %v, want ErrCorrupt", err)
+		}
+	})
+}
 
-	got, err := db.SessionStubs(ctx, "A")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("SessionStubs(A) (-want +got):\n%s", diff)
-	}
-	gotB, err := db.SessionStubs(ctx, "B")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := gotB["call_1"]; len(gotB) != 1 || !math.IsNaN(s.Score) || !s.At.IsZero() {
-		t.Errorf("SessionStubs(B) = %+v, want one stub with NaN score and zero time", gotB)
-	}
-	none, err := db.SessionStubs(ctx, "nobody")
-	if err != nil || none == nil || len(none) != 0 {
-		t.Errorf("SessionStubs(unknown) = %v, %v; want an empty non-nil map", none, err)
-	}
+func TestSaveStubNeedsOriginal(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		o := original("s", "k", "text")
+		stub := advisor.StubRecord{RecallID: o.RecallID, SessionID: "s", OutputKey: "k", Stub: "[pruned]", Step: 5, Reason: "score", Score: 0.1}
+		err := db.SaveStub(ctx, stub)
+		if !errors.Is(err, ErrNoOriginal) {
+			t.Fatalf("SaveStub before SaveOriginal = %v, want ErrNoOriginal", err)
+		}
+		if !strings.Contains(err.Error(), `save stub "`+o.RecallID+`" (session "s", output "k"): no original stored for this output`) {
+			t.Errorf("error text %q does not name the stub and the cause", err)
+		}
+		if n := count(t, db, "stubs"); n != 0 {
+			t.Errorf("stubs rows after failed SaveStub = %d, want 0", n)
+		}
+		if err := db.SaveOriginal(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		mismatched := stub
+		mismatched.OutputKey = "other"
+		if err := db.SaveStub(ctx, mismatched); !errors.Is(err, ErrNoOriginal) {
+			t.Errorf("SaveStub with the recall id of another output = %v, want ErrNoOriginal", err)
+		}
+		if err := db.SaveStub(ctx, stub); err != nil {
+			t.Errorf("SaveStub after SaveOriginal = %v", err)
+		}
+		if n := count(t, db, "stubs"); n != 1 {
+			t.Errorf("stubs rows = %d, want 1", n)
+		}
+	})
+}
+
+func TestSessionStubsRoundTrip(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		at := time.Date(2025, 3, 4, 5, 6, 7, 891011121, time.FixedZone("CET", 3600))
+		var want = map[string]advisor.StubRecord{}
+		for i, key := range []string{"call_1", "call_2", "call_3#2"} {
+			o := original("A", key, "text of "+key)
+			if err := db.SaveOriginal(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			s := advisor.StubRecord{RecallID: o.RecallID, SessionID: "A", OutputKey: key,
+				Stub: "[pruned: " + key + "; recall(\"" + o.RecallID + "\") restores it]", Step: 10 + i,
+				Reason: "score", Score: 0.05 * float64(i), At: at.Add(time.Duration(i) * time.Second)}
+			if i == 2 {
+				s.Reason, s.Score = "superseded", -1
+			}
+			if err := db.SaveStub(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			want[key] = s
+		}
+		other := original("B", "call_1", "b text")
+		if err := db.SaveOriginal(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SaveStub(ctx, advisor.StubRecord{RecallID: other.RecallID, SessionID: "B", OutputKey: "call_1", Stub: "x", Score: math.NaN()}); err != nil {
+			t.Fatal(err)
+		}
+		// A stub is frozen: a second one for the same output is refused (first writer
+		// wins), the same one again is a no-op.
+		again := want["call_2"]
+		again.Step, again.Stub = 40, "[pruned again]"
+		if err := db.SaveStub(ctx, again); !errors.Is(err, ErrConflict) || !errors.Is(err, advisor.ErrConflict) {
+			t.Errorf("SaveStub of another stub = %v; want ErrConflict and advisor.ErrConflict", err)
+		}
+		same := want["call_2"]
+		same.Step = 41
+		if err := db.SaveStub(ctx, same); err != nil {
+			t.Errorf("SaveStub of the same stub text = %v; want nil", err)
+		}
+
+		got, err := db.SessionStubs(ctx, "A")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("SessionStubs(A) (-want +got):\n%s", diff)
+		}
+		gotB, err := db.SessionStubs(ctx, "B")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := gotB["call_1"]; len(gotB) != 1 || !math.IsNaN(s.Score) || !s.At.IsZero() {
+			t.Errorf("SessionStubs(B) = %+v, want one stub with NaN score and zero time", gotB)
+		}
+		none, err := db.SessionStubs(ctx, "nobody")
+		if err != nil || none == nil || len(none) != 0 {
+			t.Errorf("SessionStubs(unknown) = %v, %v; want an empty non-nil map", none, err)
+		}
+	})
 }
 
 func TestRecallsRoundTrip(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	o := original("s", "k", "text")
-	if err := db.SaveOriginal(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
-	want := []advisor.RecallEvent{
-		{RecallID: o.RecallID, SessionID: "s", OutputKey: "k", Step: 7, At: t0},
-		{RecallID: o.RecallID, SessionID: "s", OutputKey: "k", Step: 0, At: t0.Add(time.Minute)},
-	}
-	for _, e := range want {
-		if err := db.RecordRecall(ctx, e); err != nil {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		o := original("s", "k", "text")
+		if err := db.SaveOriginal(ctx, o); err != nil {
 			t.Fatal(err)
 		}
-	}
-	err := db.RecordRecall(ctx, advisor.RecallEvent{RecallID: "o_0123456789", SessionID: "s", OutputKey: "zz"})
-	if !errors.Is(err, ErrNoOriginal) {
-		t.Errorf("RecordRecall(unknown) = %v, want ErrNoOriginal", err)
-	}
-	got, err := db.SessionRecalls(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("SessionRecalls (-want +got):\n%s", diff)
-	}
+		t0 := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+		want := []advisor.RecallEvent{
+			{RecallID: o.RecallID, SessionID: "s", OutputKey: "k", Step: 7, At: t0},
+			{RecallID: o.RecallID, SessionID: "s", OutputKey: "k", Step: 0, At: t0.Add(time.Minute)},
+		}
+		for _, e := range want {
+			if err := db.RecordRecall(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := db.RecordRecall(ctx, advisor.RecallEvent{RecallID: "o_0123456789", SessionID: "s", OutputKey: "zz"})
+		if !errors.Is(err, ErrNoOriginal) {
+			t.Errorf("RecordRecall(unknown) = %v, want ErrNoOriginal", err)
+		}
+		got, err := db.SessionRecalls(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("SessionRecalls (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestAsksAndDecisions(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	asks := []advisor.AskRecord{
-		{SessionID: "s", OutputKey: "a", Step: 4, CardHash: "h1", Scorer: "lexical", Score: 0.125, OK: true, Latency: 1500 * time.Microsecond, Tokens: 80},
-		{SessionID: "s", OutputKey: "b", Step: 4, CardHash: "h2", Scorer: "ollama:qwen2.5:0.5b", Score: math.NaN(), FailKind: "timeout", Latency: 30 * time.Second, Tokens: 80},
-		{SessionID: "t", OutputKey: "a", Step: 9, CardHash: "h3", Scorer: "lexical", Score: 1, OK: true},
-	}
-	if err := db.RecordAsks(ctx, asks); err != nil {
-		t.Fatal(err)
-	}
-	all, err := db.Asks(ctx, AskFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(asks, all, cmpopts.EquateNaNs()); diff != "" {
-		t.Errorf("Asks(all) (-want +got):\n%s", diff)
-	}
-	lex, err := db.Asks(ctx, AskFilter{SessionID: "s", Scorer: "lexical"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(asks[:1], lex); diff != "" {
-		t.Errorf("Asks(s, lexical) (-want +got):\n%s", diff)
-	}
-	bad := append([]advisor.AskRecord{asks[0]}, advisor.AskRecord{SessionID: "s"})
-	if err := db.RecordAsks(ctx, bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ask 1") {
-		t.Errorf("RecordAsks with an empty output key = %v, want ErrInvalid naming ask 1", err)
-	}
-	if n := count(t, db, "asks"); n != 3 {
-		t.Errorf("asks rows after the refused batch = %d, want 3", n)
-	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		asks := []advisor.AskRecord{
+			{SessionID: "s", OutputKey: "a", Step: 4, CardHash: "h1", Scorer: "lexical", Score: 0.125, OK: true, Latency: 1500 * time.Microsecond, Tokens: 80},
+			{SessionID: "s", OutputKey: "b", Step: 4, CardHash: "h2", Scorer: "ollama:qwen2.5:0.5b", Score: math.NaN(), FailKind: "timeout", Latency: 30 * time.Second, Tokens: 80},
+			{SessionID: "t", OutputKey: "a", Step: 9, CardHash: "h3", Scorer: "lexical", Score: 1, OK: true},
+		}
+		if err := db.RecordAsks(ctx, asks); err != nil {
+			t.Fatal(err)
+		}
+		all, err := db.Asks(ctx, AskFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(asks, all, cmpopts.EquateNaNs()); diff != "" {
+			t.Errorf("Asks(all) (-want +got):\n%s", diff)
+		}
+		lex, err := db.Asks(ctx, AskFilter{SessionID: "s", Scorer: "lexical"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(asks[:1], lex); diff != "" {
+			t.Errorf("Asks(s, lexical) (-want +got):\n%s", diff)
+		}
+		bad := append([]advisor.AskRecord{asks[0]}, advisor.AskRecord{SessionID: "s"})
+		if err := db.RecordAsks(ctx, bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ask 1") {
+			t.Errorf("RecordAsks with an empty output key = %v, want ErrInvalid naming ask 1", err)
+		}
+		if n := count(t, db, "asks"); n != 3 {
+			t.Errorf("asks rows after the refused batch = %d, want 3", n)
+		}
 
-	ds := []advisor.DecisionRecord{
-		{SessionID: "s", OutputKey: "a", Step: 4, Decision: advisor.DecisionPending, Reason: "score", Score: 0.125, Tokens: 900},
-		{SessionID: "s", OutputKey: "c", Step: 4, Decision: advisor.DecisionPruned, Reason: "superseded", Score: -1, Superseder: "call_9", Tokens: 4210},
-		{SessionID: "s", OutputKey: "a", Step: 5, Decision: advisor.DecisionPruned, Reason: "score", Score: 0.125, Tokens: 900},
-	}
-	if err := db.RecordDecisions(ctx, ds); err != nil {
-		t.Fatal(err)
-	}
-	pruned, err := db.Decisions(ctx, DecisionFilter{SessionID: "s", Decision: advisor.DecisionPruned})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]advisor.DecisionRecord{ds[1], ds[2]}, pruned); diff != "" {
-		t.Errorf("Decisions(s, pruned) (-want +got):\n%s", diff)
-	}
-	byOutput, err := db.Decisions(ctx, DecisionFilter{OutputKey: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]advisor.DecisionRecord{ds[0], ds[2]}, byOutput); diff != "" {
-		t.Errorf("Decisions(output a) (-want +got):\n%s", diff)
-	}
-	if err := db.RecordDecisions(ctx, nil); err != nil {
-		t.Errorf("RecordDecisions(nil) = %v, want nil", err)
-	}
+		ds := []advisor.DecisionRecord{
+			{SessionID: "s", OutputKey: "a", Step: 4, Decision: advisor.DecisionPending, Reason: "score", Score: 0.125, Tokens: 900},
+			{SessionID: "s", OutputKey: "c", Step: 4, Decision: advisor.DecisionPruned, Reason: "superseded", Score: -1, Superseder: "call_9", Tokens: 4210},
+			{SessionID: "s", OutputKey: "a", Step: 5, Decision: advisor.DecisionPruned, Reason: "score", Score: 0.125, Tokens: 900},
+		}
+		if err := db.RecordDecisions(ctx, ds); err != nil {
+			t.Fatal(err)
+		}
+		pruned, err := db.Decisions(ctx, DecisionFilter{SessionID: "s", Decision: advisor.DecisionPruned})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]advisor.DecisionRecord{ds[1], ds[2]}, pruned); diff != "" {
+			t.Errorf("Decisions(s, pruned) (-want +got):\n%s", diff)
+		}
+		byOutput, err := db.Decisions(ctx, DecisionFilter{OutputKey: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]advisor.DecisionRecord{ds[0], ds[2]}, byOutput); diff != "" {
+			t.Errorf("Decisions(output a) (-want +got):\n%s", diff)
+		}
+		if err := db.RecordDecisions(ctx, nil); err != nil {
+			t.Errorf("RecordDecisions(nil) = %v, want nil", err)
+		}
+	})
 }
 
 func TestSessions(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	s := Session{ID: "b", Format: "claude-code", Name: "b.jsonl", ContentHash: "c1", SettingsHash: "s1", CreatedAt: t0}
-	if err := db.SaveSession(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.SaveSession(ctx, Session{ID: "a", Format: "pi"}); err != nil {
-		t.Fatal(err)
-	}
-	// Update: a later CreatedAt does not replace the first, FinishedAt is set.
-	upd := s
-	upd.SettingsHash, upd.CreatedAt, upd.FinishedAt = "s2", t0.Add(time.Hour), t0.Add(2*time.Hour)
-	if err := db.SaveSession(ctx, upd); err != nil {
-		t.Fatal(err)
-	}
-	// A zero FinishedAt does not clear it.
-	upd2 := upd
-	upd2.FinishedAt = time.Time{}
-	if err := db.SaveSession(ctx, upd2); err != nil {
-		t.Fatal(err)
-	}
-	got, err := db.Sessions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Session{
-		{ID: "a", Format: "pi"},
-		{ID: "b", Format: "claude-code", Name: "b.jsonl", ContentHash: "c1", SettingsHash: "s2", CreatedAt: t0, FinishedAt: t0.Add(2 * time.Hour)},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Sessions (-want +got):\n%s", diff)
-	}
-	if err := db.SaveSession(ctx, Session{}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("SaveSession(no id) = %v, want ErrInvalid", err)
-	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+		s := Session{ID: "b", Format: "claude-code", Name: "b.jsonl", ContentHash: "c1", SettingsHash: "s1", CreatedAt: t0}
+		if err := db.SaveSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SaveSession(ctx, Session{ID: "a", Format: "pi"}); err != nil {
+			t.Fatal(err)
+		}
+		// Update: a later CreatedAt does not replace the first, FinishedAt is set.
+		upd := s
+		upd.SettingsHash, upd.CreatedAt, upd.FinishedAt = "s2", t0.Add(time.Hour), t0.Add(2*time.Hour)
+		if err := db.SaveSession(ctx, upd); err != nil {
+			t.Fatal(err)
+		}
+		// A zero FinishedAt does not clear it.
+		upd2 := upd
+		upd2.FinishedAt = time.Time{}
+		if err := db.SaveSession(ctx, upd2); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.Sessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Session{
+			{ID: "a", Format: "pi"},
+			{ID: "b", Format: "claude-code", Name: "b.jsonl", ContentHash: "c1", SettingsHash: "s2", CreatedAt: t0, FinishedAt: t0.Add(2 * time.Hour)},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Sessions (-want +got):\n%s", diff)
+		}
+		if err := db.SaveSession(ctx, Session{}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("SaveSession(no id) = %v, want ErrInvalid", err)
+		}
+	})
 }
 
 func TestEvidenceAndReplayRuns(t *testing.T) {
-	ctx := t.Context()
-	db, _ := openTemp(t)
-	evs := []Evidence{
-		{SessionID: "s", OutputKey: "a", UseStep: 8, Proof: "parseConfig", Weight: 2.5},
-		{SessionID: "s", OutputKey: "b", UseStep: 9, Proof: "recall", Weight: 10},
-	}
-	if err := db.RecordEvidence(ctx, evs); err != nil {
-		t.Fatal(err)
-	}
-	got, err := db.Evidence(ctx, EvidenceFilter{SessionID: "s", OutputKey: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(evs[1:], got); diff != "" {
-		t.Errorf("Evidence(s, b) (-want +got):\n%s", diff)
-	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		evs := []Evidence{
+			{SessionID: "s", OutputKey: "a", UseStep: 8, Proof: "parseConfig", Weight: 2.5},
+			{SessionID: "s", OutputKey: "b", UseStep: 9, Proof: "recall", Weight: 10},
+		}
+		if err := db.RecordEvidence(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.Evidence(ctx, EvidenceFilter{SessionID: "s", OutputKey: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(evs[1:], got); diff != "" {
+			t.Errorf("Evidence(s, b) (-want +got):\n%s", diff)
+		}
 
-	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	r := ReplayRun{SessionID: "s", ContentHash: "c", SettingsHash: "x", Scorer: "lexical", Schedule: "3,6,12,24", Status: ReplayRunning, StartedAt: t0}
-	id1, err := db.InsertReplayRun(ctx, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2 := r
-	r2.SettingsHash = "y"
-	id2, err := db.InsertReplayRun(ctx, r2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.FinishReplayRun(ctx, id1, ReplayDone, t0.Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	done, err := db.ReplayRuns(ctx, ReplayRunFilter{ContentHash: "c", SettingsHash: "x", Status: ReplayDone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantDone := r
-	wantDone.ID, wantDone.Status, wantDone.FinishedAt = id1, ReplayDone, t0.Add(time.Minute)
-	if diff := cmp.Diff([]ReplayRun{wantDone}, done); diff != "" {
-		t.Errorf("ReplayRuns(done) (-want +got):\n%s", diff)
-	}
-	all, err := db.ReplayRuns(ctx, ReplayRunFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) != 2 || all[1].ID != id2 || all[1].Status != ReplayRunning {
-		t.Errorf("ReplayRuns(all) = %+v, want 2 runs, the second %d still running", all, id2)
-	}
-	if err := db.FinishReplayRun(ctx, 999, ReplayDone, t0); !errors.Is(err, ErrNotFound) {
-		t.Errorf("FinishReplayRun(999) = %v, want ErrNotFound", err)
-	}
-	if _, err := db.InsertReplayRun(ctx, ReplayRun{SessionID: "s"}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("InsertReplayRun without hashes = %v, want ErrInvalid", err)
-	}
+		t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+		r := ReplayRun{SessionID: "s", ContentHash: "c", SettingsHash: "x", Scorer: "lexical", Schedule: "3,6,12,24", Status: ReplayRunning, StartedAt: t0}
+		id1, err := db.InsertReplayRun(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2 := r
+		r2.SettingsHash = "y"
+		id2, err := db.InsertReplayRun(ctx, r2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.FinishReplayRun(ctx, id1, ReplayDone, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		done, err := db.ReplayRuns(ctx, ReplayRunFilter{ContentHash: "c", SettingsHash: "x", Status: ReplayDone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantDone := r
+		wantDone.ID, wantDone.Status, wantDone.FinishedAt = id1, ReplayDone, t0.Add(time.Minute)
+		if diff := cmp.Diff([]ReplayRun{wantDone}, done); diff != "" {
+			t.Errorf("ReplayRuns(done) (-want +got):\n%s", diff)
+		}
+		all, err := db.ReplayRuns(ctx, ReplayRunFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 2 || all[1].ID != id2 || all[1].Status != ReplayRunning {
+			t.Errorf("ReplayRuns(all) = %+v, want 2 runs, the second %d still running", all, id2)
+		}
+		if err := db.FinishReplayRun(ctx, 999, ReplayDone, t0); !errors.Is(err, ErrNotFound) {
+			t.Errorf("FinishReplayRun(999) = %v, want ErrNotFound", err)
+		}
+		if _, err := db.InsertReplayRun(ctx, ReplayRun{SessionID: "s"}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("InsertReplayRun without hashes = %v, want ErrInvalid", err)
+		}
+	})
 }
 
-// TestTwoHandlesWriteConcurrently stands in for two processes on one file: each DB
-// has its own writer connection, so they contend for SQLite's write lock and rely on
-// the busy timeout.
+// TestTwoHandlesWriteConcurrently stands in for two processes on one database: with
+// SQLite each DB has its own writer connection, so they contend for the file's
+// write lock and rely on the busy timeout; with PostgreSQL, two pools.
 func TestTwoHandlesWriteConcurrently(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "shared.db")
-	var handles [2]*DB
-	var wg sync.WaitGroup
-	errs := make(chan error, 200)
-	// Open both at once on a file that does not exist yet: migrations must apply once.
-	for i := range handles {
-		wg.Go(func() {
-			db, err := Open(ctx, path)
-			if err != nil {
-				errs <- fmt.Errorf("open %d: %w", i, err)
-				return
-			}
-			handles[i] = db
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	defer handles[0].Close()
-	defer handles[1].Close()
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		var handles [2]*DB
+		var wg sync.WaitGroup
+		errs := make(chan error, 200)
+		// Open both at once on a database that has no schema yet: migrations must
+		// apply once.
+		for i := range handles {
+			wg.Go(func() {
+				db, err := Open(ctx, dsn)
+				if err != nil {
+					errs <- fmt.Errorf("open %d: %w", i, err)
+					return
+				}
+				handles[i] = db
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		defer handles[0].Close()
+		defer handles[1].Close()
 
-	const perHandle = 25
-	errs = make(chan error, 4*perHandle)
-	for i, db := range handles {
-		wg.Go(func() {
-			for j := range perHandle {
-				session := fmt.Sprintf("proc%d", i)
-				o := original(session, fmt.Sprintf("call_%d", j), fmt.Sprintf("output %d of %s\n%s", j, session, strings.Repeat("x", 2000)))
-				if err := db.SaveOriginal(ctx, o); err != nil {
-					errs <- err
+		const perHandle = 25
+		errs = make(chan error, 4*perHandle)
+		for i, db := range handles {
+			wg.Go(func() {
+				for j := range perHandle {
+					session := fmt.Sprintf("proc%d", i)
+					o := original(session, fmt.Sprintf("call_%d", j), fmt.Sprintf("output %d of %s\n%s", j, session, strings.Repeat("x", 2000)))
+					if err := db.SaveOriginal(ctx, o); err != nil {
+						errs <- err
+					}
+					if err := db.RecordAsks(ctx, []advisor.AskRecord{{SessionID: session, OutputKey: o.OutputKey, Scorer: "lexical", OK: true}}); err != nil {
+						errs <- err
+					}
 				}
-				if err := db.RecordAsks(ctx, []advisor.AskRecord{{SessionID: session, OutputKey: o.OutputKey, Scorer: "lexical", OK: true}}); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if got := [4]int{count(t, handles[0], "outputs"), count(t, handles[1], "blobs"), count(t, handles[0], "asks"), count(t, handles[1], "schema_version")}; got != [4]int{2 * perHandle, 2 * perHandle, 2 * perHandle, LatestSchemaVersion()} {
-		t.Errorf("outputs, blobs, asks, schema_version rows = %v, want [%d %d %d %d]", got, 2*perHandle, 2*perHandle, 2*perHandle, LatestSchemaVersion())
-	}
-	// Each handle reads the other's writes.
-	o, err := handles[0].Original(ctx, advisor.RecallID("proc1", "call_7"))
-	if err != nil || !strings.HasPrefix(o.Text, "output 7 of proc1\n") {
-		t.Errorf("handle 0 reading handle 1's original: %q, %v", o.Text[:min(len(o.Text), 20)], err)
-	}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		latest := handles[0].LatestSchemaVersion()
+		if got := [4]int{count(t, handles[0], "outputs"), count(t, handles[1], "blobs"), count(t, handles[0], "asks"), count(t, handles[1], "schema_version")}; got != [4]int{2 * perHandle, 2 * perHandle, 2 * perHandle, latest} {
+			t.Errorf("outputs, blobs, asks, schema_version rows = %v, want [%d %d %d %d]", got, 2*perHandle, 2*perHandle, 2*perHandle, latest)
+		}
+		// Each handle reads the other's writes.
+		o, err := handles[0].Original(ctx, advisor.RecallID("proc1", "call_7"))
+		if err != nil || !strings.HasPrefix(o.Text, "output 7 of proc1\n") {
+			t.Errorf("handle 0 reading handle 1's original: %q, %v", o.Text[:min(len(o.Text), 20)], err)
+		}
+	})
 }
+
+// helperDSN names the database the helper process of TestTwoProcessesWriteConcurrently
+// writes into.
+const helperDSN = "PRUNEADVISOR_STORAGE_HELPER_DB"
 
 // TestTwoProcessesWriteConcurrently runs this test binary a second time as a helper
-// process (env PRUNEADVISOR_STORAGE_HELPER_DB) that writes into the same file while
-// the parent does: SQLite's cross-process (fcntl) locks and the busy timeout.
+// process (env PRUNEADVISOR_STORAGE_HELPER_DB) that writes into the same database
+// while the parent does: SQLite's cross-process (fcntl) locks and the busy timeout,
+// or two PostgreSQL clients.
 func TestTwoProcessesWriteConcurrently(t *testing.T) {
 	const n = 50
 	write := func(ctx context.Context, db *DB, session string) error {
@@ -786,8 +728,8 @@ func TestTwoProcessesWriteConcurrently(t *testing.T) {
 		}
 		return nil
 	}
-	if path := os.Getenv("PRUNEADVISOR_STORAGE_HELPER_DB"); path != "" {
-		db, err := Open(t.Context(), path)
+	if dsn := os.Getenv(helperDSN); dsn != "" {
+		db, err := Open(t.Context(), dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -797,265 +739,240 @@ func TestTwoProcessesWriteConcurrently(t *testing.T) {
 		}
 		return
 	}
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "two-procs.db")
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTwoProcessesWriteConcurrently$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "PRUNEADVISOR_STORAGE_HELPER_DB="+path)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(ctx, path)
-	if err != nil {
-		cmd.Wait()
-		t.Fatal(err)
-	}
-	defer db.Close()
-	// Start writing once the child has written its first row, so the two overlap.
-	for deadline := time.Now().Add(10 * time.Second); count(t, db, "outputs") == 0; {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("helper process wrote nothing in 10s:\n%s", out.String())
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn) // the schema exists before the child starts
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTwoProcessesWriteConcurrently$", "-test.count=1")
+		cmd.Env = append(os.Environ(), helperDSN+"="+dsn)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	parentErr := write(ctx, db, "parent")
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("helper process: %v\n%s", err, out.String())
-	}
-	if parentErr != nil {
-		t.Fatal(parentErr)
-	}
-	if got := [3]int{count(t, db, "outputs"), count(t, db, "decisions"), count(t, db, "schema_version")}; got != [3]int{2 * n, 2 * n, LatestSchemaVersion()} {
-		t.Errorf("outputs, decisions, schema_version rows = %v, want [%d %d %d]", got, 2*n, 2*n, LatestSchemaVersion())
-	}
-	o, err := db.Original(ctx, advisor.RecallID("child", "call_49"))
-	if err != nil || !strings.HasPrefix(o.Text, "child output 49 ") {
-		t.Errorf("child's original read by the parent: %v", err)
-	}
+		// Start writing once the child has written its first row, so the two overlap.
+		for deadline := time.Now().Add(10 * time.Second); count(t, db, "outputs") == 0; {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("helper process wrote nothing in 10s:\n%s", out.String())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		parentErr := write(ctx, db, "parent")
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("helper process: %v\n%s", err, out.String())
+		}
+		if parentErr != nil {
+			t.Fatal(parentErr)
+		}
+		latest := db.LatestSchemaVersion()
+		if got := [3]int{count(t, db, "outputs"), count(t, db, "decisions"), count(t, db, "schema_version")}; got != [3]int{2 * n, 2 * n, latest} {
+			t.Errorf("outputs, decisions, schema_version rows = %v, want [%d %d %d]", got, 2*n, 2*n, latest)
+		}
+		o, err := db.Original(ctx, advisor.RecallID("child", "call_49"))
+		if err != nil || !strings.HasPrefix(o.Text, "child output 49 ") {
+			t.Errorf("child's original read by the parent: %v", err)
+		}
+	})
 }
 
+// Options.ReadOnly: reads work, every write fails with ErrReadOnly naming the record.
+// The SQLite file is also chmod 0444 (the process could not write it anyway).
 func TestReadOnly(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "ro.db")
-	db, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := original("s", "k", "readable")
-	if err := db.SaveOriginal(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, 0o444); err != nil {
-		t.Fatal(err)
-	}
-	ro, err := OpenWith(ctx, path, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatalf("OpenWith(ReadOnly): %v", err)
-	}
-	defer ro.Close()
-	got, err := ro.Original(ctx, o.RecallID)
-	if err != nil || got.Text != "readable" {
-		t.Errorf("read-only Original = %q, %v; want the saved text", got.Text, err)
-	}
-	err = ro.SaveOriginal(ctx, original("s", "k2", "new"))
-	if !errors.Is(err, ErrReadOnly) {
-		t.Fatalf("read-only SaveOriginal = %v, want ErrReadOnly", err)
-	}
-	wantPrefix := `storage: save original "` + advisor.RecallID("s", "k2") + `" (session "s", output "k2"): database is read-only: `
-	if !strings.HasPrefix(err.Error(), wantPrefix) {
-		t.Errorf("error text\n got %q\nwant prefix %q", err, wantPrefix)
-	}
-	for name, err := range map[string]error{
-		"RecordAsks":   ro.RecordAsks(ctx, []advisor.AskRecord{{SessionID: "s", OutputKey: "k"}}),
-		"RecordRecall": ro.RecordRecall(ctx, advisor.RecallEvent{RecallID: o.RecallID, SessionID: "s", OutputKey: "k"}),
-		"SaveSession":  ro.SaveSession(ctx, Session{ID: "s"}),
-	} {
-		if !errors.Is(err, ErrReadOnly) {
-			t.Errorf("read-only %s = %v, want ErrReadOnly", name, err)
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		o := saveAndClose(t, dsn)
+		if !IsPostgres(dsn) {
+			if err := os.Chmod(dsn, 0o444); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
+		ro, err := OpenWith(ctx, dsn, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("OpenWith(ReadOnly): %v", err)
+		}
+		defer ro.Close()
+		got, err := ro.Original(ctx, o.RecallID)
+		if err != nil || got.Text != "readable" {
+			t.Errorf("read-only Original = %q, %v; want the saved text", got.Text, err)
+		}
+		err = ro.SaveOriginal(ctx, original("s", "k2", "new"))
+		if !errors.Is(err, ErrReadOnly) {
+			t.Fatalf("read-only SaveOriginal = %v, want ErrReadOnly", err)
+		}
+		wantPrefix := `storage: save original "` + advisor.RecallID("s", "k2") + `" (session "s", output "k2"): database is read-only: `
+		if !strings.HasPrefix(err.Error(), wantPrefix) {
+			t.Errorf("error text\n got %q\nwant prefix %q", err, wantPrefix)
+		}
+		for name, err := range map[string]error{
+			"RecordAsks":   ro.RecordAsks(ctx, []advisor.AskRecord{{SessionID: "s", OutputKey: "k"}}),
+			"RecordRecall": ro.RecordRecall(ctx, advisor.RecallEvent{RecallID: o.RecallID, SessionID: "s", OutputKey: "k"}),
+			"SaveSession":  ro.SaveSession(ctx, Session{ID: "s"}),
+		} {
+			if !errors.Is(err, ErrReadOnly) {
+				t.Errorf("read-only %s = %v, want ErrReadOnly", name, err)
+			}
+		}
+		if n := count(t, ro, "outputs"); n != 1 {
+			t.Errorf("outputs rows = %d, want 1", n)
+		}
+	})
 }
 
+// A read-only open cannot migrate: a database without our schema is refused with
+// the versions. SQLite also refuses a missing file, and does not create it.
 func TestReadOnlyOpenErrors(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	missing := filepath.Join(dir, "missing.db")
-	if db, err := OpenWith(ctx, missing, Options{ReadOnly: true}); err == nil {
-		db.Close()
-		t.Error("read-only open of a missing file succeeded")
-	} else if !strings.Contains(err.Error(), missing) {
-		t.Errorf("error %q does not name the file", err)
-	}
-	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("read-only open created %s (stat: %v)", missing, err)
-	}
-
-	// A WAL file without our schema: read-only cannot migrate it.
-	bare := filepath.Join(dir, "bare.db")
-	raw, err := sql.Open("sqlite", bare+"?_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.ExecContext(ctx, "CREATE TABLE t(x)"); err != nil {
-		t.Fatal(err)
-	}
-	raw.Close()
-	db, err := OpenWith(ctx, bare, Options{ReadOnly: true})
-	if err == nil {
-		db.Close()
-		t.Fatal("read-only open of an unmigrated file succeeded")
-	}
-	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), fmt.Sprintf("file is at version 0, this program reads versions 1 to %d", LatestSchemaVersion())) {
-		t.Errorf("read-only open of an unmigrated file = %v, want ErrSchema with versions", err)
-	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		if !IsPostgres(dsn) {
+			if db, err := OpenWith(ctx, dsn, Options{ReadOnly: true}); err == nil {
+				db.Close()
+				t.Error("read-only open of a missing file succeeded")
+			} else if !strings.Contains(err.Error(), dsn) {
+				t.Errorf("error %q does not name the file", err)
+			}
+			if _, err := os.Stat(dsn); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("read-only open created %s (stat: %v)", dsn, err)
+			}
+			// A WAL file without our schema.
+			raw, err := sql.Open("sqlite", dsn+"?_pragma=journal_mode(WAL)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := raw.ExecContext(ctx, "CREATE TABLE t(x)"); err != nil {
+				t.Fatal(err)
+			}
+			raw.Close()
+		}
+		db, err := OpenWith(ctx, dsn, Options{ReadOnly: true})
+		if err == nil {
+			db.Close()
+			t.Fatal("read-only open of an unmigrated database succeeded")
+		}
+		want := fmt.Sprintf("database is at version 0, this program reads versions 1 to %d", wantVersion[sqliteBackend])
+		if IsPostgres(dsn) {
+			want = fmt.Sprintf("database is at version 0, this program reads versions 1 to %d", wantVersion[postgresBackend])
+		}
+		if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), want) {
+			t.Errorf("read-only open of an unmigrated database = %v, want ErrSchema with %q", err, want)
+		}
+	})
 }
 
 // BenchmarkSaveOriginal saves a distinct 8 KiB output per iteration (a new blob and
-// outputs row, one committed, fsynced transaction each).
+// outputs row, one committed transaction each: fsynced on SQLite; on PostgreSQL as
+// the server's synchronous_commit says).
 func BenchmarkSaveOriginal(b *testing.B) {
-	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	body := strings.Repeat("0123456789abcdef", 512)
-	b.SetBytes(int64(len(body) + 16))
-	i := 0
-	for b.Loop() {
-		key := fmt.Sprintf("call_%08d", i)
-		if err := db.SaveOriginal(ctx, original("bench", key, key+body)); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-}
-
-// TestReadOnlyFilePermissions opens a chmod 0444 file read-write (default Options):
-// SQLite falls back to reading, and writes fail with ErrReadOnly. Root may write any
-// file, so the test needs a non-root user (run the test binary as one, e.g. nobody).
-func TestReadOnlyFilePermissions(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root ignores file permissions; use Options.ReadOnly (TestReadOnly) or run as non-root")
-	}
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "perm.db")
-	db, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := original("s", "k", "readable")
-	if err := db.SaveOriginal(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, 0o444); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(ctx, path)
-	if err != nil {
-		t.Fatalf("Open of a 0444 file: %v", err)
-	}
-	defer db.Close()
-	if got, err := db.Original(ctx, o.RecallID); err != nil || got.Text != "readable" {
-		t.Errorf("Original = %q, %v; want the saved text", got.Text, err)
-	}
-	if err := db.SaveOriginal(ctx, original("s", "k2", "new")); !errors.Is(err, ErrReadOnly) {
-		t.Errorf("SaveOriginal on a 0444 file = %v, want ErrReadOnly", err)
+	for _, f := range fixtures {
+		b.Run(f.name, func(b *testing.B) {
+			var dsn string
+			if f.kind == postgresBackend {
+				dsn = pgtest.URL(b)
+			} else {
+				dsn = filepath.Join(b.TempDir(), "bench.db")
+			}
+			db := openDB(b, dsn)
+			ctx := context.Background()
+			body := strings.Repeat("0123456789abcdef", 512)
+			b.SetBytes(int64(len(body) + 16))
+			i := 0
+			for b.Loop() {
+				key := fmt.Sprintf("call_%08d", i)
+				if err := db.SaveOriginal(ctx, original("bench", key, key+body)); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
 
 // SessionVersion counts stubs saved and recalls recorded, per session, across two
-// handles on one file.
+// handles on one database; a stub saved again (the same text) does not count.
 func TestSessionVersion(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v.db")
-	a, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	version := func(db *DB, session string) int64 {
-		t.Helper()
-		v, err := db.SessionVersion(ctx, session)
-		if err != nil {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		a, b := openDB(t, dsn), openDB(t, dsn)
+		version := func(db *DB, session string) int64 {
+			t.Helper()
+			v, err := db.SessionVersion(ctx, session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if got := version(a, "s1"); got != 0 {
+			t.Fatalf("new session version = %d, want 0", got)
+		}
+		for i, key := range []string{"k1", "k2"} {
+			id := advisor.RecallID("s1", key)
+			if err := a.SaveOriginal(ctx, original("s1", key, "text "+key)); err != nil {
+				t.Fatal(err)
+			}
+			if got := version(b, "s1"); got != int64(i) {
+				t.Fatalf("after original %d: version = %d, want %d (originals do not count)", i+1, got, i)
+			}
+			s := advisor.StubRecord{RecallID: id, SessionID: "s1", OutputKey: key, Stub: "[pruned]", Step: 3}
+			if err := a.SaveStub(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.SaveStub(ctx, s); err != nil {
+				t.Fatalf("the same stub again from the other handle: %v", err)
+			}
+		}
+		if err := b.RecordRecall(ctx, advisor.RecallEvent{RecallID: advisor.RecallID("s1", "k1"), SessionID: "s1", OutputKey: "k1"}); err != nil {
 			t.Fatal(err)
 		}
-		return v
-	}
-	if got := version(a, "s1"); got != 0 {
-		t.Fatalf("new session version = %d, want 0", got)
-	}
-	for i, key := range []string{"k1", "k2"} {
-		id := advisor.RecallID("s1", key)
-		if err := a.SaveOriginal(ctx, original("s1", key, "text "+key)); err != nil {
-			t.Fatal(err)
+		if got, want := version(a, "s1"), int64(3); got != want {
+			t.Errorf("version after 2 stubs and 1 recall = %d, want %d", got, want)
 		}
-		if got := version(b, "s1"); got != int64(i) {
-			t.Fatalf("after original %d: version = %d, want %d (originals do not count)", i+1, got, i)
+		if got := version(a, "s2"); got != 0 {
+			t.Errorf("other session version = %d, want 0", got)
 		}
-		if err := a.SaveStub(ctx, advisor.StubRecord{RecallID: id, SessionID: "s1", OutputKey: key, Stub: "[pruned]", Step: 3}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := b.RecordRecall(ctx, advisor.RecallEvent{RecallID: advisor.RecallID("s1", "k1"), SessionID: "s1", OutputKey: "k1"}); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := version(a, "s1"), int64(3); got != want {
-		t.Errorf("version after 2 stubs and 1 recall = %d, want %d", got, want)
-	}
-	if got := version(a, "s2"); got != 0 {
-		t.Errorf("other session version = %d, want 0", got)
-	}
+	})
 }
 
 // SavePrunes stores every original and stub in one transaction, or none of them.
 func TestSavePrunesAllOrNothing(t *testing.T) {
-	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	prune := func(key, text string) advisor.Prune {
-		o := original("s1", key, text)
-		return advisor.Prune{Original: o, Stub: advisor.StubRecord{RecallID: o.RecallID, SessionID: "s1", OutputKey: key, Stub: "[pruned " + key + "]", Step: 5}}
-	}
-	// A conflicting second record (the first's recall id with another text) fails
-	// the whole batch: the first original and stub are not stored either.
-	bad := prune("k1", "one")
-	clash := prune("k1", "another text")
-	if err := db.SavePrunes(ctx, []advisor.Prune{bad, clash}); !errors.Is(err, ErrConflict) {
-		t.Fatalf("SavePrunes with a clash = %v, want ErrConflict", err)
-	}
-	if got := [3]int{count(t, db, "outputs"), count(t, db, "blobs"), count(t, db, "stubs")}; got != [3]int{0, 0, 0} {
-		t.Fatalf("after a failed batch: outputs, blobs, stubs = %v, want none", got)
-	}
-	if err := db.SavePrunes(ctx, []advisor.Prune{prune("k1", "one"), prune("k2", "two"), prune("k3", "one")}); err != nil {
-		t.Fatal(err)
-	}
-	// Three outputs, two distinct texts, three stubs, version 3.
-	if got := [3]int{count(t, db, "outputs"), count(t, db, "blobs"), count(t, db, "stubs")}; got != [3]int{3, 2, 3} {
-		t.Errorf("outputs, blobs, stubs = %v, want [3 2 3]", got)
-	}
-	if v, err := db.SessionVersion(ctx, "s1"); err != nil || v != 3 {
-		t.Errorf("SessionVersion = %d, %v; want 3", v, err)
-	}
-	got, err := db.Original(ctx, advisor.RecallID("s1", "k2"))
-	if err != nil || got.Text != "two" {
-		t.Errorf("Original(k2) = %q, %v", got.Text, err)
-	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		// A conflicting second record (the first's recall id with another text) fails
+		// the whole batch: the first original and stub are not stored either.
+		bad := prune("s1", "k1", "one", "[pruned k1]")
+		clash := prune("s1", "k1", "another text", "[pruned k1]")
+		err := db.SavePrunes(ctx, []advisor.Prune{bad, clash})
+		if !errors.Is(err, ErrConflict) || !errors.Is(err, advisor.ErrConflict) {
+			t.Fatalf("SavePrunes with a clash = %v, want ErrConflict and advisor.ErrConflict", err)
+		}
+		if got := [3]int{count(t, db, "outputs"), count(t, db, "blobs"), count(t, db, "stubs")}; got != [3]int{0, 0, 0} {
+			t.Fatalf("after a failed batch: outputs, blobs, stubs = %v, want none", got)
+		}
+		if err := db.SavePrunes(ctx, []advisor.Prune{prune("s1", "k1", "one", "[pruned k1]"), prune("s1", "k2", "two", "[pruned k2]"), prune("s1", "k3", "one", "[pruned k3]")}); err != nil {
+			t.Fatal(err)
+		}
+		// Three outputs, two distinct texts, three stubs, version 3.
+		if got := [3]int{count(t, db, "outputs"), count(t, db, "blobs"), count(t, db, "stubs")}; got != [3]int{3, 2, 3} {
+			t.Errorf("outputs, blobs, stubs = %v, want [3 2 3]", got)
+		}
+		if v, err := db.SessionVersion(ctx, "s1"); err != nil || v != 3 {
+			t.Errorf("SessionVersion = %d, %v; want 3", v, err)
+		}
+		got, err := db.Original(ctx, advisor.RecallID("s1", "k2"))
+		if err != nil || got.Text != "two" {
+			t.Errorf("Original(k2) = %q, %v", got.Text, err)
+		}
+		// A rewrite that holds one output already stubbed otherwise stores nothing:
+		// not its new output k4 either, and the version stays.
+		err = db.SavePrunes(ctx, []advisor.Prune{prune("s1", "k4", "four", "[pruned k4]"), prune("s1", "k2", "two", "[pruned k2, other words]")})
+		if !errors.Is(err, advisor.ErrConflict) || !strings.Contains(err.Error(), `output "k2" of session "s1" already has another stub (first writer wins): "[pruned k2]"`) {
+			t.Errorf("SavePrunes over another stub = %v, want advisor.ErrConflict naming the stored stub", err)
+		}
+		if got := [2]int{count(t, db, "outputs"), count(t, db, "stubs")}; got != [2]int{3, 3} {
+			t.Errorf("after the conflict: outputs, stubs = %v, want [3 3]", got)
+		}
+		if v, err := db.SessionVersion(ctx, "s1"); err != nil || v != 3 {
+			t.Errorf("SessionVersion after the conflict = %d, %v; want 3", v, err)
+		}
+	})
 }

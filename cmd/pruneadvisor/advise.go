@@ -13,6 +13,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/replay"
+	"github.com/pruneadvisor/pruneadvisor/storage"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -79,7 +80,7 @@ timestamps is treated as warm throughout.`,
 	}
 	f.scorerFlags.register(c)
 	f.configFlags.register(c)
-	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database for originals, stubs, asks and decisions")
+	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store for originals, stubs, asks and decisions: an SQLite file, or a postgres:// URL")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the summary and final plan as JSON")
 	c.Flags().StringVar(&f.out, "out", "", "write the final rewritten session, in its own format, to this file")
 	c.Flags().StringVar(&f.format, "format", "", "force a session format")
@@ -128,7 +129,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		return time.Time{}
 	}
 	runID := fmt.Sprintf("%s@advise-%x", advisor.SessionKey(s), base.UnixNano())
-	sum := adviseSummary{File: file, Format: string(s.Format), SessionID: runID, DB: f.db, Steps: s.Steps(),
+	sum := adviseSummary{File: file, Format: string(s.Format), SessionID: runID, DB: storage.Redact(f.db), Steps: s.Steps(),
 		PrunedByReason: map[string]int{}, ScorerFailures: map[string]int{}, RewritesByReason: map[string]int{}}
 	if scorer != nil {
 		sum.Scorer = scorer.Name()

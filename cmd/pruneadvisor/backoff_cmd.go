@@ -17,6 +17,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/backoff"
 	"github.com/pruneadvisor/pruneadvisor/replay"
+	"github.com/pruneadvisor/pruneadvisor/storage"
 )
 
 // defaultSchedules is --schedules' default: every step (the reference), every 3
@@ -76,7 +77,7 @@ see the schedules at work on smaller sessions.`,
 		},
 	}
 	f.priceFlags.register(c)
-	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database holding the replay")
+	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store holding the replay: an SQLite file, or a postgres:// URL")
 	c.Flags().StringVar(&f.schedules, "schedules", defaultSchedules, "schedules to compare, separated by ';'")
 	c.Flags().StringVar(&f.scorer, "scorer", "stored", "stored (the replay's scorer) | lexical | ollama | none")
 	c.Flags().StringVar(&f.model, "model", ollama.DefaultModel, "Ollama model for --scorer ollama")
@@ -213,7 +214,7 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	for k, s := range schedules {
 		runs[k].Schedule = s
 	}
-	out := backoffJSON{DB: f.db, Replay: g.label(), Budget: cfg.BudgetTokens()}
+	out := backoffJSON{DB: storage.Redact(f.db), Replay: g.label(), Budget: cfg.BudgetTokens()}
 	out.Scorer = replay.ScorerNone
 	if scorer != nil {
 		out.Scorer = scorer.Name()

@@ -220,7 +220,7 @@ first stored scorer) into an advisor config file, keeping its other fields.`,
 	}
 	f.priceFlags.register(c)
 	c.Flags().IntSliceVar(&f.budgets, "budget", []int{20_000, 50_000, 100_000}, "budgets to price at, in tokens (a list); the replay's own budget shows the advisor's real rewrites")
-	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database holding the replays")
+	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store holding the replays: an SQLite file, or a postgres:// URL")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "highest acceptable miss rate (pruned outputs used later / pruned outputs)")
 	c.Flags().StringVar(&f.objective, "objective", string(calibrate.ObjectiveTokenSteps), "what the recommended cutoff maximises: token-steps | net")
 	c.Flags().StringVar(&f.plot, "plot", "", "also draw the reliability and savings plot to this .png or .svg file")
@@ -282,7 +282,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	if factor, ok := planner.FitFactor(in.lengths); ok {
 		in.factor = factor
 	}
-	out := calibrateJSON{DB: f.db, Report: rep, Dropped: in.dropped}
+	out := calibrateJSON{DB: storage.Redact(f.db), Report: rep, Dropped: in.dropped}
 	for _, g := range groups {
 		out.Groups = append(out.Groups, g.label())
 	}

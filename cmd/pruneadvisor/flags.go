@@ -64,8 +64,9 @@ func (f *configFlags) load() (advisor.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-// defaultDBPath is $PRUNEADVISOR_DB, else pruneadvisor.db under the user's data
-// directory ($XDG_DATA_HOME or ~/.local/share).
+// defaultDBPath is $PRUNEADVISOR_DB (a path or a postgres:// URL), else
+// pruneadvisor.db under the user's data directory ($XDG_DATA_HOME or
+// ~/.local/share).
 func defaultDBPath() string {
 	if p := os.Getenv("PRUNEADVISOR_DB"); p != "" {
 		return p
@@ -81,14 +82,15 @@ func defaultDBPath() string {
 	return filepath.Join(dir, "pruneadvisor", "pruneadvisor.db")
 }
 
-// openStore opens (creating its folder) the SQLite store at path.
-func openStore(ctx context.Context, path string) (*storage.DB, func(), error) {
-	if dir := filepath.Dir(path); dir != "" {
+// openStore opens the store dsn names (storage.Open): a postgres:// URL, or the path
+// of an SQLite file, whose folder it creates.
+func openStore(ctx context.Context, dsn string) (*storage.DB, func(), error) {
+	if dir := filepath.Dir(dsn); dir != "" && !storage.IsPostgres(dsn) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("open store: %w", err)
 		}
 	}
-	db, err := storage.Open(ctx, path)
+	db, err := storage.Open(ctx, dsn)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,7 +19,7 @@ func mcpCmd(e *env) *cobra.Command {
 		Short: "Serve the recall tool over MCP on stdin/stdout",
 		Long: `mcp runs a Model Context Protocol server on stdin/stdout offering one tool, the
 recall tool: given the id a stub names, it returns the pruned output's original,
-byte for byte, from the same SQLite database the proxy or advise command stored it
+byte for byte, from the same database the proxy or advise command stored it
 in. Register it with an agent, for example Claude Code:
 
   claude mcp add pruneadvisor -- pruneadvisor mcp --db ~/.local/share/pruneadvisor/pruneadvisor.db
@@ -46,7 +46,7 @@ stderr.`,
 				mcpserver.Transport(e.stdin, e.stdout, logger))
 		},
 	}
-	c.Flags().StringVar(&db, "db", defaultDBPath(), "SQLite database the stubs were stored in")
+	c.Flags().StringVar(&db, "db", defaultDBPath(), "store the stubs were stored in: an SQLite file, or a postgres:// URL")
 	c.Flags().StringVar(&toolName, "tool-name", recall.DefaultToolName, "the tool's name as the server lists it")
 	return c
 }

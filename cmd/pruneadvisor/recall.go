@@ -49,7 +49,7 @@ Exit code 1 when no pruned output has the id.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&db, "db", defaultDBPath(), "SQLite database the stubs were stored in")
+	c.Flags().StringVar(&db, "db", defaultDBPath(), "store the stubs were stored in: an SQLite file, or a postgres:// URL")
 	c.Flags().BoolVar(&asJSON, "json", false, `print {"id","text"} as JSON`)
 	return c
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/auto"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/replay"
+	"github.com/pruneadvisor/pruneadvisor/storage"
 )
 
 type replayFlags struct {
@@ -31,6 +32,7 @@ type replayFlags struct {
 	strict   bool
 	asJSON   bool
 	progress string
+	shard    string
 }
 
 // replaySummary is the JSON form of a replay run.
@@ -43,6 +45,8 @@ type replaySummary struct {
 	Replayed     int             `json:"replayed"`
 	AlreadyDone  int             `json:"already_done"`
 	Duplicates   int             `json:"duplicates"`
+	Shard        string          `json:"shard,omitempty"`
+	OtherShards  int             `json:"other_shards,omitempty"`
 	NotSessions  int             `json:"not_sessions"`
 	Ignored      int             `json:"ignored"`
 	Failed       int             `json:"failed"`
@@ -115,6 +119,11 @@ Exit status: 0 when every session was stored; 1 when a session failed or the run
 interrupted; 3 when none failed but some session's every ask got no score (nothing
 was scored there: fix the scorer and run the same command again); 2 for bad flags.
 
+Several machines can replay one corpus into one PostgreSQL store at once: give each
+the same PATHs and --db postgres://..., and --shard I/N (1/3, 2/3 and 3/3 for three
+machines). Each replays only the sessions of its shard (by file name), so together
+they replay every session once; calibrate and backoff then read them all.
+
 A progress bar (sessions, steps, ETA) is drawn on stderr when it is a terminal;
 otherwise one line per session is logged.`,
 		Args: cobra.MinimumNArgs(1),
@@ -124,11 +133,12 @@ otherwise one line per session is logged.`,
 	}
 	f.scorerFlags.register(c)
 	f.configFlags.register(c)
-	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database to store the replay in")
+	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store to keep the replay in: an SQLite file, or a postgres:// URL")
 	c.Flags().IntVar(&f.workers, "workers", 0, "sessions replayed at once (default: the number of CPUs, or 1 with the Ollama scorer)")
 	c.Flags().BoolVar(&f.strict, "strict", false, "fail a session on its first malformed line instead of skipping such lines")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
 	c.Flags().StringVar(&f.progress, "progress", "auto", "auto (bar on a terminal, else log lines) | bar | log | none")
+	c.Flags().StringVar(&f.shard, "shard", "", "replay only shard I of N (I/N, e.g. 2/3) of the sessions found, by file name: one per machine sharing a --db")
 	return c
 }
 
@@ -144,6 +154,10 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 	}
 	if f.workers < 0 {
 		return usageError{fmt.Errorf("--workers %d: want 1 or more (0: default)", f.workers)}
+	}
+	shard, err := replay.ParseShard(f.shard)
+	if err != nil {
+		return usageError{fmt.Errorf("--shard: %w", err)}
 	}
 	scorer, err := f.scorerFlags.build(ctx, e)
 	if err != nil {
@@ -161,12 +175,13 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 	rp := &replay.Replayer{Config: cfg, Scorer: scorer, Lenient: !f.strict, Logger: onceLogger(e.stderr), Sizer: ollama.Sizer{}}
 	settings := rp.Settings()
 	prog := newReplayProgress(e, f.progress)
-	runner := &replay.Runner{Replayer: rp, Sink: store, Workers: workers, Events: prog.event}
+	runner := &replay.Runner{Replayer: rp, Sink: store, Workers: workers, Events: prog.event, Shard: shard}
 	sum, runErr := runner.Run(ctx, paths)
 	prog.finish()
 	out := replaySummary{
-		DB: f.db, Scorer: settings.Scorer, SettingsHash: settings.Hash(), Workers: workers,
+		DB: storage.Redact(f.db), Scorer: settings.Scorer, SettingsHash: settings.Hash(), Workers: workers,
 		Found: sum.Found, Replayed: sum.Replayed, AlreadyDone: sum.AlreadyDone, Duplicates: sum.Duplicates,
+		Shard: shard.String(), OtherShards: sum.OtherShards,
 		NotSessions: sum.NotSessions, Ignored: sum.Ignored, Failed: len(sum.Failures), Skips: sum.Skips,
 		Steps: sum.Steps, Outputs: sum.Outputs, Asks: sum.Asks, Pruned: sum.Pruned, Evidence: sum.Evidence,
 		FailedAsks: sum.FailedAsks, ScorerFailures: cmpOrEmpty(sum.ScorerFailures),
@@ -277,6 +292,9 @@ func printReplay(w io.Writer, s replaySummary) {
 		s.Replayed, s.Steps, s.Outputs, s.Asks, s.Pruned, s.Evidence, float64(s.Bytes)/1e6, s.Seconds)
 	fmt.Fprintf(tw, "already stored\t%d\t(same content and settings)\n", s.AlreadyDone)
 	fmt.Fprintf(tw, "skipped\t%d duplicates, %d not sessions, %d other files\t\n", s.Duplicates, s.NotSessions, s.Ignored)
+	if s.Shard != "" {
+		fmt.Fprintf(tw, "shard\t%s\t(%d sessions left to the other shards)\n", s.Shard, s.OtherShards)
+	}
 	if s.SkippedLines > 0 {
 		fmt.Fprintf(tw, "malformed lines\t%d skipped\t(--strict fails such sessions instead)\n", s.SkippedLines)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pruneadvisor/pruneadvisor/server"
+	"github.com/pruneadvisor/pruneadvisor/storage"
 )
 
 type serveFlags struct {
@@ -72,7 +73,7 @@ domain at 127.0.0.1. SIGINT or SIGTERM shuts down gracefully.`,
 	f.scorerFlags.register(c)
 	f.configFlags.register(c)
 	c.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8377", "listen address (host:port)")
-	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database for originals, stubs, asks and decisions")
+	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store for originals, stubs, asks and decisions: an SQLite file, or a postgres:// URL (shared by every replica)")
 	c.Flags().StringVar(&f.openai, "openai-upstream", server.DefaultOpenAIUpstream, "base URL OpenAI requests are forwarded to (the request path is appended)")
 	c.Flags().StringVar(&f.anthropic, "anthropic-upstream", server.DefaultAnthropicUpstream, "base URL Anthropic requests are forwarded to (the request path is appended)")
 	c.Flags().StringVar(&f.gemini, "gemini-upstream", server.DefaultGeminiUpstream, "base URL Gemini API requests (/v1beta/...) are forwarded to (the request path is appended)")
@@ -144,7 +145,7 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 	if scorer != nil {
 		scorerName = scorer.Name()
 	}
-	fmt.Fprintf(e.stderr, "pruneadvisor: serving on http://%s (scorer %s, db %s, recall tool %q)\n", ln.Addr(), scorerName, f.db, cfg.RecallTool)
+	fmt.Fprintf(e.stderr, "pruneadvisor: serving on http://%s (scorer %s, db %s, recall tool %q)\n", ln.Addr(), scorerName, storage.Redact(f.db), cfg.RecallTool)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
