@@ -175,6 +175,12 @@ func newProxy(t testing.TB, opts server.Options) *proxyEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
+	return newProxyOn(t, opts, db, dbPath)
+}
+
+// newProxyOn is newProxy on the open store db (found at dsn).
+func newProxyOn(t testing.TB, opts server.Options, db *storage.DB, dsn string) *proxyEnv {
+	t.Helper()
 	logBuf := &syncBuffer{}
 	opts.Store = db
 	opts.Logger = slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -191,7 +197,7 @@ func newProxy(t testing.TB, opts server.Options) *proxyEnv {
 	t.Cleanup(func() { _ = srv.Flush(context.Background()) }) // before the store closes
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return &proxyEnv{srv: srv, http: hs, db: db, dbPth: dbPath, log: logBuf}
+	return &proxyEnv{srv: srv, http: hs, db: db, dbPth: dsn, log: logBuf}
 }
 
 // checkOnlyChanged checks that got equals sent except inside the JSON values at the

@@ -55,6 +55,13 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // session, its requests in order) and returns each request's latency.
 func runLoad(t *testing.T, client *http.Client, base string, sessions, requests int) ([]time.Duration, int) {
 	t.Helper()
+	return runLoadOn(t, client, []string{base}, sessions, requests)
+}
+
+// runLoadOn is runLoad over several replicas: request r of session s goes to
+// bases[(s+r) mod len(bases)], so each session's requests alternate between them.
+func runLoadOn(t *testing.T, client *http.Client, bases []string, sessions, requests int) ([]time.Duration, int) {
+	t.Helper()
 	var mu sync.Mutex
 	var lat []time.Duration
 	errs := 0
@@ -64,7 +71,7 @@ func runLoad(t *testing.T, client *http.Client, base string, sessions, requests 
 			for r := 1; r <= requests; r++ {
 				body := chatBody(s, r)
 				start := time.Now()
-				resp, err := client.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+				resp, err := client.Post(bases[(s+r)%len(bases)]+"/v1/chat/completions", "application/json", bytes.NewReader(body))
 				if err == nil {
 					_, err = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()

@@ -293,7 +293,7 @@ func printReplay(w io.Writer, s replaySummary) {
 	fmt.Fprintf(tw, "already stored\t%d\t(same content and settings)\n", s.AlreadyDone)
 	fmt.Fprintf(tw, "skipped\t%d duplicates, %d not sessions, %d other files\t\n", s.Duplicates, s.NotSessions, s.Ignored)
 	if s.Shard != "" {
-		fmt.Fprintf(tw, "shard\t%s\t(%d sessions left to the other shards)\n", s.Shard, s.OtherShards)
+		fmt.Fprintf(tw, "shard\t%s\t(%d files left to the other shards)\n", s.Shard, s.OtherShards)
 	}
 	if s.SkippedLines > 0 {
 		fmt.Fprintf(tw, "malformed lines\t%d skipped\t(--strict fails such sessions instead)\n", s.SkippedLines)
