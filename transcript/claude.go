@@ -361,11 +361,17 @@ var ccEditTools = map[string]bool{"edit": true, "multiedit": true, "write": true
 // file-history-snapshot, or a queue-operation with sessionId. A head that ends inside
 // a long first line is judged on the keys seen so far.
 func detectClaude(head []byte) bool {
+	cut := false // the line before was an object that did not end
 	for _, line := range jsonlHeadLines(head, 8) {
 		h := jsonscan.ScanHead(line)
 		if !h.Object {
+			if cut {
+				cut = false // the rest of a line split in two; the reader names both lines
+				continue
+			}
 			return false
 		}
+		cut = !h.Complete
 		has := func(k string) bool { return h.Keys[k] }
 		typ, _ := jsonscan.String(h.Vals["type"])
 		switch {

@@ -11,7 +11,9 @@ import (
 // Claude Code and pi.
 
 // jsonlLine is one non-blank physical line: its 1-based number and the byte span of
-// its content (surrounding blanks, a trailing \r and a leading BOM excluded).
+// its content (surrounding blanks, a trailing \r and a leading BOM excluded). Lines
+// end at \n (or \r\n), or at \r in a file of CR-only line ends (lineSep), so a file
+// reads the same in every command whichever it uses.
 type jsonlLine struct {
 	no         int
 	start, end int
@@ -21,10 +23,11 @@ type jsonlLine struct {
 func jsonlSplit(data []byte) []jsonlLine {
 	var out []jsonlLine
 	no := 0
+	sep := lineSep(data)
 	for pos := 0; pos < len(data); {
 		no++
 		end, next := len(data), len(data)
-		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+		if i := bytes.IndexByte(data[pos:], sep); i >= 0 {
 			end, next = pos+i, pos+i+1
 		}
 		s, e := pos, end
@@ -43,6 +46,17 @@ func jsonlSplit(data []byte) []jsonlLine {
 		pos = next
 	}
 	return out
+}
+
+// lineSep is the byte lines of data end with: '\n', or '\r' for a file without any
+// '\n' that has a '\r' (old Mac line ends). JSON text never holds a raw CR inside a
+// string, so such a file splits the same way; a CRLF file splits at the LF and its
+// CRs are trimmed as blanks.
+func lineSep(data []byte) byte {
+	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') >= 0 {
+		return '\r'
+	}
+	return '\n'
 }
 
 // jsonlSkip handles a malformed line: in strict mode it returns the *ParseError; in
@@ -64,9 +78,10 @@ func jsonlSkip(b *builder, name string, opts Options, line int, field, msg strin
 // jsonlHeadLines returns up to n non-blank lines of head (the last may be cut short).
 func jsonlHeadLines(head []byte, n int) [][]byte {
 	var out [][]byte
+	sep := lineSep(head)
 	for len(head) > 0 && len(out) < n {
 		line := head
-		if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		if i := bytes.IndexByte(head, sep); i >= 0 {
 			line, head = head[:i], head[i+1:]
 		} else {
 			head = nil

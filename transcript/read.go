@@ -93,7 +93,16 @@ func ReadFile(path string, opts Options) (*Session, error) {
 // wrapping ErrEmpty for empty input, ErrUnknownFormat (listing the formats tried)
 // when no reader recognises the content or an unknown Options.Format is given, and
 // ErrMalformed (as *ParseError naming line and field) for bad input in strict mode.
+//
+// UTF-16 and UTF-32 content (with a byte-order mark, or recognised by its NULs) is
+// converted to UTF-8 and read when the format is detected, with a warning naming
+// the encoding; the session then reads (and Rewrite writes) UTF-8. With
+// Options.Format set (a request body, or a format the caller names) it is malformed:
+// the error names the encoding.
 func Read(name string, data []byte, opts Options) (*Session, error) {
+	if w := sniffWide(data); w != nil {
+		return readWide(name, data, opts, w)
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: %w: the file holds no data", name, ErrEmpty)
 	}
@@ -117,6 +126,13 @@ func Read(name string, data []byte, opts Options) (*Session, error) {
 // wrapping ErrEmpty when data holds only blanks (as Read does), else ErrUnknownFormat
 // when no reader recognises it.
 func Detect(name string, data []byte) (Format, error) {
+	if w := sniffWide(data); w != nil {
+		text, err := w.decode(data[:min(len(data), 4*DetectBytes)])
+		if err != nil {
+			return "", fmt.Errorf("%s: %w: %s: %v", name, ErrUnknownFormat, w, err)
+		}
+		data = text
+	}
 	head := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	if len(bytes.TrimSpace(head)) == 0 {
@@ -131,6 +147,22 @@ func Detect(name string, data []byte) (Format, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: %w: tried %s", name, ErrUnknownFormat, formatList())
+}
+
+// readWide reads UTF-16 or UTF-32 content (see Read).
+func readWide(name string, data []byte, opts Options, w *wideText) (*Session, error) {
+	if opts.Format != "" {
+		return nil, &ParseError{File: name, Line: 1, Msg: fmt.Sprintf("the content is %s; format %s is read as UTF-8 (leave the format to detection to convert it)", w, opts.Format)}
+	}
+	text, err := w.decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	s, err := Read(name, text, opts)
+	if s != nil {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("the file is %s: read as converted to UTF-8", w))
+	}
+	return s, err
 }
 
 func formatList() string {

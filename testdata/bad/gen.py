@@ -130,6 +130,19 @@ c.call("toolu_\x1b[2Jclr", "Bash", {"command": "sleep 1"})
 c.say("Done.")
 put("claude-terminal-escapes.jsonl", c.text())
 
+# The healthy session in other encodings and line ends: UTF-16 (little-endian with a
+# byte-order mark, as Windows tools write it; big-endian without one) and UTF-32
+# (little-endian with a mark); old Mac line ends (CR only); and the first line split
+# in two by a CRLF at a blank (an editor wrapping a long line).
+healthy = claude_base().text()
+put("claude-utf16le-bom.jsonl", healthy.encode("utf-16"))
+put("claude-utf16be.jsonl", healthy.encode("utf-16-be"))
+put("claude-utf32le-bom.jsonl", healthy.encode("utf-32"))
+put("claude-cr-only.jsonl", healthy.replace("\n", "\r"))
+first, rest = healthy.split("\n", 1)
+mid = first.index(" ", first.index(",") + 1)  # after the first key: {"parentUuid": null,
+put("claude-first-line-split.jsonl", first[:mid] + "\r\n" + first[mid + 1:] + "\r\n" + rest.replace("\n", "\r\n"))
+
 # A JSON array where the line's object belongs.
 c = claude_base()
 lines = c.text().split("\n")
