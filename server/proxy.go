@@ -421,7 +421,9 @@ func upstreamURL(base *url.URL, r *http.Request) string {
 
 // forward sends body upstream with the client's headers (hop-by-hop ones removed)
 // and streams the response back as it arrives, flushing after every read. Upstream
-// errors come back as they came; an unreachable upstream gives 502.
+// errors come back as they came; an unreachable upstream gives 502; a response the
+// upstream cuts short is cut short for the client too (the connection is closed
+// without the response's end: panic(http.ErrAbortHandler)).
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, kind apiKind, body []byte) {
 	var rd io.Reader = http.NoBody
 	if body != nil {
@@ -486,10 +488,14 @@ func (s *Server) forwardStream(w http.ResponseWriter, r *http.Request, kind apiK
 			}
 		}
 		if rerr != nil {
-			if rerr != io.EOF && r.Context().Err() == nil {
-				s.log.Warn("upstream response cut short", "api", string(kind), "err", rerr)
+			if rerr == io.EOF || r.Context().Err() != nil {
+				return
 			}
-			return
+			// Ending the handler would end the response as if it were whole; abort
+			// the connection instead, so the client sees the cut too (as
+			// httputil.ReverseProxy does).
+			s.log.Warn("upstream response cut short; closing the client's connection", "api", string(kind), "err", rerr)
+			panic(http.ErrAbortHandler)
 		}
 	}
 }

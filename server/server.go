@@ -432,10 +432,17 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// instrument counts requests by route and status code.
+// instrument counts requests by route and status code ("aborted" for a response cut
+// short, see forward).
 func (s *Server) instrument(route string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				s.metrics.requests.WithLabelValues(route, "aborted").Inc()
+				panic(p)
+			}
+		}()
 		h.ServeHTTP(rec, r)
 		code := rec.code
 		if code == 0 {

@@ -178,11 +178,44 @@ func TestSlowStreamOutlivesTimeouts(t *testing.T) {
 				t.Fatalf("stream cut after %s: %v (%d bytes: %q)", took, err, len(got), got)
 			}
 			if n := strings.Count(string(got), "event: delta\n"); n != events || !strings.HasSuffix(string(got), "data: [DONE]\n\n") {
-				t.Errorf("got %d of %d events (done %v) in %s", n, events, strings.HasSuffix(string(got), "[DONE]\n\n"), took)
+				t.Errorf("got %d of %d events (done %v) in %s; the server's log:\n%s", n, events, strings.HasSuffix(string(got), "[DONE]\n\n"), took, env.log.String())
 			}
 			if took < 5*timeout {
 				t.Errorf("the stream took %s: it must outlive the %s timeouts several times", took, timeout)
 			}
 		})
+	}
+}
+
+// A stream the upstream cuts short is cut short for the client too: it gets an
+// error, not a response that looks whole.
+func TestUpstreamCutReachesClient(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeSSE(w, "delta", `{"i":0}`)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close() // mid-stream, without the chunked body's end
+		}
+	})
+	env := newProxy(t, server.Options{OpenAIUpstream: up.URL, AnthropicUpstream: up.URL})
+	addr := serveOn(t, env)
+	for _, path := range []string{"/v1/messages", "/v1/responses"} {
+		resp, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(string(got), `{"i":0}`) {
+			t.Errorf("%s: read %q, %v; want the first event, then io.ErrUnexpectedEOF", path, got, err)
+		}
+	}
+	if !strings.Contains(env.log.String(), "upstream response cut short; closing the client's connection") {
+		t.Errorf("log:\n%s", env.log.String())
+	}
+	_, metrics := get(t, "http://"+addr+"/metrics")
+	if !strings.Contains(string(metrics), `pruneadvisor_requests_total{code="aborted",route="anthropic"} 1`) {
+		t.Errorf("aborted response not counted:\n%s", metrics)
 	}
 }
