@@ -81,7 +81,7 @@ func TestBodyTimeout(t *testing.T) {
 	env := newProxy(t, server.Options{OpenAIUpstream: up.URL, AnthropicUpstream: up.URL, BodyTimeout: timeout})
 	addr := serveOn(t, env)
 	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 80) + `"}]}`
-	for _, path := range []string{"/v1/messages", "/v1/chat/completions", "/v1/advise", "/v1/responses"} {
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions", "/v1/responses", "/v1/advise", "/v1/messages/count_tokens"} {
 		for _, mode := range []string{"trickle", "chunk-stalled"} {
 			t.Run(path+" "+mode, func(t *testing.T) {
 				// trickle: 130 bytes, one every 100 ms (13 s in all); chunk-stalled: a
@@ -147,8 +147,8 @@ func TestIdleTimeout(t *testing.T) {
 
 // A streamed response that lasts much longer than every timeout (headers, body,
 // idle: 200 ms each; the stream 12 events 100 ms apart) reaches the client whole,
-// through the proxy route (whose body was read) and the passthrough (whose body
-// was streamed).
+// through the proxy routes (whose body was read) and the passthrough
+// (count_tokens, whose body was streamed).
 func TestSlowStreamOutlivesTimeouts(t *testing.T) {
 	const events = 12
 	up := newRecorder(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
@@ -164,7 +164,7 @@ func TestSlowStreamOutlivesTimeouts(t *testing.T) {
 		HeaderTimeout: timeout, BodyTimeout: timeout, IdleTimeout: timeout})
 	addr := serveOn(t, env)
 	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"stream please"}]}`
-	for _, path := range []string{"/v1/messages", "/v1/chat/completions", "/v1/responses"} {
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions", "/v1/responses", "/v1/messages/count_tokens"} {
 		t.Run(path, func(t *testing.T) {
 			start := time.Now()
 			resp, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(body))
@@ -200,7 +200,7 @@ func TestUpstreamCutReachesClient(t *testing.T) {
 	})
 	env := newProxy(t, server.Options{OpenAIUpstream: up.URL, AnthropicUpstream: up.URL})
 	addr := serveOn(t, env)
-	for _, path := range []string{"/v1/messages", "/v1/responses"} {
+	for _, path := range []string{"/v1/messages", "/v1/messages/count_tokens"} {
 		resp, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
 			t.Fatal(err)
