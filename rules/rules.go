@@ -12,9 +12,11 @@
 // is no content in context and keeps the earlier read alive. A read call that reads
 // several files (cat a b) dies when each of its files is superseded.
 //
-// Duplicate: an output byte-identical (ToolOutput.Hash) to a later output of the same
-// tool (ToolCall.Name) with the same arguments (ToolCall.Args as canonical JSON) is
-// dead.
+// Duplicate: an output identical to a later output of the same tool (ToolCall.Name)
+// with the same arguments (ToolCall.Args as canonical JSON) is dead, the texts
+// compared after removing the annotations agents' harnesses add to every result and
+// that change from call to call (the Annotations table: Claude Code's
+// <system-reminder> block, Codex's Chunk ID / Wall time lines).
 //
 // Each Death names the later call that decided it. Calls of the same step count as
 // simultaneous (parallel tool calls): a read and an edit in one step never supersede
@@ -273,9 +275,14 @@ func (x *Index) kill(key string, r Rule, by *transcript.ToolCall, o *transcript.
 	return d, true
 }
 
-// dupKey identifies (tool, canonical arguments, output text).
+// dupKey identifies (tool, canonical arguments, output text without the harness
+// annotations of the Annotations table).
 func dupKey(c *transcript.ToolCall, o *transcript.ToolOutput) string {
-	return c.Name + "\x00" + transcript.TextHash(canonArgs(c.Args)) + "\x00" + o.Hash
+	h := o.Hash
+	if t := StripAnnotations(o.Text); t != o.Text {
+		h = transcript.TextHash(t)
+	}
+	return c.Name + "\x00" + transcript.TextHash(canonArgs(c.Args)) + "\x00" + h
 }
 
 // canonArgs re-encodes JSON arguments with sorted keys and no insignificant space, so

@@ -17,8 +17,10 @@ import (
 //   - message{role: user|assistant|system|developer, content: string |
 //     [input_text|output_text|input_image|input_file|refusal]}, and the short form
 //     {role, content} without a type;
-//   - function_call{call_id, name, arguments: JSON string} →
-//     function_call_output{call_id, output: string | [input_text|input_image|…]};
+//   - function_call{call_id, name, arguments: JSON string, namespace?} →
+//     function_call_output{call_id, output: string | [input_text|input_image|…]}; a
+//     call into a namespace tool (Codex 0.171 lists each MCP server's tools as
+//     {type: namespace, name: mcp__<server>, tools}) is named <namespace>__<name>;
 //   - custom_tool_call{call_id, name, input} (Codex apply_patch) →
 //     custom_tool_call_output{call_id, output};
 //   - local_shell_call{call_id, action} → local_shell_call_output{call_id, output};
@@ -189,6 +191,11 @@ func (r *responsesReader) item(name string, i int, raw json.RawMessage) *ParseEr
 		callName, ok := jsonscan.Text(it["name"])
 		if !ok {
 			return bad("name", "missing or not a string")
+		}
+		if ns := str("namespace"); ns != "" {
+			// a function of a namespace tool (Codex lists an MCP server's tools as
+			// {type: namespace, name: mcp__<server>}): named as Codex names MCP tools
+			callName = ns + "__" + callName
 		}
 		m := r.turn()
 		m.Calls = append(m.Calls, &ToolCall{ID: str("call_id"), Name: callName, Args: argsJSON(it["arguments"])})
