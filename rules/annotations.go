@@ -40,6 +40,13 @@ var Annotations = []Annotation{
 		Re:     regexp.MustCompile(`(?m)\A(?:Chunk ID: [0-9a-f]+\n)?Wall time: [0-9.]+ seconds\n`),
 		Source: "testdata/annotations/codex-0.171.0-exec_command.json",
 	},
+	{
+		Agent:  "Gemini CLI 0.61.0",
+		What:   "the Process Group PGID line closing every run_shell_command output (a new process group each call)",
+		Marker: "Process Group PGID: ",
+		Re:     regexp.MustCompile(`(?m)^Process Group PGID: \d+\n?`),
+		Source: "testdata/annotations/gemini-cli-0.61.0-run_shell_command.json",
+	},
 }
 
 // StripAnnotations returns text without the harness annotations of the table (the

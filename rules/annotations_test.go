@@ -84,9 +84,10 @@ func TestStripAnnotations(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain output\n": "plain output\n",
 		"a\n\n<system-reminder>\n<total_tokens>9 tokens left</total_tokens>\n</system-reminder>": "a",
-		"Chunk ID: 1a2b3c\nWall time: 0.0011 seconds\nProcess exited with code 0\nOutput:\nok\n":      "Process exited with code 0\nOutput:\nok\n",
-		"Wall time: 0.5 seconds\nOutput:\nx":                                                           "Output:\nx",
-		"Output:\nWall time: 3 seconds\n":                                                             "Output:\nWall time: 3 seconds\n",
+		"Chunk ID: 1a2b3c\nWall time: 0.0011 seconds\nProcess exited with code 0\nOutput:\nok\n": "Process exited with code 0\nOutput:\nok\n",
+		"Wall time: 0.5 seconds\nOutput:\nx":                                                     "Output:\nx",
+		"Output:\nWall time: 3 seconds\n":                                                        "Output:\nWall time: 3 seconds\n",
+		"Output: 1\n2\nProcess Group PGID: 8332\n</untrusted_context>":                           "Output: 1\n2\n</untrusted_context>",
 	} {
 		if got := StripAnnotations(in); got != want {
 			t.Errorf("StripAnnotations(%q) = %q; want %q", in, got, want)
