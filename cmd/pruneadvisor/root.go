@@ -65,6 +65,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	var ae agentExit
+	if errors.As(err, &ae) {
+		return ae.code // the wrapped agent's own exit code; it said why itself
+	}
 	fmt.Fprintln(stderr, "pruneadvisor:", err)
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
@@ -99,6 +103,7 @@ func commands(e *env) []*cobra.Command {
 		backoffCmd(e),
 		serveCmd(e),
 		mcpCmd(e),
+		wrapCmd(e),
 	}
 }
 
