@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -150,4 +151,49 @@ func FuzzResponses(f *testing.F) {
 		}
 		ResponsesContinuation(data)
 	})
+}
+
+// bigNewBody builds an n-turn Responses (gemini false) or Gemini API body, each turn
+// a call and a 10 KB output, about as large as bodyBig's Anthropic one.
+func bigNewBody(gemini bool, n int) []byte {
+	var b strings.Builder
+	line := strings.Repeat("func handler(x int) int { return x * 2 } // padding\n", 200)
+	if gemini {
+		b.WriteString(`{"contents":[{"role":"user","parts":[{"text":"fix it"}]}`)
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, `,{"role":"model","parts":[{"functionCall":{"id":"c%d","name":"read_file","args":{"file_path":"/w/f%d.go"}}}]}`, i, i)
+			fmt.Fprintf(&b, `,{"role":"user","parts":[{"functionResponse":{"id":"c%d","name":"read_file","response":{"output":%s}}}]}`, i, jsonQuote(fmt.Sprint(i)+line))
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
+	}
+	b.WriteString(`{"model":"m","instructions":"sys","input":[{"type":"message","role":"user","content":"fix it"}`)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `,{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"cat f%d.go\"}","call_id":"c%d"}`, i, i)
+		fmt.Fprintf(&b, `,{"type":"function_call_output","call_id":"c%d","output":%s}`, i, jsonQuote(fmt.Sprint(i)+line))
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkReadNewBodies reads an 80-turn Responses and Gemini API body (about
+// 850 KB each): these readers have no message cache, so every request costs the
+// whole body (compare BenchmarkReadBodyCached for the Anthropic body).
+func BenchmarkReadNewBodies(b *testing.B) {
+	for _, gemini := range []bool{false, true} {
+		name, format := "responses", FormatResponses
+		if gemini {
+			name, format = "gemini", FormatGeminiAPI
+		}
+		b.Run(name, func(b *testing.B) {
+			body := bigNewBody(gemini, 80)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := Read("body", body, Options{Format: format}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
