@@ -30,8 +30,12 @@ func sniffWide(data []byte) *wideText {
 	be16 := func(bom bool) *wideText {
 		return &wideText{"UTF-16BE", bom, unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM)}
 	}
-	le32 := func(bom bool) *wideText { return &wideText{"UTF-32LE", bom, utf32.UTF32(utf32.LittleEndian, utf32.IgnoreBOM)} }
-	be32 := func(bom bool) *wideText { return &wideText{"UTF-32BE", bom, utf32.UTF32(utf32.BigEndian, utf32.IgnoreBOM)} }
+	le32 := func(bom bool) *wideText {
+		return &wideText{"UTF-32LE", bom, utf32.UTF32(utf32.LittleEndian, utf32.IgnoreBOM)}
+	}
+	be32 := func(bom bool) *wideText {
+		return &wideText{"UTF-32BE", bom, utf32.UTF32(utf32.BigEndian, utf32.IgnoreBOM)}
+	}
 	switch {
 	case bytes.HasPrefix(data, []byte{0xff, 0xfe, 0, 0}):
 		return le32(true)
