@@ -27,13 +27,21 @@ func TestClaude(t *testing.T) {
 	m := &model{proto: "anthropic", agent: "claude", readTool: "Read"}
 	file := func(n string) string { return filepath.Join(work, n) }
 	m.script = script{
-		read:   func() action { return action{tool: "Read", args: map[string]any{"file_path": file("main.go")}} },
-		edit:   func() action { return action{tool: "Edit", args: map[string]any{"file_path": file("main.go"), "old_string": "FROM_FLAG_ONLY", "new_string": "FROM_ENV"}} },
+		read: func() action { return action{tool: "Read", args: map[string]any{"file_path": file("main.go")}} },
+		edit: func() action {
+			return action{tool: "Edit", args: map[string]any{"file_path": file("main.go"), "old_string": "FROM_FLAG_ONLY", "new_string": "FROM_ENV"}}
+		},
 		reread: func() action { return action{tool: "Read", args: map[string]any{"file_path": file("main.go")}} },
-		shell1: func() action { return action{tool: "Bash", args: map[string]any{"command": "seq 1 300", "description": "Count"}} },
-		shell2: func() action { return action{tool: "Bash", args: map[string]any{"command": "seq 1 300", "description": "Count"}} },
-		large:  func() action { return action{tool: "Read", args: map[string]any{"file_path": file("large.txt")}} },
-		recall: func(id string) action { return action{tool: "mcp__pruneadvisor__recall", args: map[string]any{"id": id}} },
+		shell1: func() action {
+			return action{tool: "Bash", args: map[string]any{"command": "seq 1 300", "description": "Count"}}
+		},
+		shell2: func() action {
+			return action{tool: "Bash", args: map[string]any{"command": "seq 1 300", "description": "Count"}}
+		},
+		large: func() action { return action{tool: "Read", args: map[string]any{"file_path": file("large.txt")}} },
+		recall: func(id string) action {
+			return action{tool: "mcp__pruneadvisor__recall", args: map[string]any{"id": id}}
+		},
 	}
 	r := runAgent(t, p, m, []string{"-p", prompt, "--model", "claude-sonnet-4-5", "--dangerously-skip-permissions", "--output-format", "text"},
 		nil, func(home, w string) { work = w })
@@ -71,7 +79,9 @@ func TestGemini(t *testing.T) {
 	m := &model{proto: "gemini", agent: "gemini", readTool: "read_file"}
 	file := func(n string) string { return filepath.Join(work, n) }
 	sh := func(cmd string) func() action {
-		return func() action { return action{tool: "run_shell_command", args: map[string]any{"command": cmd, "description": "count"}} }
+		return func() action {
+			return action{tool: "run_shell_command", args: map[string]any{"command": cmd, "description": "count"}}
+		}
 	}
 	m.script = script{
 		read: func() action { return action{tool: "read_file", args: map[string]any{"file_path": file("main.go")}} },
@@ -127,7 +137,9 @@ func TestOpencode(t *testing.T) {
 	m := &model{proto: "anthropic", agent: "opencode", readTool: "read"}
 	file := func(n string) string { return filepath.Join(work, n) }
 	sh := func(cmd string) func() action {
-		return func() action { return action{tool: "bash", args: map[string]any{"command": cmd, "description": "Count"}} }
+		return func() action {
+			return action{tool: "bash", args: map[string]any{"command": cmd, "description": "Count"}}
+		}
 	}
 	m.script = script{
 		read: func() action { return action{tool: "read", args: map[string]any{"filePath": file("main.go")}} },

@@ -314,6 +314,7 @@ func baseEnv(home, bin string) []string {
 		"GEMINI_TELEMETRY_ENABLED=false", "GEMINI_CLI_NO_RELAUNCH=true",
 		// opencode
 		"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+		"OPENCODE_DISABLE_DEFAULT_PLUGINS=1", // its default plugins are npm packages it would fetch at start
 		// pi
 		"PI_SKIP_VERSION_CHECK=1", "PI_OFFLINE=1",
 		// Codex
