@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/server"
+	"github.com/pruneadvisor/pruneadvisor/storage"
+	"github.com/pruneadvisor/pruneadvisor/storage/pgtest"
 )
 
 // bigSession builds the Anthropic Messages request bodies of one long session, the
@@ -100,13 +103,23 @@ func (d *discardTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// benchProxy is a server on a SQLite store with the default advisor configuration
-// (200,000-token window, budget 100,000, K = 3) and the noise-test scorer, forwarding
-// into a discardTransport.
+// benchProxy is a server on a SQLite store (PostgreSQL with
+// PRUNEADVISOR_BENCH_POSTGRES=1: a schema on the pgtest server) with the default
+// advisor configuration (200,000-token window, budget 100,000, K = 3) and the
+// noise-test scorer, forwarding into a discardTransport.
 func benchProxy(b *testing.B) (*server.Server, *discardTransport) {
 	up := &discardTransport{}
-	env := newProxy(b, server.Options{Config: advisor.DefaultConfig(), AnthropicUpstream: "http://upstream.invalid", Transport: up})
-	return env.srv, up
+	opts := server.Options{Config: advisor.DefaultConfig(), AnthropicUpstream: "http://upstream.invalid", Transport: up}
+	if os.Getenv("PRUNEADVISOR_BENCH_POSTGRES") == "1" {
+		dsn := pgtest.URL(b)
+		db, err := storage.Open(context.Background(), dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = db.Close() })
+		return newProxyOn(b, opts, db, dsn).srv, up
+	}
+	return newProxy(b, opts).srv, up
 }
 
 // rewrites returns how many requests applied pending prunes so far

@@ -18,7 +18,7 @@ const RecallSecretBytes = 32
 
 // RecallSecret returns the database's recall-id secret (advisor.Advisor.RecallSecret),
 // creating it on first use: RecallSecretBytes bytes from crypto/rand, stored in the
-// secrets table. Every process that opens the same file gets the same bytes (two
+// secrets table. Every process that opens the same database gets the same bytes (two
 // first uses at once keep the one committed first). Errors (wrapped): ErrReadOnly
 // when the database is read-only and holds no secret yet; the driver's error
 // otherwise.
