@@ -92,6 +92,7 @@ const (
 	kindOpenAIMessage
 	kindValid
 	kindPatch
+	kindMeasure // a tool output's text, measured (tokens and hash; the text is not kept)
 )
 
 // bodyKey identifies raw bytes by two 64-bit maphashes under independent seeds and
@@ -106,6 +107,27 @@ var bodySeed1, bodySeed2 = maphash.MakeSeed(), maphash.MakeSeed()
 
 func keyOf(kind bodyKind, raw []byte) bodyKey {
 	return bodyKey{kind, maphash.Bytes(bodySeed1, raw), maphash.Bytes(bodySeed2, raw), len(raw)}
+}
+
+// minMeasured is the shortest output text whose measure the cache keeps: shorter
+// ones cost less to measure than to look up.
+const minMeasured = 256
+
+// measured returns text's o200k token count and hex SHA-256, from the cache when
+// it measured the same text before (the readers without a per-message fast path,
+// openai-responses and gemini-api, re-read every output of the history on every
+// request).
+func (c *MessageCache) measured(text string) (tokens int, hash string) {
+	if c == nil || len(text) < minMeasured {
+		return CountTokens(text), TextHash(text)
+	}
+	k := bodyKey{kindMeasure, maphash.String(bodySeed1, text), maphash.String(bodySeed2, text), len(text)}
+	if t := c.get(k); t != nil {
+		return t.tokens, t.hash
+	}
+	tokens, hash = CountTokens(text), TextHash(text)
+	c.put(k, &msgTemplate{tokens: tokens, hash: hash, size: entryOverhead + 64})
+	return tokens, hash
 }
 
 // patchKey identifies a message's bytes together with the stubs put into it (spec,
@@ -134,6 +156,8 @@ type msgTemplate struct {
 	msg     *Message // nil for a system value holding no text and for checked values
 	prompt  string   // an Anthropic user message's first real prompt, for Session.Task
 	patched []byte   // kindPatch: the message's bytes with its stubs in (Session.Rewrite)
+	tokens  int      // kindMeasure: the text's token count
+	hash    string   // kindMeasure: the text's hex SHA-256
 	size    int64
 }
 

@@ -20,6 +20,9 @@ type builder struct {
 	seenIDs map[string]int         // how many calls used each id
 	outKeys map[string]int         // how many outputs used each key
 	step    int
+	// measures, when set, gives output texts' tokens and hashes measured before
+	// (MessageCache.measured); the readers of openai-responses and gemini-api set it.
+	measures *MessageCache
 }
 
 func newBuilder(format Format, name string, raw []byte) *builder {
@@ -65,8 +68,7 @@ func (b *builder) measure(m *Message) {
 		tokens += CountTokens(string(c.Args))
 	}
 	for _, o := range m.Outputs {
-		o.Hash = TextHash(o.Text)
-		o.Tokens = CountTokens(o.Text)
+		o.Tokens, o.Hash = b.measures.measured(o.Text)
 		tokens += o.Tokens
 	}
 	m.Tokens = tokens

@@ -78,6 +78,7 @@ type geminiAPIReader struct {
 // is skipped in lenient mode.
 func readGeminiAPI(name string, data []byte, opts Options) (*Session, error) {
 	b := newBuilder(FormatGeminiAPI, name, data)
+	b.measures = opts.Cache
 	root, err := loadDocument(b, name, data, opts)
 	if err != nil {
 		return nil, err

@@ -16,8 +16,10 @@ type Options struct {
 	Lenient bool
 	// Cache, when set, lets the request-body readers (formats anthropic and openai)
 	// reuse the messages it holds from earlier reads and keep the new ones (see
-	// MessageCache); nil decodes every message. Other formats ignore it. The session
-	// read is the same with or without it.
+	// MessageCache); nil decodes every message. The openai-responses and gemini-api
+	// readers decode every item but take the token counts and hashes of output texts
+	// they measured before from it. Other formats ignore it. The session read is the
+	// same with or without it.
 	Cache *MessageCache
 }
 

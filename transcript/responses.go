@@ -105,6 +105,7 @@ type responsesReader struct {
 // malformed is skipped in lenient mode.
 func readResponses(name string, data []byte, opts Options) (*Session, error) {
 	b := newBuilder(FormatResponses, name, data)
+	b.measures = opts.Cache
 	root, err := loadDocument(b, name, data, opts)
 	if err != nil {
 		return nil, err

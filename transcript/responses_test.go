@@ -177,23 +177,73 @@ func bigNewBody(gemini bool, n int) []byte {
 }
 
 // BenchmarkReadNewBodies reads an 80-turn Responses and Gemini API body (about
-// 850 KB each): these readers have no message cache, so every request costs the
-// whole body (compare BenchmarkReadBodyCached for the Anthropic body).
+// 860 KB each) without a cache and through a warm one (which keeps the outputs'
+// token counts and hashes; the items are decoded on every read). Compare
+// BenchmarkReadBodyCached for the Anthropic body.
 func BenchmarkReadNewBodies(b *testing.B) {
 	for _, gemini := range []bool{false, true} {
-		name, format := "responses", FormatResponses
-		if gemini {
-			name, format = "gemini", FormatGeminiAPI
-		}
-		b.Run(name, func(b *testing.B) {
-			body := bigNewBody(gemini, 80)
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if _, err := Read("body", body, Options{Format: format}); err != nil {
+		for _, cached := range []bool{false, true} {
+			name, format := "responses", FormatResponses
+			if gemini {
+				name, format = "gemini", FormatGeminiAPI
+			}
+			var c *MessageCache
+			if cached {
+				name += "/cached"
+				c = NewMessageCache(0)
+			}
+			b.Run(name, func(b *testing.B) {
+				body := bigNewBody(gemini, 80)
+				if _, err := Read("body", body, Options{Format: format, Cache: c}); err != nil {
 					b.Fatal(err)
 				}
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if _, err := Read("body", body, Options{Format: format, Cache: c}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// The measures a cache keeps give the same session as measuring afresh, and a
+// second read of a body takes every long output's measure from the cache.
+func TestNewBodiesMeasureCache(t *testing.T) {
+	for _, tt := range []struct {
+		format Format
+		body   []byte
+	}{
+		{FormatResponses, bigNewBody(false, 5)}, {FormatGeminiAPI, bigNewBody(true, 5)},
+		{FormatResponses, []byte(codexBody)}, {FormatGeminiAPI, []byte(geminiBody)},
+	} {
+		plain, err := Read("b", tt.body, Options{Format: tt.format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewMessageCache(0)
+		for round := 0; round < 2; round++ {
+			before := c.Stats()
+			s, err := Read("b", tt.body, Options{Format: tt.format, Cache: c})
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
+			long := 0
+			for i, o := range s.Outputs() {
+				p := plain.Outputs()[i]
+				if o.Tokens != p.Tokens || o.Hash != p.Hash || o.Tokens != CountTokens(o.Text) || o.Hash != TextHash(o.Text) {
+					t.Fatalf("%s round %d output %s: %d %s; want %d %s", tt.format, round, o.Key, o.Tokens, o.Hash, p.Tokens, p.Hash)
+				}
+				if len(o.Text) >= minMeasured {
+					long++
+				}
+			}
+			after := c.Stats()
+			if hits := after.Hits - before.Hits; round == 1 && hits != int64(long) || round == 0 && hits != 0 {
+				t.Errorf("%s round %d: %d hits; want %d", tt.format, round, hits, map[bool]int{true: long}[round == 1])
+			}
+		}
 	}
 }
