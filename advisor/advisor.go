@@ -26,7 +26,7 @@ type Advisor struct {
 	// Config is the validated configuration (New validates it). Do not change it after
 	// the first Advise call.
 	Config Config
-	// Scorer gives keep-probabilities. nil, or a Config.Cutoff of 0, means rules
+	// Scorer gives keep-probabilities. nil, or a cutoff of 0 for it (Config.CutoffFor), means rules
 	// only: no candidate is ever scored (nothing is asked), so only rule-dead and
 	// disposable outputs are pruned.
 	Scorer Scorer
@@ -46,6 +46,8 @@ type Advisor struct {
 	RecallSecret []byte
 
 	schedule backoff.Schedule
+	cutoff   float64 // Config.CutoffFor the scorer, fixed at the first step
+	cutOnce  sync.Once
 	mu       sync.Mutex
 	sessions map[string]*state
 }
@@ -135,6 +137,18 @@ func (a *Advisor) Advise(ctx context.Context, s *transcript.Session) (Plan, erro
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return a.step(ctx, st, s)
+}
+
+// cutoffNow returns the cutoff of the advisor's scorer (Config.CutoffFor its name),
+// read once.
+func (a *Advisor) cutoffNow() float64 {
+	a.cutOnce.Do(func() {
+		a.cutoff = a.Config.Cutoff
+		if a.Scorer != nil {
+			a.cutoff = a.Config.CutoffFor(a.Scorer.Name())
+		}
+	})
+	return a.cutoff
 }
 
 // priceModel returns the price model for s: Config.Provider's when set, else the

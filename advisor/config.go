@@ -71,6 +71,13 @@ type Config struct {
 	// Cutoff is the keep-probability under which a scored candidate is pruned.
 	// Default 0.25 until calibrated ("the small model is only reliable in its low tail").
 	Cutoff float64 `json:"cutoff" validate:"gte=0,lte=1"`
+	// ScorerCutoffs holds the cutoff of particular scorers, by name (as Scorer.Name
+	// says it: "fitted", "lexical", "ollama:qwen2.5:0.5b:p2"), over Cutoff (DESIGN.md:
+	// "one per scorer"). Default: {"fitted": 0.2}, chosen by calibrate on
+	// ../shared/corpus and ../shared/sessions as the highest cutoff of the embedded
+	// model with no session costlier than keep-all at the 20,000- and 100,000-token
+	// budgets (docs/EVALUATION.md). CutoffFor looks them up.
+	ScorerCutoffs map[string]float64 `json:"scorer_cutoffs,omitempty" validate:"dive,gte=0,lte=1"`
 	// RewriteFraction is the least rewrite, as a fraction of the budget: a rewrite
 	// forced by the budget waits until it frees at least this much, unless it reaches
 	// the low-water mark, so a session hovering at the budget is not rewritten every
@@ -83,14 +90,24 @@ type Config struct {
 	// PayFactor: under the budget with a warm cache, pending prunes are applied only
 	// when the rewrite's saving (tokens removed x cache-read price x expected
 	// remaining steps) is at least PayFactor times its cost (tokens after the first
-	// changed message x (cache write - cache read)). Default 1 (break-even under the
-	// estimate); calibrate reports the net dollars of other values.
+	// changed message x (cache write - cache read)). Default 2 (a margin for the
+	// estimate's error; see RemainingFactor); calibrate --pay-factor prices others.
 	PayFactor float64 `json:"pay_factor" validate:"gte=1,lte=1000"`
+	// PriceForced makes a rewrite forced by the budget wait unless it also pays for
+	// itself (planner.Input.PriceForced): the budget bounds the context only as far
+	// as that costs no more than doing nothing; past the hard limit every pending
+	// prune still goes. Default true: measured on ../shared/sessions and
+	// ../shared/corpus, forced rewrites that did not pay were what made sessions
+	// costlier than keep-all (docs/EVALUATION.md).
+	PriceForced bool `json:"price_forced"`
 	// RemainingFactor and RemainingMin estimate a session's remaining steps from its
 	// steps so far: max(RemainingMin, RemainingFactor x steps) (planner.Estimator).
-	// Defaults 0.5 and 3: 0.5 is planner.FitFactor over the step counts of
-	// ../shared/corpus (calibrate prints the fit for the sessions it reads and
-	// --write-config writes it).
+	// Defaults 0.05 and 3. The mean remaining length is about 0.5 x steps on
+	// ../shared/corpus (planner.FitFactor; calibrate prints it), but a rewrite priced
+	// on the mean loses money in every session that ends sooner than average: 0.05
+	// (with PayFactor 2) is the largest factor on the grid {0.05, 0.1, 0.2, 0.5} with
+	// which no session of ../shared/corpus or ../shared/sessions was costlier than
+	// keep-all under the default scorer (docs/EVALUATION.md, "Choosing the regime").
 	RemainingFactor float64 `json:"remaining_factor" validate:"gt=0,lte=100"`
 	RemainingMin    float64 `json:"remaining_min" validate:"gte=1,lte=100000"`
 	// Provider is the provider whose prices and cache rules apply ("anthropic",
@@ -106,6 +123,12 @@ type Config struct {
 	// Schedule is the ask back-off in backoff.Parse syntax. Default "3,6,12,24":
 	// re-asks 3, 6, 12, 24 steps after the previous ask, only while over budget.
 	Schedule string `json:"schedule" validate:"required"`
+	// ReaskUnderBudget makes re-asks follow Schedule whatever the context size.
+	// Default false (DESIGN.md step 5: re-asks only while over the budget, or when
+	// the cache is cold and a rewrite is free): scores of a model barely move between
+	// asks, and asks cost. The fitted scorer's do move (the use history changes) and
+	// cost microseconds; training replays set it to see every output at many ages.
+	ReaskUnderBudget bool `json:"reask_under_budget,omitempty"`
 	// ExcludedTools are tool names or globs (path.Match syntax, case-insensitive)
 	// whose outputs are never candidates. Default: memory, todo, skill and
 	// task/subagent tools of the agents pruneadvisor reads. A caller unprotects one
@@ -134,10 +157,12 @@ func DefaultConfig() Config {
 		ProtectedSteps:     3,
 		MinCandidateTokens: 200,
 		Cutoff:             0.25,
+		ScorerCutoffs:      map[string]float64{"fitted": 0.2},
 		RewriteFraction:    0.05,
 		LowWaterFraction:   0.8,
-		PayFactor:          1,
-		RemainingFactor:    0.5,
+		PayFactor:          2,
+		PriceForced:        true,
+		RemainingFactor:    0.05,
 		RemainingMin:       3,
 		CacheTTL:           Duration(5 * time.Minute),
 		Schedule:           "3,6,12,24",
@@ -223,6 +248,21 @@ func (c Config) BudgetTokens() int {
 // never below the budget.
 func (c Config) HardLimitTokens() int {
 	return max(int(float64(c.ContextWindow)*c.HardLimitFraction), c.BudgetTokens())
+}
+
+// CutoffFor returns the cutoff of the scorer named name: ScorerCutoffs[name], else
+// the entry for the part of name before its first ':' ("ollama" for
+// "ollama:qwen2.5:0.5b:p2", "fitted" for "fitted:mine.json"), else Cutoff.
+func (c Config) CutoffFor(name string) float64 {
+	if v, ok := c.ScorerCutoffs[name]; ok {
+		return v
+	}
+	if head, _, found := strings.Cut(name, ":"); found {
+		if v, ok := c.ScorerCutoffs[head]; ok {
+			return v
+		}
+	}
+	return c.Cutoff
 }
 
 // LowWaterTokens returns the low-water mark in tokens: LowWaterFraction x budget.

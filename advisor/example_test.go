@@ -50,13 +50,14 @@ func runTool(tool string, step int) string {
 
 // Wrap an agent loop: before every model call, hand the advisor the messages the
 // agent is about to send, and send what it gives back. Here the first read of main.go
-// is superseded once the agent edits the file and reads it again, so it is swapped
-// for a stub that names its recall id; the model gets the same stub on every later
-// call.
+// is superseded once the agent edits the file and reads it again; the context is
+// over the budget, so the planner applies the prune and the read becomes a stub that
+// names its recall id; the model gets the same stub on every later call.
 func Example() {
 	cfg := advisor.DefaultConfig()
-	cfg.Budget = 2000      // a small agent: 5% of it (100 tokens) is worth a rewrite
-	cfg.ProtectedSteps = 1 // only the latest step is off limits
+	cfg.Budget = 1000       // a small agent, over its budget from step 2
+	cfg.PriceForced = false // the budget matters more to it than the cache
+	cfg.ProtectedSteps = 1  // only the latest step is off limits
 	cfg.MinCandidateTokens = 50
 	store := advisor.NewMemoryStore()        // storage.Open(ctx, path) keeps originals on disk
 	adv, err := advisor.New(cfg, nil, store) // nil scorer: the rules alone
@@ -80,13 +81,7 @@ func Example() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		stubs := map[string]string{}
-		for _, it := range plan.Items {
-			if it.Decision == advisor.DecisionPruned {
-				stubs[it.Key] = it.Stub
-			}
-		}
-		send, err := s.Rewrite(stubs) // the request bytes with stubs in the pruned slots
+		send, err := s.Rewrite(plan.Stubs) // the request bytes with stubs in the pruned slots
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package advisor_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +96,35 @@ func TestRegimeWarmUnderBudget(t *testing.T) {
 	}
 }
 
+// With price_forced (the default) a rewrite the budget would force waits until it
+// pays: over 60 reads at a 10,000-token budget, the plan waits while the cache write
+// would cost more than it saves, and every rewrite made saves at least PayFactor
+// times its cost (once enough old reads are pending that the suffix after them is
+// short).
+func TestRegimePriceForced(t *testing.T) {
+	cfg := advisor.DefaultConfig()
+	cfg.Budget = 10_000
+	steps := simulate(t, newAdvisor(t, cfg, constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 60))
+	unchanged(t, steps)
+	waited, rewrites := 0, 0
+	for _, st := range steps {
+		p := st.plan
+		if strings.Contains(p.Waiting, "over budget, but the rewrite would cost $") {
+			waited++
+		}
+		if !p.Rewrite {
+			continue
+		}
+		rewrites++
+		if p.RewriteSavingUSD < cfg.PayFactor*p.RewriteCostUSD {
+			t.Errorf("step %d: %s rewrite saves $%g for a cost of $%g", p.Step, p.RewriteReason, p.RewriteSavingUSD, p.RewriteCostUSD)
+		}
+	}
+	if waited == 0 || rewrites == 0 {
+		t.Errorf("%d steps waited for a paying rewrite, %d rewrites; want both", waited, rewrites)
+	}
+}
+
 // Over the budget (10,000 tokens; 60 reads of about 600 tokens): every rewrite is an
 // over-budget one that frees at least 5% of the budget or reaches the low-water mark
 // (8,000), the context after it is at most the budget, and between rewrites the bytes
@@ -102,7 +132,8 @@ func TestRegimeWarmUnderBudget(t *testing.T) {
 func TestRegimeOverBudget(t *testing.T) {
 	cfg := advisor.DefaultConfig()
 	cfg.Budget = 10_000
-	cfg.PayFactor = 1000 // only the budget forces rewrites here
+	cfg.PayFactor = 1000    // only the budget forces rewrites here
+	cfg.PriceForced = false // whatever they cost (DESIGN.md step 6b)
 	steps := simulate(t, newAdvisor(t, cfg, constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 60))
 	unchanged(t, steps)
 	rewrites := 0
@@ -137,6 +168,7 @@ func TestRegimeOverBudget(t *testing.T) {
 // the cache-read price times the expected remaining steps.
 func TestRegimePays(t *testing.T) {
 	cfg := advisor.DefaultConfig()
+	cfg.RemainingFactor, cfg.PayFactor = 0.5, 1 // the mean estimate, break-even
 	steps := simulate(t, newAdvisor(t, cfg, constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 40))
 	unchanged(t, steps)
 	checked := 0
@@ -179,6 +211,12 @@ func TestRegimePays(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no rewrite paid for itself over 40 steps")
+	}
+	// With the defaults (remaining 0.05 x steps, saving >= 2 x cost) none does here.
+	for _, st := range simulate(t, newAdvisor(t, advisor.DefaultConfig(), constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 40)) {
+		if st.plan.Rewrite {
+			t.Errorf("step %d: %s rewrite with the default estimate", st.plan.Step, st.plan.RewriteReason)
+		}
 	}
 	t.Logf("%d rewrites paid for themselves", checked)
 }

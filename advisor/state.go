@@ -46,6 +46,9 @@ type state struct {
 	awaiting   []*outState       // outputs whose reaction is not known yet
 	lastRead   map[string]*outState
 	lastEdit   map[string]int // path -> step of its latest successful edit or write
+	lastTouch  map[string]int // path -> step of the latest call touching it
+	allUses    int            // counting uses so far, over every output
+	reads      map[string]int // path -> successful reads so far
 	offsets    []int          // offsets[i]: tokens of messages 0..i-1, nothing pruned
 	saved      fenwick        // tokens the applied stubs remove, by message index
 	ctxTokens  int            // tokens of the indexed messages with applied stubs
@@ -92,12 +95,13 @@ type outState struct {
 	deadRule string
 	deadBy   string
 
-	asks      int  // asks made, failed ones included (the back-off spaces retries too)
-	lastAsk   int  // step of the latest ask
-	lastOKAsk int  // step of the latest ask that gave a score
-	uses      int  // counting uses so far (the use history)
-	lastUse   int  // step of the latest counting use, 0 if none
-	recalled  bool // its original was recalled (the stub stays)
+	asks      int   // asks made, failed ones included (the back-off spaces retries too)
+	lastAsk   int   // step of the latest ask
+	lastOKAsk int   // step of the latest ask that gave a score
+	uses      int   // counting uses so far (the use history)
+	lastUse   int   // step of the latest counting use, 0 if none
+	useSteps  []int // the steps of the latest uses (at most recentUses of them)
+	recalled  bool  // its original was recalled (the stub stays)
 
 	recallID   string // the id its original is stored under
 	stubID     string // the id its stub names: recallID, or the recalled output's for a recall's result
@@ -131,8 +135,9 @@ func (st *state) clear() {
 	st.outs, st.items, st.byKey, st.byRecall = nil, nil, map[string]*outState{}, map[string]*outState{}
 	st.rules, st.corpus, st.tracker, st.awaiting = rules.NewIndex(), cards.NewCorpus(), evidence.NewTracker(), nil
 	st.lastRead, st.lastEdit = map[string]*outState{}, map[string]int{}
+	st.lastTouch, st.reads = map[string]int{}, map[string]int{}
 	st.offsets, st.saved = []int{0}, fenwick{}
-	st.ctxTokens, st.fullTokens, st.lastNow = 0, 0, ""
+	st.ctxTokens, st.fullTokens, st.lastNow, st.allUses = 0, 0, "", 0
 	st.events, st.ripe, st.touched, st.pending, st.pendingTokens = nil, nil, nil, nil, 0
 	st.stubs = map[string]string{}
 }
@@ -208,8 +213,8 @@ func (a *Advisor) trackUses(st *state, m *transcript.Message) {
 	}
 	for _, u := range uses {
 		if o := st.byKey[u.Key]; o != nil && u.Counts() {
-			o.uses++
-			o.lastUse = u.Step
+			o.noteUse(u.Step)
+			st.allUses++
 			st.touched = append(st.touched, o)
 		}
 	}
@@ -225,9 +230,16 @@ func (a *Advisor) indexOutput(st *state, m *transcript.Message, bi int, o *trans
 	st.awaiting = append(st.awaiting, os)
 	st.corpus.Add(o.Text)
 	st.touched = append(st.touched, os)
-	if c := o.Call; c != nil && !o.Failed() && (c.Action == transcript.ActionEdit || c.Action == transcript.ActionWrite) {
+	if c := o.Call; c != nil {
 		for _, p := range c.Paths {
-			st.lastEdit[p] = o.Step
+			st.lastTouch[p] = o.Step
+			switch {
+			case o.Failed():
+			case c.Action == transcript.ActionEdit || c.Action == transcript.ActionWrite:
+				st.lastEdit[p] = o.Step
+			case c.Action == transcript.ActionRead:
+				st.reads[p]++
+			}
 		}
 	}
 	if asks := st.restored[o.Key]; len(asks) > 0 {
@@ -341,6 +353,31 @@ func named(text string, names []string) bool {
 	return false
 }
 
+// recentWindow is the span, in steps, of the RecentUses signal.
+const recentWindow = 10
+
+// noteUse records a counting use of o at step u.
+func (o *outState) noteUse(u int) {
+	o.uses++
+	o.lastUse = u
+	if len(o.useSteps) >= recentWindow {
+		copy(o.useSteps, o.useSteps[1:])
+		o.useSteps = o.useSteps[:recentWindow-1]
+	}
+	o.useSteps = append(o.useSteps, u)
+}
+
+// recentUses counts o's uses in the recentWindow steps before T.
+func (o *outState) recentUses(T int) int {
+	n := 0
+	for _, u := range o.useSteps {
+		if T-u <= recentWindow {
+			n++
+		}
+	}
+	return n
+}
+
 // restore sets o's ask history from the stored asks of a session advised before
 // (in the order made): the count and steps of asks, and the latest score.
 func (o *outState) restore(asks []AskRecord) {
@@ -357,7 +394,7 @@ func (o *outState) restore(asks []AskRecord) {
 // has not used it since that score was given (a use at step u is seen from plan step
 // u+1, so an ask at step s knew the uses before s).
 func (a *Advisor) scoredOut(o *outState) bool {
-	return o.lastOKAsk > 0 && o.score < a.Config.Cutoff && o.lastUse < o.lastOKAsk
+	return o.lastOKAsk > 0 && o.score < a.cutoffNow() && o.lastUse < o.lastOKAsk
 }
 
 // prune marks o as replaced by stub text of stubTokens tokens (applied now or

@@ -180,8 +180,8 @@ func (a *Advisor) adopt(st *state, sp *stepState, stubs map[string]StubRecord, e
 func (a *Advisor) recall(st *state, sp *stepState, o *outState) {
 	if st.tracker != nil && sp.T > o.step {
 		if err := st.tracker.AddRecall(o.key, sp.T); err == nil {
-			o.uses++
-			o.lastUse = sp.T
+			o.noteUse(sp.T)
+			st.allUses++
 		}
 	}
 	why := fmt.Sprintf("recalled at step %d", sp.T)
@@ -206,10 +206,10 @@ func (a *Advisor) settleChanged(st *state, sp *stepState) {
 	st.touched = st.touched[:0]
 	over := st.ctxTokens > sp.plan.Budget
 	sp.plan.OverBudget = over
-	if (over || sp.cold) && len(st.ripe) > 0 {
+	if (over || sp.cold || a.Config.ReaskUnderBudget) && len(st.ripe) > 0 {
 		// Re-asks are due only while over budget, or when the cache is cold (a
-		// rewrite is free now, so fresh scores matter): scores barely move between
-		// asks, and asks cost.
+		// rewrite is free now, so fresh scores matter), unless the config asks for
+		// them always: scores barely move between asks, and asks cost.
 		for _, o := range st.ripe {
 			o.inRipe = false
 			if o.decision == DecisionKeep {
@@ -243,7 +243,7 @@ func (a *Advisor) settle(st *state, sp *stepState, o *outState) {
 	case o.retention == transcript.RetentionDisposable:
 		a.setDecision(st, sp, o, DecisionPending, "disposable")
 	case a.scoredOut(o):
-		a.setDecision(st, sp, o, DecisionPending, fmt.Sprintf("score %.2f < cutoff %.2f", o.score, a.Config.Cutoff))
+		a.setDecision(st, sp, o, DecisionPending, fmt.Sprintf("score %.2f < cutoff %.2f", o.score, a.cutoffNow()))
 	default:
 		a.keep(st, sp, o)
 	}
@@ -269,8 +269,8 @@ func (a *Advisor) protection(o *outState, T int) (string, int) {
 func (a *Advisor) keep(st *state, sp *stepState, o *outState) {
 	reason := "candidate, not yet scored"
 	if o.lastOKAsk > 0 {
-		reason = keepReason(o.score, a.Config.Cutoff)
-		if o.score < a.Config.Cutoff {
+		reason = keepReason(o.score, a.cutoffNow())
+		if o.score < a.cutoffNow() {
 			reason = fmt.Sprintf("used at step %d, after its score %.2f", o.lastUse, o.score)
 		}
 	}
@@ -347,7 +347,7 @@ func (a *Advisor) askDue(ctx context.Context, st *state, sp *stepState) error {
 	// With a cutoff of 0 no score can prune anything (scores are >= 0), so the
 	// scorer is not asked: rules only, as calibrate recommends when no scorer stays
 	// under the target miss rate.
-	if len(due) == 0 || a.Scorer == nil || a.Config.Cutoff <= 0 {
+	if len(due) == 0 || a.Scorer == nil || a.cutoffNow() <= 0 {
 		return nil
 	}
 	batch := a.batch(st, sp, due)
@@ -400,11 +400,19 @@ func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
 		if o.uses > 0 {
 			c.LastUseAgo = sp.T - o.lastUse
 		}
+		c.PathIdle = c.Age
 		for _, p := range o.paths {
 			if st.lastEdit[p] > o.step {
 				c.EditedSince = true
 			}
+			c.PathIdle = min(c.PathIdle, sp.T-st.lastTouch[p])
+			c.PathReads = max(c.PathReads, st.reads[p])
 		}
+		if st.tracker != nil {
+			c.Names, c.Runs = st.tracker.Owned(o.key), st.tracker.Runs(o.key)
+		}
+		c.RecentUses = o.recentUses(sp.T)
+		c.SessionUseRate = float64(st.allUses) / float64(len(st.outs))
 		c.NamedByTask = named(sp.s.Task, o.names)
 		c.NamedByNow = named(st.lastNow, o.names)
 		c.Lexical = lexical.CardKeep(c, query, st.corpus)
@@ -500,7 +508,7 @@ func (a *Advisor) plannerInput(st *state, sp *stepState, list []*outState) plann
 		LowWater: cfg.LowWaterTokens(), LeastRewrite: cfg.LeastRewriteTokens(), Cold: sp.cold,
 		Remaining: cfg.Estimator().Remaining(sp.T), Read: sp.price.Read(),
 		Premium:   max(sp.price.WriteFor(a.cacheTTL(sp.s, sp.price))-sp.price.Read(), 0),
-		PayFactor: cfg.PayFactor, Pending: make([]planner.Pending, len(list)),
+		PayFactor: cfg.PayFactor, PriceForced: cfg.PriceForced, Pending: make([]planner.Pending, len(list)),
 	}
 	for i, o := range list {
 		in.Pending[i] = planner.Pending{

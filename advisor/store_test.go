@@ -120,6 +120,7 @@ func TestFrozenStubsAcrossAdvisors(t *testing.T) {
 	cfg := advisor.DefaultConfig()
 	cfg.Budget = 6000
 	cfg.RewriteFraction = 0.2
+	cfg.PriceForced = false // the budget forces rewrites whatever they cost
 
 	ref := simulate(t, newAdvisor(t, cfg, parityScorer(), advisor.NewMemoryStore(), newClock()), s)
 	refStubs := stubsIn(s, ref[len(ref)-1].out)

@@ -203,10 +203,13 @@ type Options struct {
 	// mark and least forced rewrite; defaults 0.8 and 0.05.
 	LowWaterFraction, RewriteFraction float64
 	// PayFactor is the planner's: a rewrite under budget with a warm cache must save
-	// at least PayFactor times its cost; default 1.
+	// at least PayFactor times its cost; default 2.
 	PayFactor float64
-	// Estimator estimates the remaining steps for the planner; default Factor 0.5,
-	// Min 3 (advisor.DefaultConfig).
+	// PriceForced makes rewrites forced by the budget pay for themselves too (the
+	// planner's Input.PriceForced); default true.
+	PriceForced bool
+	// Estimator estimates the remaining steps for the planner; default Factor 0.05,
+	// Min 3. The defaults are advisor.DefaultConfig's.
 	Estimator planner.Estimator
 	// CacheTTL is how long a cache stays warm between calls; default 5 minutes.
 	CacheTTL time.Duration
@@ -233,8 +236,8 @@ type Options struct {
 // DefaultOptions returns the defaults described on Options.
 func DefaultOptions() Options {
 	return Options{
-		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, RewriteFraction: 0.05, PayFactor: 1,
-		Estimator: planner.Estimator{Factor: 0.5, Min: 3}, CacheTTL: 5 * time.Minute,
+		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true,
+		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, CacheTTL: 5 * time.Minute,
 		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1,
 	}
 }

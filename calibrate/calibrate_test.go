@@ -94,7 +94,8 @@ func TestEvaluateHand(t *testing.T) {
 }
 
 // TestOverBudgetHand is the same session at a 45,000-token budget (low water
-// 36,000, least rewrite 2,250): every call of keep-all is over it. The applied
+// 36,000, least rewrite 2,250), rewrites forced by the budget whatever they cost
+// (price_forced off): every call of keep-all is over it. The applied
 // level: at 4 the planner takes A (2,960 >= 2,250) and at 5 B, as the decision
 // level does (same prices: 0.17295, 0.154512); A's miss at 6 is the same (0.037473);
 // at 7 C would free 960 < 2,250 and 46,180 - 960 > 36,000: it waits, and calls 7-10
@@ -105,6 +106,7 @@ func TestOverBudgetHand(t *testing.T) {
 	outs, sessions := handOutputs()
 	opts := DefaultOptions()
 	opts.Budget = 45_000
+	opts.PriceForced = false // DESIGN.md step 6b: the budget forces these rewrites
 	e := mustEval(t, outs, sessions, opts)
 	got := e.Scorer("x", 0.25)
 	want := Level{NetUSD: 0.3225 - 0.637851, PaidUSD: 0.637851, StepsOverBudget: 8, PeakContext: 50_000, Rewrites: 2, SessionsCostlier: 1, Misses: 1, TokenSteps: 32_080}
@@ -116,6 +118,14 @@ func TestOverBudgetHand(t *testing.T) {
 	}
 	if k := e.KeepAll(); k.Applied.StepsOverBudget != 10 || k.Applied.NetUSD != 0 || k.Applied.Rewrites != 0 {
 		t.Errorf("keep-all: %+v; want 10 steps over budget, net 0, no rewrite", k.Applied)
+	}
+	// With price_forced (the default), the rewrite at 4 would cost 46,040 x (w - r)
+	// = $0.159 and save 2,960 x r x 3 = $0.0027: it waits, as every later one does;
+	// the applied level is keep-all's.
+	opts.PriceForced = true
+	got = mustEval(t, outs, sessions, opts).Scorer("x", 0.25)
+	if got.Applied.Rewrites != 0 || got.Applied.NetUSD != 0 || got.Applied.StepsOverBudget != 10 {
+		t.Errorf("price-forced applied level: %+v; want keep-all's", got.Applied)
 	}
 }
 
@@ -154,6 +164,7 @@ func approx(a, b float64) bool {
 // TestHardLimit: a pending prune too small for a forced rewrite is applied at once
 // when the context exceeds the hard limit.
 func TestHardLimit(t *testing.T) {
+	// The hard limit forces its rewrite whatever it costs, price_forced or not.
 	outs := []Output{{Session: "s", Key: "A", Tokens: 100, StubTokens: 10, Offset: 10, Step: 1, CandidateFrom: 2, EndStep: 5,
 		Asks: []Ask{{Step: 2, Keep: 0, OK: true}}}}
 	c := []int{1000, 1000, 190_000, 190_000, 190_000}

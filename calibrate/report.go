@@ -89,8 +89,8 @@ type ReportConfig struct {
 // (sorted ascending), random at the prune rate of each cutoff, and the recommended
 // cutoff; and each scorer's reliability once. A scorer without a qualifying cutoff
 // gets a Recommendation with None set; that is not an error. Budgets change the
-// regime's budget and hard limit together (the hard limit keeps its ratio to the
-// budget, at least the budget). It fails (ErrInvalid, ErrNoSession) on invalid
+// regime's budget, not its hard limit (a share of the model's window, whatever
+// budget the user prefers), which only rises to a budget above it. It fails (ErrInvalid, ErrNoSession) on invalid
 // options, records, cutoffs, target or objective, and when a scorer's outputs are
 // not the base outputs.
 func NewReport(base []Output, sessions []Session, scorers []ScorerInput, cfg ReportConfig) (Report, error) {
@@ -193,8 +193,7 @@ func alignScorers(base []Output, scorers []ScorerInput) ([]ScorerInput, error) {
 // budgetReport prices everything at budget b.
 func (c *ReportConfig) budgetReport(b int, base []Output, sessions []Session, scorers []ScorerInput) (BudgetReport, error) {
 	opts := c.Options
-	ratio := float64(opts.HardLimit) / float64(opts.Budget)
-	opts.Budget, opts.HardLimit = b, max(int(ratio*float64(b)), b)
+	opts.Budget, opts.HardLimit = b, max(opts.HardLimit, b)
 	be, err := NewEvaluator(base, sessions, opts)
 	if err != nil {
 		return BudgetReport{}, fmt.Errorf("base outputs: %w", err)

@@ -183,6 +183,7 @@ func (p *regimeP) stub(v *view) []int {
 		LeastRewrite: int(ceil(o.RewriteFraction * float64(o.Budget))),
 		Cold:         sd.cold[v.s-1], Remaining: o.Estimator.Remaining(v.s),
 		Read: sd.price.Read(), Premium: max(sd.price.Write()-sd.price.Read(), 0), PayFactor: o.PayFactor,
+		PriceForced: o.PriceForced,
 	}
 	if !in.Urgent() && !planner.PaysDue(v.s, len(p.pending)) {
 		return nil

@@ -71,6 +71,24 @@ type Card struct {
 	Lexical float64 `json:"lexical"`
 	// Step is the step the card was built for (the session's length so far, in steps).
 	Step int `json:"step"`
+	// Names is how many distinct names the output was the first to hold (the names
+	// whose later use counts as its use).
+	Names int `json:"names"`
+	// PathIdle is the steps since the latest call that touched (read, edited, wrote,
+	// ran a command naming) one of the output's files, its own call included; the
+	// card's age for an output without a file.
+	PathIdle int `json:"path_idle"`
+	// PathReads is how many successful reads of the output's files the session has
+	// made so far, its own included; 0 without a file.
+	PathReads int `json:"path_reads"`
+	// Runs is how many calls with the same tool and arguments had been made when the
+	// output came, its own included (a command run again and again).
+	Runs int `json:"runs"`
+	// RecentUses counts its uses in the last 10 steps.
+	RecentUses int `json:"recent_uses"`
+	// SessionUseRate is the session's counting uses so far per output so far: how
+	// much this agent comes back to its outputs.
+	SessionUseRate float64 `json:"session_use_rate"`
 }
 
 // Signals are the facts of one card at one step that a fitted model reads
@@ -92,6 +110,12 @@ type Signals struct {
 	Lexical        float64 `json:"lexical"`
 	HasReaction    bool    `json:"has_reaction,omitempty"`
 	SharedReaction bool    `json:"shared_reaction,omitempty"`
+	Names          int     `json:"names"`
+	PathIdle       int     `json:"path_idle"`
+	PathReads      int     `json:"path_reads"`
+	Runs           int     `json:"runs"`
+	RecentUses     int     `json:"recent_uses"`
+	SessionUseRate float64 `json:"session_use_rate"`
 }
 
 // Signals returns the card's signals.
@@ -101,6 +125,8 @@ func (c Card) Signals() Signals {
 		Uses: c.Uses, LastUseAgo: c.LastUseAgo, EditedSince: c.EditedSince,
 		NamedByTask: c.NamedByTask, NamedByNow: c.NamedByNow, Lexical: c.Lexical,
 		HasReaction: c.Reaction != "", SharedReaction: c.SharedReaction,
+		Names: c.Names, PathIdle: c.PathIdle, PathReads: c.PathReads,
+		Runs: c.Runs, RecentUses: c.RecentUses, SessionUseRate: c.SessionUseRate,
 	}
 }
 

@@ -161,6 +161,7 @@ type Tracker struct {
 	byKey map[string]int
 	reads map[string][]int // normalised path -> indexes of live reads of it
 	cmds  map[uint64]int   // hash of tool name + compact args -> latest output index
+	runs  map[uint64]int   // hash of tool name + compact args -> outputs of such calls so far
 	part  int32            // number of the part being scanned (scan)
 	order []int32          // scratch: the current part's names in first-seen order
 	ev    map[int]*rawUse  // scratch: evidence of the current assistant message
@@ -182,10 +183,12 @@ type nameInfo struct {
 
 // outEvidence is one output's entry.
 type outEvidence struct {
-	key  string
-	step int
-	rng  transcript.Range // lines read, for outputs of successful reads
-	uses []*rawUse
+	key   string
+	step  int
+	rng   transcript.Range // lines read, for outputs of successful reads
+	uses  []*rawUse
+	owned int // distinct names first seen in this output (its distinctive names)
+	runs  int // calls with the same tool and arguments so far, this one included
 }
 
 // rawUse is evidence at one step before weighting; weights are computed on query so
@@ -206,6 +209,7 @@ func NewTracker() *Tracker {
 		byKey: map[string]int{},
 		reads: map[string][]int{},
 		cmds:  map[uint64]int{},
+		runs:  map[uint64]int{},
 		ev:    map[int]*rawUse{},
 	}
 }
@@ -395,6 +399,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 		if !info.seen {
 			info.seen = true
 			info.owner = int32(idx) + 1
+			oe.owned++
 		}
 	})
 	c := o.Call
@@ -413,7 +418,29 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 		}
 		t.reads[c.Path] = append(live, idx)
 	}
-	t.cmds[cmdHash(c)] = idx
+	h := cmdHash(c)
+	t.cmds[h] = idx
+	t.runs[h]++
+	oe.runs = t.runs[h]
+}
+
+// Owned returns how many distinct names output key was the first to hold (the names
+// whose later use would count for it); 0 for an unknown key.
+func (t *Tracker) Owned(key string) int {
+	if idx, ok := t.byKey[key]; ok {
+		return t.outs[idx].owned
+	}
+	return 0
+}
+
+// Runs returns how many calls with the same tool and arguments as output key's had
+// been made when it came, its own included (1 for a first run); 0 for an unknown key
+// or an output without a call.
+func (t *Tracker) Runs(key string) int {
+	if idx, ok := t.byKey[key]; ok {
+		return t.outs[idx].runs
+	}
+	return 0
 }
 
 // AddRecall records that output key was recalled at step (from live use): the

@@ -13,7 +13,10 @@
 //	(b) the context is over the budget (ReasonOverBudget): pending prunes are taken
 //	    rule-dead first, then lowest keep-probability first, until the context is at
 //	    or under the low-water mark; the rewrite waits until it frees at least the
-//	    least rewrite or reaches the mark;
+//	    least rewrite or reaches the mark. With PriceForced it must also pay for
+//	    itself (else the best rewrite that does pays, if any): measured on
+//	    ../shared/sessions and ../shared/corpus, forced rewrites that did not pay
+//	    were what made sessions costlier than doing nothing;
 //	(c) the context is past the hard limit (ReasonHardLimit): every pending prune;
 //	(d) the rewrite pays for itself (ReasonPays): saving >= PayFactor x cost.
 //
@@ -86,7 +89,10 @@ type Input struct {
 	// PayFactor: a rewrite pays when its saving is at least PayFactor times its cost
 	// (>= 1; 1 is break-even under the estimate).
 	PayFactor float64
-	Pending   []Pending
+	// PriceForced makes a rewrite forced by the budget (rule b) wait unless it pays
+	// too: the budget then bounds the context only as far as that costs nothing.
+	PriceForced bool
+	Pending     []Pending
 }
 
 // Validate reports the first invalid field (wrapping ErrInput).
@@ -180,12 +186,23 @@ func (in Input) overBudget() Decision {
 		freed += in.Pending[i].Saves
 		first = min(first, in.Pending[i].Offset)
 	}
-	if in.Context-freed > in.LowWater && freed < in.LeastRewrite {
-		d := Decision{}
-		d.Wait = fmt.Sprintf("over budget, but pending prunes free %d tokens: less than the least rewrite (%d) and short of the low-water mark (%d)", freed, in.LeastRewrite, in.LowWater)
+	d := in.decide(ReasonOverBudget, in.from(first))
+	reaches := in.Context-d.Frees <= in.LowWater || d.Frees >= in.LeastRewrite
+	if reaches && (!in.PriceForced || d.Saving >= in.PayFactor*d.Cost) {
 		return d
 	}
-	return in.decide(ReasonOverBudget, in.from(first))
+	if in.PriceForced {
+		if p := in.pays(); len(p.Apply) > 0 {
+			return p // not the budget's rewrite, but one that pays for itself
+		}
+	}
+	w := Decision{}
+	if !reaches {
+		w.Wait = fmt.Sprintf("over budget, but pending prunes free %d tokens: less than the least rewrite (%d) and short of the low-water mark (%d)", d.Frees, in.LeastRewrite, in.LowWater)
+	} else {
+		w.Wait = fmt.Sprintf("over budget, but the rewrite would cost $%.4f and save $%.4f over the expected remaining steps (price_forced)", d.Cost, d.Saving)
+	}
+	return w
 }
 
 // pays is rule (d): the rewrite with the best net saving among those that apply every

@@ -34,7 +34,7 @@ import (
 // evidence definition, the facts). It is part of every settings hash, so a stored
 // replay made by a program with another Version is replayed again, not reused.
 // Change it whenever a change to this package would change stored rows.
-const Version = "replay-3"
+const Version = "replay-4"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (

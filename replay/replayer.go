@@ -157,7 +157,7 @@ func (r *Replayer) Replay(ctx context.Context, src *Source) (*Record, error) {
 	}
 	defer adv.Forget(rec.ID)
 
-	f := folder{rec: rec, src: src, store: store, meter: m, cold: cold, onStep: r.OnStep}
+	f := folder{rec: rec, src: src, store: store, meter: m, cold: cold, times: times, onStep: r.OnStep}
 	_, err = Simulate(ctx, adv, src.Session, rec.ID, false, func(p advisor.Plan, _ []*transcript.Message) error {
 		step++
 		return f.step(p)
@@ -185,6 +185,7 @@ type folder struct {
 	store  *memStore
 	meter  *meter
 	cold   []bool
+	times  []time.Time
 	onStep func(path string, step int)
 	facts  []OutputFacts
 	asked  int
@@ -210,7 +211,7 @@ func (f *folder) step(p advisor.Plan) error {
 		Asked: p.Asked, OverBudget: p.OverBudget, Rewrite: p.Rewrite, RewriteReason: p.RewriteReason,
 	}
 	if i := p.Step - 1; i < len(f.cold) {
-		sf.Cold = f.cold[i]
+		sf.Cold, sf.At = f.cold[i], f.times[i]
 	}
 	rec.StepFacts = append(rec.StepFacts, sf)
 	// Fold the new items and the items whose decision changed at this step

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -309,6 +310,17 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 				// Cancelled: whatever the error says (a context error, or the
 				// driver's "interrupted"), the session is abandoned, not failed.
 				interrupted = true
+				continue
+			case errors.Is(res.err, ErrNotSession) && !res.Explicit:
+				// Found by a walk, recognised by its first bytes, but holding no
+				// session (an empty Claude Code or Gemini CLI file): skipped, as
+				// files no reader recognises are.
+				sum.NotSessions++
+				reason := "not a session: " + res.err.Error()
+				if errors.Is(res.err, transcript.ErrEmpty) {
+					reason = "not a session: it holds no messages"
+				}
+				sum.Skips = append(sum.Skips, Skip{Path: res.Path, Reason: reason})
 				continue
 			default:
 				ev.Kind, ev.Err = EventFailed, res.err

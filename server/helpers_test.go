@@ -41,12 +41,15 @@ func (noiseScorer) Score(_ context.Context, b cards.Batch) ([]cards.Score, error
 }
 
 // testConfig prunes eagerly: K = 2 protected steps, candidates from 50 tokens, a
-// 1,000-token budget (a rewrite once pending prunes reach 50 tokens).
+// 1,000-token budget (a rewrite once pending prunes reach 50 tokens), and the design's
+// rule b unpriced (PriceForced off: over the budget the rewrite happens whether or not
+// it pays, as these short sessions would never pay).
 func testConfig() advisor.Config {
 	cfg := advisor.DefaultConfig()
 	cfg.ProtectedSteps = 2
 	cfg.MinCandidateTokens = 50
 	cfg.Budget = 1000
+	cfg.PriceForced = false
 	return cfg
 }
 

@@ -59,12 +59,14 @@ func (c *capture) last() ([]byte, int) {
 }
 
 // fuzzProxy is one proxy per fuzz process: an eager configuration (2 protected
-// steps, candidates from 50 tokens, a 1,000-token budget) over a memory store.
+// steps, candidates from 50 tokens, a 1,000-token budget, over-budget rewrites
+// unpriced) over a memory store.
 var fuzzProxy = sync.OnceValues(func() (http.Handler, *capture) {
 	cfg := advisor.DefaultConfig()
 	cfg.ProtectedSteps = 2
 	cfg.MinCandidateTokens = 50
 	cfg.Budget = 1000
+	cfg.PriceForced = false
 	up := &capture{}
 	srv, err := server.New(server.Options{
 		Config: cfg, Scorer: lowScorer{}, Store: advisor.NewMemoryStore(), Transport: up,

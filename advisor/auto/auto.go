@@ -1,8 +1,8 @@
 // Package auto picks the scorer (DESIGN.md, "The embedded default"): the Ollama
 // scorer when an Ollama server answers /api/version within PingTimeout and has the
 // model (/api/show), otherwise a fallback scorer that needs no model (the caller's
-// choice: the lexical scorer today, the fitted scorer once it ships), so the
-// advisor works with no model at all. The choice is made once, in New, and said
+// choice: the CLI passes the fitted scorer), so the advisor works with no model at
+// all. Fuse combines a model scorer with the fitted one (fuse.go). The choice is made once, in New, and said
 // once through the logger.
 package auto
 

@@ -40,12 +40,12 @@ type adviseSummary struct {
 	RewriteSavingUSD float64 `json:"rewrite_saving_usd"`
 	// ColdSteps counts the steps whose call found the prompt cache expired (from the
 	// session's timestamps).
-	ColdSteps int `json:"cold_steps"`
-	Asks              int            `json:"asks"`
-	ScorerFailures    map[string]int `json:"scorer_failures"`
-	StorageErrors     int            `json:"storage_errors"`
-	DB                string         `json:"db"`
-	Out               string         `json:"out,omitempty"`
+	ColdSteps      int            `json:"cold_steps"`
+	Asks           int            `json:"asks"`
+	ScorerFailures map[string]int `json:"scorer_failures"`
+	StorageErrors  int            `json:"storage_errors"`
+	DB             string         `json:"db"`
+	Out            string         `json:"out,omitempty"`
 }
 
 type adviseFlags struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/backoff"
@@ -129,6 +130,10 @@ func storedScorer(name string) (advisor.Scorer, error) {
 		return nil, nil
 	case name == "lexical":
 		return lexical.New(), nil
+	case name == "keep":
+		return fitted.KeepScorer{}, nil
+	case name == "fitted":
+		return fitted.NewDefault()
 	}
 	if model, prompt, ok := ollama.ParseName(name); ok {
 		client, err := api.ClientFromEnvironment()

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
@@ -33,7 +34,7 @@ type replayGroup struct {
 
 // label names the group in reports: its scorer, settings hash and cutoff.
 func (g *replayGroup) label() string {
-	return fmt.Sprintf("%s (settings %s, cutoff %.2f, schedule %s, %d sessions)", g.scorer, short(g.hash), g.settings.Config.Cutoff, g.settings.Config.Schedule, len(g.sessions))
+	return fmt.Sprintf("%s (settings %s, cutoff %.2f, schedule %s, %d sessions)", g.scorer, short(g.hash), g.settings.Config.CutoffFor(g.scorer), g.settings.Config.Schedule, len(g.sessions))
 }
 
 // loadGroups reads the finished replays of db grouped by settings, most sessions
@@ -181,6 +182,7 @@ type calibrateJSON struct {
 	Groups   []string         `json:"replays"`
 	Sessions []string         `json:"sessions"`
 	Dropped  []string         `json:"dropped,omitempty"`
+	Omitted  []string         `json:"omitted_baselines,omitempty"`
 	Report   calibrate.Report `json:"report"`
 	Chosen   string           `json:"chosen_scorer,omitempty"`
 	Wrote    string           `json:"wrote_config,omitempty"`
@@ -190,26 +192,31 @@ func calibrateCmd(e *env) *cobra.Command {
 	var f calibrateFlags
 	c := &cobra.Command{
 		Use:   "calibrate",
-		Short: "Choose the cutoff from replay evidence, beside keep-all, rules, recency, lexical, random and the oracle",
+		Short: "Price every pruner against doing nothing, call by call, and choose the cutoff from replay evidence",
 		Long: `calibrate reads the replays stored by 'pruneadvisor replay' and reports, for every
 scorer replayed: a reliability table (score bins: asks, later-used count, rate), the
-Brier score and AUC; for every cutoff the prune rate, miss rate (pruned outputs used
-later), token-steps saved, cache rewrites and net dollars under the price model; and
-the recommended cutoff: the one with the best --objective among those whose miss rate
-is at most --target-miss.
+Brier score and AUC; then, at every --budget, each pruner priced call by call as the
+provider bills it (cache reads, cache writes of the suffix after a rewrite's first
+changed message, free rewrites after a pause longer than the cache TTL, recalls of
+pruned outputs used later) against keep-all, at the decision level (every prune the
+moment it is decided) and the applied level (under the planner's rewrite regime):
+net dollars (positive = cheaper than doing nothing), sessions costlier than keep-all,
+steps over the budget, peak context and rewrites. For each scorer, a cutoff sweep
+with random pruning at the same prune rate beside it, and the recommended cutoff: the
+one with the best --objective among those whose miss rate is at most --target-miss.
 
-Beside it, on the same sessions and in the same run: keep-all (doing nothing), rules
-only, recency masking (keep the last N outputs), the lexical scorer (its stored asks,
-or scored in this process when the store has none; the session files are read again),
-random pruning at each cutoff's prune rate, and the oracle (every output pruned right
-after its last later use: the most any pruner saves without a miss).
+Beside the advisor, on the same sessions and in the same run: keep-all, rules only,
+recency masking (keep the last N outputs), the oracle (every output pruned right after
+its last later use: the most any pruner saves without a miss), and the anchors'
+regimes (Anthropic's tool-result clearing, gemini-cli's masking, opencode's prune,
+Claude Code's idle clearing). The lexical and the fitted scorer are set beside the
+rest too: their stored replays, or scored in this process when the store holds none
+(the session files are read again; a baseline some session cannot be read for is
+left out, said on stderr).
 
 Objective: token-steps (default) maximises the context kept out of the agent's calls;
-net maximises dollars under the price model. Replay sees no call times, so every
-rewrite is priced as a cache write of the whole context (cold-cache rewrites are free
-in reality) and net dollars are a lower bound; on the sessions of docs/EVALUATION.md
-every pruner, the oracle included, comes out negative, so net would always recommend
-pruning nothing. See docs/EVALUATION.md.
+net maximises net dollars under the planner's regime (the applied level). Each budget
+has its own recommendation.
 
 --write-config writes the recommended cutoff of one scorer (--scorer, default the
 first stored scorer) into an advisor config file, keeping its other fields.`,
@@ -266,7 +273,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 			return usageError{fmt.Errorf("--budget %d: want a positive number of tokens", b)}
 		}
 	}
-	adv := &calibrate.AdvisorInput{Scorer: scorerLabel(groups[0], groups), Cutoff: base.Cutoff, Budget: base.BudgetTokens(), AppliedAt: in.applied}
+	adv := &calibrate.AdvisorInput{Scorer: scorerLabel(groups[0], groups), Cutoff: base.CutoffFor(groups[0].scorer), Budget: base.BudgetTokens(), AppliedAt: in.applied}
 	if groups[0].scorer == replay.ScorerNone {
 		adv = nil
 	}
@@ -282,7 +289,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	if factor, ok := planner.FitFactor(in.lengths); ok {
 		in.factor = factor
 	}
-	out := calibrateJSON{DB: storage.Redact(f.db), Report: rep, Dropped: in.dropped}
+	out := calibrateJSON{DB: storage.Redact(f.db), Report: rep, Dropped: in.dropped, Omitted: in.omitted}
 	for _, g := range groups {
 		out.Groups = append(out.Groups, g.label())
 	}
@@ -324,7 +331,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	if f.writeConfig != "" {
 		if sr.Recommendation.None {
 			writeErr = fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
-		} else if writeErr = writeCutoff(f.writeConfig, sr.Recommendation.Cutoff, in.factor); writeErr == nil {
+		} else if writeErr = writeCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, 0); writeErr == nil {
 			out.Wrote = f.writeConfig
 		}
 	}
@@ -339,8 +346,8 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 			return err
 		}
 		if out.Wrote != "" {
-			fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f (scorer %s, objective %s, target miss %.3f, budget %d) and remaining_factor %.3f to %s\n",
-				sr.Recommendation.Cutoff, sr.Scorer, ob, f.targetMiss, br.Budget, in.factor, out.Wrote)
+			fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f for scorer %s (objective %s, target miss %.3f, budget %d) to %s\n",
+				sr.Recommendation.Cutoff, sr.Scorer, ob, f.targetMiss, br.Budget, out.Wrote)
 		}
 		if f.plot != "" {
 			fmt.Fprintf(e.stdout, "plot written to %s\n", f.plot)
@@ -349,10 +356,11 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	return writeErr
 }
 
-// writeCutoff sets the cutoff (and, when factor > 0, the remaining-steps factor the
-// replayed sessions fit) in an advisor config file, keeping its other fields (a
-// missing file starts from the defaults).
-func writeCutoff(path string, cutoff, factor float64) error {
+// writeCutoff sets the cutoff of scorer (scorer_cutoffs, and cutoff itself for the
+// lexical scorer and others without a default entry) and, when factor > 0, the
+// remaining-steps factor the replayed sessions fit, in an advisor config file,
+// keeping its other fields (a missing file starts from the defaults).
+func writeCutoff(path, scorer string, cutoff, factor float64) error {
 	cfg, err := advisor.LoadConfig(path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -360,7 +368,13 @@ func writeCutoff(path string, cutoff, factor float64) error {
 		}
 		cfg = advisor.DefaultConfig()
 	}
-	cfg.Cutoff = cutoff
+	if cfg.ScorerCutoffs == nil {
+		cfg.ScorerCutoffs = map[string]float64{}
+	}
+	cfg.ScorerCutoffs[scorer] = cutoff
+	if _, ok := advisor.DefaultConfig().ScorerCutoffs[scorer]; !ok {
+		cfg.Cutoff = cutoff
+	}
 	if factor > 0 {
 		cfg.RemainingFactor = min(factor, 100)
 	}
@@ -374,8 +388,9 @@ type calibration struct {
 	scorers  []calibrate.ScorerInput
 	names    []string // session display names (path), by calibrate session order
 	dropped  []string // sessions left out, with the reason
-	primary  string   // the first stored scorer other than none, else "lexical"
-	inProc   bool     // the lexical baseline was scored in this process
+	primary  string   // the first stored scorer other than none and keep, else "fitted"
+	inProc   []string // the baselines scored in this process
+	omitted  []string // baselines left out, with the reason
 	applied  []int    // the base replay's own stub steps, per base output (AppliedSteps)
 	lengths  []int    // steps of each session
 	factor   float64  // planner.FitFactor of lengths (0: none)
@@ -401,47 +416,48 @@ func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*rep
 			in.dropped = append(in.dropped, s.Path+": not replayed under every selected setting")
 		}
 	}
-	hasLexical := false
+	stored := map[string]bool{}
 	for _, g := range groups {
-		if g.scorer == "lexical" {
-			hasLexical = true
-		}
-		if in.primary == "" && g.scorer != replay.ScorerNone {
+		stored[g.scorer] = true
+		if in.primary == "" && g.scorer != replay.ScorerNone && g.scorer != "keep" {
 			in.primary = g.scorer
 		}
 	}
-	if in.primary == "" {
-		in.primary = "lexical"
+	// Baselines scored in this process when the store holds no replay of them, so
+	// every report sets the fitted and the lexical scorer beside the rest.
+	var baselines []advisor.Scorer
+	if !stored["lexical"] {
+		baselines = append(baselines, lexical.New())
 	}
-	// In-process lexical asks, per content hash.
-	lexAsks := map[string]*replay.Record{}
-	if !hasLexical {
-		in.inProc = true
-		rp := &replay.Replayer{Config: base.settings.Config, Scorer: lexical.New(), Lenient: base.settings.Lenient, Sizer: ollama.Sizer{}}
-		recs := make([]*replay.Record, len(keep))
-		errs := parallel(len(keep), workers, func(i int) error {
-			src, err := loadSource(keep[i], base.settings.Lenient)
-			if err != nil {
-				return err
-			}
-			recs[i], err = rp.Replay(ctx, src)
-			return err
-		})
-		var ok []storage.ReplayedSession
-		for i, err := range errs {
-			if err != nil {
-				if cerr := ctx.Err(); cerr != nil {
-					return nil, cerr
-				}
-				in.dropped = append(in.dropped, fmt.Sprintf("%s: lexical baseline not scored: %v", keep[i].Path, err))
-				fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: %s left out: lexical baseline not scored: %v\n", keep[i].Path, err)
-				continue
-			}
-			lexAsks[keep[i].ContentHash] = recs[i]
-			ok = append(ok, keep[i])
+	if !stored["fitted"] {
+		fs, err := fitted.NewDefault()
+		if err != nil {
+			return nil, err
 		}
-		keep = ok
+		baselines = append(baselines, fs)
 	}
+	if in.primary == "" {
+		in.primary = "fitted"
+	}
+	// A baseline is set beside the rest only when every kept session could be read
+	// again and scored: a baseline on fewer sessions would not be comparable.
+	var inProc []map[string]*replay.Record // per kept baseline, by content hash
+	kept := baselines[:0]
+	for _, sc := range baselines {
+		recs, failed, err := scoreInProcess(ctx, base, keep, sc, workers)
+		if err != nil {
+			return nil, err
+		}
+		if failed != "" {
+			in.omitted = append(in.omitted, fmt.Sprintf("%s baseline: %s", sc.Name(), failed))
+			fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: %s baseline left out: %s\n", sc.Name(), failed)
+			continue
+		}
+		in.inProc = append(in.inProc, sc.Name())
+		inProc = append(inProc, recs)
+		kept = append(kept, sc)
+	}
+	baselines = kept
 	if len(keep) == 0 {
 		return nil, fmt.Errorf("calibrate: no session left to calibrate on (%s)", strings.Join(in.dropped, "; "))
 	}
@@ -449,9 +465,9 @@ func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*rep
 	for _, s := range keep {
 		want[s.ContentHash] = true
 	}
+	extra := make([][]calibrate.Output, len(baselines))
 	for gi, g := range groups {
 		var outs []calibrate.Output
-		var lex []calibrate.Output
 		for _, s := range g.sessions {
 			if !want[s.ContentHash] {
 				continue
@@ -467,26 +483,64 @@ func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*rep
 				in.names = append(in.names, s.Path)
 				in.applied = append(in.applied, rec.AppliedSteps()...)
 				in.lengths = append(in.lengths, rec.Steps)
-				if lr := lexAsks[s.ContentHash]; lr != nil {
-					l, err := withAsks(o, lr)
-					if err != nil {
-						return nil, err
+				for k := range baselines {
+					if lr := inProc[k][s.ContentHash]; lr != nil {
+						l, err := withAsks(o, lr)
+						if err != nil {
+							return nil, err
+						}
+						extra[k] = append(extra[k], l...)
 					}
-					lex = append(lex, l...)
 				}
 			}
 		}
 		if gi == 0 {
 			in.base = outs
 		}
-		if g.scorer != replay.ScorerNone {
+		if g.scorer != replay.ScorerNone && g.scorer != "keep" {
 			in.scorers = append(in.scorers, calibrate.ScorerInput{Name: scorerLabel(g, groups), Outputs: outs})
 		}
-		if gi == 0 && in.inProc {
-			in.scorers = append(in.scorers, calibrate.ScorerInput{Name: "lexical", Outputs: lex})
+		if gi == 0 {
+			for k, sc := range baselines {
+				in.scorers = append(in.scorers, calibrate.ScorerInput{Name: sc.Name(), Outputs: extra[k]})
+			}
 		}
 	}
 	return in, nil
+}
+
+// scoreInProcess replays the kept sessions with sc under the base group's settings
+// and returns the records by content hash; failed names the first session that could
+// not be read again or replayed (and how many did not), "" when all were.
+func scoreInProcess(ctx context.Context, base *replayGroup, keep []storage.ReplayedSession, sc advisor.Scorer, workers int) (map[string]*replay.Record, string, error) {
+	rp := &replay.Replayer{Config: base.settings.Config, Scorer: sc, Lenient: base.settings.Lenient, Sizer: ollama.Sizer{}}
+	recs := make([]*replay.Record, len(keep))
+	errs := parallel(len(keep), workers, func(i int) error {
+		src, err := loadSource(keep[i], base.settings.Lenient)
+		if err != nil {
+			return err
+		}
+		recs[i], err = rp.Replay(ctx, src)
+		return err
+	})
+	out := map[string]*replay.Record{}
+	failed, first := 0, ""
+	for i, err := range errs {
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, "", cerr
+			}
+			if failed++; first == "" {
+				first = fmt.Sprintf("%s: %v", keep[i].Path, err)
+			}
+			continue
+		}
+		out[keep[i].ContentHash] = recs[i]
+	}
+	if failed > 0 {
+		return nil, fmt.Sprintf("%d of %d sessions not scored (%s)", failed, len(keep), first), nil
+	}
+	return out, "", nil
 }
 
 // scorerLabel names a group's scorer in the report: the scorer name, with the
@@ -527,10 +581,13 @@ func printCalibrate(w io.Writer, out calibrateJSON, groups []*replayGroup, in *c
 	for _, g := range groups {
 		fmt.Fprintf(w, "  replay: %s\n", g.label())
 	}
-	if in.inProc {
-		fmt.Fprintf(w, "  lexical baseline: scored in this process (no lexical replay stored)\n")
+	for _, name := range in.inProc {
+		fmt.Fprintf(w, "  %s baseline: scored in this process (no %s replay stored)\n", name, name)
 	}
 	for _, d := range out.Dropped {
+		fmt.Fprintf(w, "  left out: %s\n", d)
+	}
+	for _, d := range out.Omitted {
 		fmt.Fprintf(w, "  left out: %s\n", d)
 	}
 	fmt.Fprintf(w, "objective %s, target miss rate %.3f\n\n", out.Report.Objective, out.Report.TargetMiss)
@@ -538,7 +595,7 @@ func printCalibrate(w io.Writer, out calibrateJSON, groups []*replayGroup, in *c
 		return err
 	}
 	if in.factor > 0 {
-		fmt.Fprintf(w, "\nremaining steps: a session that has made t calls makes %.3f x t more on average here (least squares over %d sessions; the config's remaining_factor)\n", in.factor, len(in.lengths))
+		fmt.Fprintf(w, "\nremaining steps: a session that has made t calls makes %.3f x t more on average here (least squares over %d sessions); the planner prices with remaining_factor %.3f (--remaining-factor)\n", in.factor, len(in.lengths), out.Report.Options.Estimator.Factor)
 	}
 	for _, b := range out.Report.Budgets {
 		printBudgetSummary(w, b)

@@ -142,7 +142,7 @@ func TestServeKilledMidRequest(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	seen := 0
 	for round := range 3 {
-		srv := startServe(t, env, "--db", db, "--scorer", "lexical", "--openai-upstream", up.URL, "--anthropic-upstream", up.URL)
+		srv := startServe(t, env, "--db", db, "--scorer", "lexical", "--price-forced=false", "--openai-upstream", up.URL, "--anthropic-upstream", up.URL)
 		var wg sync.WaitGroup
 		var answered atomic.Int64
 		stop := make(chan struct{})
@@ -204,7 +204,7 @@ func TestServeKilledMidRequest(t *testing.T) {
 		}
 		seen = len(stubs)
 		// Every stub is recallable after a restart, byte for byte.
-		after := startServe(t, env, "--db", db, "--scorer", "lexical", "--openai-upstream", up.URL, "--anthropic-upstream", up.URL)
+		after := startServe(t, env, "--db", db, "--scorer", "lexical", "--price-forced=false", "--openai-upstream", up.URL, "--anthropic-upstream", up.URL)
 		for _, r := range stubs {
 			code, text := after.get(t, "/v1/recall/"+r[0])
 			h := sha256.Sum256([]byte(text))

@@ -61,7 +61,7 @@ func adviseBody(session string) []byte {
 func TestServeForeignHost(t *testing.T) {
 	t.Parallel()
 	up := upstream(t)
-	args := []string{"--scorer", "lexical", "--openai-upstream", up.URL, "--anthropic-upstream", up.URL}
+	args := []string{"--scorer", "lexical", "--price-forced=false", "--openai-upstream", up.URL, "--anthropic-upstream", up.URL}
 	plain := startServe(t, testEnv(t), append(args, "--db", filepath.Join(t.TempDir(), "p.db"))...)
 	allowed := startServe(t, testEnv(t), append(args, "--db", filepath.Join(t.TempDir(), "a.db"), "--allowed-hosts", "pa.internal,*.dev.example")...)
 	token := startServe(t, testEnv(t), append(args, "--db", filepath.Join(t.TempDir(), "t.db"), "--token", "s3cret")...)
@@ -114,7 +114,7 @@ func TestServeRecallIDsKeyed(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "k.db")
 	// A recall undoes its stub at the next step, so only the second serve recalls.
 	ids := func(recall bool) map[string]string {
-		srv := startServe(t, testEnv(t), "--db", db, "--scorer", "lexical")
+		srv := startServe(t, testEnv(t), "--db", db, "--scorer", "lexical", "--price-forced=false")
 		code, out := srv.post(t, "/v1/advise", adviseBody("keyed"))
 		if code != 200 {
 			t.Fatalf("advise: %d %s", code, cutOut(out, 500))

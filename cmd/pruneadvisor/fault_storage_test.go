@@ -267,7 +267,7 @@ func TestStorageFaults(t *testing.T) {
 			}
 			db := filepath.Join(dir, "s.db")
 			up := upstream(t)
-			srv := startServe(t, testEnv(t), "--db", db, "--scorer", "lexical", "--openai-upstream", up.URL, "--anthropic-upstream", up.URL)
+			srv := startServe(t, testEnv(t), "--db", db, "--scorer", "lexical", "--price-forced=false", "--openai-upstream", up.URL, "--anthropic-upstream", up.URL)
 			advise := func(session string) advisedPlan {
 				t.Helper()
 				body := fmt.Sprintf(`{"session_id":%q,"format":"openai","budget":1000,"messages":%s}`, session, msgs)

@@ -21,6 +21,7 @@ type configFlags struct {
 	window     int
 	schedule   string
 	recallTool string
+	forced     bool
 	cmd        *cobra.Command
 }
 
@@ -28,11 +29,12 @@ func (f *configFlags) register(c *cobra.Command) {
 	f.cmd = c
 	d := advisor.DefaultConfig()
 	c.Flags().StringVar(&f.file, "config", "", "JSON config file (fields as in docs/CONFIG.md); flags override it")
-	c.Flags().Float64Var(&f.cutoff, "cutoff", d.Cutoff, "keep-probability under which a scored candidate is pruned")
+	c.Flags().Float64Var(&f.cutoff, "cutoff", d.Cutoff, "keep-probability under which a scored candidate is pruned, whatever the scorer (default: the config's cutoff for the scorer: 0.2 for fitted, else 0.25)")
 	c.Flags().IntVar(&f.budget, "budget", 0, "context budget in tokens (default: window x budget_fraction = 100000)")
 	c.Flags().IntVar(&f.window, "window", d.ContextWindow, "the agent model's context window in tokens")
 	c.Flags().StringVar(&f.schedule, "schedule", d.Schedule, "ask back-off: \"1\" every step, \"every:K\", or gaps \"3,6,12,24\"")
 	c.Flags().StringVar(&f.recallTool, "recall-tool", d.RecallTool, "recall tool name the stubs name (e.g. mcp__pruneadvisor__recall)")
+	c.Flags().BoolVar(&f.forced, "price-forced", d.PriceForced, "over the budget, rewrite only when the rewrite pays for itself too (false: whenever pending prunes reach the least rewrite or the low-water mark)")
 }
 
 // load returns the config file's settings (or the defaults) with the flags the user
@@ -47,7 +49,8 @@ func (f *configFlags) load() (advisor.Config, error) {
 	}
 	set := func(name string) bool { return f.cmd != nil && f.cmd.Flags().Changed(name) }
 	if set("cutoff") {
-		cfg.Cutoff = f.cutoff
+		// --cutoff is the cutoff of whichever scorer runs.
+		cfg.Cutoff, cfg.ScorerCutoffs = f.cutoff, nil
 	}
 	if set("budget") {
 		cfg.Budget = f.budget
@@ -60,6 +63,9 @@ func (f *configFlags) load() (advisor.Config, error) {
 	}
 	if set("recall-tool") {
 		cfg.RecallTool = f.recallTool
+	}
+	if set("price-forced") {
+		cfg.PriceForced = f.forced
 	}
 	return cfg, cfg.Validate()
 }

@@ -19,6 +19,9 @@ type priceFlags struct {
 	provider           string
 	input, read, write float64 // dollars per Mtok; NaN = not given
 	recallOverhead     int
+	payFactor          float64 // 0 = the replay's
+	remainingFactor    float64 // 0 = the replay's
+	priceForced        string  // "" = the replay's, else true or false
 }
 
 func (p *priceFlags) register(c *cobra.Command) {
@@ -27,6 +30,9 @@ func (p *priceFlags) register(c *cobra.Command) {
 	c.Flags().Float64Var(&p.read, "price-cache-read", math.NaN(), "US dollars per million tokens read from the prompt cache (default: the provider's; Anthropic 0.1x input)")
 	c.Flags().Float64Var(&p.write, "price-cache-write", math.NaN(), "US dollars per million tokens written to the prompt cache (default: the provider's; Anthropic 1.25x input, OpenAI and Gemini the input price)")
 	c.Flags().IntVar(&p.recallOverhead, "recall-overhead", calibrate.DefaultOptions().RecallOverheadTokens, "tokens one recall round trip writes beyond the original (the recall call and the result's framing)")
+	c.Flags().Float64Var(&p.payFactor, "pay-factor", 0, "the planner's pay factor: a rewrite pays when it saves this many times its cost (default: the replay's config)")
+	c.Flags().Float64Var(&p.remainingFactor, "remaining-factor", 0, "the planner's remaining-steps estimate per step so far (default: the replay's config)")
+	c.Flags().StringVar(&p.priceForced, "price-forced", "", "true: rewrites forced by the budget must pay too; false: they need not (default: the replay's config)")
 }
 
 // options returns calibrate options from cfg (the replay's advisor config) and the
@@ -36,9 +42,29 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	o := calibrate.DefaultOptions()
 	o.Budget, o.HardLimit = cfg.BudgetTokens(), cfg.HardLimitTokens()
 	o.LowWaterFraction, o.RewriteFraction, o.PayFactor = cfg.LowWaterFraction, cfg.RewriteFraction, cfg.PayFactor
+	o.PriceForced = cfg.PriceForced
 	o.Estimator, o.CacheTTL = cfg.Estimator(), cfg.CacheTTL.Std()
 	for k, m := range cfg.Prices {
 		o.Prices[k] = m
+	}
+	if p.payFactor != 0 {
+		if math.IsNaN(p.payFactor) || p.payFactor < 1 || math.IsInf(p.payFactor, 0) {
+			return o, usageError{fmt.Errorf("--pay-factor %v: want a finite number >= 1", p.payFactor)}
+		}
+		o.PayFactor = p.payFactor
+	}
+	if p.remainingFactor != 0 {
+		if math.IsNaN(p.remainingFactor) || p.remainingFactor <= 0 || math.IsInf(p.remainingFactor, 0) {
+			return o, usageError{fmt.Errorf("--remaining-factor %v: want a finite number > 0", p.remainingFactor)}
+		}
+		o.Estimator.Factor = p.remainingFactor
+	}
+	switch p.priceForced {
+	case "":
+	case "true", "false":
+		o.PriceForced = p.priceForced == "true"
+	default:
+		return o, usageError{fmt.Errorf("--price-forced %q: want true or false", p.priceForced)}
 	}
 	if p.recallOverhead < 0 {
 		return o, usageError{fmt.Errorf("--recall-overhead %d: want tokens >= 0", p.recallOverhead)}
@@ -59,7 +85,9 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	}{
 		{"--price-input", p.input, func(m *prices.Model, v float64) { m.InputPerMTok = v }},
 		{"--price-cache-read", p.read, func(m *prices.Model, v float64) { m.CacheReadPerMTok = v }},
-		{"--price-cache-write", p.write, func(m *prices.Model, v float64) { m.CacheWritePerMTok, m.CacheWriteLongPerMTok = v, max(v, m.CacheWriteLongPerMTok) }},
+		{"--price-cache-write", p.write, func(m *prices.Model, v float64) {
+			m.CacheWritePerMTok, m.CacheWriteLongPerMTok = v, max(v, m.CacheWriteLongPerMTok)
+		}},
 	} {
 		if math.IsNaN(f.v) {
 			continue

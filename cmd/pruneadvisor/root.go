@@ -100,6 +100,7 @@ func commands(e *env) []*cobra.Command {
 		recallCmd(e),
 		replayCmd(e),
 		calibrateCmd(e),
+		fitCmd(e),
 		backoffCmd(e),
 		serveCmd(e),
 		mcpCmd(e),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -11,21 +12,27 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/auto"
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 )
 
 // scorerFlags choose the scorer: auto (Ollama when it answers and has the model,
-// else lexical), ollama, lexical or none (rules only).
+// else the fitted scorer), ollama, fitted, lexical, keep (every card kept: a training
+// replay) or none (rules only).
 type scorerFlags struct {
-	kind    string
-	model   string
-	prompt  string
-	timeout time.Duration
+	kind      string
+	model     string
+	prompt    string
+	timeout   time.Duration
+	modelFile string
+	fuse      bool
 }
 
 func (f *scorerFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&f.kind, "scorer", "auto", "auto | ollama | lexical | none (auto: Ollama at $OLLAMA_HOST if it answers within 2s and has --model, else lexical)")
+	c.Flags().StringVar(&f.kind, "scorer", "auto", "auto | ollama | fitted | lexical | keep | none (auto: Ollama at $OLLAMA_HOST if it answers within 2s and has --model, else the fitted scorer; keep: every card kept, for training replays)")
+	c.Flags().StringVar(&f.modelFile, "model-file", "", "the fitted scorer's model file (from `pruneadvisor fit`); default: the weights embedded in the binary")
+	c.Flags().BoolVar(&f.fuse, "fuse", false, "with Ollama, fuse its scores with the fitted scorer's (reciprocal rank fusion on the fitted scale; off until a replay shows it beats both)")
 	c.Flags().StringVar(&f.model, "model", ollama.DefaultModel, "Ollama model for the ollama scorer")
 	c.Flags().StringVar(&f.prompt, "prompt", "v2", "prompt template of the ollama scorer: v2 (cards with their use history) | v1 (the first one, to compare with old replays); the scorer's name ends in :p2 or :p1")
 	c.Flags().DurationVar(&f.timeout, "scorer-timeout", ollama.DefaultTimeout, "longest wait for one Ollama request; past it the cards get no score (failure kind timeout)")
@@ -45,6 +52,10 @@ func (f *scorerFlags) build(ctx context.Context, e *env) (advisor.Scorer, error)
 		return nil, nil
 	case "lexical":
 		return lexical.New(), nil
+	case "keep":
+		return fitted.KeepScorer{}, nil
+	case "fitted":
+		return f.fitted(e)
 	case "ollama", "auto":
 		client, err := api.ClientFromEnvironment()
 		if err != nil {
@@ -54,13 +65,42 @@ func (f *scorerFlags) build(ctx context.Context, e *env) (advisor.Scorer, error)
 		sc.Logger = e.log
 		sc.Timeout = f.timeout
 		sc.Prompt = prompt
+		fb, err := f.fitted(e)
+		if err != nil {
+			return nil, err
+		}
 		if f.kind == "ollama" {
+			if f.fuse {
+				return &auto.Fused{Model: sc, Fitted: fb}, nil
+			}
 			return sc, nil
 		}
 		// Info level: the one line saying which scorer auto chose goes to stderr.
-		return auto.New(ctx, sc, auto.Fallback{Scorer: lexical.New(), Label: "the lexical scorer"},
-			newLogger(e.stderr, slog.LevelInfo)), nil
+		label := "the fitted scorer (embedded weights)"
+		if fb.Label != "default" {
+			label = "the fitted scorer (" + f.modelFile + ")"
+		}
+		chosen := auto.New(ctx, sc, auto.Fallback{Scorer: fb, Label: label},
+			newLogger(e.stderr, slog.LevelInfo))
+		if f.fuse && chosen.Ollama != nil {
+			return &auto.Fused{Model: chosen.Ollama, Fitted: fb}, nil
+		}
+		return chosen, nil
 	default:
-		return nil, usageError{fmt.Errorf("--scorer %q: want auto, ollama, lexical or none", f.kind)}
+		return nil, usageError{fmt.Errorf("--scorer %q: want auto, ollama, fitted, lexical, keep or none", f.kind)}
 	}
+}
+
+// fitted returns the fitted scorer over --model-file, or over the embedded model.
+// A model file that cannot be used is an error naming the file and the field, and
+// the embedded model is used instead, said once on stderr: the run goes on.
+func (f *scorerFlags) fitted(e *env) (*fitted.Scorer, error) {
+	if f.modelFile != "" {
+		m, err := fitted.Load(f.modelFile)
+		if err == nil {
+			return fitted.New(m, filepath.Base(f.modelFile)), nil
+		}
+		e.log.Warn("cannot use the model file; using the embedded fitted model", "err", err)
+	}
+	return fitted.NewDefault()
 }

@@ -1,0 +1,98 @@
+package advisor_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
+	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// signalsAt runs an advisor that re-asks every candidate at every step (schedule
+// "1", whatever the budget) over msgs, step by step, and returns the signals of
+// every ask, by step and output key.
+func signalsAt(t *testing.T, s *transcript.Session, end int) map[int]map[string]cards.Signals {
+	t.Helper()
+	cfg := advisor.DefaultConfig()
+	cfg.Schedule, cfg.ReaskUnderBudget = "1", true
+	got := map[int]map[string]cards.Signals{}
+	sc := &fakeScorer{fn: func(_ int, b cards.Batch) ([]cards.Score, error) {
+		for _, c := range b.Cards {
+			if got[c.Step] == nil {
+				got[c.Step] = map[string]cards.Signals{}
+			}
+			got[c.Step][c.ID] = c.Signals()
+		}
+		return constScores(b, 1), nil
+	}}
+	adv := newAdvisor(t, cfg, sc, advisor.NewMemoryStore(), newClock())
+	view := *s
+	for i, m := range s.Messages[:end] {
+		if m.Role == transcript.RoleAssistant {
+			view.Messages = s.Messages[:i]
+			if _, err := adv.Advise(context.Background(), &view); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return got
+}
+
+// TestFeaturesKnownAtStep: no card signal (and so no feature of the fitted
+// scorer) at step t changes when messages after t are added. The signals of every
+// ask an advisor makes at step t over a session cut after step t are the same as
+// those it makes at step t over the whole session, on real sessions of three
+// formats; and at least one later message named, re-read or reran each output used
+// later, so the test would see a leak of the future.
+func TestFeaturesKnownAtStep(t *testing.T) {
+	files := []string{
+		filepath.Join(sessionsDir, "claude-code", "abc757d1-3da3-42fb-bb7b-ffa293a4ba29.jsonl"),
+		filepath.Join(sessionsDir, "mini-swe-agent", "sympy__sympy-20438.traj.json"),
+		filepath.Join(sessionsDir, "gemini-cli", "session-2025-12-30T01-31-271ace30.json"),
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			s, err := transcript.ReadFile(f, transcript.Options{Lenient: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			full := signalsAt(t, s, len(s.Messages))
+			// Cut the session at a third and two thirds of its messages.
+			compared := 0
+			for _, cut := range []int{len(s.Messages) / 3, 2 * len(s.Messages) / 3} {
+				part := signalsAt(t, s, cut)
+				for step, cs := range part {
+					for key, sig := range cs {
+						if d := cmp.Diff(sig, full[step][key]); d != "" {
+							t.Errorf("cut %d, step %d, output %s: signals differ from the full session's (-cut +full):\n%s", cut, step, key, d)
+						}
+						var v1, v2 []float64
+						v1 = fitted.Vector(v1, &sig)
+						fs := full[step][key]
+						v2 = fitted.Vector(v2, &fs)
+						if !cmp.Equal(v1, v2) {
+							t.Errorf("cut %d, step %d, output %s: features differ", cut, step, key)
+						}
+						compared++
+					}
+				}
+			}
+			used := 0
+			for _, cs := range full {
+				for _, sig := range cs {
+					if sig.Uses > 0 {
+						used++
+					}
+				}
+			}
+			if compared < 50 || used == 0 {
+				t.Errorf("%d asks compared, %d with a use history: the test is too weak", compared, used)
+			}
+		})
+	}
+}

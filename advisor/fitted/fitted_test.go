@@ -1,0 +1,248 @@
+package fitted
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/pruneadvisor/pruneadvisor/cards"
+)
+
+// handModel weighs log_age and never_used only, on unscaled inputs.
+func handModel() *Model {
+	n := len(Features)
+	m := &Model{Format: Format, Version: Version, Features: FeatureNames(),
+		Mean: make([]float64, n), Scale: make([]float64, n), Weights: make([]float64, n), Bias: 0.5}
+	for i := range m.Scale {
+		m.Scale[i] = 1
+	}
+	m.Weights[0] = -1 // log_age
+	m.Weights[2] = -2 // never_used
+	m.Mean[0] = 1     // log_age centred at 1
+	return m
+}
+
+// Predict by hand: age 9 -> log_age ln(10) = 2.302585; never used -> 1.
+// z = 0.5 - (2.302585 - 1) - 2 = -2.802585; σ(z) = 1/(1+e^2.802585) = 0.0571846
+// (python3: 1/(1+math.exp(2.802585))).
+func TestPredictHand(t *testing.T) {
+	m := handModel()
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	got := m.Predict(&cards.Signals{Age: 9, Uses: 0})
+	if math.Abs(got-0.0571846) > 1e-7 {
+		t.Errorf("Predict = %.7f, want 0.0571846", got)
+	}
+	// Used once: never_used 0: z = 0.5 - 1.302585 = -0.802585, σ = 0.3094728.
+	if got := m.Predict(&cards.Signals{Age: 9, Uses: 1, LastUseAgo: 2}); math.Abs(got-0.3094728) > 1e-7 {
+		t.Errorf("Predict (used) = %.7f, want 0.3094728", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	good, err := handModel().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse("good.json", good); err != nil {
+		t.Fatalf("good model: %v", err)
+	}
+	edit := func(f func(m *Model)) []byte {
+		m := handModel()
+		f(m)
+		b, _ := m.Marshal()
+		return b
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"not ours", []byte(`{"format":"xgboost","version":1}`), `format: "xgboost", want "pruneadvisor.fitted"`},
+		{"unknown version", edit(func(m *Model) { m.Version = 7 }), "version: 7, this program reads version 1"},
+		{"missing feature", edit(func(m *Model) { m.Features = m.Features[1:] }), "missing log_age"},
+		{"extra feature", edit(func(m *Model) { m.Features = append(m.Features, "moon_phase") }), "unknown moon_phase"},
+		{"reordered", edit(func(m *Model) { m.Features[0], m.Features[1] = m.Features[1], m.Features[0] }), "same names, another order"},
+		{"zero scale", edit(func(m *Model) { m.Scale[1] = 0 }), "scale[1] (log_tokens)"},
+		{"short weights", edit(func(m *Model) { m.Weights = m.Weights[:2] }), "weights: 2 values for"},
+		{"infinite bias", []byte(strings.Replace(string(good), `"bias": 0.5`, `"bias": 1e999`, 1)), "model bad.json"},
+		{"unknown field", []byte(strings.Replace(string(good), `"bias"`, `"colour": 1, "bias"`, 1)), `unknown field "colour"`},
+		{"trailing data", append(append([]byte(nil), good...), []byte("{}")...), "data after the JSON object"},
+		{"not JSON", []byte("weights: 1, 2"), "invalid fitted model"},
+	}
+	// JSON has no NaN: a model built in memory is checked by Validate.
+	nan := handModel()
+	nan.Weights[3] = math.NaN()
+	if err := nan.Validate(); !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "weights[3] (log_uses)") {
+		t.Errorf("NaN weight: %v", err)
+	}
+	for _, tt := range tests {
+		_, err := Parse("bad.json", tt.data)
+		if !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "bad.json") {
+			t.Errorf("%s: err %v; want ErrModel naming bad.json and %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// synthetic rows: used later with probability 0.85 when used recently, 0.1 when
+// never used, else 0.4; 30 sessions.
+func synthetic(n int, seed uint64) []Row {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	rows := make([]Row, n)
+	for i := range rows {
+		s := cards.Signals{Step: 20 + rng.IntN(80), Age: 4 + rng.IntN(60), Tokens: 200 + rng.IntN(5000), Action: []string{"read", "shell", "search"}[rng.IntN(3)]}
+		p := 0.1
+		switch rng.IntN(3) {
+		case 0:
+			s.Uses, s.LastUseAgo, s.RecentUses = 1+rng.IntN(4), 1+rng.IntN(3), 1
+			p = 0.85
+		case 1:
+			s.Uses, s.LastUseAgo = 1, 15+rng.IntN(30)
+			p = 0.4
+		}
+		rows[i] = Row{Session: string(rune('a' + i%30)), Signals: s, Used: rng.Float64() < p}
+	}
+	return rows
+}
+
+func TestTrainLearns(t *testing.T) {
+	rows := synthetic(3000, 1)
+	m, err := Train(rows, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Training.Rows != 3000 || m.Training.Sessions != 30 || m.Training.Positives+m.Training.Negatives != 3000 {
+		t.Errorf("training summary %+v", m.Training)
+	}
+	// The truth: recent use 0.85, never used 0.1.
+	recent := m.Predict(&cards.Signals{Step: 50, Age: 20, Tokens: 1000, Action: "read", Uses: 2, LastUseAgo: 2, RecentUses: 1})
+	never := m.Predict(&cards.Signals{Step: 50, Age: 20, Tokens: 1000, Action: "read"})
+	if math.Abs(recent-0.85) > 0.08 || math.Abs(never-0.1) > 0.05 {
+		t.Errorf("recently used %.3f (want about 0.85), never used %.3f (want about 0.10)", recent, never)
+	}
+	pred, folds, err := CrossValidate(rows, 5, DefaultOptions())
+	if err != nil || len(folds) != 5 {
+		t.Fatalf("CrossValidate: %d folds, %v", len(folds), err)
+	}
+	labels := make([]bool, len(rows))
+	for i, r := range rows {
+		labels[i] = r.Used
+	}
+	// Three groups with rates 0.85, 0.4 and 0.1: a model that ranks them right is
+	// well above chance, and cannot reach 1.
+	if a := AUC(pred, labels); a < 0.75 || a > 0.9 {
+		t.Errorf("held-out AUC %.3f, want 0.75..0.9", a)
+	}
+	again, _ := Train(rows, DefaultOptions())
+	for i := range m.Weights {
+		if m.Weights[i] != again.Weights[i] {
+			t.Fatalf("Train is not deterministic: weight %d %v vs %v", i, m.Weights[i], again.Weights[i])
+		}
+	}
+	if _, err := Train(rows[:15], DefaultOptions()); !errors.Is(err, ErrTooFew) {
+		t.Errorf("15 rows: err %v, want ErrTooFew", err)
+	}
+	drop, err := Train(rows, Options{Lambda: DefaultLambda, Drop: []string{"never_used", "log_uses"}})
+	if err != nil || drop.Weights[2] != 0 || drop.Weights[3] != 0 {
+		t.Errorf("dropped features have weights %v, %v (%v); want 0", drop.Weights[2], drop.Weights[3], err)
+	}
+	if _, err := Train(rows, Options{Drop: []string{"moon_phase"}}); err == nil {
+		t.Error("dropping an unknown feature: no error")
+	}
+}
+
+// Brier and AUC by hand, the same cases as calibrate's (an independent
+// implementation: the rank-sum form here, pair counting there).
+func TestBrierAUCHand(t *testing.T) {
+	if b := Brier([]float64{0.9, 0.2}, []bool{true, false}); math.Abs(b-0.025) > 1e-12 {
+		t.Errorf("Brier %v, want 0.025", b)
+	}
+	if a := AUC([]float64{0.8, 0.4, 0.4, 0.1}, []bool{true, true, false, false}); math.Abs(a-0.875) > 1e-12 {
+		t.Errorf("AUC with a tie %v, want 0.875", a)
+	}
+	if a := AUC([]float64{0, 1}, []bool{true, false}); a != 0 {
+		t.Errorf("inverted AUC %v, want 0", a)
+	}
+	if !math.IsNaN(AUC([]float64{0.3}, []bool{true})) || !math.IsNaN(Brier(nil, nil)) {
+		t.Error("one class or no rows: want NaN")
+	}
+}
+
+func TestDefaultModel(t *testing.T) {
+	s, err := NewDefault()
+	if err != nil {
+		t.Fatalf("embedded model: %v", err)
+	}
+	if s.Name() != "fitted" || New(s.Model, "mine.json").Name() != "fitted:mine.json" {
+		t.Errorf("names %q, %q", s.Name(), New(s.Model, "mine.json").Name())
+	}
+	m := s.Model
+	if m.Training.Sessions < 200 || m.CV == nil || m.CV.AUC < 0.7 {
+		t.Errorf("embedded model: %d sessions, CV %+v; want the corpus's 220 and its figures", m.Training.Sessions, m.CV)
+	}
+	// A card never used, 60 steps old scores low; one used 2 steps ago high.
+	old := m.Predict(&cards.Signals{Step: 80, Age: 60, Tokens: 3000, Action: "read", PathIdle: 60, PathReads: 1, Runs: 1})
+	hot := m.Predict(&cards.Signals{Step: 80, Age: 10, Tokens: 3000, Action: "read", Uses: 3, LastUseAgo: 2, RecentUses: 3, PathIdle: 2, PathReads: 2, Runs: 1})
+	if old >= hot || old > 0.2 || hot < 2*old {
+		t.Errorf("old unused %.3f, recently used %.3f", old, hot)
+	}
+}
+
+// A card's score depends on that card alone, not on the batch it comes in.
+func TestScoreBatchIndependent(t *testing.T) {
+	s, _ := NewDefault()
+	a := cards.Card{ID: "a", Age: 7, Step: 30, Tokens: 800, Action: "read", Uses: 1, LastUseAgo: 5}
+	b := cards.Card{ID: "b", Age: 40, Step: 30, Tokens: 9000, Action: "shell"}
+	one, _ := s.Score(context.Background(), cards.Batch{Cards: []cards.Card{a}})
+	two, _ := s.Score(context.Background(), cards.Batch{Cards: []cards.Card{b, a}})
+	if !one[0].OK || one[0] != two[1] {
+		t.Errorf("alone %+v, in a batch %+v", one[0], two[1])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Score(ctx, cards.Batch{Cards: []cards.Card{a}}); err == nil {
+		t.Error("cancelled context: no error")
+	}
+	k, _ := KeepScorer{}.Score(context.Background(), cards.Batch{Cards: []cards.Card{a, b}})
+	if len(k) != 2 || k[0].Keep != 1 || !k[1].OK {
+		t.Errorf("keep scorer %+v", k)
+	}
+}
+
+func TestFold(t *testing.T) {
+	seen := map[int]bool{}
+	for i := 0; i < 200; i++ {
+		name := string(rune('A'+i%26)) + string(rune('a'+i/26))
+		f := Fold(name, 5)
+		if f != Fold(name, 5) || f < 0 || f >= 5 {
+			t.Fatalf("Fold(%q) = %d, not stable in [0,5)", name, f)
+		}
+		seen[f] = true
+	}
+	if len(seen) != 5 {
+		t.Errorf("200 sessions land in %d of 5 folds", len(seen))
+	}
+}
+
+// BenchmarkScore100 scores a batch of 100 cards with the embedded model (goal:
+// <= 1 ms, docs/PERFORMANCE.md).
+//
+//	go test ./advisor/fitted -run '^$' -bench BenchmarkScore100
+func BenchmarkScore100(b *testing.B) {
+	s, _ := NewDefault()
+	batch := cards.Batch{Cards: make([]cards.Card, 100)}
+	for i := range batch.Cards {
+		batch.Cards[i] = cards.Card{ID: "c", Age: 4 + i, Step: 120, Tokens: 300 + 40*i, Action: "read", Uses: i % 3, LastUseAgo: i % 7, PathIdle: i % 9, Runs: 1}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Score(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

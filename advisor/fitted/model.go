@@ -1,0 +1,221 @@
+// Package fitted is the fitted scorer (DESIGN.md steps 5 and "The embedded
+// default"): a logistic regression over features every card carries (features.go),
+// trained by `pruneadvisor fit` on the evidence of a replay store (train.go), saved
+// as a versioned JSON model file (this file). The binary embeds default weights
+// fitted on ../shared/corpus (default.go), so the advisor has a real scorer with no
+// model server; a user can fit their own on their sessions.
+//
+// The model is p(used at or after this step) = σ(b + Σ w_i · (x_i - mean_i) / scale_i),
+// σ the logistic function, x the feature vector of the card's signals. It is a
+// probability of later use, so it is a keep-probability as DESIGN.md means it, and the
+// cutoff applies to it directly.
+package fitted
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/cards"
+)
+
+// Model file identity.
+const (
+	// Format is the "format" field of every model file.
+	Format = "pruneadvisor.fitted"
+	// Version is the model file version this package reads and writes. Version 1:
+	// logistic regression over standardised features.
+	Version = 1
+)
+
+// Sentinel errors (wrapped, with the file and field).
+var (
+	// ErrModel means a model file is not ours, of an unknown version, or invalid.
+	ErrModel = errors.New("invalid fitted model")
+	// ErrTooFew means a training set lacks positive or negative rows.
+	ErrTooFew = errors.New("too few rows to fit")
+)
+
+// Model is a fitted model as its JSON file holds it.
+type Model struct {
+	Format   string    `json:"format"`   // Format
+	Version  int       `json:"version"`  // Version
+	Features []string  `json:"features"` // feature names, FeatureNames() order
+	Mean     []float64 `json:"mean"`     // per feature: subtracted before scaling
+	Scale    []float64 `json:"scale"`    // per feature: divisor (> 0)
+	Weights  []float64 `json:"weights"`  // per feature, on standardised inputs
+	Bias     float64   `json:"bias"`
+	// Training summarises the rows it was fitted on.
+	Training Training `json:"training"`
+	// CV holds the cross-validated figures, when fit computed them.
+	CV *CV `json:"cv,omitempty"`
+}
+
+// Training is the summary of a training set.
+type Training struct {
+	Source    string  `json:"source,omitempty"` // what was replayed (paths as given)
+	Sessions  int     `json:"sessions"`
+	Rows      int     `json:"rows"` // asks with signals
+	Positives int     `json:"positives"`
+	Negatives int     `json:"negatives"`
+	Lambda    float64 `json:"lambda"` // L2 penalty (mean log-loss + lambda/2 ||w||^2)
+	// Settings is the replay settings hash the rows were recorded under.
+	Settings string `json:"settings,omitempty"`
+}
+
+// CV is the cross-validation by session (no session on both sides of a fold).
+type CV struct {
+	Folds   int       `json:"folds"`
+	AUC     float64   `json:"auc"`
+	Brier   float64   `json:"brier"`
+	PerFold []FoldFit `json:"per_fold"`
+	// TokenStepsShare is the decision-level token-steps saved at the best cutoff with
+	// miss rate <= TargetMiss, out of fold, divided by the oracle's; MissRate and
+	// Cutoff are that cutoff's.
+	TargetMiss      float64 `json:"target_miss"`
+	Cutoff          float64 `json:"cutoff"`
+	MissRate        float64 `json:"miss_rate"`
+	TokenStepsShare float64 `json:"token_steps_share_of_oracle"`
+}
+
+// FoldFit is one fold's held-out figures.
+type FoldFit struct {
+	Sessions int     `json:"sessions"`
+	Rows     int     `json:"rows"`
+	AUC      float64 `json:"auc"`
+	Brier    float64 `json:"brier"`
+}
+
+// Validate checks that m is a model this version reads: the format, the version,
+// exactly the feature list of this program (in order; missing and extra names are
+// listed), one finite mean, positive finite scale and finite weight per feature, and
+// a finite bias. Errors wrap ErrModel and name the field.
+func (m *Model) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrModel, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case m.Format != Format:
+		return bad("format", "%q, want %q (not a pruneadvisor model file)", m.Format, Format)
+	case m.Version != Version:
+		return bad("version", "%d, this program reads version %d", m.Version, Version)
+	}
+	want := FeatureNames()
+	if !slices.Equal(m.Features, want) {
+		var missing, extra []string
+		for _, f := range want {
+			if !slices.Contains(m.Features, f) {
+				missing = append(missing, f)
+			}
+		}
+		for _, f := range m.Features {
+			if !slices.Contains(want, f) {
+				extra = append(extra, f)
+			}
+		}
+		msg := "not this program's feature list"
+		if len(missing) > 0 {
+			msg += "; missing " + strings.Join(missing, ", ")
+		}
+		if len(extra) > 0 {
+			msg += "; unknown " + strings.Join(extra, ", ")
+		}
+		if len(missing) == 0 && len(extra) == 0 {
+			msg += " (same names, another order)"
+		}
+		return bad("features", "%s", msg)
+	}
+	n := len(want)
+	for _, arr := range []struct {
+		name string
+		v    []float64
+	}{{"mean", m.Mean}, {"scale", m.Scale}, {"weights", m.Weights}} {
+		if len(arr.v) != n {
+			return bad(arr.name, "%d values for %d features", len(arr.v), n)
+		}
+		for i, x := range arr.v {
+			if math.IsNaN(x) || math.IsInf(x, 0) || arr.name == "scale" && x <= 0 {
+				return bad(fmt.Sprintf("%s[%d] (%s)", arr.name, i, want[i]), "%v is not a finite number%s", x, map[bool]string{true: " > 0", false: ""}[arr.name == "scale"])
+			}
+		}
+	}
+	if math.IsNaN(m.Bias) || math.IsInf(m.Bias, 0) {
+		return bad("bias", "%v is not a finite number", m.Bias)
+	}
+	return nil
+}
+
+// Parse reads a model from JSON (unknown fields refused) and validates it; name is
+// used in errors (the file).
+func Parse(name string, data []byte) (*Model, error) {
+	var m Model
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("model %s: %w: %v", name, ErrModel, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("model %s: %w: data after the JSON object", name, ErrModel)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	return &m, nil
+}
+
+// Load reads and validates the model file at path.
+func Load(path string) (*Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Marshal returns the model as indented JSON with a final newline.
+func (m *Model) Marshal() ([]byte, error) {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
+// Save validates m and writes it to path.
+func (m *Model) Save(path string) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	data, err := m.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	return nil
+}
+
+// Predict returns the keep-probability of a card with signals s.
+func (m *Model) Predict(s *cards.Signals) float64 {
+	z := m.Bias
+	for i, f := range Features {
+		z += m.Weights[i] * (f.f(s) - m.Mean[i]) / m.Scale[i]
+	}
+	return sigmoid(z)
+}
+
+// sigmoid is the logistic function, computed without overflow.
+func sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}

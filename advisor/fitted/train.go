@@ -1,0 +1,341 @@
+package fitted
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/optimize"
+
+	"github.com/pruneadvisor/pruneadvisor/cards"
+)
+
+// Row is one training example: an ask's signals and whether the output was used at
+// or after the ask's step (a prune at that step would have missed).
+type Row struct {
+	Session string // for cross-validation: rows of one session stay on one side
+	Signals cards.Signals
+	Used    bool
+}
+
+// DefaultLambda is the L2 penalty of Train: small, so the weights are set by the
+// data (hundreds of thousands of rows) while standardised collinear features (the
+// idle bins, the logs) stay bounded.
+const DefaultLambda = 1e-4
+
+// MinRows is the fewest positive and the fewest negative rows Train accepts.
+const MinRows = 10
+
+// Options tune Train. The zero value is L2 penalty 0 and every feature; use
+// DefaultOptions.
+type Options struct {
+	// Lambda is the L2 penalty: the loss is the mean log-loss plus Lambda/2 x the
+	// squared norm of the weights (the bias is not penalised).
+	Lambda float64
+	// Drop names features the model must not use (an ablation): their standardised
+	// columns are zero, so their weights stay 0.
+	Drop []string
+}
+
+// DefaultOptions returns Lambda DefaultLambda and every feature.
+func DefaultOptions() Options { return Options{Lambda: DefaultLambda} }
+
+// Train fits the model on rows: the features are standardised (mean 0, scale the
+// standard deviation, 1 for a constant feature), and the weights minimise the mean
+// log-loss plus Lambda/2 x the squared norm of the weights (the bias is not
+// penalised), by L-BFGS (gonum.org/v1/gonum/optimize) from zero. The result depends
+// only on the rows and their order. Errors: ErrTooFew with the counts when there
+// are fewer than MinRows positive or negative rows; an unknown feature in Drop; an
+// optimizer failure.
+func Train(rows []Row, opts Options) (*Model, error) {
+	pos := 0
+	for _, r := range rows {
+		if r.Used {
+			pos++
+		}
+	}
+	if pos < MinRows || len(rows)-pos < MinRows {
+		return nil, fmt.Errorf("%w: %d positive and %d negative rows, want at least %d of each", ErrTooFew, pos, len(rows)-pos, MinRows)
+	}
+	n := len(Features)
+	drop, err := dropped(opts.Drop)
+	if err != nil {
+		return nil, err
+	}
+	X, y := design(rows)
+	mean, scale := standardise(X, n)
+	for j := range drop {
+		for i := j; i < len(X); i += n {
+			X[i] = 0
+		}
+	}
+	p := &problem{X: X, y: y, n: n, lambda: opts.Lambda}
+	res, err := optimize.Minimize(optimize.Problem{Func: p.loss, Grad: p.grad}, make([]float64, n+1), &optimize.Settings{
+		GradientThreshold: 1e-8, MajorIterations: 2000,
+	}, &optimize.LBFGS{})
+	if err != nil && res == nil {
+		return nil, fmt.Errorf("fit: %w", err)
+	}
+	w := res.X
+	m := &Model{
+		Format: Format, Version: Version, Features: FeatureNames(), Mean: mean, Scale: scale,
+		Weights: append([]float64(nil), w[:n]...), Bias: w[n],
+		Training: Training{Sessions: countSessions(rows), Rows: len(rows), Positives: pos, Negatives: len(rows) - pos, Lambda: opts.Lambda},
+	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("fit: %w", err)
+	}
+	return m, nil
+}
+
+// dropped returns the indexes of the named features.
+func dropped(names []string) (map[int]bool, error) {
+	out := map[int]bool{}
+	for _, name := range names {
+		found := false
+		for j, f := range Features {
+			if f.Name == name {
+				out[j], found = true, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: no feature %q to drop", ErrModel, name)
+		}
+	}
+	return out, nil
+}
+
+// design builds the feature matrix (row-major) and labels.
+func design(rows []Row) ([]float64, []float64) {
+	n := len(Features)
+	X := make([]float64, 0, len(rows)*n)
+	y := make([]float64, len(rows))
+	var v []float64
+	for i := range rows {
+		v = Vector(v, &rows[i].Signals)
+		X = append(X, v...)
+		if rows[i].Used {
+			y[i] = 1
+		}
+	}
+	return X, y
+}
+
+// standardise centres and scales X's columns in place and returns the means and
+// scales used.
+func standardise(X []float64, n int) ([]float64, []float64) {
+	m := len(X) / n
+	mean, scale := make([]float64, n), make([]float64, n)
+	for j := 0; j < n; j++ {
+		var s, ss float64
+		for i := 0; i < m; i++ {
+			s += X[i*n+j]
+		}
+		mean[j] = s / float64(m)
+		for i := 0; i < m; i++ {
+			d := X[i*n+j] - mean[j]
+			ss += d * d
+		}
+		scale[j] = math.Sqrt(ss / float64(m))
+		if scale[j] < 1e-12 {
+			scale[j] = 1
+		}
+		for i := 0; i < m; i++ {
+			X[i*n+j] = (X[i*n+j] - mean[j]) / scale[j]
+		}
+	}
+	return mean, scale
+}
+
+// problem is the penalised mean log-loss over standardised rows; w[n] is the bias.
+type problem struct {
+	X, y   []float64
+	n      int
+	lambda float64
+}
+
+func (p *problem) loss(w []float64) float64 {
+	m := len(p.y)
+	total := 0.0
+	for i := 0; i < m; i++ {
+		z := w[p.n]
+		row := p.X[i*p.n : (i+1)*p.n]
+		for j, x := range row {
+			z += w[j] * x
+		}
+		// log(1 + e^z) - y z, computed stably.
+		total += softplus(z) - p.y[i]*z
+	}
+	reg := 0.0
+	for j := 0; j < p.n; j++ {
+		reg += w[j] * w[j]
+	}
+	return total/float64(m) + p.lambda/2*reg
+}
+
+func (p *problem) grad(g, w []float64) {
+	m := len(p.y)
+	clear(g)
+	for i := 0; i < m; i++ {
+		z := w[p.n]
+		row := p.X[i*p.n : (i+1)*p.n]
+		for j, x := range row {
+			z += w[j] * x
+		}
+		d := sigmoid(z) - p.y[i]
+		for j, x := range row {
+			g[j] += d * x
+		}
+		g[p.n] += d
+	}
+	for j := range g {
+		g[j] /= float64(m)
+	}
+	for j := 0; j < p.n; j++ {
+		g[j] += p.lambda * w[j]
+	}
+}
+
+func softplus(z float64) float64 {
+	if z > 0 {
+		return z + math.Log1p(math.Exp(-z))
+	}
+	return math.Log1p(math.Exp(z))
+}
+
+func countSessions(rows []Row) int {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		seen[r.Session] = true
+	}
+	return len(seen)
+}
+
+// Fold returns the cross-validation fold (0..folds-1) of a session: FNV-1a of its
+// name modulo folds, so a session is always on the same side and folds do not
+// depend on the order rows come in.
+func Fold(session string, folds int) int {
+	h := fnv.New32a()
+	h.Write([]byte(session))
+	return int(h.Sum32() % uint32(folds))
+}
+
+// CrossValidate fits folds models, each on the rows of the sessions outside one
+// fold, and returns every row's held-out prediction (in rows' order) with each
+// fold's figures. Folds without rows on both sides are left out of PerFold and their
+// rows predicted by nothing (NaN). Errors are Train's for a fold's training rows.
+func CrossValidate(rows []Row, folds int, opts Options) ([]float64, []FoldFit, error) {
+	pred := make([]float64, len(rows))
+	for i := range pred {
+		pred[i] = math.NaN()
+	}
+	var fits []FoldFit
+	fold := make([]int, len(rows))
+	for i, r := range rows {
+		fold[i] = Fold(r.Session, folds)
+	}
+	for k := 0; k < folds; k++ {
+		var train []Row
+		var test []int
+		for i := range rows {
+			if fold[i] == k {
+				test = append(test, i)
+			} else {
+				train = append(train, rows[i])
+			}
+		}
+		if len(test) == 0 || len(train) == 0 {
+			continue
+		}
+		m, err := Train(train, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("fold %d: %w", k, err)
+		}
+		scores := make([]float64, len(test))
+		labels := make([]bool, len(test))
+		sessions := map[string]bool{}
+		for t, i := range test {
+			pred[i] = m.Predict(&rows[i].Signals)
+			scores[t], labels[t] = pred[i], rows[i].Used
+			sessions[rows[i].Session] = true
+		}
+		fits = append(fits, FoldFit{Sessions: len(sessions), Rows: len(test), AUC: AUC(scores, labels), Brier: Brier(scores, labels)})
+	}
+	return pred, fits, nil
+}
+
+// Brier is the mean of (score - label)^2 (Brier 1950); NaN for no rows.
+func Brier(scores []float64, labels []bool) float64 {
+	if len(scores) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for i, p := range scores {
+		y := 0.0
+		if labels[i] {
+			y = 1
+		}
+		s += (p - y) * (p - y)
+	}
+	return s / float64(len(scores))
+}
+
+// AUC is the probability that a random positive scores above a random negative
+// (ties count one half): the Mann-Whitney U statistic over the rank sum (Hanley and
+// McNeil 1982). NaN without both classes.
+func AUC(scores []float64, labels []bool) float64 {
+	idx := make([]int, len(scores))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return scores[idx[a]] < scores[idx[b]] })
+	var rankSum float64
+	pos := 0
+	for i := 0; i < len(idx); {
+		j := i
+		for j < len(idx) && scores[idx[j]] == scores[idx[i]] {
+			j++
+		}
+		r := float64(i+j+1) / 2 // mean 1-based rank of the tie group
+		for k := i; k < j; k++ {
+			if labels[idx[k]] {
+				rankSum += r
+				pos++
+			}
+		}
+		i = j
+	}
+	neg := len(scores) - pos
+	if pos == 0 || neg == 0 {
+		return math.NaN()
+	}
+	return (rankSum - float64(pos)*float64(pos+1)/2) / (float64(pos) * float64(neg))
+}
+
+// KeepScorer keeps every card (keep-probability 1, OK): a replay with it asks every
+// candidate at every step its schedule allows and records each ask's signals,
+// without pruning on any score, which is what a training replay needs (`pruneadvisor
+// fit PATH...` replays with it). Its name is "keep".
+type KeepScorer struct{}
+
+// Name returns "keep".
+func (KeepScorer) Name() string { return "keep" }
+
+// Score answers 1 for every card; it fails only on a done context.
+func (KeepScorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error) {
+	out := make([]cards.Score, len(b.Cards))
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("keep: %w", err)
+	}
+	for i := range out {
+		out[i] = cards.Score{Keep: 1, OK: true}
+	}
+	return out, nil
+}
+
+// TrainingSchedule is the back-off of a training replay: asks at the candidate's
+// first step and then 1, 2, 4, … 64 steps apart, so every output is seen at ages
+// spread over the session (with Config.ReaskUnderBudget, whatever the budget).
+const TrainingSchedule = "1,1,2,2,3,4,6,8,12"
