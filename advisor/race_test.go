@@ -37,6 +37,7 @@ func TestLostRaceAdoptsWinnersStubs(t *testing.T) {
 	cfg := advisor.DefaultConfig()
 	cfg.Budget = 6000
 	cfg.RewriteFraction = 0.2
+	cfg.PriceForced = false // rewrite over the budget whatever the price: races every few steps
 	shared := advisor.NewMemoryStore()
 	clk := newClock()
 	first := newRunner(t, newAdvisor(t, cfg, constScorer(0.1), shared, clk), s)

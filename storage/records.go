@@ -27,7 +27,7 @@ func (db *DB) RecordAsks(ctx context.Context, asks []advisor.AskRecord) error {
 		}
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		return insertAll(ctx, tx, askColumns, len(asks), func(i int) []any { return askRow(asks[i].SessionID, asks[i]) })
+		return db.insertAll(ctx, tx, askColumns, len(asks), func(i int) []any { return askRow(asks[i].SessionID, asks[i]) })
 	})
 	if err != nil {
 		return fmt.Errorf("storage: record %d asks: %w", len(asks), err)
@@ -56,7 +56,7 @@ func (db *DB) RecordDecisions(ctx context.Context, ds []advisor.DecisionRecord) 
 		}
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		return insertAll(ctx, tx, decisionColumns, len(ds), func(i int) []any { return decisionRow(ds[i].SessionID, ds[i]) })
+		return db.insertAll(ctx, tx, decisionColumns, len(ds), func(i int) []any { return decisionRow(ds[i].SessionID, ds[i]) })
 	})
 	if err != nil {
 		return fmt.Errorf("storage: record %d decisions: %w", len(ds), err)
@@ -246,7 +246,7 @@ func (db *DB) RecordEvidence(ctx context.Context, evs []Evidence) error {
 		}
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		return insertAll(ctx, tx, evidenceColumns, len(evs), func(i int) []any {
+		return db.insertAll(ctx, tx, evidenceColumns, len(evs), func(i int) []any {
 			e := evs[i]
 			return []any{e.SessionID, e.OutputKey, e.UseStep, e.Proof, nullFloat(e.Weight)}
 		})
@@ -455,7 +455,7 @@ func (db *DB) RecordSteps(ctx context.Context, steps []advisor.StepRecord) error
 		}
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		return insertAll(ctx, tx, `steps(session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd)`, len(steps), func(i int) []any {
+		return db.insertAll(ctx, tx, `steps(session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd)`, len(steps), func(i int) []any {
 			r := steps[i]
 			return []any{r.SessionID, r.Step, timeText(r.At), r.ContextTokens, r.FullTokens, r.Rewrite, r.Pruned, r.Frees, r.Suffix, r.CostUSD, r.SavingUSD}
 		})

@@ -61,7 +61,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, c := range commands(e) {
 		root.AddCommand(c)
 	}
+	stopProfile := startProfile(stderr)
 	err := root.ExecuteContext(ctx)
+	stopProfile()
 	if err == nil {
 		return exitOK
 	}
