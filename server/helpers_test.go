@@ -168,8 +168,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// newProxy starts a server on a SQLite store in a temp dir. opts.Store and Logger are
-// filled in; Config defaults to testConfig and Scorer to noiseScorer when unset.
+// newProxy starts a server on a SQLite store in a temp dir. opts.Store, Ledger (when
+// nil) and Logger are filled in; Config defaults to testConfig and Scorer to
+// noiseScorer when unset.
 func newProxy(t testing.TB, opts server.Options) *proxyEnv {
 	t.Helper()
 	dbPath := filepath.Join(t.TempDir(), "pa.db")
@@ -186,6 +187,9 @@ func newProxyOn(t testing.TB, opts server.Options, db *storage.DB, dsn string) *
 	t.Helper()
 	logBuf := &syncBuffer{}
 	opts.Store = db
+	if opts.Ledger == nil {
+		opts.Ledger = db
+	}
 	opts.Logger = slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if opts.Config.RecallTool == "" {
 		opts.Config = testConfig()

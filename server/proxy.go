@@ -121,10 +121,11 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 			return
 		}
 		start := time.Now()
+		note := s.ledger.note(kind, r.Header.Get(HeaderSession))
 		plain, enc, err := s.decodeRequest(string(kind), r, body)
 		if errors.Is(err, errUnknownCoding) {
 			s.log.Warn("request body in an unknown encoding; forwarded unchanged", "route", string(kind), "err", err)
-			s.forward(w, r, kind, body)
+			s.forward(w, r, kind, body, note)
 			return
 		}
 		if err != nil {
@@ -133,10 +134,10 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 		}
 		if kind == kindResponses && transcript.ResponsesContinuation(plain) {
 			s.metrics.untouched.WithLabelValues(string(kind), "previous_response_id").Inc()
-			s.forward(w, r, kind, body)
+			s.forward(w, r, kind, body, note)
 			return
 		}
-		out, changed, err := s.adviseBody(r.Context(), kind, requestHints(r), plain)
+		out, changed, err := s.adviseBody(r.Context(), kind, requestHints(r), plain, note)
 		if changed && enc != nil {
 			if out, err = enc.encode(out); err != nil {
 				s.failOpen(string(kind), "encode", "", err)
@@ -159,7 +160,7 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 		if r.Context().Err() != nil {
 			return // the client is gone
 		}
-		s.forward(w, r, kind, out)
+		s.forward(w, r, kind, out, note)
 	}
 }
 
@@ -247,8 +248,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code
 // changed true when stubs went in: body with the content of each pruned tool result
 // replaced by its stub. changed is false when nothing is pruned or advising failed
 // (fail open: logged and counted); out is then body. A body that is not JSON gives a
-// *badRequest naming the position.
-func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body []byte) (out []byte, changed bool, err error) {
+// *badRequest naming the position. note (may be nil) gets the session and the plan
+// for the ledger.
+func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body []byte, note *ledgerNote) (out []byte, changed bool, err error) {
 	route := string(kind)
 	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format(), Cache: s.msgCache})
 	if err != nil {
@@ -267,6 +269,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		return nil, false, &badRequest{msg: err.Error()}
 	}
 	sess.ID = id
+	note.setSession(id)
 	e, err := s.sessions.acquire(advisorKey{recallTool: tool}, id)
 	if err != nil {
 		s.failOpen(route, "advise", id, err)
@@ -283,6 +286,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		return body, false, nil
 	}
 	s.metrics.observePlan(plan)
+	note.setPlan(plan)
 	stubs := plan.Stubs
 	if len(stubs) == 0 {
 		return body, false, nil
@@ -423,17 +427,18 @@ func upstreamURL(base *url.URL, r *http.Request) string {
 // and streams the response back as it arrives, flushing after every read. Upstream
 // errors come back as they came; an unreachable upstream gives 502; a response the
 // upstream cuts short is cut short for the client too (the connection is closed
-// without the response's end: panic(http.ErrAbortHandler)).
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, kind apiKind, body []byte) {
+// without the response's end: panic(http.ErrAbortHandler)). With a note, the
+// ledger reads the response as it goes (ledger.go).
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, kind apiKind, body []byte, note *ledgerNote) {
 	var rd io.Reader = http.NoBody
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	s.forwardStream(w, r, kind, rd, int64(len(body)))
+	s.forwardStream(w, r, kind, rd, int64(len(body)), note)
 }
 
 // forwardStream is forward with a body reader of the given length (-1: unknown).
-func (s *Server) forwardStream(w http.ResponseWriter, r *http.Request, kind apiKind, body io.Reader, n int64) {
+func (s *Server) forwardStream(w http.ResponseWriter, r *http.Request, kind apiKind, body io.Reader, n int64, note *ledgerNote) {
 	target := s.upstream[kind.upstreamKind()]
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, upstreamURL(target, r), body)
 	if err != nil {
@@ -473,6 +478,8 @@ func (s *Server) forwardStream(w http.ResponseWriter, r *http.Request, kind apiK
 		return
 	}
 	defer resp.Body.Close()
+	tee := s.ledger.tee(note, resp) // the ledger's copy: read after each flush
+	defer tee.done()
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
@@ -486,8 +493,10 @@ func (s *Server) forwardStream(w http.ResponseWriter, r *http.Request, kind apiK
 			if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
 				return
 			}
+			tee.write(buf[:m])
 		}
 		if rerr != nil {
+			tee.end(rerr)
 			if rerr == io.EOF || r.Context().Err() != nil {
 				return
 			}
@@ -508,5 +517,5 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	if n == 0 {
 		body = http.NoBody
 	}
-	s.forwardStream(w, r, kind, body, n)
+	s.forwardStream(w, r, kind, body, n, nil)
 }

@@ -7,6 +7,11 @@
 // untouched (Anthropic's when the request carries an anthropic-version header, else
 // OpenAI's), so count_tokens or model listing keep working behind the proxy.
 //
+// The ledger (ledger.go, usage.go): every upstream response of a proxied model call
+// is read, as it is forwarded and without a byte of it changed, for the provider's
+// own usage, priced against keep-all, counted in /metrics and stored
+// (Options.Ledger).
+//
 // Session state: decisions and stubs are frozen in the Store (SQLite), so a stub's
 // bytes are the same on every later request, across restarts. The advisors' in-memory
 // state is bounded by Options.MaxSessions (least recently used idle sessions are
@@ -108,6 +113,10 @@ type Options struct {
 	// decisions reach it in the background, in order (see Server.Flush); originals
 	// and stubs are written before the request they prune is forwarded.
 	Store Store
+	// Ledger receives one entry per upstream response of a proxied model call: its
+	// usage, what it cost, what keep-all would have cost (ledger.go). storage.DB
+	// implements it. nil keeps the ledger in /metrics only.
+	Ledger LedgerStore
 	// OpenAIUpstream and AnthropicUpstream are the base URLs requests are forwarded
 	// to: the request path is appended (https://api.openai.com + /v1/chat/completions).
 	// "" means DefaultOpenAIUpstream / DefaultAnthropicUpstream. A URL must be http or
@@ -191,6 +200,7 @@ type Server struct {
 	transport     http.RoundTripper
 	sessions      *sessionTable
 	records       *recordQueue             // asks and decisions on their way to the store
+	ledger        *ledgerWriter            // responses on their way to the ledger
 	msgCache      *transcript.MessageCache // nil when off
 	handler       http.Handler             // the routes behind the Host check
 }
@@ -272,6 +282,7 @@ func New(opts Options) (*Server, error) {
 	if clock == nil {
 		clock = time.Now
 	}
+	s.ledger = newLedgerWriter(opts.Ledger, cfg.PriceModel, clock, s.log, s.registry)
 	advStore, records := newRecordQueue(opts.Store, s.log)
 	s.records = records
 	build := func(k advisorKey) (*advisor.Advisor, error) {
@@ -491,7 +502,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.closeIdle()
 		fctx, cancel := context.WithTimeout(context.Background(), s.shutdown)
 		defer cancel()
-		_ = s.records.flush(fctx)
+		_ = s.Flush(fctx)
 		return err
 	case <-ctx.Done():
 	}
@@ -503,18 +514,21 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	<-errc
 	s.closeIdle()
-	if err := s.records.flush(sctx); err != nil {
-		s.log.Warn("shutdown: asks and decisions not all written", "err", err)
+	if err := s.Flush(sctx); err != nil {
+		s.log.Warn("shutdown: asks, decisions and ledger entries not all written", "err", err)
 	}
 	return nil
 }
 
 // Flush waits until the asks and decisions the advisors recorded so far are in the
-// store, or ctx ends (its error). The server writes those records in the background
+// store, and the responses ended so far are counted in /metrics and in the ledger,
+// or ctx ends (its error). The server writes those records in the background
 // (originals and stubs are written before a request goes on); Serve flushes when it
 // shuts down, and a caller that serves Handler itself calls Flush before closing the
 // store.
-func (s *Server) Flush(ctx context.Context) error { return s.records.flush(ctx) }
+func (s *Server) Flush(ctx context.Context) error {
+	return errors.Join(s.records.flush(ctx), s.ledger.flush(ctx))
+}
 
 func (s *Server) closeIdle() {
 	if t, ok := s.transport.(interface{ CloseIdleConnections() }); ok {

@@ -53,7 +53,7 @@ func tables(t *testing.T, db *DB) []string {
 
 // wantVersion is each backend's schema version: the files in migrations/ and
 // pgmigrations/.
-var wantVersion = map[backend]int{sqliteBackend: 6, postgresBackend: 1}
+var wantVersion = map[backend]int{sqliteBackend: 7, postgresBackend: 2}
 
 // Both backends end with the same tables, whatever the number of migrations that
 // built them.
@@ -76,7 +76,7 @@ func TestOpenMigratesOnceAndReopens(t *testing.T) {
 			if got := count(t, db, "schema_version"); got != want {
 				t.Errorf("round %d: schema_version has %d rows, want %d (each migration applied once)", round, got, want)
 			}
-			tabs := []string{"asks", "blobs", "decisions", "evidence", "outputs", "recalls", "replay_outputs", "replay_runs", "replay_settings", "replay_steps", "schema_version", "secrets", "session_versions", "sessions", "steps", "stubs"}
+			tabs := []string{"asks", "blobs", "decisions", "evidence", "ledger", "outputs", "recalls", "replay_outputs", "replay_runs", "replay_settings", "replay_steps", "schema_version", "secrets", "session_versions", "sessions", "steps", "stubs"}
 			if diff := cmp.Diff(tabs, tables(t, db)); diff != "" {
 				t.Errorf("round %d: tables (-want +got):\n%s", round, diff)
 			}

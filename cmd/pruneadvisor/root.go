@@ -100,6 +100,7 @@ func commands(e *env) []*cobra.Command {
 		inspectCmd(e),
 		adviseCmd(e),
 		recallCmd(e),
+		ledgerCmd(e),
 		replayCmd(e),
 		calibrateCmd(e),
 		fitCmd(e),

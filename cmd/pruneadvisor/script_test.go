@@ -39,7 +39,8 @@ func TestScript(t *testing.T) {
 		RequireExplicitExec: true,
 		UpdateScripts:       *updateScripts,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"setrecallid": cmdSetRecallID,
+			"setrecallid":   cmdSetRecallID,
+			"ledgertraffic": cmdLedgerTraffic, // ledger.txtar, from ledger_script_test.go
 			// newcomer.txtar's commands, from reliability_script_test.go.
 			"cleancopy": reliabilityCmds["cleancopy"],
 			"freeport":  reliabilityCmds["freeport"],

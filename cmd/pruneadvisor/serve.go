@@ -64,7 +64,10 @@ Listening beyond loopback needs --token (or $PRUNEADVISOR_TOKEN); clients then s
 in the X-Pruneadvisor-Token header. Without a token, only requests naming a loopback
 host (localhost, *.localhost, 127.0.0.1, [::1]) or one of --allowed-hosts are
 answered: others get 403, so a web page cannot reach the server by pointing its own
-domain at 127.0.0.1. SIGINT or SIGTERM shuts down gracefully.`,
+domain at 127.0.0.1. SIGINT or SIGTERM shuts down gracefully.
+
+The usage every proxied response reports is recorded in the database's ledger
+(pruneadvisor ledger) and counted in /metrics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, e, &f)
@@ -128,7 +131,7 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 		return err
 	}
 	srv, err := server.New(server.Options{
-		Config: cfg, Scorer: scorer, Store: store, RecallSecret: secret,
+		Config: cfg, Scorer: scorer, Store: store, Ledger: store, RecallSecret: secret,
 		OpenAIUpstream: f.openai, AnthropicUpstream: f.anthropic, GeminiUpstream: f.gemini,
 		Token: f.token, AllowedHosts: f.allowedHosts, MaxBody: f.maxBody, MaxSessions: f.maxSessions,
 		AdviseTimeout: f.adviseTimeout, HeaderTimeout: f.headerTimeout, BodyTimeout: f.bodyTimeout,

@@ -1,0 +1,448 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/ledger"
+	"github.com/pruneadvisor/pruneadvisor/prices"
+)
+
+// The live ledger (DESIGN.md "ledger"): every upstream response of a proxied model
+// call is read, as it is forwarded, for its `usage`; once the response has ended,
+// one goroutine prices it (ledger.KeepAll), counts it in /metrics and stores it
+// (LedgerStore). Nothing of it runs between reading a chunk from the upstream and
+// flushing it to the client: the copy is read after the flush, and everything else
+// after the response's last byte.
+
+// LedgerStore keeps the ledger's entries. storage.DB implements it.
+type LedgerStore interface {
+	// RecordLedger stores entries, in order, all or none.
+	RecordLedger(ctx context.Context, entries []ledger.Entry) error
+	// LedgerTail returns the session's latest entry (false when it has none): the
+	// previous request's unpruned size after a restart.
+	LedgerTail(ctx context.Context, sessionID string) (ledger.Entry, bool, error)
+}
+
+// ledgerRoute is how the ledger reads and prices one proxy route's responses.
+type ledgerRoute struct {
+	provider prices.Provider
+	format   usageFormat
+}
+
+// ledgerRoutes lists the routes whose responses the ledger reads: every advised
+// route (a new API adds its line: its provider and its usage reader). Passthrough
+// requests (count_tokens, model lists, files) are not model calls and are not read.
+var ledgerRoutes = map[apiKind]ledgerRoute{
+	kindAnthropic: {prices.Anthropic, usageAnthropic},
+	kindOpenAI:    {prices.OpenAI, usageChat},
+	kindResponses: {prices.OpenAI, usageResponses},
+	kindGemini:    {prices.Gemini, usageGemini},
+}
+
+// Bounds of the ledger's memory.
+const (
+	// maxLedgerCapture bounds the bytes of one response kept for reading when it is
+	// not read as it streams (a JSON body, or a compressed body of any kind); past
+	// it the response is counted without usage. Model call responses are
+	// kilobytes.
+	maxLedgerCapture = 16 << 20
+	// maxLedgerDecoded bounds a compressed response's decoded size.
+	maxLedgerDecoded = 64 << 20
+	// maxLedgerQueue bounds the responses waiting for the ledger's goroutine; past
+	// it, the end of a response waits for it to catch up (as the record queue does).
+	maxLedgerQueue = 4096
+	// maxLedgerSessions bounds the sessions whose previous request size is held in
+	// memory; past it the table is dropped and refilled from the store.
+	maxLedgerSessions = 8 * DefaultMaxSessions
+)
+
+// ledgerNote is what the proxy knows about a request when it forwards it.
+type ledgerNote struct {
+	route   apiKind
+	at      time.Time
+	session string
+	advised bool
+	step    int
+	plan    ledger.Plan
+	planned float64 // the planner's price of the request's rewrite, dollars
+}
+
+// setPlan records the advisor's plan for the request.
+func (n *ledgerNote) setPlan(p advisor.Plan) {
+	if n == nil {
+		return
+	}
+	n.advised, n.step = true, p.Step
+	n.plan = ledger.Plan{Advised: true, Context: p.ContextTokens, Full: p.ContextTokens + p.SavedTokens, Cold: p.Cold}
+	if p.Rewrite {
+		n.plan.Rewrite, n.planned = p.RewriteReason, p.RewriteCostUSD
+	}
+}
+
+// setSession records the request's session.
+func (n *ledgerNote) setSession(id string) {
+	if n != nil {
+		n.session = id
+	}
+}
+
+// ledgerJob is one ended response waiting to be priced and stored.
+type ledgerJob struct {
+	note   *ledgerNote
+	status int
+	stream bool
+	acc    usageAcc
+	body   []byte      // the captured body, when it was not read as it streamed
+	coding *bodyCoding // the body's Content-Encoding; nil for identity
+	cut    string      // why the response ended early; "" when it ended well
+}
+
+// ledgerWriter prices, counts and stores ended responses on one goroutine, which
+// runs only while there is something to do (flush waits for it).
+type ledgerWriter struct {
+	store   LedgerStore // nil: /metrics only
+	prices  func(prices.Provider) prices.Model
+	clock   func() time.Time
+	log     *slog.Logger
+	metrics *ledgerMetrics
+
+	mu      sync.Mutex
+	jobs    []*ledgerJob
+	writing bool
+	idle    chan struct{} // closed when the goroutine stops; replaced when it starts
+	room    *sync.Cond
+
+	prevFull map[string]int // the goroutine's own: session -> the last request's unpruned size
+}
+
+func newLedgerWriter(store LedgerStore, price func(prices.Provider) prices.Model, clock func() time.Time,
+	log *slog.Logger, reg prometheus.Registerer) *ledgerWriter {
+	l := &ledgerWriter{store: store, prices: price, clock: clock, log: log, metrics: newLedgerMetrics(reg),
+		idle: make(chan struct{}), prevFull: map[string]int{}}
+	close(l.idle)
+	l.room = sync.NewCond(&l.mu)
+	return l
+}
+
+// note starts the ledger's record of a request on route; nil when the route is not
+// one the ledger reads (or the ledger is off), and every use of a nil note is a
+// no-op. header is the X-Pruneadvisor-Session value, the session until advising
+// names it.
+func (l *ledgerWriter) note(route apiKind, header string) *ledgerNote {
+	if l == nil {
+		return nil
+	}
+	if _, ok := ledgerRoutes[route]; !ok {
+		return nil
+	}
+	return &ledgerNote{route: route, at: l.clock(), session: header}
+}
+
+// clientGone is the note of a response whose client went away before its end.
+const clientGone = "client gone before the response ended"
+
+// usageTee reads one response's bytes as the proxy forwards them.
+type usageTee struct {
+	l      *ledgerWriter
+	job    *ledgerJob
+	sse    *sseScanner // a plain event stream is read as it goes
+	over   bool        // the capture passed maxLedgerCapture
+	ended  bool
+	closed bool
+}
+
+// tee starts reading resp for note's request; nil (every method a no-op) without a
+// note.
+func (l *ledgerWriter) tee(note *ledgerNote, resp *http.Response) *usageTee {
+	if l == nil || note == nil {
+		return nil
+	}
+	job := &ledgerJob{note: note, status: resp.StatusCode, acc: usageAcc{format: ledgerRoutes[note.route].format}}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	job.stream = mt == "text/event-stream"
+	t := &usageTee{l: l, job: job}
+	coding, err := parseCoding(resp.Header)
+	switch {
+	case err != nil:
+		job.acc.note = "response in an unknown Content-Encoding: " + cut(resp.Header.Get("Content-Encoding"), 40)
+		t.over = true // nothing to read
+	case coding != nil:
+		job.coding = coding
+	case job.stream:
+		t.sse = &sseScanner{acc: &job.acc}
+	}
+	return t
+}
+
+// write reads the next bytes forwarded (after they were flushed).
+func (t *usageTee) write(p []byte) {
+	switch {
+	case t == nil || t.over:
+	case t.sse != nil:
+		t.sse.write(p)
+	case len(t.job.body)+len(p) > maxLedgerCapture:
+		t.over, t.job.body = true, nil
+		t.job.acc.note = "response body over 16 MiB was not read"
+	default:
+		t.job.body = append(t.job.body, p...)
+	}
+}
+
+// end notes that the upstream's body ended, with err (io.EOF when it ended well).
+func (t *usageTee) end(err error) {
+	if t == nil {
+		return
+	}
+	t.ended = true
+	switch {
+	case err == nil || errors.Is(err, io.EOF):
+	case errors.Is(err, context.Canceled):
+		t.job.cut = clientGone // the client's request context ended the upstream read
+	default:
+		t.job.cut = "upstream response cut short: " + cut(err.Error(), 80)
+	}
+}
+
+// done hands the response to the ledger's goroutine. Without end, the client went
+// away before the response ended.
+func (t *usageTee) done() {
+	if t == nil || t.closed {
+		return
+	}
+	t.closed = true
+	if !t.ended {
+		t.job.cut = clientGone
+	}
+	if t.sse != nil {
+		t.sse.end()
+	}
+	t.l.enqueue(t.job)
+}
+
+// enqueue queues job, waiting while the queue is full, and starts the goroutine.
+func (l *ledgerWriter) enqueue(job *ledgerJob) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.jobs) >= maxLedgerQueue {
+		l.room.Wait()
+	}
+	l.jobs = append(l.jobs, job)
+	if !l.writing {
+		l.writing = true
+		l.idle = make(chan struct{})
+		go l.run()
+	}
+}
+
+// run settles and stores the queue until it is empty, one batch per round.
+func (l *ledgerWriter) run() {
+	for {
+		l.mu.Lock()
+		jobs := l.jobs
+		l.jobs = nil
+		if len(jobs) == 0 {
+			l.writing = false
+			close(l.idle)
+			l.mu.Unlock()
+			return
+		}
+		l.room.Broadcast()
+		l.mu.Unlock()
+		entries := make([]ledger.Entry, len(jobs))
+		for i, j := range jobs {
+			entries[i] = l.settle(j)
+		}
+		if l.store == nil {
+			continue
+		}
+		if err := l.store.RecordLedger(context.Background(), slices.Clip(entries)); err != nil {
+			l.metrics.storeErrors.Add(float64(len(entries)))
+			l.log.Warn("storage: cannot record ledger entries", "entries", len(entries), "err", err)
+		}
+	}
+}
+
+// flush waits until every response ended so far is counted and stored, or ctx
+// ends (its error).
+func (l *ledgerWriter) flush(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	for {
+		l.mu.Lock()
+		writing, idle := l.writing, l.idle
+		l.mu.Unlock()
+		if !writing {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// settle reads what the response said (a captured body is decoded and parsed
+// here), prices it and counts it.
+func (l *ledgerWriter) settle(j *ledgerJob) ledger.Entry {
+	j.read()
+	n, route := j.note, ledgerRoutes[j.note.route]
+	e := ledger.Entry{
+		SessionID: n.session, Step: n.step, At: n.at, Route: string(n.route), Provider: route.provider,
+		Model: j.acc.model, Status: j.status, Stream: j.stream, Advised: n.advised,
+		ContextTokens: n.plan.Context, FullTokens: n.plan.Full, Rewrite: n.plan.Rewrite, Cold: n.plan.Cold,
+		PlannedRewriteUSD: n.planned,
+	}
+	e.Result, e.Note = j.acc.result(j.status)
+	if j.cut != "" {
+		e.Note = joinNotes(e.Note, j.cut)
+	}
+	if e.Result == ledger.ResultOK {
+		m := l.prices(route.provider)
+		p := n.plan
+		p.PrevFull, p.PrevKnown = l.previousFull(n)
+		est := ledger.KeepAll(j.acc.usage, m, p)
+		e.Usage, e.PaidUSD = j.acc.usage, j.acc.usage.Cost(m)
+		e.KeepAllUSD, e.RemovedTokens, e.RewriteTokens, e.RewriteUSD = est.KeepAllUSD, est.Removed, est.RewriteTokens, est.RewriteUSD
+	}
+	if n.advised && n.session != "" {
+		if len(l.prevFull) >= maxLedgerSessions {
+			clear(l.prevFull)
+		}
+		l.prevFull[n.session] = n.plan.Full
+	}
+	l.metrics.observe(e)
+	return e
+}
+
+// previousFull is the unpruned size of the session's previous advised request:
+// from memory, else the store's latest entry of the session.
+func (l *ledgerWriter) previousFull(n *ledgerNote) (int, bool) {
+	if !n.advised || n.session == "" {
+		return 0, false
+	}
+	if f, ok := l.prevFull[n.session]; ok {
+		return f, true
+	}
+	if l.store == nil {
+		return 0, false
+	}
+	e, ok, err := l.store.LedgerTail(context.Background(), n.session)
+	if err != nil {
+		l.log.Warn("storage: cannot read the session's last ledger entry; its rewrite is priced without it", "session", n.session, "err", err)
+		return 0, false
+	}
+	return e.FullTokens, ok && e.Advised
+}
+
+// read parses what was captured of the body (decoded first when compressed).
+func (j *ledgerJob) read() {
+	body := j.body
+	j.body = nil
+	if j.coding != nil {
+		if body == nil {
+			return
+		}
+		plain, err := j.coding.decode(body, maxLedgerDecoded)
+		if err != nil {
+			j.acc.note = "response body: Content-Encoding " + j.coding.String() + ": " + cut(err.Error(), 80)
+			return
+		}
+		if j.stream {
+			s := &sseScanner{acc: &j.acc}
+			s.write(plain)
+			s.end()
+			return
+		}
+		body = plain
+	}
+	if body != nil {
+		j.acc.document(body)
+	}
+}
+
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// ledgerMetrics are the ledger's series on /metrics (docs/INTEGRATIONS.md).
+type ledgerMetrics struct {
+	responses   *prometheus.CounterVec // route, result
+	tokens      *prometheus.CounterVec // route, kind
+	paid        *prometheus.CounterVec // route
+	keepAll     *prometheus.CounterVec // route
+	rewrite     *prometheus.CounterVec // route
+	storeErrors prometheus.Counter
+}
+
+func newLedgerMetrics(reg prometheus.Registerer) *ledgerMetrics {
+	m := &ledgerMetrics{
+		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_ledger_responses_total",
+			Help: "Upstream responses of proxied model calls, by route and what their usage was: ok (read), none (no usage in the response), malformed (a usage that could not be read), error (an HTTP error status without usage).",
+		}, []string{"route", "result"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_ledger_tokens_total",
+			Help: "Tokens the providers reported in the responses' usage, by route and kind (input: uncached, cache_read, cache_write_5m, cache_write_1h, output).",
+		}, []string{"route", "kind"}),
+		paid: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_ledger_paid_dollars_total",
+			Help: "Dollars the proxied calls cost under the price model, from their usage, by route.",
+		}, []string{"route"}),
+		keepAll: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_ledger_keep_all_dollars_total",
+			Help: "Dollars the same calls would have cost with nothing pruned (keep-all, estimated as the ledger section of docs/COMMANDS.md says), by route.",
+		}, []string{"route"}),
+		rewrite: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pruneadvisor_ledger_rewrite_dollars_total",
+			Help: "Dollars of cache writes attributed to rewrites beyond a cache read (the rewrites' price as paid), by route.",
+		}, []string{"route"}),
+		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pruneadvisor_ledger_store_errors_total",
+			Help: "Ledger entries that could not be stored (counted in the other ledger series all the same).",
+		}),
+	}
+	reg.MustRegister(m.responses, m.tokens, m.paid, m.keepAll, m.rewrite, m.storeErrors)
+	for route := range ledgerRoutes {
+		for _, r := range ledger.Results() {
+			m.responses.WithLabelValues(string(route), string(r))
+		}
+		m.paid.WithLabelValues(string(route))
+		m.keepAll.WithLabelValues(string(route))
+		m.rewrite.WithLabelValues(string(route))
+	}
+	return m
+}
+
+// observe counts one entry.
+func (m *ledgerMetrics) observe(e ledger.Entry) {
+	m.responses.WithLabelValues(e.Route, string(e.Result)).Inc()
+	if e.Result != ledger.ResultOK {
+		return
+	}
+	u := e.Usage
+	for _, k := range []struct {
+		kind string
+		n    int
+	}{{"input", u.Input}, {"cache_read", u.CacheRead}, {"cache_write_5m", u.CacheWrite5m}, {"cache_write_1h", u.CacheWrite1h}, {"output", u.Output}} {
+		m.tokens.WithLabelValues(e.Route, k.kind).Add(float64(k.n))
+	}
+	m.paid.WithLabelValues(e.Route).Add(e.PaidUSD)
+	m.keepAll.WithLabelValues(e.Route).Add(e.KeepAllUSD)
+	m.rewrite.WithLabelValues(e.Route).Add(e.RewriteUSD)
+}
