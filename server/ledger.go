@@ -62,13 +62,15 @@ const (
 	// maxLedgerQueue bounds the responses waiting for the ledger's goroutine; past
 	// it, the end of a response waits for it to catch up (as the record queue does).
 	maxLedgerQueue = 4096
-	// maxLedgerSessions bounds the sessions whose previous request size is held in
-	// memory; past it the table is dropped and refilled from the store.
+	// maxLedgerSessions bounds the sessions whose latest request size is held in
+	// memory; past it the table is dropped (the next request of each session then
+	// reads its previous size from the store).
 	maxLedgerSessions = 8 * DefaultMaxSessions
 )
 
 // ledgerNote is what the proxy knows about a request when it forwards it.
 type ledgerNote struct {
+	l       *ledgerWriter
 	route   apiKind
 	at      time.Time
 	session string
@@ -78,7 +80,9 @@ type ledgerNote struct {
 	planned float64 // the planner's price of the request's rewrite, dollars
 }
 
-// setPlan records the advisor's plan for the request.
+// setPlan records the advisor's plan for the request, and the unpruned size of the
+// session's previous advised request, taken in the order the requests were
+// advised (their responses may end in another order).
 func (n *ledgerNote) setPlan(p advisor.Plan) {
 	if n == nil {
 		return
@@ -88,6 +92,24 @@ func (n *ledgerNote) setPlan(p advisor.Plan) {
 	if p.Rewrite {
 		n.plan.Rewrite, n.planned = p.RewriteReason, p.RewriteCostUSD
 	}
+	n.plan.PrevFull, n.plan.PrevKnown = n.l.swapFull(n.session, n.plan.Full)
+}
+
+// swapFull records full as the session's latest unpruned request size and returns
+// the one before (false when this process has not seen the session since it
+// started, or forgot it past maxLedgerSessions).
+func (l *ledgerWriter) swapFull(session string, full int) (int, bool) {
+	if session == "" {
+		return 0, false
+	}
+	l.fullMu.Lock()
+	defer l.fullMu.Unlock()
+	prev, ok := l.lastFull[session]
+	if !ok && len(l.lastFull) >= maxLedgerSessions {
+		clear(l.lastFull)
+	}
+	l.lastFull[session] = full
+	return prev, ok
 }
 
 // setSession records the request's session.
@@ -123,13 +145,14 @@ type ledgerWriter struct {
 	idle    chan struct{} // closed when the goroutine stops; replaced when it starts
 	room    *sync.Cond
 
-	prevFull map[string]int // the goroutine's own: session -> the last request's unpruned size
+	fullMu   sync.Mutex
+	lastFull map[string]int // session -> its latest advised request's unpruned size
 }
 
 func newLedgerWriter(store LedgerStore, price func(prices.Provider) prices.Model, clock func() time.Time,
 	log *slog.Logger, reg prometheus.Registerer) *ledgerWriter {
 	l := &ledgerWriter{store: store, prices: price, clock: clock, log: log, metrics: newLedgerMetrics(reg),
-		idle: make(chan struct{}), prevFull: map[string]int{}}
+		idle: make(chan struct{}), lastFull: map[string]int{}}
 	close(l.idle)
 	l.room = sync.NewCond(&l.mu)
 	return l
@@ -146,7 +169,7 @@ func (l *ledgerWriter) note(route apiKind, header string) *ledgerNote {
 	if _, ok := ledgerRoutes[route]; !ok {
 		return nil
 	}
-	return &ledgerNote{route: route, at: l.clock(), session: header}
+	return &ledgerNote{l: l, route: route, at: l.clock(), session: header}
 }
 
 // clientGone is the note of a response whose client went away before its end.
@@ -312,36 +335,27 @@ func (l *ledgerWriter) settle(j *ledgerJob) ledger.Entry {
 	if e.Result == ledger.ResultOK {
 		m := l.prices(route.provider)
 		p := n.plan
-		p.PrevFull, p.PrevKnown = l.previousFull(n)
+		if p.Advised && !p.PrevKnown {
+			p.PrevFull, p.PrevKnown = l.storedFull(n.session)
+		}
 		est := ledger.KeepAll(j.acc.usage, m, p)
 		e.Usage, e.PaidUSD = j.acc.usage, j.acc.usage.Cost(m)
 		e.KeepAllUSD, e.RemovedTokens, e.RewriteTokens, e.RewriteUSD = est.KeepAllUSD, est.Removed, est.RewriteTokens, est.RewriteUSD
-	}
-	if n.advised && n.session != "" {
-		if len(l.prevFull) >= maxLedgerSessions {
-			clear(l.prevFull)
-		}
-		l.prevFull[n.session] = n.plan.Full
 	}
 	l.metrics.observe(e)
 	return e
 }
 
-// previousFull is the unpruned size of the session's previous advised request:
-// from memory, else the store's latest entry of the session.
-func (l *ledgerWriter) previousFull(n *ledgerNote) (int, bool) {
-	if !n.advised || n.session == "" {
+// storedFull is the unpruned size of the session's latest advised request in the
+// store: the previous request of a session this process had not seen (after a
+// restart).
+func (l *ledgerWriter) storedFull(session string) (int, bool) {
+	if l.store == nil || session == "" {
 		return 0, false
 	}
-	if f, ok := l.prevFull[n.session]; ok {
-		return f, true
-	}
-	if l.store == nil {
-		return 0, false
-	}
-	e, ok, err := l.store.LedgerTail(context.Background(), n.session)
+	e, ok, err := l.store.LedgerTail(context.Background(), session)
 	if err != nil {
-		l.log.Warn("storage: cannot read the session's last ledger entry; its rewrite is priced without it", "session", n.session, "err", err)
+		l.log.Warn("storage: cannot read the session's last ledger entry; its rewrite is priced without it", "session", session, "err", err)
 		return 0, false
 	}
 	return e.FullTokens, ok && e.Advised
