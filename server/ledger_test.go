@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -134,6 +135,7 @@ func TestLedgerAnthropicSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	slices.SortStableFunc(entries, func(a, b ledger.Entry) int { return a.At.Compare(b.At) }) // as the requests came
 	if len(entries) != requests+1 {
 		t.Fatalf("%d ledger entries; want %d", len(entries), requests+1)
 	}
@@ -302,6 +304,9 @@ func TestLedgerOpenAISDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Stored as the responses end: the SDK stops reading a stream at [DONE], so the
+	// next request's response may end first. In the order of the requests:
+	slices.SortStableFunc(entries, func(a, b ledger.Entry) int { return a.At.Compare(b.At) })
 	if len(entries) != requests+2 {
 		t.Fatalf("%d entries; want %d", len(entries), requests+2)
 	}

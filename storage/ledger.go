@@ -76,7 +76,9 @@ func (db *DB) hasLedger(ctx context.Context) (bool, error) {
 }
 
 // LedgerEntries returns the ledger entries of a session ("" for every session) in
-// the order recorded; none from a database older than the ledger.
+// the order recorded (the order their responses ended, which may differ from the
+// order of the requests: sort by At for that); none from a database older than the
+// ledger.
 func (db *DB) LedgerEntries(ctx context.Context, sessionID string) ([]ledger.Entry, error) {
 	if ok, err := db.hasLedger(ctx); !ok || err != nil {
 		if err != nil {

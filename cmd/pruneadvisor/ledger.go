@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -65,7 +66,8 @@ cannot be read or --session names a session without entries.`,
 type ledgerReport struct {
 	Sessions []ledger.Session `json:"sessions"`
 	Total    ledger.Totals    `json:"total"`
-	// Requests lists the session's entries with --session, else it is absent.
+	// Requests lists the session's entries with --session, in the order the
+	// requests reached the proxy; else it is absent.
 	Requests []ledger.Entry `json:"requests,omitempty"`
 }
 
@@ -93,6 +95,8 @@ func readLedger(cmd *cobra.Command, store *storage.DB, session string) (ledgerRe
 		return rep, fmt.Errorf("%w %q in %s", errNoSession, session, store.Path())
 	}
 	rep.Requests, err = store.LedgerEntries(ctx, session)
+	// Entries are stored as their responses end; list them as the requests came.
+	slices.SortStableFunc(rep.Requests, func(a, b ledger.Entry) int { return a.At.Compare(b.At) })
 	return rep, err
 }
 
