@@ -512,8 +512,9 @@ func TestPostgresUnreachableAtStart(t *testing.T) {
 }
 
 // Two machines replay one corpus into one PostgreSQL store at once, each its shard
-// (--shard 1/2 and 2/2); together they replay every session once, calibrate reads
-// them all, and a later replay of the whole corpus finds every session stored.
+// (--shard 1/2 and 2/2); together they replay every session once, calibrate and
+// backoff read them all, and a later replay of the whole corpus finds every session
+// stored.
 func TestReplayShardsIntoPostgres(t *testing.T) {
 	t.Parallel()
 	shared := filepath.Join("..", "..", "..", "shared", "sessions")
@@ -551,6 +552,11 @@ func TestReplayShardsIntoPostgres(t *testing.T) {
 	runJSON(t, env, &cal, "calibrate", "--db", dsn, "--json")
 	if cal.Report.Sessions != sessions || len(cal.Sessions) != sessions {
 		t.Errorf("calibrate read %d sessions (%d named); want all %d", cal.Report.Sessions, len(cal.Sessions), sessions)
+	}
+	var bo backoffJSON
+	runJSON(t, env, &bo, "backoff", "--db", dsn, "--json", "--schedules", "1;3,6,12,24")
+	if bo.Report.Sessions != sessions || len(bo.Dropped) != 0 {
+		t.Errorf("backoff read %d sessions (dropped %v); want all %d", bo.Report.Sessions, bo.Dropped, sessions)
 	}
 	var again replaySummary
 	runJSON(t, env, &again, append([]string{"replay", "--scorer", "lexical", "--db", dsn, "--progress", "none", "--json"}, dirs...)...)
