@@ -30,7 +30,7 @@ func (db *DB) RecordLedger(ctx context.Context, entries []ledger.Entry) error {
 		}
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		return insertAll(ctx, tx, "ledger("+ledgerColumns+")", len(entries), func(i int) []any {
+		return db.insertAll(ctx, tx, "ledger("+ledgerColumns+")", len(entries), func(i int) []any {
 			e := entries[i]
 			u := e.Usage
 			return []any{e.SessionID, e.Step, timeText(e.At), e.Route, string(e.Provider), e.Model, e.Status, e.Stream,

@@ -83,6 +83,7 @@ func cmdLedgerTraffic(ts *testscript.TestScript, neg bool, args []string) {
 	defer oai.Close()
 	cfg := advisor.DefaultConfig()
 	cfg.ProtectedSteps, cfg.MinCandidateTokens, cfg.Budget = 2, 50, 1000
+	cfg.PriceForced = false // every over-budget rewrite goes: the ledger must show rewrites
 	var ticks atomic.Int64
 	t0 := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
 	srv, err := server.New(server.Options{

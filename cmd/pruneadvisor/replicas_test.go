@@ -157,7 +157,7 @@ func TestTwoReplicas(t *testing.T) {
 	// stub names its cutoff), as when one replica's scorer answers and the other's
 	// does not: only first-writer-wins keeps them from sending two stubs.
 	start := func(i int) *served {
-		return startServe(t, env, "--db", dsn, "--scorer", "lexical", "--cutoff", []string{"0.9", "0.8"}[i], "--budget", "3000", "--openai-upstream", up.URL)
+		return startServe(t, env, "--db", dsn, "--scorer", "lexical", "--cutoff", []string{"0.9", "0.8"}[i], "--budget", "3000", "--price-forced=false", "--openai-upstream", up.URL)
 	}
 	procs := []*served{start(0), start(1)}
 	rs := &replicaSet{urls: []string{procs[0].url, procs[1].url}}
@@ -409,7 +409,7 @@ func TestReplicaLosesPostgres(t *testing.T) {
 	t.Parallel()
 	relay, dsn := newPGRelay(t, pgtest.URL(t))
 	up := upstream(t)
-	srv := startServe(t, testEnv(t), "--db", dsn, "--scorer", "lexical", "--budget", "1000", "--openai-upstream", up.URL)
+	srv := startServe(t, testEnv(t), "--db", dsn, "--scorer", "lexical", "--budget", "1000", "--price-forced=false", "--openai-upstream", up.URL)
 	msgs := faultMessages()
 	proxied := func(task string) (int, string, []byte) {
 		t.Helper()
