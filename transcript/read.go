@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
 // Options control how a session is read.
@@ -26,13 +28,17 @@ type Options struct {
 // reader is one format's reader.
 type reader struct {
 	format Format
-	// detect looks at the first DetectBytes of the content (leading blanks trimmed).
+	// detect looks at the first DetectBytes of the content (leading blanks
+	// trimmed), or at its skeleton (Detect).
 	detect func(head []byte) bool
 	// read parses the whole content. name is used in errors.
 	read func(name string, data []byte, opts Options) (*Session, error)
 }
 
-// DetectBytes is how much of a file the format detectors look at.
+// DetectBytes is how much of a file the format detectors look at first. When none
+// claims it and the file is longer, they judge its skeleton instead
+// (jsonscan.SkeletonOf: every key of the first values, in order, each value cut
+// short), so a format is recognised wherever in the file its telling keys are.
 const DetectBytes = 64 << 10
 
 // readers lists every format's reader in detection order: Detect asks each detector
@@ -140,15 +146,30 @@ func Detect(name string, data []byte) (Format, error) {
 	if len(bytes.TrimSpace(head)) == 0 {
 		return "", fmt.Errorf("%s: %w: the file holds no data", name, ErrEmpty)
 	}
-	if len(head) > DetectBytes {
-		head = head[:DetectBytes]
+	if f, ok := detectIn(head[:min(len(head), DetectBytes)]); ok {
+		return f, nil
 	}
-	for _, r := range readers {
-		if r.detect(head) {
-			return r.format, nil
+	if len(head) > DetectBytes {
+		// The telling keys may come later: mini-swe-agent writes info (with a
+		// submission of any size) before messages and trajectory_format. Judge
+		// the condensed whole: every key, in order, with the start of each value.
+		if skel, ok := jsonscan.SkeletonOf(head); ok {
+			if f, ok := detectIn(skel); ok {
+				return f, nil
+			}
 		}
 	}
 	return "", fmt.Errorf("%s: %w: tried %s", name, ErrUnknownFormat, formatList())
+}
+
+// detectIn asks every detector in turn about head.
+func detectIn(head []byte) (Format, bool) {
+	for _, r := range readers {
+		if r.detect(head) {
+			return r.format, true
+		}
+	}
+	return "", false
 }
 
 // readWide reads UTF-16 or UTF-32 content (see Read).
