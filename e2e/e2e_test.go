@@ -158,10 +158,11 @@ func freeAddr(t *testing.T) string {
 }
 
 // e2eConfig makes the proxy prune as soon as it can: a small budget (every
-// request is over it), no least-rewrite threshold, one protected step, candidates
-// from 100 tokens. Rules only (--scorer none): what is pruned is what the rules
+// request is over it), no least-rewrite threshold, rewrites forced by the budget
+// made whether or not they pay (price_forced off: a six-step script's rewrites never
+// pay for themselves), one protected step, candidates from 100 tokens. Rules only (--scorer none): what is pruned is what the rules
 // say, the same on every run.
-const e2eConfig = `{"context_window": 200000, "budget": 2000, "protected_steps": 1, "min_candidate_tokens": 100, "rewrite_fraction": 0}`
+const e2eConfig = `{"context_window": 200000, "budget": 2000, "price_forced": false, "protected_steps": 1, "min_candidate_tokens": 100, "rewrite_fraction": 0}`
 
 // run is one agent's run and everything recorded of it.
 type run struct {
