@@ -71,99 +71,221 @@ type BackoffReport struct {
 // reference's token-steps and make no more misses than the reference (decision
 // level; a count, not a rate: each miss costs a recall, and a schedule that prunes
 // fewer outputs may show a higher rate with the same misses). The reference itself
-// always qualifies. Errors: ErrSchedules when the runs
-// do not hold the same sessions and outputs in the same order; calibrate's
-// ErrInvalid for bad options or records.
+// always qualifies. It is a Comparison fed every session in turn. Errors:
+// ErrSchedules when the runs do not hold the same sessions and outputs in the same
+// order; calibrate's ErrInvalid for bad options or records.
 func CompareSchedules(runs []ScheduleRun, cutoff float64, opts calibrate.Options, tolerance float64) (BackoffReport, error) {
-	rep := BackoffReport{Cutoff: cutoff, Tolerance: tolerance}
-	if len(runs) == 0 {
-		return rep, fmt.Errorf("%w: no runs", ErrSchedules)
+	names := make([]string, len(runs))
+	for k, run := range runs {
+		names[k] = run.Schedule
+	}
+	c, err := NewComparison(names, cutoff, opts, tolerance)
+	if err != nil {
+		return c.rep, err
+	}
+	n := len(runs[0].Records)
+	for _, run := range runs {
+		if len(run.Records) != n {
+			return c.rep, fmt.Errorf("%w: schedule %q has %d sessions, %q has %d", ErrSchedules, run.Schedule, len(run.Records), runs[0].Schedule, n)
+		}
+	}
+	recs := make([]*Record, len(runs))
+	for i := range n {
+		for k, run := range runs {
+			recs[k] = run.Records[i]
+		}
+		if err := c.Add(recs); err != nil {
+			return c.rep, err
+		}
+	}
+	return c.Report(), nil
+}
+
+// Comparison compares back-off schedules one session at a time: Add folds a
+// session's replays under every schedule into running totals and keeps nothing
+// else of them, so memory does not grow with the number of sessions (the
+// calibrate figures of a set of sessions are sums over its sessions). Report gives
+// what CompareSchedules gives for the sessions added, in the order added. A
+// Comparison is not safe for concurrent use.
+type Comparison struct {
+	rep  BackoffReport
+	opts calibrate.Options
+}
+
+// NewComparison starts a comparison of the schedules (names as given; the first
+// is the reference) at the cutoff, under opts, with the tolerance of
+// CompareSchedules. Errors: ErrSchedules with no schedule; calibrate.ErrInvalid
+// for a tolerance outside [0,1] or invalid opts.
+func NewComparison(schedules []string, cutoff float64, opts calibrate.Options, tolerance float64) (*Comparison, error) {
+	c := &Comparison{rep: BackoffReport{Cutoff: cutoff, Tolerance: tolerance}, opts: opts}
+	if len(schedules) == 0 {
+		return c, fmt.Errorf("%w: no runs", ErrSchedules)
 	}
 	if math.IsNaN(tolerance) || tolerance < 0 || tolerance > 1 {
-		return rep, fmt.Errorf("%w: tolerance %v outside [0,1]", calibrate.ErrInvalid, tolerance)
+		return c, fmt.Errorf("%w: tolerance %v outside [0,1]", calibrate.ErrInvalid, tolerance)
 	}
-	rep.Reference = runs[0].Schedule
-	rep.Sessions = len(runs[0].Records)
-	type evaluated struct {
-		outs  []calibrate.Output
-		prune []calibrate.Decision
+	if err := opts.Validate(); err != nil {
+		return c, err
 	}
-	evs := make([]evaluated, len(runs))
-	for k, run := range runs {
-		if len(run.Records) != rep.Sessions {
-			return rep, fmt.Errorf("%w: schedule %q has %d sessions, %q has %d", ErrSchedules, run.Schedule, len(run.Records), rep.Reference, rep.Sessions)
+	c.rep.Reference = schedules[0]
+	c.rep.Results = make([]ScheduleResult, len(schedules))
+	for k, s := range schedules {
+		c.rep.Results[k].Schedule = s
+		c.rep.Results[k].Result.Cutoff = cutoff
+		c.rep.Results[k].Result.Name = "schedule " + s
+	}
+	return c, nil
+}
+
+// Add folds one session's replays into the comparison: recs[k] is its replay
+// under schedule k (the reference first). Errors: ErrSchedules when recs does not
+// hold one record per schedule of the same content and outputs in the same order;
+// calibrate's ErrInvalid for records it cannot evaluate. After an error the
+// comparison is left as it was.
+func (c *Comparison) Add(recs []*Record) error {
+	i := c.rep.Sessions
+	if len(recs) != len(c.rep.Results) {
+		return fmt.Errorf("%w: session %d has %d replays for %d schedules", ErrSchedules, i, len(recs), len(c.rep.Results))
+	}
+	ref := recs[0]
+	rows := make([]ScheduleResult, len(recs))
+	prunes := make([][]calibrate.Decision, len(recs))
+	var refOuts []calibrate.Output
+	for k, rec := range recs {
+		if rec.ContentHash != ref.ContentHash || len(rec.Outputs) != len(ref.Outputs) {
+			return fmt.Errorf("%w: session %d of schedule %q is %s (%d outputs), the reference's is %s (%d outputs)",
+				ErrSchedules, i, c.rep.Results[k].Schedule, rec.Path, len(rec.Outputs), ref.Path, len(ref.Outputs))
 		}
-		var outs []calibrate.Output
-		var sessions []calibrate.Session
-		var prune []calibrate.Decision
-		res := ScheduleResult{Schedule: run.Schedule}
-		for i, rec := range run.Records {
-			ref := runs[0].Records[i]
-			if rec.ContentHash != ref.ContentHash || len(rec.Outputs) != len(ref.Outputs) {
-				return rep, fmt.Errorf("%w: session %d of schedule %q is %s (%d outputs), the reference's is %s (%d outputs)",
-					ErrSchedules, i, run.Schedule, rec.Path, len(rec.Outputs), ref.Path, len(ref.Outputs))
-			}
-			outs = append(outs, rec.CalibrateOutputs()...)
-			sessions = append(sessions, rec.CalibrateSession())
-			prune = append(prune, rec.PendingDecisions()...)
-			res.Asks += len(rec.Asks)
-			lastStep := -1
-			for _, a := range rec.Asks {
-				res.ScorerTokens += int64(a.Tokens)
-				if a.Step != lastStep {
-					res.ScorerTime += a.Latency
-					lastStep = a.Step
-				}
-			}
-			for _, s := range rec.StepFacts {
-				if s.OverBudget {
-					res.OverBudgetSteps++
-				}
-			}
-			for _, f := range rec.Outputs {
-				if f.CandidateFrom > 0 {
-					res.Candidates++
-				}
-			}
-			res.AppliedTokenSteps += rec.SavedTokenSteps()
+		outs := rec.CalibrateOutputs()
+		if k == 0 {
+			refOuts = outs
 		}
-		res.Outputs = len(outs)
-		if res.Candidates > 0 {
-			res.AsksPerCandidate = float64(res.Asks) / float64(res.Candidates)
+		for j := range outs {
+			if outs[j].Key != refOuts[j].Key {
+				return fmt.Errorf("%w: output %d of session %d under schedule %q is %q, the reference's is %q", ErrSchedules, j, i, c.rep.Results[k].Schedule, outs[j].Key, refOuts[j].Key)
+			}
 		}
-		ev, err := calibrate.NewEvaluator(outs, sessions, opts)
+		prunes[k] = rec.PendingDecisions()
+		row, err := c.sessionRow(rec, outs, prunes[k])
 		if err != nil {
-			return rep, fmt.Errorf("schedule %q: %w", run.Schedule, err)
+			return fmt.Errorf("schedule %q: %w", c.rep.Results[k].Schedule, err)
 		}
-		if res.Result, err = ev.Evaluate("schedule "+run.Schedule, cutoff, prune); err != nil {
-			return rep, fmt.Errorf("schedule %q: %w", run.Schedule, err)
-		}
-		evs[k] = evaluated{outs: outs, prune: prune}
-		rep.Results = append(rep.Results, res)
+		rows[k] = row
 	}
-	ref := evs[0]
-	for k := range runs {
-		res := &rep.Results[k]
-		for i := range ref.outs {
-			if evs[k].outs[i].Key != ref.outs[i].Key {
-				return rep, fmt.Errorf("%w: output %d of schedule %q is %q, the reference's is %q", ErrSchedules, i, runs[k].Schedule, evs[k].outs[i].Key, ref.outs[i].Key)
-			}
-			pr, ps := ref.prune[i].Step, evs[k].prune[i].Step
-			switch {
-			case (pr == 0) != (ps == 0):
-				res.Changed++
-			case pr > 0 && ps > pr:
-				res.Later++
-				o := &ref.outs[i]
-				res.LaterTokenSteps += savedAt(o, pr) - savedAt(o, ps)
-			case pr > 0 && ps < pr:
-				res.Earlier++
-			}
+	for k := range rows {
+		compareTo(&rows[k], refOuts, prunes[0], prunes[k])
+		c.rep.Results[k].add(rows[k])
+	}
+	c.rep.Sessions++
+	return nil
+}
+
+// sessionRow is one session's figures under one schedule.
+func (c *Comparison) sessionRow(rec *Record, outs []calibrate.Output, prune []calibrate.Decision) (ScheduleResult, error) {
+	var res ScheduleResult
+	res.Outputs = len(outs)
+	res.Asks = len(rec.Asks)
+	lastStep := -1
+	for _, a := range rec.Asks {
+		res.ScorerTokens += int64(a.Tokens)
+		if a.Step != lastStep {
+			res.ScorerTime += a.Latency
+			lastStep = a.Step
 		}
 	}
+	for _, s := range rec.StepFacts {
+		if s.OverBudget {
+			res.OverBudgetSteps++
+		}
+	}
+	for _, f := range rec.Outputs {
+		if f.CandidateFrom > 0 {
+			res.Candidates++
+		}
+	}
+	res.AppliedTokenSteps = rec.SavedTokenSteps()
+	ev, err := calibrate.NewEvaluator(outs, []calibrate.Session{rec.CalibrateSession()}, c.opts)
+	if err != nil {
+		return res, err
+	}
+	if res.Result, err = ev.Evaluate("", c.rep.Cutoff, prune); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// compareTo counts the prunes of row's schedule (ps) that came later or earlier
+// than the reference's (pr), or under one of them only.
+func compareTo(row *ScheduleResult, outs []calibrate.Output, pr, ps []calibrate.Decision) {
+	for i := range outs {
+		a, b := pr[i].Step, ps[i].Step
+		switch {
+		case (a == 0) != (b == 0):
+			row.Changed++
+		case a > 0 && b > a:
+			row.Later++
+			row.LaterTokenSteps += savedAt(&outs[i], a) - savedAt(&outs[i], b)
+		case a > 0 && b < a:
+			row.Earlier++
+		}
+	}
+}
+
+// add sums one session's row into a schedule's totals (calibrate's figures are
+// sums over sessions; the rates are computed again, the peak is the largest).
+func (r *ScheduleResult) add(s ScheduleResult) {
+	r.Outputs += s.Outputs
+	r.Candidates += s.Candidates
+	r.Asks += s.Asks
+	r.ScorerTokens += s.ScorerTokens
+	r.ScorerTime += s.ScorerTime
+	r.OverBudgetSteps += s.OverBudgetSteps
+	r.Later += s.Later
+	r.LaterTokenSteps += s.LaterTokenSteps
+	r.Earlier += s.Earlier
+	r.Changed += s.Changed
+	r.AppliedTokenSteps += s.AppliedTokenSteps
+	if r.Candidates > 0 {
+		r.AsksPerCandidate = float64(r.Asks) / float64(r.Candidates)
+	}
+	t, x := &r.Result, s.Result
+	t.Outputs += x.Outputs
+	t.Pruned += x.Pruned
+	t.Misses += x.Misses
+	t.TokenSteps += x.TokenSteps
+	t.TotalTokenSteps += x.TotalTokenSteps
+	if t.Outputs > 0 {
+		t.PruneRate = float64(t.Pruned) / float64(t.Outputs)
+	}
+	if t.Pruned > 0 {
+		t.MissRate = float64(t.Misses) / float64(t.Pruned)
+	}
+	addLevel(&t.Decision, x.Decision)
+	addLevel(&t.Applied, x.Applied)
+	t.Sessions = append(t.Sessions, x.Sessions...)
+}
+
+// addLevel sums one session's level into a total, as calibrate does over the
+// sessions of one evaluation (a session's SessionsCostlier is already 0 or 1).
+func addLevel(l *calibrate.Level, s calibrate.Level) {
+	l.NetUSD += s.NetUSD
+	l.PaidUSD += s.PaidUSD
+	l.StepsOverBudget += s.StepsOverBudget
+	l.PeakContext = max(l.PeakContext, s.PeakContext)
+	l.Rewrites += s.Rewrites
+	l.SessionsCostlier += s.SessionsCostlier
+	l.Misses += s.Misses
+	l.TokenSteps += s.TokenSteps
+}
+
+// Report recommends a schedule over the sessions added so far (see
+// CompareSchedules); Sessions is their number.
+func (c *Comparison) Report() BackoffReport {
+	rep := c.rep
+	rep.Results = append([]ScheduleResult(nil), c.rep.Results...)
 	best := 0
 	refRes := rep.Results[0].Result
-	floor := (1 - tolerance) * float64(refRes.TokenSteps)
+	floor := (1 - rep.Tolerance) * float64(refRes.TokenSteps)
 	qualifying := 0
 	for k, r := range rep.Results {
 		if float64(r.Result.TokenSteps) < floor || r.Result.Misses > refRes.Misses {
@@ -176,10 +298,10 @@ func CompareSchedules(runs []ScheduleRun, cutoff float64, opts calibrate.Options
 		}
 	}
 	rep.Recommended = rep.Results[best].Schedule
-	c := rep.Results[best]
+	b := rep.Results[best]
 	rep.Reason = fmt.Sprintf("fewest scorer tokens (%d, %d asks) among %d of %d schedules that save at least %.0f%% of %q's token-steps (%d) with no more misses (%d); it saves %d with %d misses",
-		c.ScorerTokens, c.Asks, qualifying, len(rep.Results), 100*(1-tolerance), rep.Reference, refRes.TokenSteps, refRes.Misses, c.Result.TokenSteps, c.Result.Misses)
-	return rep, nil
+		b.ScorerTokens, b.Asks, qualifying, len(rep.Results), 100*(1-rep.Tolerance), rep.Reference, refRes.TokenSteps, refRes.Misses, b.Result.TokenSteps, b.Result.Misses)
+	return rep
 }
 
 // savedAt is the decision-level token-steps an output pruned at step p saves

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -194,56 +195,50 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 		replayers[i] = &replay.Replayer{Config: c, Scorer: scorer, Lenient: g.settings.Lenient, Sizer: ollama.Sizer{}}
 	}
 
-	sessions := g.sessions
-	recs := make([][]*replay.Record, len(sessions)) // [session][schedule]
-	errs := parallel(len(sessions), workers, func(i int) error {
-		src, err := loadSource(sessions[i], g.settings.Lenient)
-		if err != nil {
-			return err
-		}
-		recs[i] = make([]*replay.Record, len(schedules))
-		for k, rp := range replayers {
-			rec, err := rp.Replay(ctx, src)
-			if err != nil {
-				return err
-			}
-			rec.Decisions = nil
-			recs[i][k] = rec
-		}
-		return nil
-	})
-	if err := ctx.Err(); err != nil {
+	opts, err := f.priceFlags.options(cfg)
+	if err != nil {
 		return err
 	}
-	runs := make([]replay.ScheduleRun, len(schedules))
-	for k, s := range schedules {
-		runs[k].Schedule = s
+	comparison, err := replay.NewComparison(schedules, cfg.Cutoff, opts, f.tolerance)
+	if err != nil {
+		return err
 	}
 	out := backoffJSON{DB: storage.Redact(f.db), Replay: g.label(), Budget: cfg.BudgetTokens()}
 	out.Scorer = replay.ScorerNone
 	if scorer != nil {
 		out.Scorer = scorer.Name()
 	}
-	for i, err := range errs {
+	// Each session is replayed under every schedule, folded into the comparison
+	// in session order, and forgotten: memory stays flat in the number of sessions.
+	sessions := g.sessions
+	inOrder(len(sessions), workers, func(i int) ([]*replay.Record, error) {
+		src, err := loadSource(sessions[i], g.settings.Lenient)
 		if err != nil {
+			return nil, err
+		}
+		recs := make([]*replay.Record, len(schedules))
+		for k, rp := range replayers {
+			if recs[k], err = rp.Replay(ctx, src); err != nil {
+				return nil, err
+			}
+			recs[k].Decisions = nil
+		}
+		return recs, nil
+	}, func(i int, recs []*replay.Record, err error) {
+		if err == nil {
+			err = comparison.Add(recs)
+		}
+		if err != nil && ctx.Err() == nil {
 			out.Dropped = append(out.Dropped, fmt.Sprintf("%s: %v", sessions[i].Path, err))
 			fmt.Fprintf(e.stderr, "pruneadvisor: backoff: %s left out: %v\n", sessions[i].Path, err)
-			continue
 		}
-		for k := range schedules {
-			runs[k].Records = append(runs[k].Records, recs[i][k])
-		}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	if len(runs[0].Records) == 0 {
+	rep := comparison.Report()
+	if rep.Sessions == 0 {
 		return fmt.Errorf("backoff: no session could be replayed")
-	}
-	opts, err := f.priceFlags.options(cfg)
-	if err != nil {
-		return err
-	}
-	rep, err := replay.CompareSchedules(runs, cfg.Cutoff, opts, f.tolerance)
-	if err != nil {
-		return err
 	}
 	out.Report = rep
 	if f.asJSON {
@@ -253,6 +248,41 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	}
 	printBackoff(e.stdout, out)
 	return nil
+}
+
+// inOrder runs work(i) for i in [0, n) on up to workers goroutines and calls fold
+// with each result in index order, from one goroutine at a time. A result waits
+// for the ones before it, and no work starts more than 2*workers indexes ahead of
+// the next to fold, so at most about that many results are held at once.
+func inOrder[T any](n, workers int, work func(i int) (T, error), fold func(i int, v T, err error)) {
+	workers = max(workers, 1)
+	window := 2 * workers
+	type result struct {
+		v   T
+		err error
+	}
+	var mu sync.Mutex
+	room := sync.NewCond(&mu)
+	next := 0
+	held := map[int]result{}
+	parallel(n, workers, func(i int) error {
+		mu.Lock()
+		for i >= next+window {
+			room.Wait()
+		}
+		mu.Unlock()
+		v, err := work(i)
+		mu.Lock()
+		defer mu.Unlock()
+		held[i] = result{v, err}
+		for r, ok := held[next]; ok; r, ok = held[next] {
+			delete(held, next)
+			fold(next, r.v, r.err)
+			next++
+		}
+		room.Broadcast()
+		return nil
+	})
 }
 
 func printBackoff(w io.Writer, out backoffJSON) {
