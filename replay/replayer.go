@@ -48,6 +48,8 @@ func Load(path string, lenient bool) (*Source, error) {
 }
 
 // Parse parses data, the bytes of the session file at path; see Load for errors.
+// The Session does not keep data (transcript.Session.ReleaseBytes: replay never
+// rewrites), so the caller's copy is the only one.
 func Parse(path string, data []byte, lenient bool) (*Source, error) {
 	s, err := transcript.Read(path, data, transcript.Options{Lenient: lenient})
 	if err != nil {
@@ -56,6 +58,7 @@ func Parse(path string, data []byte, lenient bool) (*Source, error) {
 		}
 		return nil, fmt.Errorf("replay: %w", err)
 	}
+	s.ReleaseBytes() // replay never rewrites; a large file's bytes are not kept
 	return &Source{Path: path, ContentHash: ContentHash(data), Session: s}, nil
 }
 
@@ -169,6 +172,9 @@ func (r *Replayer) Replay(ctx context.Context, src *Source) (*Record, error) {
 		return nil, err
 	}
 	rec.Asks, rec.Decisions = store.asks, store.decisions
+	// The advisor's state is done with: let it go before the evidence pass builds
+	// a tracker of its own, so the two are never held at once.
+	adv.Forget(rec.ID)
 	ev, err := evidence.Of(src.Session)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", src.Path, err)

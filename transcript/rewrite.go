@@ -38,7 +38,12 @@ var setOpts = &sjson.Options{Optimistic: true}
 // A session read with a MessageCache (Options.Cache) also remembers each stubbed
 // message's patched bytes there, by the message's bytes and its stubs, so the same
 // stubs on the next request of the session cost a lookup per message.
+//
+// After ReleaseBytes it fails with ErrReleased.
 func (s *Session) Rewrite(stubs map[string]string) ([]byte, error) {
+	if s.released {
+		return nil, fmt.Errorf("%s: rewrite: %w", s.Name, ErrReleased)
+	}
 	if len(stubs) == 0 {
 		return bytes.Clone(s.raw), nil
 	}

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -104,5 +105,33 @@ func TestCountTokensCache(t *testing.T) {
 	}
 	if _, ok := c.cur[tokenKey{5, 1}]; !ok {
 		t.Error("a hit in the old generation is not promoted")
+	}
+}
+
+// TestReleaseBytes: after ReleaseBytes a session keeps its messages and outputs
+// and Rewrite fails with ErrReleased.
+func TestReleaseBytes(t *testing.T) {
+	data := []byte(`{"type":"session","id":"s1","timestamp":"2025-12-01T09:00:00.000Z","cwd":"/w"}
+{"type":"message","timestamp":"2025-12-01T09:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"list the files"}]}}
+{"type":"message","timestamp":"2025-12-01T09:00:01.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"ls"}}]}}
+{"type":"message","timestamp":"2025-12-01T09:00:02.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"a.go\nb.go"}],"isError":false}}
+`)
+	s, err := Read("s.jsonl", data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rewrite(map[string]string{"c1": "[pruned]"}); err != nil {
+		t.Fatalf("Rewrite before ReleaseBytes: %v", err)
+	}
+	s.ReleaseBytes()
+	outs := s.Outputs()
+	if len(s.Messages) != 3 || len(outs) != 1 || outs[0].Text != "a.go\nb.go" {
+		t.Fatalf("after ReleaseBytes: %d messages, outputs %+v", len(s.Messages), outs)
+	}
+	if _, err := s.Rewrite(map[string]string{"c1": "[pruned]"}); !errors.Is(err, ErrReleased) {
+		t.Errorf("Rewrite after ReleaseBytes: %v, want ErrReleased", err)
+	}
+	if _, err := s.Rewrite(nil); !errors.Is(err, ErrReleased) {
+		t.Errorf("Rewrite(nil) after ReleaseBytes: %v, want ErrReleased", err)
 	}
 }

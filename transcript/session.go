@@ -25,6 +25,9 @@ var (
 	// ErrMalformed means a line, entry or field could not be parsed; the wrapping
 	// *ParseError names file, line and field.
 	ErrMalformed = errors.New("malformed session")
+	// ErrReleased means Rewrite was asked of a session whose original bytes were
+	// released (Session.ReleaseBytes).
+	ErrReleased = errors.New("session bytes released")
 )
 
 // ParseError locates one malformed piece of input. It unwraps to ErrMalformed.
@@ -202,11 +205,20 @@ type Session struct {
 	// message list but are never paired with a call.
 	Orphans []*ToolOutput
 
-	raw   []byte // the original bytes, for Rewrite
-	units []unit // the JSON values in raw that outputs point into
+	raw      []byte // the original bytes, for Rewrite
+	units    []unit // the JSON values in raw that outputs point into
+	released bool   // ReleaseBytes dropped raw and units
 	// cache is the MessageCache the session was read with (request bodies), where
 	// Rewrite keeps patched messages; nil when none.
 	cache *MessageCache
+}
+
+// ReleaseBytes drops the session's original bytes, which only Rewrite needs: a
+// caller that reads a session only to walk its messages (replay, which may read a
+// file of hundreds of megabytes) then keeps no copy of the file beside them.
+// Rewrite fails with ErrReleased afterwards; everything else is unchanged.
+func (s *Session) ReleaseBytes() {
+	s.raw, s.units, s.released = nil, nil, true
 }
 
 // unit is one JSON value inside Session.raw: a line of a JSONL file, one of two
