@@ -365,6 +365,7 @@ type sessionData struct {
 	context []int
 	cold    []bool          // cold[s-1]: call s found the cache cold
 	gap     []time.Duration // gap[s-1]: time since call s-1 (0 when unknown)
+	timed   bool            // some call has a time: without any, priced warm throughout
 	price   prices.Model
 	outs    []int // indexes into Evaluator.outs, in (Offset, input) order
 	keepAll Level // keep-all's figures (its PaidUSD is the reference price)
@@ -458,7 +459,7 @@ func (e *Evaluator) newSessionData(s *Session, end int) (*sessionData, error) {
 			sd.cold[i] = sd.gap[i] > e.opts.CacheTTL
 		}
 		if !t.IsZero() {
-			prev = t
+			prev, sd.timed = t, true
 		}
 	}
 	return sd, nil
@@ -466,6 +467,24 @@ func (e *Evaluator) newSessionData(s *Session, end int) (*sessionData, error) {
 
 // Options returns the evaluator's options.
 func (e *Evaluator) Options() Options { return e.opts }
+
+// Timing counts the sessions with no call time at all (their transcripts carry no
+// timestamps, as mini-swe-agent's and OpenHands' do not: every call is priced on a
+// warm cache) and the calls that found the cache cold (a pause longer than
+// Options.CacheTTL since the previous call: a rewrite there is free).
+func (e *Evaluator) Timing() (untimed, coldCalls int) {
+	for _, sd := range e.sessions {
+		if !sd.timed {
+			untimed++
+		}
+		for _, c := range sd.cold {
+			if c {
+				coldCalls++
+			}
+		}
+	}
+	return untimed, coldCalls
+}
 
 // Outputs returns a copy of the evaluator's outputs, in input order.
 func (e *Evaluator) Outputs() []Output { return append([]Output(nil), e.outs...) }

@@ -155,6 +155,13 @@ func TestColdCacheHand(t *testing.T) {
 	if got.Rewrites != 1 || !approx(got.PaidUSD, paid) || got.Misses != 1 {
 		t.Errorf("cold rewrite: %+v; want 1 rewrite, paid %v, 1 miss", got, paid)
 	}
+	if untimed, cold := e.Timing(); untimed != 0 || cold != 1 {
+		t.Errorf("Timing() = %d untimed, %d cold; want 0 and 1 (call 6 after 6.5 minutes)", untimed, cold)
+	}
+	sessions[0].At = nil
+	if untimed, cold := mustEval(t, outs, sessions, DefaultOptions()).Timing(); untimed != 1 || cold != 0 {
+		t.Errorf("without times: Timing() = %d untimed, %d cold; want 1 and 0", untimed, cold)
+	}
 }
 
 func approx(a, b float64) bool {

@@ -50,13 +50,19 @@ type BudgetReport struct {
 // Report is a whole calibration: baselines, anchors and scorers over the same outputs,
 // at each budget.
 type Report struct {
-	Options    Options        `json:"-"`
-	TargetMiss float64        `json:"target_miss"`
-	Objective  Objective      `json:"objective"`
-	Outputs    int            `json:"outputs"`
-	Sessions   int            `json:"sessions"`
-	Scorers    []ScorerReport `json:"scorers"`
-	Budgets    []BudgetReport `json:"budgets"`
+	Options    Options   `json:"-"`
+	TargetMiss float64   `json:"target_miss"`
+	Objective  Objective `json:"objective"`
+	Outputs    int       `json:"outputs"`
+	Sessions   int       `json:"sessions"`
+	// SessionsUntimed is how many of the sessions carry no call time (no timestamps
+	// in their transcripts): they are priced on a warm cache throughout, an upper
+	// bound on their rewrites' cost. ColdCalls counts the model calls of the other
+	// sessions that came after a pause longer than the cache TTL (free rewrites).
+	SessionsUntimed int            `json:"sessions_untimed"`
+	ColdCalls       int            `json:"cold_calls"`
+	Scorers         []ScorerReport `json:"scorers"`
+	Budgets         []BudgetReport `json:"budgets"`
 }
 
 // AdvisorInput is the advisor's own replay: which scorer it ran with at what cutoff,
@@ -117,6 +123,7 @@ func NewReport(base []Output, sessions []Session, scorers []ScorerInput, cfg Rep
 		return Report{}, err
 	}
 	rep.Sessions = len(ev.sessions)
+	rep.SessionsUntimed, rep.ColdCalls = ev.Timing()
 	for _, sc := range inputs {
 		rep.Scorers = append(rep.Scorers, ScorerReport{Scorer: sc.Name, Reliability: ReliabilityOf(sc.Outputs, cfg.Options.Bins)})
 	}
@@ -267,6 +274,8 @@ func (r Report) WriteText(w io.Writer) error {
 	o := r.Options
 	fmt.Fprintf(tw, "%d outputs in %d sessions; low-water %.0f%% and least rewrite %.0f%% of the budget, pay factor %.2f, remaining steps %.2f x steps (at least %.0f), cache TTL %s, recall overhead %d tokens\n",
 		r.Outputs, r.Sessions, 100*o.LowWaterFraction, 100*o.RewriteFraction, o.PayFactor, o.Estimator.Factor, o.Estimator.Min, o.CacheTTL, o.RecallOverheadTokens)
+	fmt.Fprintf(tw, "call times: %d of %d sessions carry none (no timestamps: priced on a warm cache throughout); %d calls of the others came after a pause longer than the cache TTL (cold: their rewrites are free)\n",
+		r.SessionsUntimed, r.Sessions, r.ColdCalls)
 	for _, s := range r.Scorers {
 		rel := s.Reliability
 		fmt.Fprintf(tw, "\nscorer %s: %d asks (%d without score), %d used later; Brier %.4f, AUC %.4f\n", s.Scorer, rel.N, rel.Failed, rel.Used, rel.Brier, rel.AUC)

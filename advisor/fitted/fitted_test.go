@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/pruneadvisor/pruneadvisor/cards"
 )
 
@@ -244,5 +246,72 @@ func BenchmarkScore100(b *testing.B) {
 		if _, err := s.Score(ctx, batch); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestTrainMatchesNewton checks Train (gonum's L-BFGS) against the same penalised
+// loss minimised another way: Newton-Raphson written out here, each step solving
+// (XᵀWX/m + λI') Δ = -(Xᵀ(p - y)/m + λw') with a Cholesky factorisation (I' and w'
+// leave the bias unpenalised), from zero, until the step is below 1e-12. The
+// two optimisers share only the standardised design matrix.
+func TestTrainMatchesNewton(t *testing.T) {
+	rows := synthetic(2000, 7)
+	m, err := Train(rows, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	X, y := design(rows)
+	n := len(Features)
+	standardise(X, n)
+	k := n + 1 // weights and the bias
+	w := make([]float64, k)
+	xi := func(i, j int) float64 {
+		if j == n {
+			return 1
+		}
+		return X[i*n+j]
+	}
+	for iter := 0; iter < 50; iter++ {
+		H := mat.NewSymDense(k, nil)
+		g := mat.NewVecDense(k, nil)
+		for i := range y {
+			z := 0.0
+			for j := 0; j < k; j++ {
+				z += w[j] * xi(i, j)
+			}
+			p := 1 / (1 + math.Exp(-z))
+			for a := 0; a < k; a++ {
+				g.SetVec(a, g.AtVec(a)+(p-y[i])*xi(i, a)/float64(len(y)))
+				for b := a; b < k; b++ {
+					H.SetSym(a, b, H.At(a, b)+p*(1-p)*xi(i, a)*xi(i, b)/float64(len(y)))
+				}
+			}
+		}
+		for j := 0; j < n; j++ {
+			H.SetSym(j, j, H.At(j, j)+DefaultLambda)
+			g.SetVec(j, g.AtVec(j)+DefaultLambda*w[j])
+		}
+		var ch mat.Cholesky
+		if !ch.Factorize(H) {
+			t.Fatal("Hessian not positive definite")
+		}
+		var step mat.VecDense
+		if err := ch.SolveVecTo(&step, g); err != nil {
+			t.Fatal(err)
+		}
+		for j := range w {
+			w[j] -= step.AtVec(j)
+		}
+		if mat.Norm(&step, 2) < 1e-12 {
+			break
+		}
+	}
+	for j := 0; j < n; j++ {
+		if math.Abs(m.Weights[j]-w[j]) > 1e-5 {
+			t.Errorf("weight %d (%s): L-BFGS %.6f, Newton %.6f", j, Features[j].Name, m.Weights[j], w[j])
+		}
+	}
+	if math.Abs(m.Bias-w[n]) > 1e-5 {
+		t.Errorf("bias: L-BFGS %.6f, Newton %.6f", m.Bias, w[n])
 	}
 }

@@ -31,7 +31,7 @@ type scorerFlags struct {
 
 func (f *scorerFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.kind, "scorer", "auto", "auto | ollama | fitted | lexical | keep | none (auto: Ollama at $OLLAMA_HOST if it answers within 2s and has --model, else the fitted scorer; keep: every card kept, for training replays)")
-	c.Flags().StringVar(&f.modelFile, "model-file", "", "the fitted scorer's model file (from `pruneadvisor fit`); default: the weights embedded in the binary")
+	c.Flags().StringVar(&f.modelFile, "model-file", "", "the fitted scorer's model file (from pruneadvisor fit); default: the weights embedded in the binary")
 	c.Flags().BoolVar(&f.fuse, "fuse", false, "with Ollama, fuse its scores with the fitted scorer's (reciprocal rank fusion on the fitted scale; off until a replay shows it beats both)")
 	c.Flags().StringVar(&f.model, "model", ollama.DefaultModel, "Ollama model for the ollama scorer")
 	c.Flags().StringVar(&f.prompt, "prompt", "v2", "prompt template of the ollama scorer: v2 (cards with their use history) | v1 (the first one, to compare with old replays); the scorer's name ends in :p2 or :p1")
