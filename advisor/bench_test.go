@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -61,6 +62,8 @@ var benchScorers = []struct {
 	{"rules", func() advisor.Scorer { return nil }, 200_000},
 	{"const0.1", func() advisor.Scorer { return constScorer(0.1) }, 200_000},
 	{"const0.9", func() advisor.Scorer { return constScorer(0.9) }, 10_000_000},
+	// The default scorer: its cards carry the use history and signals.
+	{"fitted", func() advisor.Scorer { s, _ := fitted.NewDefault(); return s }, 200_000},
 }
 
 // stepRun is how many consecutive steps BenchmarkAdviseStep times after each

@@ -199,7 +199,13 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	if err != nil {
 		return err
 	}
-	comparison, err := replay.NewComparison(schedules, cfg.Cutoff, opts, f.tolerance)
+	// The scorer's own cutoff (scorer_cutoffs, e.g. 0.2 for fitted), as the
+	// replayed advisor used it.
+	cutoff := cfg.Cutoff
+	if scorer != nil {
+		cutoff = cfg.CutoffFor(scorer.Name())
+	}
+	comparison, err := replay.NewComparison(schedules, cutoff, opts, f.tolerance)
 	if err != nil {
 		return err
 	}
