@@ -136,6 +136,12 @@ type Config struct {
 	// message (transcript.Message.Retention), or all of them by leaving the tool out
 	// of this list; "keep" protects any output.
 	ExcludedTools []string `json:"excluded_tools" validate:"dive,required"`
+	// ModelFile is the fitted scorer's model file (written by `pruneadvisor fit`);
+	// "" means the weights embedded in the binary. The advisor itself does not read
+	// it: the commands build the scorer from it when --model-file is not given, and
+	// `fit --write-config` sets it, so a model fitted on the user's own sessions
+	// becomes their scorer. A relative path is taken from the working directory.
+	ModelFile string `json:"model_file,omitempty" validate:"max=4096"`
 	// RecallTool is the recall tool's name as the agent sees it, named in every stub.
 	// Default "recall"; "mcp__pruneadvisor__recall" for Claude Code over MCP.
 	RecallTool string `json:"recall_tool" validate:"required,max=128"`

@@ -145,6 +145,13 @@ func TestTrainLearns(t *testing.T) {
 			t.Fatalf("Train is not deterministic: weight %d %v vs %v", i, m.Weights[i], again.Weights[i])
 		}
 	}
+	one := append([]Row(nil), rows[:200]...)
+	for i := range one {
+		one[i].Session = "only"
+	}
+	if _, _, err := CrossValidate(one, 5, DefaultOptions()); !errors.Is(err, ErrTooFew) || !strings.Contains(err.Error(), "1 session") {
+		t.Errorf("CrossValidate over one session: err %v, want ErrTooFew naming 1 session", err)
+	}
 	if _, err := Train(rows[:15], DefaultOptions()); !errors.Is(err, ErrTooFew) {
 		t.Errorf("15 rows: err %v, want ErrTooFew", err)
 	}

@@ -225,8 +225,14 @@ func Fold(session string, folds int) int {
 // CrossValidate fits folds models, each on the rows of the sessions outside one
 // fold, and returns every row's held-out prediction (in rows' order) with each
 // fold's figures. Folds without rows on both sides are left out of PerFold and their
-// rows predicted by nothing (NaN). Errors are Train's for a fold's training rows.
+// rows predicted by nothing (NaN); so is a fold whose held-out rows are all of one
+// class (its AUC is undefined), though its rows are predicted. Errors: ErrTooFew
+// when the rows come from fewer than 2 sessions (no fold can hold a session out);
+// Train's for a fold's training rows.
 func CrossValidate(rows []Row, folds int, opts Options) ([]float64, []FoldFit, error) {
+	if n := countSessions(rows); n < 2 {
+		return nil, nil, fmt.Errorf("%w: the rows come from %d session(s); cross-validation by session needs at least 2", ErrTooFew, n)
+	}
 	pred := make([]float64, len(rows))
 	for i := range pred {
 		pred[i] = math.NaN()
@@ -261,7 +267,9 @@ func CrossValidate(rows []Row, folds int, opts Options) ([]float64, []FoldFit, e
 			scores[t], labels[t] = pred[i], rows[i].Used
 			sessions[rows[i].Session] = true
 		}
-		fits = append(fits, FoldFit{Sessions: len(sessions), Rows: len(test), AUC: AUC(scores, labels), Brier: Brier(scores, labels)})
+		if auc := AUC(scores, labels); !math.IsNaN(auc) {
+			fits = append(fits, FoldFit{Sessions: len(sessions), Rows: len(test), AUC: auc, Brier: Brier(scores, labels)})
+		}
 	}
 	return pred, fits, nil
 }

@@ -103,6 +103,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		return err
 	}
 	defer closeStore()
+	f.scorerFlags.useConfig(cfg)
 	scorer, err := f.scorerFlags.build(ctx, e)
 	if err != nil {
 		return err

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -22,15 +24,16 @@ import (
 )
 
 type fitFlags struct {
-	db         string
-	out        string
-	folds      int
-	lambda     float64
-	targetMiss float64
-	settings   []string
-	ablation   bool
-	asJSON     bool
-	workers    int
+	db          string
+	out         string
+	writeConfig string
+	folds       int
+	lambda      float64
+	targetMiss  float64
+	settings    []string
+	ablation    bool
+	asJSON      bool
+	workers     int
 }
 
 // fitJSON is fit's --json output.
@@ -38,6 +41,7 @@ type fitJSON struct {
 	DB       string                `json:"db"`
 	Replay   string                `json:"replay"`
 	Out      string                `json:"out,omitempty"`
+	Wrote    string                `json:"wrote_config,omitempty"` // --write-config: the config now naming the model
 	Model    *fitted.Model         `json:"model"`
 	Weights  []fitWeight           `json:"weights"`
 	CV       *fitted.CV            `json:"cv"`
@@ -92,6 +96,7 @@ Exit codes: 0 done, 1 too few rows, a store or model error, 2 bad flags.`,
 	}
 	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "replay store to fit on (and to replay PATHs into)")
 	c.Flags().StringVar(&f.out, "out", "", "write the model file here")
+	c.Flags().StringVar(&f.writeConfig, "write-config", "", "also make the model the scorer of this advisor config file (model_file set to --out's absolute path; created if missing, its other fields kept)")
 	c.Flags().IntVar(&f.folds, "folds", 5, "cross-validation folds (by session)")
 	c.Flags().Float64Var(&f.lambda, "lambda", fitted.DefaultLambda, "L2 penalty on the standardised weights")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "miss-rate target of the token-steps figure")
@@ -116,6 +121,9 @@ func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
 	}
 	if math.IsNaN(f.lambda) || f.lambda < 0 || math.IsInf(f.lambda, 0) {
 		return usageError{fmt.Errorf("--lambda %v: want a finite number >= 0", f.lambda)}
+	}
+	if f.writeConfig != "" && f.out == "" {
+		return usageError{fmt.Errorf("--write-config needs --out: the config names the model file")}
 	}
 	if f.targetMiss < 0 || f.targetMiss > 1 || f.targetMiss != f.targetMiss {
 		return usageError{fmt.Errorf("--target-miss %v: want a rate in [0,1]", f.targetMiss)}
@@ -150,6 +158,12 @@ func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
 			return err
 		}
 		out.Out = f.out
+	}
+	if f.writeConfig != "" {
+		if err := writeModelFile(f.writeConfig, f.out); err != nil {
+			return err
+		}
+		out.Wrote = f.writeConfig
 	}
 	if f.asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -361,4 +375,29 @@ func printFit(w io.Writer, out fitJSON) {
 	if out.Out != "" {
 		fmt.Fprintf(w, "\nmodel written to %s\n", out.Out)
 	}
+	if out.Wrote != "" {
+		fmt.Fprintf(w, "%s now names it (model_file): every command run with --config %s scores with it\n", out.Wrote, out.Wrote)
+	}
+}
+
+// writeModelFile sets model_file in the advisor config file at path (created with
+// the defaults when missing, its other fields kept) to model's absolute path, so
+// every advising command run with --config path scores with that model.
+func writeModelFile(path, model string) error {
+	abs, err := filepath.Abs(model)
+	if err != nil {
+		return fmt.Errorf("fit: --write-config: %w", err)
+	}
+	cfg, err := advisor.LoadConfig(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("fit: --write-config: %w", err)
+		}
+		cfg = advisor.DefaultConfig()
+	}
+	cfg.ModelFile = abs
+	if err := advisor.WriteConfig(path, cfg); err != nil {
+		return fmt.Errorf("fit: --write-config: %w", err)
+	}
+	return nil
 }

@@ -159,6 +159,7 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 	if err != nil {
 		return usageError{fmt.Errorf("--shard: %w", err)}
 	}
+	f.scorerFlags.useConfig(cfg)
 	scorer, err := f.scorerFlags.build(ctx, e)
 	if err != nil {
 		return err

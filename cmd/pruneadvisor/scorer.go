@@ -29,6 +29,14 @@ type scorerFlags struct {
 	fuse      bool
 }
 
+// useConfig takes the config's model file (model_file) when --model-file is not
+// given: the flag overrides the config, as every flag does.
+func (f *scorerFlags) useConfig(cfg advisor.Config) {
+	if f.modelFile == "" {
+		f.modelFile = cfg.ModelFile
+	}
+}
+
 func (f *scorerFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.kind, "scorer", "auto", "auto | ollama | fitted | lexical | keep | none (auto: Ollama at $OLLAMA_HOST if it answers within 2s and has --model, else the fitted scorer; keep: every card kept, for training replays)")
 	c.Flags().StringVar(&f.modelFile, "model-file", "", "the fitted scorer's model file (from pruneadvisor fit); default: the weights embedded in the binary")

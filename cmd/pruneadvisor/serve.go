@@ -126,6 +126,7 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	f.scorerFlags.useConfig(cfg)
 	scorer, err := f.scorerFlags.build(ctx, e)
 	if err != nil {
 		return err

@@ -207,6 +207,7 @@ func startProxy(ctx context.Context, e *env, f *wrapFlags) (string, func(), erro
 		closeStore()
 		return "", nil, err
 	}
+	f.scorerFlags.useConfig(cfg)
 	scorer, err := f.scorerFlags.build(ctx, e)
 	if err != nil {
 		closeStore()
