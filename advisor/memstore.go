@@ -220,10 +220,18 @@ func (m *MemoryStore) Original(_ context.Context, id string) (Original, error) {
 	return o, nil
 }
 
-// RecordRecall stores a recall event (the recall.Store method).
+// RecordRecall stores a recall event (the recall.Store method). An event with Step
+// 0 gets the session's latest recorded step, as storage.DB does.
 func (m *MemoryStore) RecordRecall(_ context.Context, e RecallEvent) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if e.Step == 0 {
+		for _, r := range m.steps {
+			if r.SessionID == e.SessionID {
+				e.Step = max(e.Step, r.Step)
+			}
+		}
+	}
 	m.recalls[e.SessionID] = append(m.recalls[e.SessionID], e)
 	m.versions[e.SessionID]++
 	return nil

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,7 @@ type state struct {
 	frozen   map[string]StubRecord  // stubs in the store, by output key
 	recalls  int                    // recall events already applied
 	restored map[string][]AskRecord // asks of the stored history, by output key, until indexed
+	recalled map[string]int         // outputs recalled in the store, not indexed yet: the step of the recall
 
 	// The index.
 	indexed    int    // messages indexed so far
@@ -130,7 +132,7 @@ func newState(id string) *state {
 // survive.
 func (st *state) clear() {
 	st.loaded, st.synced, st.version = false, false, 0
-	st.frozen, st.recalls, st.restored = nil, 0, nil
+	st.frozen, st.recalls, st.restored, st.recalled = nil, 0, nil, nil
 	st.indexed, st.lastPrint, st.steps = 0, "", 0
 	st.outs, st.items, st.byKey, st.byRecall = nil, nil, map[string]*outState{}, map[string]*outState{}
 	st.rules, st.corpus, st.tracker, st.awaiting = rules.NewIndex(), cards.NewCorpus(), evidence.NewTracker(), nil
@@ -166,12 +168,13 @@ func (a *Advisor) index(st *state, sp *stepState) {
 		}
 		a.trackUses(st, m)
 		for bi, o := range m.Outputs {
-			sp.mark(a.indexOutput(st, m, bi, o))
+			sp.mark(a.indexOutput(st, sp, m, bi, o))
 		}
 		for _, d := range st.rules.Add(m) {
 			if os, ok := st.byKey[d.OutputKey]; ok && !os.dead {
 				os.dead, os.deadRule, os.deadBy = true, string(d.Rule), d.By
 				st.touched = append(st.touched, os)
+				adoptSuperseder(st, os)
 			}
 		}
 		a.indexReads(st, m)
@@ -179,6 +182,21 @@ func (a *Advisor) index(st *state, sp *stepState) {
 		st.indexed++
 	}
 }
+
+// adoptSuperseder names the call that made o dead when o's stub, applied before
+// the rule was known here (a stub read back from the store after a restart), was
+// applied for that very rule: the plan then shows what an advisor that saw the rule
+// first shows.
+func adoptSuperseder(st *state, o *outState) {
+	if (o.decision == DecisionPruned || o.decision == DecisionRecalled) && o.by == "" &&
+		strings.HasPrefix(o.reason, ruleReason(o.deadRule, o.deadBy)) {
+		o.by = o.deadBy
+		st.items[o.i] = o.item()
+	}
+}
+
+// ruleReason is the reason of an output a rule made dead.
+func ruleReason(rule, by string) string { return fmt.Sprintf("%s by call %s", rule, by) }
 
 // indexWords handles an assistant message: a step, its words as "now", and the
 // reaction of the outputs before it.
@@ -215,13 +233,14 @@ func (a *Advisor) trackUses(st *state, m *transcript.Message) {
 		if o := st.byKey[u.Key]; o != nil && u.Counts() {
 			o.noteUse(u.Step)
 			st.allUses++
+			st.items[o.i].Uses = o.uses // the item shows the use history even when its decision stays
 			st.touched = append(st.touched, o)
 		}
 	}
 }
 
 // indexOutput adds output o, block bi of message m, and returns its state.
-func (a *Advisor) indexOutput(st *state, m *transcript.Message, bi int, o *transcript.ToolOutput) *outState {
+func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, bi int, o *transcript.ToolOutput) *outState {
 	os := a.newOut(st, m, bi, o)
 	st.outs = append(st.outs, os)
 	st.items = append(st.items, os.item())
@@ -248,6 +267,10 @@ func (a *Advisor) indexOutput(st *state, m *transcript.Message, bi int, o *trans
 	}
 	if fs, ok := st.frozen[o.Key]; ok {
 		a.prune(st, os, fs.Stub, transcript.CountTokens(fs.Stub), fs.Reason, fs.Score, fs.Step)
+	}
+	if at, ok := st.recalled[o.Key]; ok {
+		delete(st.recalled, o.Key)
+		a.recall(st, sp, os, at)
 	}
 	return os
 }
@@ -356,15 +379,24 @@ func named(text string, names []string) bool {
 // recentWindow is the span, in steps, of the RecentUses signal.
 const recentWindow = 10
 
-// noteUse records a counting use of o at step u.
+// noteUse records a counting use of o at step u. Uses come in step order, except a
+// recall restored after a restart, noted when its output is indexed, before the
+// uses of the steps up to it: useSteps stays sorted, keeping the latest
+// recentWindow steps, and lastUse is the latest step.
 func (o *outState) noteUse(u int) {
 	o.uses++
-	o.lastUse = u
+	o.lastUse = max(o.lastUse, u)
+	i, _ := slices.BinarySearch(o.useSteps, u+1) // after every equal step
 	if len(o.useSteps) >= recentWindow {
-		copy(o.useSteps, o.useSteps[1:])
-		o.useSteps = o.useSteps[:recentWindow-1]
+		if i == 0 {
+			return // older than every step kept
+		}
+		copy(o.useSteps, o.useSteps[1:i])
+		i--
+		o.useSteps[i] = u
+		return
 	}
-	o.useSteps = append(o.useSteps, u)
+	o.useSteps = slices.Insert(o.useSteps, i, u)
 }
 
 // recentUses counts o's uses in the recentWindow steps before T.

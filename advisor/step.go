@@ -156,9 +156,20 @@ func (a *Advisor) adopt(st *state, sp *stepState, stubs map[string]StubRecord, e
 		st.recalls = len(evs) // the store lost events; nothing to replay
 	}
 	for _, e := range evs[st.recalls:] {
-		if o := st.byKey[e.OutputKey]; o != nil {
-			a.recall(st, sp, o)
+		at := sp.T
+		if e.Step > 0 {
+			at = min(e.Step+1, sp.T) // the step after the latest one advised when recalled
 		}
+		if o := st.byKey[e.OutputKey]; o != nil {
+			a.recall(st, sp, o, at)
+			continue
+		}
+		// Not indexed yet (a restart reads the store before the messages): the
+		// recall is applied when the output is, as of the same step.
+		if st.recalled == nil {
+			st.recalled = map[string]int{}
+		}
+		st.recalled[e.OutputKey] = at
 	}
 	st.recalls = len(evs)
 	st.frozen = stubs
@@ -173,24 +184,26 @@ func (a *Advisor) adopt(st *state, sp *stepState, stubs map[string]StubRecord, e
 	}
 }
 
-// recall handles a recall event of o: the stub of a pruned output stays, frozen (the
-// original reached the agent as the recall's own result); any other output (a pending
-// one: another process pruned it and it was recalled there) is protected for one
-// back-off window. Either way the recall is use-history evidence.
-func (a *Advisor) recall(st *state, sp *stepState, o *outState) {
-	if st.tracker != nil && sp.T > o.step {
-		if err := st.tracker.AddRecall(o.key, sp.T); err == nil {
-			o.noteUse(sp.T)
+// recall handles a recall event of o as of step at (<= sp.T): the stub of a pruned
+// output stays, frozen (the original reached the agent as the recall's own result);
+// any other output (a pending one: another process pruned it and it was recalled
+// there) is protected for one back-off window from at. Either way the recall is
+// use-history evidence at step at.
+func (a *Advisor) recall(st *state, sp *stepState, o *outState, at int) {
+	if st.tracker != nil && at > o.step {
+		if err := st.tracker.AddRecall(o.key, at); err == nil {
+			o.noteUse(at)
 			st.allUses++
+			st.items[o.i].Uses = o.uses
 		}
 	}
-	why := fmt.Sprintf("recalled at step %d", sp.T)
+	why := fmt.Sprintf("recalled at step %d", at)
 	if o.decision == DecisionPruned {
 		o.recalled = true
 		a.setDecision(st, sp, o, DecisionRecalled, o.reason+"; "+why)
 		return
 	}
-	o.protectTil = sp.T + a.schedule.Gap(0)
+	o.protectTil = at + a.schedule.Gap(0)
 	o.protectWhy = why
 	st.touched = append(st.touched, o)
 }
@@ -239,7 +252,7 @@ func (a *Advisor) settle(st *state, sp *stepState, o *outState) {
 	switch {
 	case o.dead:
 		o.by = o.deadBy
-		a.setDecision(st, sp, o, DecisionPending, fmt.Sprintf("%s by call %s", o.deadRule, o.deadBy))
+		a.setDecision(st, sp, o, DecisionPending, ruleReason(o.deadRule, o.deadBy))
 	case o.retention == transcript.RetentionDisposable:
 		a.setDecision(st, sp, o, DecisionPending, "disposable")
 	case a.scoredOut(o):
@@ -301,6 +314,7 @@ func (a *Advisor) queueAsk(sp *stepState, o *outState) {
 // be shorter is protected instead, for good.
 func (a *Advisor) setDecision(st *state, sp *stepState, o *outState, d Decision, reason string) {
 	if d == o.decision && reason == o.reason {
+		st.items[o.i] = o.item() // a new score with the same reason: the item shows it
 		return
 	}
 	if o.decision == DecisionPending {

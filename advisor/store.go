@@ -146,6 +146,10 @@ type RecallEvent struct {
 	RecallID  string
 	SessionID string
 	OutputKey string
-	Step      int // the session's step when recalled (0 when unknown)
+	// Step is the session's latest advised step when the recall happened (0 when
+	// unknown): a store given 0 records the latest step it holds for the session
+	// (storage.DB, MemoryStore). The advisor applies the recall as of the step after
+	// it, so that every process, restarted or not, gives the recall the same step.
+	Step int
 	At        time.Time
 }

@@ -478,6 +478,12 @@ func (s *Server) forwardStream(w http.ResponseWriter, r *http.Request, kind apiK
 		return
 	}
 	defer resp.Body.Close()
+	// The asks and step records of this request's step, written in the background
+	// while the upstream worked, are durable before the client sees the response, so
+	// a process killed after it still restores them for the session's next step.
+	if err := s.records.written(r.Context()); err != nil {
+		return // the client is gone
+	}
 	tee := s.ledger.tee(note, resp) // the ledger's copy: read after each flush
 	defer tee.done()
 	copyHeader(w.Header(), resp.Header)

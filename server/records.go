@@ -21,8 +21,12 @@ const maxQueuedRecords = 100_000
 // Everything else, originals and stubs included, goes straight to the store: a stub
 // is still forwarded only once its original is durable. The goroutine runs only
 // while there is something to write; flush waits for it. Records not yet written
-// when the process dies are lost; a failed write is logged and its records dropped,
-// as the advisor does with a synchronous failure.
+// when the process dies are lost, except that a proxied request's response reaches
+// its client only once the records queued before its upstream answered are written
+// (written): the asks a later step restores (advisor.Store.SessionHistory) are then
+// in the store before the agent can send that step, also across kill -9. A failed
+// write is logged and its records dropped, as the advisor does with a synchronous
+// failure.
 type recordQueue struct {
 	Store
 	log *slog.Logger
@@ -34,13 +38,16 @@ type recordQueue struct {
 	writing   bool
 	idle      chan struct{} // closed when the writer stops; replaced when it starts
 	room      *sync.Cond    // signalled when the writer takes the queue
+	queued    uint64        // enqueue calls so far
+	done      uint64        // enqueue calls whose records are written (or dropped on error)
+	round     chan struct{} // closed when the writer ends a round; replaced then
 }
 
 // newRecordQueue wraps store. Every advisor.Store method the queue does not
 // override (SavePrunes, SessionVersion, the reads) goes straight to store: the
 // interface carries them, so the wrapper cannot drop one.
 func newRecordQueue(store Store, log *slog.Logger) (advisor.Store, *recordQueue) {
-	q := &recordQueue{Store: store, log: log, idle: make(chan struct{})}
+	q := &recordQueue{Store: store, log: log, idle: make(chan struct{}), round: make(chan struct{})}
 	close(q.idle)
 	q.room = sync.NewCond(&q.mu)
 	return q, q
@@ -78,6 +85,7 @@ func (q *recordQueue) enqueue(add func()) {
 		q.room.Wait()
 	}
 	add()
+	q.queued++
 	if !q.writing {
 		q.writing = true
 		q.idle = make(chan struct{})
@@ -91,6 +99,7 @@ func (q *recordQueue) run() {
 		q.mu.Lock()
 		asks, decisions, steps := q.asks, q.decisions, q.steps
 		q.asks, q.decisions, q.steps = nil, nil, nil
+		upto := q.queued
 		if len(asks)+len(decisions)+len(steps) == 0 {
 			q.writing = false
 			close(q.idle)
@@ -114,6 +123,33 @@ func (q *recordQueue) run() {
 			if err := q.Store.RecordSteps(ctx, slices.Clip(steps)); err != nil {
 				q.log.Warn("storage: cannot record steps", "steps", len(steps), "err", err)
 			}
+		}
+		q.mu.Lock()
+		q.done = upto
+		close(q.round)
+		q.round = make(chan struct{})
+		q.mu.Unlock()
+	}
+}
+
+// written waits until every record queued before the call is written, or ctx ends
+// (its error). Unlike flush it does not wait for records queued meanwhile, so it
+// ends under any load.
+func (q *recordQueue) written(ctx context.Context) error {
+	q.mu.Lock()
+	seq := q.queued
+	q.mu.Unlock()
+	for {
+		q.mu.Lock()
+		done, round := q.done, q.round
+		q.mu.Unlock()
+		if done >= seq {
+			return nil
+		}
+		select {
+		case <-round:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }

@@ -300,14 +300,17 @@ func (db *DB) SessionStubs(ctx context.Context, sessionID string) (map[string]ad
 
 // RecordRecall stores one recall event. The output must have a stored original with
 // the same recall id, session id and output key, else ErrNoOriginal (nothing
-// written). ErrInvalid for an empty recall id; ErrReadOnly on a read-only database.
+// written). An event with Step 0 is stored with the session's latest recorded step
+// (0 when it has none), read in the same transaction. ErrInvalid for an empty recall
+// id; ErrReadOnly on a read-only database.
 func (db *DB) RecordRecall(ctx context.Context, e advisor.RecallEvent) error {
 	what := fmt.Sprintf("storage: record recall %q (session %q, output %q)", e.RecallID, e.SessionID, e.OutputKey)
 	if e.RecallID == "" {
 		return fmt.Errorf("%s: %w: empty recall id", what, ErrInvalid)
 	}
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO recalls(recall_id, session_id, output_key, step, at) VALUES ($1, $2, $3, $4, $5)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO recalls(recall_id, session_id, output_key, step, at) VALUES ($1, $2, $3,
+			CASE WHEN $4 > 0 THEN $4 ELSE COALESCE((SELECT MAX(step) FROM steps WHERE session_id = $2), 0) END, $5)`,
 			e.RecallID, e.SessionID, e.OutputKey, e.Step, timeText(e.At))
 		if err != nil {
 			return err

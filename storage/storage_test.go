@@ -472,6 +472,17 @@ func TestRecallsRoundTrip(t *testing.T) {
 		if !errors.Is(err, ErrNoOriginal) {
 			t.Errorf("RecordRecall(unknown) = %v, want ErrNoOriginal", err)
 		}
+		// Step 0 once the session has steps: its latest step (not another session's).
+		steps := []advisor.StepRecord{{SessionID: "s", Step: 3, At: t0}, {SessionID: "s", Step: 5, At: t0}, {SessionID: "other", Step: 9, At: t0}}
+		if err := db.RecordSteps(ctx, steps); err != nil {
+			t.Fatal(err)
+		}
+		late := advisor.RecallEvent{RecallID: o.RecallID, SessionID: "s", OutputKey: "k", At: t0.Add(2 * time.Minute)}
+		if err := db.RecordRecall(ctx, late); err != nil {
+			t.Fatal(err)
+		}
+		late.Step = 5
+		want = append(want, late)
 		got, err := db.SessionRecalls(ctx, "s")
 		if err != nil {
 			t.Fatal(err)
