@@ -151,5 +151,5 @@ type RecallEvent struct {
 	// (storage.DB, MemoryStore). The advisor applies the recall as of the step after
 	// it, so that every process, restarted or not, gives the recall the same step.
 	Step int
-	At        time.Time
+	At   time.Time
 }
