@@ -144,6 +144,8 @@ type ledgerWriter struct {
 	writing bool
 	idle    chan struct{} // closed when the goroutine stops; replaced when it starts
 	room    *sync.Cond
+	open    int           // responses being forwarded (tee called, done not yet)
+	drained chan struct{} // closed when open drops to 0; replaced when it leaves 0
 
 	fullMu   sync.Mutex
 	lastFull map[string]int // session -> its latest advised request's unpruned size
@@ -152,8 +154,9 @@ type ledgerWriter struct {
 func newLedgerWriter(store LedgerStore, price func(prices.Provider) prices.Model, clock func() time.Time,
 	log *slog.Logger, reg prometheus.Registerer) *ledgerWriter {
 	l := &ledgerWriter{store: store, prices: price, clock: clock, log: log, metrics: newLedgerMetrics(reg),
-		idle: make(chan struct{}), lastFull: map[string]int{}}
+		idle: make(chan struct{}), drained: make(chan struct{}), lastFull: map[string]int{}}
 	close(l.idle)
+	close(l.drained)
 	l.room = sync.NewCond(&l.mu)
 	return l
 }
@@ -191,6 +194,12 @@ func (l *ledgerWriter) tee(note *ledgerNote, resp *http.Response) *usageTee {
 	if l == nil || note == nil {
 		return nil
 	}
+	l.mu.Lock()
+	if l.open == 0 {
+		l.drained = make(chan struct{})
+	}
+	l.open++
+	l.mu.Unlock()
 	job := &ledgerJob{note: note, status: resp.StatusCode, acc: usageAcc{format: ledgerRoutes[note.route].format}}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	job.stream = mt == "text/event-stream"
@@ -254,6 +263,7 @@ func (t *usageTee) done() {
 }
 
 // enqueue queues job, waiting while the queue is full, and starts the goroutine.
+// The job's response is no longer open.
 func (l *ledgerWriter) enqueue(job *ledgerJob) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -261,6 +271,9 @@ func (l *ledgerWriter) enqueue(job *ledgerJob) {
 		l.room.Wait()
 	}
 	l.jobs = append(l.jobs, job)
+	if l.open--; l.open == 0 {
+		close(l.drained)
+	}
 	if !l.writing {
 		l.writing = true
 		l.idle = make(chan struct{})
@@ -296,11 +309,20 @@ func (l *ledgerWriter) run() {
 	}
 }
 
-// flush waits until every response ended so far is counted and stored, or ctx
-// ends (its error).
+// flush waits until every response being forwarded has ended (a client can have
+// read a response whole before its handler saw the upstream's end) and every
+// response ended is counted and stored, or ctx ends (its error).
 func (l *ledgerWriter) flush(ctx context.Context) error {
 	if l == nil {
 		return nil
+	}
+	l.mu.Lock()
+	drained := l.drained
+	l.mu.Unlock()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	for {
 		l.mu.Lock()

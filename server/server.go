@@ -521,8 +521,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Flush waits until the asks and decisions the advisors recorded so far are in the
-// store, and the responses ended so far are counted in /metrics and in the ledger,
-// or ctx ends (its error). The server writes those records in the background
+// store, and the responses being forwarded have ended and are counted in /metrics
+// and in the ledger, or ctx ends (its error). The server writes those records in the background
 // (originals and stubs are written before a request goes on); Serve flushes when it
 // shuts down, and a caller that serves Handler itself calls Flush before closing the
 // store.
