@@ -136,12 +136,19 @@ func TestReplayBigSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Replayer{Config: advisor.DefaultConfig(), Scorer: scorer}
-	if hp := os.Getenv("PRUNEADVISOR_BIG_HEAPPROFILE"); hp != "" {
-		// The live heap near the end of the replay, the advisor's state at its largest.
-		r.OnStep = func(_ string, step int) {
-			if step == steps-1 {
-				writeHeapProfile(t, hp)
-			}
+	// The wall time of the second and the last tenth of the steps (the first
+	// holds the cache warming up), to see whether a step costs more as the
+	// outputs pile up; and, when asked, the live heap near the end of the replay,
+	// the advisor's state at its largest.
+	hp := os.Getenv("PRUNEADVISOR_BIG_HEAPPROFILE")
+	tenth := max(steps/10, 1)
+	marks := map[int]time.Time{}
+	r.OnStep = func(_ string, step int) {
+		if step == tenth || step == 2*tenth || step == steps-tenth || step == steps {
+			marks[step] = time.Now()
+		}
+		if hp != "" && step == steps-1 {
+			writeHeapProfile(t, hp)
 		}
 	}
 	start = time.Now()
@@ -167,8 +174,10 @@ func TestReplayBigSession(t *testing.T) {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	t.Logf("%d messages, %d steps: load %v, replay %v (%.0f steps/s), %d rule-dead, %d pruned, %d asks; heap in use %d MB, sys %d MB",
+	perStep := func(from, to int) time.Duration { return marks[to].Sub(marks[from]) / time.Duration(max(to-from, 1)) }
+	t.Logf("%d messages, %d steps: load %v, replay %v (%.0f steps/s; %v a step in the second tenth, %v in the last), %d rule-dead, %d pruned, %d asks; heap in use %d MB, sys %d MB",
 		n, steps, loaded.Round(time.Millisecond), replayed.Round(time.Millisecond), float64(steps)/replayed.Seconds(),
+		perStep(tenth, 2*tenth).Round(time.Microsecond), perStep(steps-tenth, steps).Round(time.Microsecond),
 		rules, pruned, len(rec.Asks), ms.HeapInuse>>20, ms.Sys>>20)
 }
 

@@ -37,6 +37,7 @@ type backoffFlags struct {
 	tolerance float64
 	workers   int
 	asJSON    bool
+	memory    memoryFlag
 }
 
 // backoffJSON is backoff's --json output.
@@ -88,6 +89,7 @@ see the schedules at work on smaller sessions.`,
 	c.Flags().Float64Var(&f.tolerance, "tolerance", 0.02, "share of the reference's token-steps a recommended schedule may give up")
 	c.Flags().IntVar(&f.workers, "workers", 0, "sessions replayed at once (default: the number of CPUs, 1 with Ollama)")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
+	f.memory.register(c)
 	return c
 }
 
@@ -159,6 +161,11 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	if f.budget < 0 {
 		return usageError{fmt.Errorf("--budget %d: want a positive number of tokens", f.budget)}
 	}
+	restore, err := f.memory.apply()
+	if err != nil {
+		return err
+	}
+	defer restore()
 	_, closeDB, groups, err := openGroups(ctx, f.db, f.settings)
 	if err != nil {
 		return err

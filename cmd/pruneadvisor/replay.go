@@ -33,6 +33,7 @@ type replayFlags struct {
 	asJSON   bool
 	progress string
 	shard    string
+	memory   memoryFlag
 }
 
 // replaySummary is the JSON form of a replay run.
@@ -139,6 +140,7 @@ otherwise one line per session is logged.`,
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
 	c.Flags().StringVar(&f.progress, "progress", "auto", "auto (bar on a terminal, else log lines) | bar | log | none")
 	c.Flags().StringVar(&f.shard, "shard", "", "replay only shard I of N (I/N, e.g. 2/3) of the sessions found, by file name: one per machine sharing a --db")
+	f.memory.register(c)
 	return c
 }
 
@@ -160,6 +162,11 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 		return usageError{fmt.Errorf("--shard: %w", err)}
 	}
 	f.scorerFlags.useConfig(cfg)
+	restore, err := f.memory.apply()
+	if err != nil {
+		return err
+	}
+	defer restore()
 	scorer, err := f.scorerFlags.build(ctx, e)
 	if err != nil {
 		return err
