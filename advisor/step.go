@@ -236,30 +236,49 @@ func (a *Advisor) settleChanged(st *state, sp *stepState) {
 
 // settle brings o's decision up to date at step T: which protection holds, whether a
 // rule or its score makes it pending, whether it is due for an ask, and when it must
-// be looked at again. This is the one place protection is decided.
+// be looked at again. This is the one place protection is decided (protection, and
+// the stub that would not be shorter).
 func (a *Advisor) settle(st *state, sp *stepState, o *outState) {
 	if o.decision == DecisionPruned || o.decision == DecisionRecalled {
 		return
 	}
-	T := sp.T
-	if why, until := a.protection(o, T); why != "" {
+	if why, until := a.protection(o, sp.T); why != "" {
 		a.setDecision(st, sp, o, DecisionProtected, why)
 		if until > 0 {
 			st.wakeAt(o, until)
 		}
 		return
 	}
+	reason := a.pruneReason(o)
+	switch {
+	case reason == "":
+		a.keep(st, sp, o)
+	case o.decision == DecisionPending && o.reason == reason:
+		st.items[o.i] = o.item()
+	default:
+		stub := a.stubText(o, reason)
+		n := transcript.CountTokens(stub)
+		if len(stub) >= o.bytes || n >= o.tokens {
+			o.fixed = stubNotShorter // a protection that never ends
+			a.setDecision(st, sp, o, DecisionProtected, stubNotShorter)
+			return
+		}
+		a.pend(st, sp, o, reason, stub, n)
+	}
+}
+
+// pruneReason returns why o, a candidate, is to be pruned: a rule killed it, the
+// caller called it disposable, or its score is under the cutoff; "" when none holds.
+func (a *Advisor) pruneReason(o *outState) string {
 	switch {
 	case o.dead:
-		o.by = o.deadBy
-		a.setDecision(st, sp, o, DecisionPending, ruleReason(o.deadRule, o.deadBy))
+		return ruleReason(o.deadRule, o.deadBy)
 	case o.retention == transcript.RetentionDisposable:
-		a.setDecision(st, sp, o, DecisionPending, "disposable")
+		return "disposable"
 	case a.scoredOut(o):
-		a.setDecision(st, sp, o, DecisionPending, fmt.Sprintf("score %.2f < cutoff %.2f", o.score, a.cutoffNow()))
-	default:
-		a.keep(st, sp, o)
+		return fmt.Sprintf("score %.2f < cutoff %.2f", o.score, a.cutoffNow())
 	}
+	return ""
 }
 
 // protection returns why o is not a candidate at step T ("" when it is one) and the
@@ -308,37 +327,49 @@ func (a *Advisor) queueAsk(sp *stepState, o *outState) {
 	}
 }
 
-// setDecision changes o's decision and reason (no-op when both are unchanged),
-// keeping the pending total, the plan item and the decision records right. A pending
-// prune gets its stub text now, so its size is exact; an output whose stub would not
-// be shorter is protected instead, for good.
+// setDecision changes o's decision to d (not DecisionPending: pend makes an output
+// pending) with reason, keeping the pending total, the plan item and the decision
+// records right. With both unchanged only the item is refreshed (its score may be
+// new).
 func (a *Advisor) setDecision(st *state, sp *stepState, o *outState, d Decision, reason string) {
 	if d == o.decision && reason == o.reason {
-		st.items[o.i] = o.item() // a new score with the same reason: the item shows it
+		st.items[o.i] = o.item()
 		return
 	}
+	st.unpend(o)
+	if d != DecisionPruned && d != DecisionRecalled {
+		o.by = ""
+	}
+	a.change(st, sp, o, d, reason)
+}
+
+// pend makes o a pending prune for reason, with its stub text (n tokens) ready, so
+// the pending total is exact.
+func (a *Advisor) pend(st *state, sp *stepState, o *outState, reason, stub string, n int) {
+	st.unpend(o)
+	if o.dead {
+		o.by = o.deadBy
+	}
+	o.stub, o.stubTokens = stub, n
+	st.pendingTokens += o.tokens - n
+	if !o.inPending {
+		o.inPending = true
+		st.pending = append(st.pending, o)
+	}
+	a.change(st, sp, o, DecisionPending, reason)
+}
+
+// unpend takes o out of the pending total when it was pending.
+func (st *state) unpend(o *outState) {
 	if o.decision == DecisionPending {
 		st.pendingTokens -= o.tokens - o.stubTokens
 		o.stub, o.stubTokens = "", 0
 	}
-	if d == DecisionPending {
-		stub := a.stubText(o, reason)
-		n := transcript.CountTokens(stub)
-		if len(stub) >= o.bytes || n >= o.tokens {
-			o.fixed = stubNotShorter
-			d, reason = DecisionProtected, stubNotShorter
-		} else {
-			o.stub, o.stubTokens = stub, n
-			st.pendingTokens += o.tokens - n
-			if !o.inPending {
-				o.inPending = true
-				st.pending = append(st.pending, o)
-			}
-		}
-	}
-	if d != DecisionPending && d != DecisionPruned && d != DecisionRecalled {
-		o.by = ""
-	}
+}
+
+// change records o's new decision: the item, the step's changed list and a
+// decision record.
+func (a *Advisor) change(st *state, sp *stepState, o *outState, d Decision, reason string) {
 	o.decision, o.reason, o.decidedAt = d, reason, sp.T
 	st.items[o.i] = o.item()
 	sp.mark(o)
@@ -538,25 +569,7 @@ func (a *Advisor) plannerInput(st *state, sp *stepState, list []*outState) plann
 // original stays pending; a storage failure prunes nothing and the plan says why.
 // It reports whether stubs were applied.
 func (a *Advisor) apply(ctx context.Context, st *state, sp *stepState, chosen []*outState) bool {
-	var ready []*outState
-	var prunes []Prune
-	for _, o := range chosen {
-		text, ok := outputText(sp.msgs, o)
-		if !ok || transcript.TextHash(text) != o.hash {
-			continue // the caller sent something else in the slot: no stub without the original
-		}
-		ready = append(ready, o)
-		prunes = append(prunes, Prune{
-			Original: Original{
-				RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Tool: o.tool,
-				Summary: o.summary, Text: text, Hash: o.hash, Tokens: o.tokens, Step: o.step,
-			},
-			Stub: StubRecord{
-				RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Stub: o.stub,
-				Step: sp.T, Reason: o.reason, Score: o.score, At: sp.now,
-			},
-		})
-	}
+	ready, prunes := prunesOf(st, sp, chosen)
 	if len(prunes) == 0 {
 		return false
 	}
@@ -584,6 +597,31 @@ func (a *Advisor) apply(ctx context.Context, st *state, sp *stepState, chosen []
 		st.version = v
 	}
 	return true
+}
+
+// prunesOf returns the chosen outputs whose slot still holds their original, and
+// for each its original and stub to store.
+func prunesOf(st *state, sp *stepState, chosen []*outState) ([]*outState, []Prune) {
+	var ready []*outState
+	var prunes []Prune
+	for _, o := range chosen {
+		text, ok := outputText(sp.msgs, o)
+		if !ok || transcript.TextHash(text) != o.hash {
+			continue // the caller sent something else in the slot: no stub without the original
+		}
+		ready = append(ready, o)
+		prunes = append(prunes, Prune{
+			Original: Original{
+				RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Tool: o.tool,
+				Summary: o.summary, Text: text, Hash: o.hash, Tokens: o.tokens, Step: o.step,
+			},
+			Stub: StubRecord{
+				RecallID: o.recallID, SessionID: st.id, OutputKey: o.key, Stub: o.stub,
+				Step: sp.T, Reason: o.reason, Score: o.score, At: sp.now,
+			},
+		})
+	}
+	return ready, prunes
 }
 
 // lostRace handles a rewrite that another process sharing the store stored first

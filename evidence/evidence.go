@@ -314,20 +314,30 @@ func (t *Tracker) scan(text string, args json.RawMessage, output bool, g *int32,
 }
 
 // addWords handles an assistant message at step u: re-reads and reruns among its
-// calls, then the names of its text and call arguments.
+// calls, then the names of its text and call arguments. It returns the step's uses,
+// ordered by output.
 func (t *Tracker) addWords(m *transcript.Message) []Use {
-	u := m.Step
 	clear(t.ev)
-	get := func(idx int) *rawUse {
-		r := t.ev[idx]
-		if r == nil {
-			r = &rawUse{step: u, kind: UseName}
-			t.ev[idx] = r
-		}
-		return r
+	t.strongUses(m)
+	t.nameUses(m)
+	return t.takeUses()
+}
+
+// stepUse returns the use of output idx at step u being gathered, creating it.
+func (t *Tracker) stepUse(idx, u int) *rawUse {
+	r := t.ev[idx]
+	if r == nil {
+		r = &rawUse{step: u, kind: UseName}
+		t.ev[idx] = r
 	}
+	return r
+}
+
+// strongUses gathers the strong uses of m's calls: a read covering an earlier read's
+// range, and a command identical to an earlier one.
+func (t *Tracker) strongUses(m *transcript.Message) {
 	strong := func(idx int, kind UseKind, proof string) {
-		r := get(idx)
+		r := t.stepUse(idx, m.Step)
 		if r.strong == 0 || kindRank(kind) > kindRank(r.kind) {
 			r.kind, r.proof = kind, proof
 		}
@@ -345,6 +355,12 @@ func (t *Tracker) addWords(m *transcript.Message) []Use {
 			strong(idx, UseCommand, "same command")
 		}
 	}
+}
+
+// nameUses gathers the uses by name in m's text and call arguments: each name the
+// agent writes for the first time counts for the output that owns it (unless the
+// output only had it as a prose word).
+func (t *Tracker) nameUses(m *transcript.Message) {
 	// One group counter over all parts, so groups never collide.
 	var g int32
 	word := func(name string, e scrEntry, info *nameInfo) {
@@ -353,7 +369,7 @@ func (t *Tracker) addWords(m *transcript.Message) []Use {
 		}
 		info.agent, info.seen = true, true
 		if info.owner > 0 && !e.prose {
-			r := get(int(info.owner) - 1)
+			r := t.stepUse(int(info.owner)-1, m.Step)
 			r.names = append(r.names, name)
 			r.groups = append(r.groups, e.group)
 		}
@@ -366,6 +382,11 @@ func (t *Tracker) addWords(m *transcript.Message) []Use {
 			t.scan("", c.Args, false, &g, word)
 		}
 	}
+}
+
+// takeUses adds the gathered uses to their outputs and returns them weighed, ordered
+// by output (nil when there are none).
+func (t *Tracker) takeUses() []Use {
 	if len(t.ev) == 0 {
 		return nil
 	}

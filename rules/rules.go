@@ -147,13 +147,24 @@ func Analyze(s *transcript.Session) []Death {
 	return x.All()
 }
 
+// output applies both rules to one tool output and returns the deaths it causes.
 func (x *Index) output(o *transcript.ToolOutput) []Death {
 	c := o.Call
 	if c == nil {
 		return nil
 	}
+	out := x.duplicate(c, o)
+	// Superseded: only what really happened counts.
+	if o.Failed() || o.Unchanged {
+		return out
+	}
+	return append(out, x.supersede(c, o)...)
+}
+
+// duplicate kills the latest earlier output with the same tool, arguments and text
+// as o, and makes o the latest.
+func (x *Index) duplicate(c *transcript.ToolCall, o *transcript.ToolOutput) []Death {
 	var out []Death
-	// Duplicate: the latest earlier output with the same tool, arguments and text dies.
 	k := dupKey(c, o)
 	if prev, ok := x.dups[k]; ok && prev != o.Key {
 		if d, ok := x.kill(prev, RuleDuplicate, c, o, ""); ok {
@@ -161,10 +172,14 @@ func (x *Index) output(o *transcript.ToolOutput) []Death {
 		}
 	}
 	x.dups[k] = o.Key
-	// Superseded: only what really happened counts.
-	if o.Failed() || o.Unchanged {
-		return out
-	}
+	return out
+}
+
+// supersede applies the file ops of o's call (successful, not "unchanged"): reads
+// cover earlier reads of their files (and a pure read becomes a candidate itself),
+// edits and writes mark the files changed, a write's content covers the whole file.
+func (x *Index) supersede(c *transcript.ToolCall, o *transcript.ToolOutput) []Death {
+	var out []Death
 	ops := c.FileOps()
 	reads := 0
 	for _, op := range ops {
