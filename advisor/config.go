@@ -74,9 +74,10 @@ type Config struct {
 	// ScorerCutoffs holds the cutoff of particular scorers, by name (as Scorer.Name
 	// says it: "fitted", "lexical", "ollama:qwen2.5:0.5b:p2"), over Cutoff (DESIGN.md:
 	// "one per scorer"). Default: {"fitted": 0.2}, chosen by calibrate on
-	// ../shared/corpus and ../shared/sessions as the highest cutoff of the embedded
-	// model with no session costlier than keep-all at the 20,000- and 100,000-token
-	// budgets (docs/EVALUATION.md). CutoffFor looks them up.
+	// ../shared/corpus and ../shared/sessions: with the embedded model no session is
+	// costlier than keep-all at cutoffs 0.20 to 0.30 at the 20,000- and 100,000-token
+	// budgets and one is at 0.35, so 0.2 keeps two steps of margin
+	// (docs/EVALUATION.md, "Choosing the regime"). CutoffFor looks them up.
 	ScorerCutoffs map[string]float64 `json:"scorer_cutoffs,omitempty" validate:"dive,gte=0,lte=1"`
 	// RewriteFraction is the least rewrite, as a fraction of the budget: a rewrite
 	// forced by the budget waits until it frees at least this much, unless it reaches
