@@ -22,6 +22,11 @@ func detectHead(data []byte) []byte {
 	return head
 }
 
+// realDirFormats maps the folders of the real sessions to their formats.
+var realDirFormats = map[string]Format{"claude-code": FormatClaudeCode, "pi": FormatPi, "gemini-cli": FormatGemini,
+	"mini-swe-agent": FormatMiniSWEAgent, "swe-agent": FormatSWEAgent, "openhands": FormatOpenHands,
+	"codex": FormatCodex, "openai": FormatOpenAI}
+
 // claimants lists the formats whose detector claims head, in detection order.
 func claimants(head []byte) []Format {
 	var got []Format
@@ -39,9 +44,7 @@ func claimants(head []byte) []Format {
 // one that claims a whole real session is its format's. Crafted content that two
 // detectors claim is resolved by the order, as read.go says.
 func TestDetectorsDisjoint(t *testing.T) {
-	byDir := map[string]Format{"claude-code": FormatClaudeCode, "pi": FormatPi, "gemini-cli": FormatGemini,
-		"mini-swe-agent": FormatMiniSWEAgent, "swe-agent": FormatSWEAgent, "openhands": FormatOpenHands,
-		"codex": FormatCodex, "openai": FormatOpenAI}
+	byDir := realDirFormats
 	var files []string
 	for _, root := range []string{docReal(""), filepath.Join("..", "testdata")} {
 		err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
@@ -119,9 +122,7 @@ func TestFormatsOrder(t *testing.T) {
 // claimed by its format's, so the fallback Detect takes for long files is as
 // disjoint as the heads are.
 func TestDetectSkeleton(t *testing.T) {
-	byDir := map[string]Format{"claude-code": FormatClaudeCode, "pi": FormatPi, "gemini-cli": FormatGemini,
-		"mini-swe-agent": FormatMiniSWEAgent, "swe-agent": FormatSWEAgent, "openhands": FormatOpenHands,
-		"codex": FormatCodex, "openai": FormatOpenAI}
+	byDir := realDirFormats
 	checked := 0
 	for _, root := range []string{docReal(""), filepath.Join("..", "testdata")} {
 		err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
