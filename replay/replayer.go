@@ -122,7 +122,7 @@ func (r *Replayer) Replay(ctx context.Context, src *Source) (*Record, error) {
 	started := time.Now()
 	settings := r.Settings()
 	rec := &Record{
-		Path: src.Path, Name: filepath.Base(src.Path), Format: src.Session.Format,
+		Path: absPath(src.Path), Name: filepath.Base(src.Path), Format: src.Session.Format,
 		ContentHash: src.ContentHash, Settings: settings, SettingsHash: settings.Hash(),
 		Skipped: src.Session.Skipped, Started: started,
 	}
@@ -394,4 +394,14 @@ func (s *memStore) SessionRecalls(context.Context, string) ([]advisor.RecallEven
 
 func (s *memStore) SessionHistory(context.Context, string) (advisor.History, error) {
 	return advisor.History{}, nil
+}
+
+// absPath is path made absolute (filepath.Abs), or path itself if that fails: a
+// stored replay names its file so that calibrate and backoff, which read the session
+// files again, find them from any working directory.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
