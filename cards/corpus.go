@@ -28,7 +28,13 @@ func (c *Corpus) Add(text string) {
 			continue
 		}
 		seen[t] = struct{}{}
-		c.DF[t]++
+		if n, ok := c.DF[t]; ok {
+			c.DF[t] = n + 1
+		} else {
+			// A term may be a piece of text (Terms lowers only what needs it): a
+			// copy, so the corpus does not keep the whole output alive.
+			c.DF[strings.Clone(t)] = 1
+		}
 	}
 }
 

@@ -282,6 +282,9 @@ func (t *Tracker) scan(text string, args json.RawMessage, output bool, g *int32,
 	visit := func(name string, group int32, prose bool) {
 		idx, ok := t.names[name]
 		if !ok {
+			// A name may be a piece of the text: a copy, so the tracker does not
+			// keep the whole output alive.
+			name = strings.Clone(name)
 			idx = int32(len(t.infos))
 			t.infos = append(t.infos, nameInfo{})
 			t.strs = append(t.strs, name)

@@ -252,6 +252,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code
 // for the ledger.
 func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body []byte, note *ledgerNote) (out []byte, changed bool, err error) {
 	route := string(kind)
+	done, err := s.advisingSlot(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.failOpen(route, "queue", "", err)
+		}
+		return body, false, nil
+	}
+	defer done()
 	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format(), Cache: s.msgCache})
 	if err != nil {
 		if at := jsonErrorAt(body); at != "" {
@@ -296,6 +304,32 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		return body, false, nil
 	}
 	return out, true, nil
+}
+
+// errAdviseQueue means a request waited the whole advise timeout for an advising
+// slot (Options.MaxAdvising); it is forwarded unchanged.
+var errAdviseQueue = errors.New("no advising slot free within the advise timeout")
+
+// advisingSlot takes one of the Options.MaxAdvising slots, waiting at most the
+// advise timeout (then errAdviseQueue) or until ctx ends (its error); done gives
+// the slot back.
+func (s *Server) advisingSlot(ctx context.Context) (done func(), err error) {
+	done = func() { <-s.advising }
+	select {
+	case s.advising <- struct{}{}:
+		return done, nil
+	default:
+	}
+	t := time.NewTimer(s.adviseTimeout)
+	defer t.Stop()
+	select {
+	case s.advising <- struct{}{}:
+		return done, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, errAdviseQueue
+	}
 }
 
 // failOpen logs and counts an advising failure; the request goes on unchanged.

@@ -20,6 +20,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -29,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +58,16 @@ const (
 	DefaultMaxBody = 32 << 20
 	// DefaultMaxSessions bounds the sessions held in memory.
 	DefaultMaxSessions = 1024
+	// DefaultMaxMemory is the memory the serve command gives the process (384 MiB,
+	// Options.MaxMemory): 200 live sessions of 200,000 tokens each, advised at
+	// concurrency 24, peak under 400 MB of RSS (docs/PERFORMANCE.md, "The proxy under
+	// load").
+	DefaultMaxMemory = 384 << 20
+	// DefaultSessionIdle is how long a session's advisor state stays in memory
+	// without a request (1 hour, the longest prompt-cache TTL: past it the provider's
+	// cache is cold, a rewrite costs no cache write, and reading the session again
+	// costs one first request). Its stubs and history stay in the store.
+	DefaultSessionIdle = time.Hour
 	// DefaultAdviseTimeout bounds advising one request; past it the request is
 	// forwarded unchanged (fail open).
 	DefaultAdviseTimeout = 10 * time.Second
@@ -143,12 +155,32 @@ type Options struct {
 	MaxBody int64
 	// MaxSessions bounds the sessions held in memory. Zero means DefaultMaxSessions.
 	MaxSessions int
-	// MessageCacheBytes bounds, in bytes of raw message JSON, the proxied request
-	// messages kept decoded from one request to the next (one transcript.MessageCache
-	// shared by every session): a request whose history the proxy has seen costs
-	// reading its new messages, not the whole history. Zero means
-	// transcript.DefaultMessageCacheBytes (256 MiB); negative turns the cache off.
+	// MessageCacheBytes bounds, in bytes of what the entries hold (decoded texts,
+	// hashes and structs: transcript.MessageCache), the proxied request messages kept
+	// decoded from one request to the next (one cache shared by every session): a
+	// request whose history the proxy has seen costs reading its new messages, not
+	// the whole history. Zero means half of MaxMemory (of DefaultMaxMemory when
+	// MaxMemory is zero: 192 MiB, the decoded history of about 230 sessions of
+	// 200,000 tokens); negative turns the cache off.
 	MessageCacheBytes int64
+	// MaxMemory is the memory, in bytes, the process is meant to stay under: the
+	// serve command sets the Go runtime's soft memory limit to it
+	// (debug.SetMemoryLimit, serve --max-memory), so the collector works harder
+	// before the heap passes it; New itself changes no process-wide setting. Here it
+	// sizes the message cache: half of it (half of DefaultMaxMemory when zero)
+	// unless MessageCacheBytes is set.
+	MaxMemory int64
+	// SessionIdle is how long (on the wall clock, not Clock) a session's advisor
+	// state stays in memory without a request; past it the next request of any session drops it (advisor.Forget;
+	// its stubs and history stay in the store and come back on its next request).
+	// Zero means DefaultSessionIdle.
+	SessionIdle time.Duration
+	// MaxAdvising bounds the requests advised at once (read, advised and rewritten;
+	// forwarding is not bounded): the others wait their turn, within AdviseTimeout,
+	// and past it are forwarded unchanged. Advising is CPU work, so more at once
+	// than there are CPUs only holds more request bodies in memory at the same
+	// time. Zero means runtime.GOMAXPROCS(0).
+	MaxAdvising int
 	// AdviseTimeout bounds advising one request. Zero means DefaultAdviseTimeout.
 	AdviseTimeout time.Duration
 	// ShutdownTimeout bounds Serve's graceful shutdown. Zero means
@@ -199,6 +231,7 @@ type Server struct {
 	metrics       *metrics
 	transport     http.RoundTripper
 	sessions      *sessionTable
+	advising      chan struct{}            // a slot per request being advised (Options.MaxAdvising)
 	records       *recordQueue             // asks and decisions on their way to the store
 	ledger        *ledgerWriter            // responses on their way to the ledger
 	msgCache      *transcript.MessageCache // nil when off
@@ -237,9 +270,16 @@ func New(opts Options) (*Server, error) {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
 	}
-	if opts.MessageCacheBytes >= 0 {
-		s.msgCache = transcript.NewMessageCache(opts.MessageCacheBytes)
+	if opts.MaxMemory < 0 || opts.MaxAdvising < 0 || opts.SessionIdle < 0 {
+		return nil, fmt.Errorf("%w: MaxMemory, MaxAdvising and SessionIdle must not be negative", ErrOptions)
 	}
+	if cacheBytes := opts.MessageCacheBytes; cacheBytes >= 0 {
+		if cacheBytes == 0 {
+			cacheBytes = cmp.Or(opts.MaxMemory, DefaultMaxMemory) / 2
+		}
+		s.msgCache = transcript.NewMessageCache(cacheBytes)
+	}
+	s.advising = make(chan struct{}, cmp.Or(opts.MaxAdvising, runtime.GOMAXPROCS(0)))
 	if s.adviseTimeout <= 0 {
 		s.adviseTimeout = DefaultAdviseTimeout
 	}
@@ -306,6 +346,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.sessions = newSessionTable(maxSessions, build, func(n int) { s.metrics.sessions.Set(float64(n)) })
+	s.sessions.idle = cmp.Or(opts.SessionIdle, DefaultSessionIdle) // on the wall clock, not Options.Clock
 	s.recall = recall.New(opts.Store)
 	s.recall.Logger = s.log
 	s.handler = s.bodyDeadline(s.checkHost(s.routes()))
@@ -344,6 +385,15 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Registry returns the registry the metrics are registered in.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// MessageCacheStats returns the message cache's counters (zero when the cache is
+// off, Options.MessageCacheBytes < 0).
+func (s *Server) MessageCacheStats() transcript.MessageCacheStats {
+	if s.msgCache == nil {
+		return transcript.MessageCacheStats{}
+	}
+	return s.msgCache.Stats()
+}
 
 // Sessions returns the number of sessions whose advisor state is in memory.
 func (s *Server) Sessions() int { return s.sessions.len() }

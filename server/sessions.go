@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
@@ -24,8 +25,10 @@ type advisorKey struct {
 
 // sessionTable keeps one advisor per budget and bounds the sessions whose state the
 // advisors hold in memory: past max, the least recently used idle session is
-// forgotten (advisor.Forget). Its frozen stubs stay in the store and come back on its
-// next request. A session with a request in flight is never forgotten.
+// forgotten (advisor.Forget), and so is every session without a request for longer
+// than idle (looked at on each acquire and release). Its frozen stubs stay in the
+// store and come back on its next request. A session with a request in flight is
+// never forgotten.
 type sessionTable struct {
 	mu       sync.Mutex
 	max      int
@@ -34,6 +37,8 @@ type sessionTable struct {
 	lru      *list.List // of *sessionEntry, most recent first
 	byKey    map[sessionKey]*list.Element
 	onSize   func(n int)
+	idle     time.Duration    // 0: never by time
+	now      func() time.Time // nil: time.Now
 }
 
 type sessionKey struct {
@@ -46,6 +51,7 @@ type sessionEntry struct {
 	key      sessionKey
 	adv      *advisor.Advisor
 	inflight int
+	last     time.Time // when its latest request started or ended (the lru's order)
 	// mu serialises the session's steps in the server: the advisor serialises
 	// Advise itself, but the plan it returns shares the advisor's item table, which
 	// the session's next step updates in place.
@@ -85,6 +91,7 @@ func (t *sessionTable) acquire(ak advisorKey, id string) (*sessionEntry, error) 
 		t.lru.MoveToFront(el)
 		e := el.Value.(*sessionEntry)
 		e.inflight++
+		e.last = t.clock()
 		return e, nil
 	}
 	adv, ok := t.advisors[ak]
@@ -98,7 +105,7 @@ func (t *sessionTable) acquire(ak advisorKey, id string) (*sessionEntry, error) 
 		}
 		t.advisors[ak] = adv
 	}
-	e := &sessionEntry{key: k, adv: adv, inflight: 1}
+	e := &sessionEntry{key: k, adv: adv, inflight: 1, last: t.clock()}
 	t.byKey[k] = t.lru.PushFront(e)
 	t.evictLocked()
 	return e, nil
@@ -109,13 +116,34 @@ func (t *sessionTable) release(e *sessionEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e.inflight--
+	e.last = t.clock()
+	if el, ok := t.byKey[e.key]; ok {
+		t.lru.MoveToFront(el) // the list stays in the order of last
+	}
 	t.evictLocked()
 }
 
+func (t *sessionTable) clock() time.Time {
+	if t.now == nil {
+		return time.Now()
+	}
+	return t.now()
+}
+
+// evictLocked forgets idle sessions from the least recently used end: while there
+// are more than max, and those idle for longer than t.idle.
 func (t *sessionTable) evictLocked() {
-	for el := t.lru.Back(); el != nil && t.lru.Len() > t.max; {
+	var stale time.Time // sessions last used before it are shed
+	if t.idle > 0 {
+		stale = t.clock().Add(-t.idle)
+	}
+	for el := t.lru.Back(); el != nil; {
 		prev := el.Prev()
 		e := el.Value.(*sessionEntry)
+		over := t.lru.Len() > t.max
+		if !over && !e.last.Before(stale) {
+			break // the rest were used later
+		}
 		if e.inflight == 0 {
 			t.lru.Remove(el)
 			delete(t.byKey, e.key)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
@@ -41,9 +42,10 @@ const DefaultMessageCacheBytes = 256 << 20
 // 128-bit hash and the length; the bytes themselves are not kept), so that reading
 // the next request of a session costs only its new or changed messages. An entry
 // holds the message as decoded (its text, tool calls and outputs with their texts,
-// hashes, token counts and classification), about the size of its raw JSON; the
-// cache holds at most its bound of such bytes, least recently used entries first
-// out (two generations of half the bound each). Safe for concurrent use; one cache
+// hashes, token counts and classification); the cache holds at most its bound of
+// bytes as the entries really hold them (templateBytes: texts, hashes, structs and
+// the map's slots, not the raw JSON they came from), least recently used entries
+// first out (two generations of half the bound each). Safe for concurrent use; one cache
 // may serve any number of sessions and both formats.
 type MessageCache struct {
 	mu        sync.Mutex
@@ -68,7 +70,7 @@ func NewMessageCache(maxBytes int64) *MessageCache {
 type MessageCacheStats struct {
 	Hits, Misses int64 // messages (and checked values) found, and decoded afresh, since the cache was made
 	Entries      int   // entries held now
-	Bytes        int64 // their size as accounted (raw JSON length plus a fixed overhead per entry)
+	Bytes        int64 // what they hold, in bytes (templateBytes: decoded texts, hashes and structs)
 }
 
 // Stats returns the cache's counters.
@@ -126,7 +128,9 @@ func (c *MessageCache) measured(text string) (tokens int, hash string) {
 		return t.tokens, t.hash
 	}
 	tokens, hash = CountTokens(text), TextHash(text)
-	c.put(k, &msgTemplate{tokens: tokens, hash: hash, size: entryOverhead + 64})
+	t := &msgTemplate{tokens: tokens, hash: hash}
+	t.size = templateBytes(t)
+	c.put(k, t)
 	return tokens, hash
 }
 
@@ -144,9 +148,45 @@ func patchKey(msg, spec []byte) bodyKey {
 	return bodyKey{kindPatch, h1.Sum64(), h2.Sum64(), len(msg)}
 }
 
-// entryOverhead is the fixed size accounted per entry besides its raw length (the
-// key, the map slot, the message, call and output structs).
-const entryOverhead = 256
+// entryOverhead is the fixed size accounted per entry besides what its template
+// holds (templateBytes): the key and value in the map's slot, the map's spare room
+// (Go maps keep their load under 7/8, buckets of 8 slots), the template struct.
+const entryOverhead = int64(unsafe.Sizeof(bodyKey{})+unsafe.Sizeof(&msgTemplate{}))*2 + int64(unsafe.Sizeof(msgTemplate{}))
+
+// templateBytes is what t holds, in bytes: every string and byte slice it keeps
+// (counted as their length, shared backing arrays counted each time, so the sum
+// bounds what is held from above) and the structs and pointer slices around them.
+// This is what MessageCache's bound counts, not the raw JSON the entry came from:
+// a message's decoded texts are about its raw length, its structs are not, and a
+// measure or a checked value holds no text at all.
+func templateBytes(t *msgTemplate) int64 {
+	n := entryOverhead + int64(len(t.prompt)+len(t.patched)+len(t.hash))
+	if m := t.msg; m != nil {
+		n += int64(unsafe.Sizeof(*m)) + int64(len(m.Text))
+		n += int64(len(m.Calls)+len(m.Outputs)) * int64(unsafe.Sizeof(uintptr(0)))
+		for _, c := range m.Calls {
+			n += int64(unsafe.Sizeof(*c)) + int64(len(c.ID)+len(c.Name)+len(c.Args)+len(c.Path)+len(c.Content)+len(c.Command)+len(c.Summary))
+			n += stringsBytes(c.Paths)
+			for _, op := range c.Ops {
+				n += int64(unsafe.Sizeof(op)) + int64(len(op.Path)+len(op.Content))
+			}
+		}
+		for _, o := range m.Outputs {
+			n += int64(unsafe.Sizeof(*o)) + int64(len(o.Key)+len(o.CallID)+len(o.Text)+len(o.Hash)+len(o.elemPath))
+			n += stringsBytes(o.paths)
+		}
+	}
+	return n
+}
+
+// stringsBytes is what a string slice holds: its headers and its strings' bytes.
+func stringsBytes(ss []string) int64 {
+	n := int64(len(ss)) * int64(unsafe.Sizeof(""))
+	for _, s := range ss {
+		n += int64(len(s))
+	}
+	return n
+}
 
 // msgTemplate is one decoded message as the cache keeps it: measured (tokens,
 // hashes, classification) but not linked (no index, step, pairing or key), with the
@@ -221,8 +261,9 @@ func (c *MessageCache) checkValid(raw []byte) bool {
 
 // template makes the cache's copy of the measured, unlinked message m, whose
 // outputs' paths start with prefix + "."; nil when a path does not.
-func template(m *Message, prompt string, raw []byte, prefix string) *msgTemplate {
-	t := &msgTemplate{prompt: prompt, size: int64(len(raw)) + entryOverhead}
+func template(m *Message, prompt string, prefix string) *msgTemplate {
+	t := &msgTemplate{prompt: prompt}
+	defer func() { t.size = templateBytes(t) }()
 	if m == nil {
 		return t
 	}
@@ -391,7 +432,7 @@ func readAnthropicBody(name string, data []byte, opts Options) (*Session, bool) 
 				m = &Message{Role: RoleSystem, Text: txt}
 				b.measure(m)
 			}
-			t = template(m, "", sys, "system")
+			t = template(m, "", "system")
 			c.put(k, t)
 		}
 		if t.msg != nil {
@@ -417,7 +458,7 @@ func readAnthropicBody(name string, data []byte, opts Options) (*Session, bool) 
 				return nil, false
 			}
 			b.measure(m)
-			t = template(m, prompt, raw, prefix)
+			t = template(m, prompt, prefix)
 			if t == nil {
 				t = &msgTemplate{prompt: prompt}
 			} else {
@@ -473,7 +514,7 @@ func readOpenAIBody(name string, data []byte, opts Options) (*Session, bool) {
 		r.onAdd = func(m *Message) {
 			b.measure(m)
 			if !r.nocache && len(b.s.Warnings) == warnings {
-				if t := template(m, "", raw, prefix); t != nil {
+				if t := template(m, "", prefix); t != nil {
 					c.put(k, t)
 				}
 			}

@@ -200,7 +200,9 @@ func (s *Session) rewriteCached(stubs map[string]string) (out []byte, ok bool) {
 					return nil, false
 				}
 			}
-			s.cache.put(k, &msgTemplate{patched: b, size: int64(len(b)+len(spec)) + entryOverhead})
+			t := &msgTemplate{patched: b}
+			t.size = templateBytes(t)
+			s.cache.put(k, t)
 		}
 		if elems[g.unit] == nil {
 			elems[g.unit] = map[int]*unitPatch{}

@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
+	"runtime/debug"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/pruneadvisor/pruneadvisor/server"
@@ -25,6 +28,9 @@ type serveFlags struct {
 	allowedHosts  []string
 	maxBody       int64
 	maxSessions   int
+	maxMemory     string
+	sessionIdle   time.Duration
+	maxAdvising   int
 	adviseTimeout time.Duration
 	headerTimeout time.Duration
 	bodyTimeout   time.Duration
@@ -84,6 +90,9 @@ The usage every proxied response reports is recorded in the database's ledger
 	c.Flags().StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names besides loopback ones that requests may name when no --token is set (comma-separated; *.example.com for every name under it)")
 	c.Flags().Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	c.Flags().IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "sessions whose advisor state is kept in memory (least recently used idle ones are dropped; their stubs stay in the database)")
+	c.Flags().StringVar(&f.maxMemory, "max-memory", "384MiB", "memory the process stays under (e.g. 384MiB, 1GB): the Go runtime's soft limit (GOMEMLIMIT wins when set and the flag is not given), half of it for the message cache")
+	c.Flags().DurationVar(&f.sessionIdle, "session-idle", server.DefaultSessionIdle, "how long a session's advisor state stays in memory without a request (its stubs stay in the database)")
+	c.Flags().IntVar(&f.maxAdvising, "max-advising", 0, "requests advised at once, the others wait their turn within --advise-timeout (default: the number of CPUs)")
 	c.Flags().DurationVar(&f.adviseTimeout, "advise-timeout", server.DefaultAdviseTimeout, "longest time spent advising one request before forwarding it unchanged")
 	c.Flags().DurationVar(&f.headerTimeout, "header-timeout", server.DefaultHeaderTimeout, "longest time a client may take to send a request's headers")
 	c.Flags().DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "longest time a client may take to send a request's body once its headers are in (then 408); responses and streams are never cut")
@@ -99,10 +108,21 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 	if f.maxBody <= 0 {
 		return usageError{fmt.Errorf("--max-body %d: want a positive number of bytes", f.maxBody)}
 	}
+	maxMemory, err := humanize.ParseBytes(f.maxMemory)
+	if err != nil || maxMemory < 64<<20 || maxMemory > math.MaxInt64 {
+		return usageError{fmt.Errorf("--max-memory %q: want a size of at least 64MiB, such as 384MiB or 1GB", f.maxMemory)}
+	}
+	if cmd.Flags().Changed("max-memory") || os.Getenv("GOMEMLIMIT") == "" {
+		prev := debug.SetMemoryLimit(int64(maxMemory))
+		defer debug.SetMemoryLimit(prev) // commands also run inside tests, in one process
+	}
+	if f.maxAdvising < 0 {
+		return usageError{fmt.Errorf("--max-advising %d: want a positive number (0: the number of CPUs)", f.maxAdvising)}
+	}
 	for _, d := range []struct {
 		flag string
 		d    time.Duration
-	}{{"--header-timeout", f.headerTimeout}, {"--body-timeout", f.bodyTimeout}, {"--idle-timeout", f.idleTimeout}, {"--advise-timeout", f.adviseTimeout}} {
+	}{{"--header-timeout", f.headerTimeout}, {"--body-timeout", f.bodyTimeout}, {"--idle-timeout", f.idleTimeout}, {"--advise-timeout", f.adviseTimeout}, {"--session-idle", f.sessionIdle}} {
 		if d.d <= 0 {
 			return usageError{fmt.Errorf("%s %s: want a positive duration", d.flag, d.d)}
 		}
@@ -135,6 +155,7 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 		Config: cfg, Scorer: scorer, Store: store, Ledger: store, RecallSecret: secret,
 		OpenAIUpstream: f.openai, AnthropicUpstream: f.anthropic, GeminiUpstream: f.gemini,
 		Token: f.token, AllowedHosts: f.allowedHosts, MaxBody: f.maxBody, MaxSessions: f.maxSessions,
+		MaxMemory: int64(maxMemory), SessionIdle: f.sessionIdle, MaxAdvising: f.maxAdvising,
 		AdviseTimeout: f.adviseTimeout, HeaderTimeout: f.headerTimeout, BodyTimeout: f.bodyTimeout,
 		IdleTimeout: f.idleTimeout, Logger: logger,
 	})
