@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -125,9 +126,10 @@ func parseSchedules(text string) ([]string, error) {
 	return out, nil
 }
 
-// storedScorer rebuilds the scorer a replay recorded: "lexical", "none" (nil) or
-// "ollama:MODEL:PROMPT" (prompt p1 or p2).
-func storedScorer(name string) (advisor.Scorer, error) {
+// storedScorer rebuilds the scorer a replay recorded: "lexical", "none" (nil),
+// "keep", "fitted" (the embedded model), "fitted:FILE" when the replay's config
+// names that model file (model_file), or "ollama:MODEL:PROMPT" (prompt p1 or p2).
+func storedScorer(name string, cfg advisor.Config) (advisor.Scorer, error) {
 	switch {
 	case name == replay.ScorerNone:
 		return nil, nil
@@ -137,6 +139,12 @@ func storedScorer(name string) (advisor.Scorer, error) {
 		return fitted.KeepScorer{}, nil
 	case name == "fitted":
 		return fitted.NewDefault()
+	case cfg.ModelFile != "" && name == "fitted:"+filepath.Base(cfg.ModelFile):
+		m, err := fitted.Load(cfg.ModelFile)
+		if err != nil {
+			return nil, err
+		}
+		return fitted.New(m, filepath.Base(cfg.ModelFile)), nil
 	}
 	if model, prompt, ok := ollama.ParseName(name); ok {
 		client, err := api.ClientFromEnvironment()
@@ -179,7 +187,7 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	var scorer advisor.Scorer
 	switch f.scorer {
 	case "stored":
-		scorer, err = storedScorer(g.scorer)
+		scorer, err = storedScorer(g.scorer, cfg)
 	case "lexical", "ollama", "none":
 		scorer, err = (&scorerFlags{kind: f.scorer, model: f.model, timeout: ollama.DefaultTimeout}).build(ctx, e)
 	default:

@@ -361,6 +361,24 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 // remaining-steps factor the replayed sessions fit, in an advisor config file,
 // keeping its other fields (a missing file starts from the defaults).
 func writeCutoff(path, scorer string, cutoff, factor float64) error {
+	return updateConfig(path, func(cfg *advisor.Config) {
+		if cfg.ScorerCutoffs == nil {
+			cfg.ScorerCutoffs = map[string]float64{}
+		}
+		cfg.ScorerCutoffs[scorer] = cutoff
+		if _, ok := advisor.DefaultConfig().ScorerCutoffs[scorer]; !ok {
+			cfg.Cutoff = cutoff
+		}
+		if factor > 0 {
+			cfg.RemainingFactor = min(factor, 100)
+		}
+	})
+}
+
+// updateConfig applies change to the advisor config file at path and writes it
+// back, keeping its other fields; a missing file starts from the defaults. Errors:
+// the file's read or validation error (naming it), or the write's.
+func updateConfig(path string, change func(*advisor.Config)) error {
 	cfg, err := advisor.LoadConfig(path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -368,16 +386,7 @@ func writeCutoff(path, scorer string, cutoff, factor float64) error {
 		}
 		cfg = advisor.DefaultConfig()
 	}
-	if cfg.ScorerCutoffs == nil {
-		cfg.ScorerCutoffs = map[string]float64{}
-	}
-	cfg.ScorerCutoffs[scorer] = cutoff
-	if _, ok := advisor.DefaultConfig().ScorerCutoffs[scorer]; !ok {
-		cfg.Cutoff = cutoff
-	}
-	if factor > 0 {
-		cfg.RemainingFactor = min(factor, 100)
-	}
+	change(&cfg)
 	return advisor.WriteConfig(path, cfg)
 }
 

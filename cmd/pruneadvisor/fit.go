@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"path/filepath"
 	"sort"
@@ -388,15 +387,7 @@ func writeModelFile(path, model string) error {
 	if err != nil {
 		return fmt.Errorf("fit: --write-config: %w", err)
 	}
-	cfg, err := advisor.LoadConfig(path)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("fit: --write-config: %w", err)
-		}
-		cfg = advisor.DefaultConfig()
-	}
-	cfg.ModelFile = abs
-	if err := advisor.WriteConfig(path, cfg); err != nil {
+	if err := updateConfig(path, func(cfg *advisor.Config) { cfg.ModelFile = abs }); err != nil {
 		return fmt.Errorf("fit: --write-config: %w", err)
 	}
 	return nil
