@@ -160,6 +160,23 @@ type storageFault struct {
 }
 
 // advisedPlan is what the storage tests read from POST /v1/advise.
+// adviseOpenAI posts msgs (an OpenAI messages array) to srv's /v1/advise as
+// session with a 1,000-token budget and returns the plan; any status but 200 or an
+// unreadable answer fails the test.
+func adviseOpenAI(t *testing.T, srv *served, session, msgs string) advisedPlan {
+	t.Helper()
+	body := fmt.Sprintf(`{"session_id":%q,"format":"openai","budget":1000,"messages":%s}`, session, msgs)
+	code, resp := srv.post(t, "/v1/advise", []byte(body))
+	if code != http.StatusOK {
+		t.Fatalf("advise %s: %d %s", session, code, cutOut(resp, 1000))
+	}
+	var p advisedPlan
+	if err := json.Unmarshal([]byte(resp), &p); err != nil {
+		t.Fatalf("advise %s: %v", session, err)
+	}
+	return p
+}
+
 type advisedPlan struct {
 	Messages json.RawMessage `json:"messages"`
 	Plan     struct {
@@ -268,19 +285,7 @@ func TestStorageFaults(t *testing.T) {
 			db := filepath.Join(dir, "s.db")
 			up := upstream(t)
 			srv := startServe(t, testEnv(t), "--db", db, "--scorer", "lexical", "--price-forced=false", "--openai-upstream", up.URL, "--anthropic-upstream", up.URL)
-			advise := func(session string) advisedPlan {
-				t.Helper()
-				body := fmt.Sprintf(`{"session_id":%q,"format":"openai","budget":1000,"messages":%s}`, session, msgs)
-				code, resp := srv.post(t, "/v1/advise", []byte(body))
-				if code != http.StatusOK {
-					t.Fatalf("advise %s: %d %s", session, code, cutOut(resp, 1000))
-				}
-				var p advisedPlan
-				if err := json.Unmarshal([]byte(resp), &p); err != nil {
-					t.Fatalf("advise %s: %v", session, err)
-				}
-				return p
-			}
+			advise := func(session string) advisedPlan { return adviseOpenAI(t, srv, session, msgs) }
 			before := advise("s1")
 			applied := before.stubs()
 			if before.Plan.Pruned != 5 || len(applied) != 5 || before.Plan.StorageError != "" {

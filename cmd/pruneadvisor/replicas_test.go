@@ -417,19 +417,7 @@ func TestReplicaLosesPostgres(t *testing.T) {
 		code, resp := srv.post(t, "/v1/chat/completions", body)
 		return code, resp, body
 	}
-	advise := func(session string) advisedPlan {
-		t.Helper()
-		body := fmt.Sprintf(`{"session_id":%q,"format":"openai","budget":1000,"messages":%s}`, session, msgs)
-		code, resp := srv.post(t, "/v1/advise", []byte(body))
-		if code != http.StatusOK {
-			t.Fatalf("advise %s: %d %s", session, code, cutOut(resp, 1000))
-		}
-		var p advisedPlan
-		if err := json.Unmarshal([]byte(resp), &p); err != nil {
-			t.Fatalf("advise %s: %v", session, err)
-		}
-		return p
-	}
+	advise := func(session string) advisedPlan { return adviseOpenAI(t, srv, session, msgs) }
 	before := advise("s1")
 	applied := before.stubs()
 	if before.Plan.Pruned != 5 || before.Plan.StorageError != "" {
