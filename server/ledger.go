@@ -240,9 +240,18 @@ func (t *usageTee) end(err error) {
 	switch {
 	case err == nil || errors.Is(err, io.EOF):
 	case errors.Is(err, context.Canceled):
-		t.job.cut = clientGone // the client's request context ended the upstream read
+		t.cutByClient() // the client's request context ended the upstream read
 	default:
 		t.job.cut = "upstream response cut short: " + cut(err.Error(), 80)
+	}
+}
+
+// cutByClient notes that the client went away before the upstream's body ended,
+// unless the stream's last event had already gone by (an SDK stops reading at
+// Chat Completions' [DONE], before the body's end): that client had it all.
+func (t *usageTee) cutByClient() {
+	if !t.job.acc.finished {
+		t.job.cut = clientGone
 	}
 }
 
@@ -253,11 +262,11 @@ func (t *usageTee) done() {
 		return
 	}
 	t.closed = true
-	if !t.ended {
-		t.job.cut = clientGone
-	}
 	if t.sse != nil {
 		t.sse.end()
+	}
+	if !t.ended {
+		t.cutByClient()
 	}
 	t.l.enqueue(t.job)
 }

@@ -48,6 +48,10 @@ type usageAcc struct {
 	bad    string // why a usage could not be read; "" when none was malformed
 	model  string
 	note   string // e.g. an error event in the stream
+	// finished: the stream's last event went by (Chat Completions' `[DONE]`,
+	// Anthropic's `message_stop`, the Responses API's `response.completed` /
+	// `incomplete` / `failed`): a client that leaves after it has the whole answer.
+	finished bool
 	// Anthropic's counts as reported, combined by usage(): cache creation in total
 	// and its 1-hour part, so a message_delta that updates the total keeps the split.
 	anthCreate, anthLong int
@@ -107,7 +111,7 @@ func (f usageFormat) wants(name []byte) bool {
 	case len(name) == 0 || string(name) == "error":
 		return true
 	case f == usageAnthropic:
-		return string(name) == "message_start" || string(name) == "message_delta"
+		return string(name) == "message_start" || string(name) == "message_delta" || string(name) == "message_stop"
 	case f == usageResponses:
 		return string(name) == "response.completed" || string(name) == "response.incomplete" || string(name) == "response.failed"
 	}
@@ -118,6 +122,10 @@ func (f usageFormat) wants(name []byte) bool {
 // data) that wants let through. An unnamed event is parsed only when it holds the
 // format's usage key with a value (holdsUsage) or starts with an error object.
 func (a *usageAcc) event(name, data []byte) {
+	if a.format == usageChat && len(name) == 0 && bytes.Equal(data, []byte("[DONE]")) {
+		a.finished = true
+		return
+	}
 	if len(name) == 0 && !holdsUsage(data, a.format.marker()) && !bytes.HasPrefix(data, []byte(`{"error"`)) {
 		if a.model == "" && a.format == usageChat && len(data) > 0 && data[0] == '{' {
 			a.takeModel(gjson.GetBytes(data, "model")) // the first chunk names it
@@ -137,6 +145,8 @@ func (a *usageAcc) event(name, data []byte) {
 			a.anthropic(doc.Get("message.usage"), "message_start: message.usage", false)
 		case "message_delta":
 			a.anthropic(doc.Get("usage"), "message_delta: usage", true)
+		case "message_stop":
+			a.finished = true
 		}
 	case usageChat:
 		a.takeModel(doc.Get("model"))
@@ -144,6 +154,7 @@ func (a *usageAcc) event(name, data []byte) {
 	case usageResponses:
 		switch t := doc.Get("type").String(); t {
 		case "response.completed", "response.incomplete", "response.failed":
+			a.finished = true
 			a.takeModel(doc.Get("response.model"))
 			a.responses(doc.Get("response.usage"), t+": response.usage")
 		}

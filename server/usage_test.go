@@ -200,3 +200,31 @@ func TestUsageOversizedEvent(t *testing.T) {
 		t.Errorf("got %+v; want the usage after the big event, and a note", got)
 	}
 }
+
+// A stream's last event marks it finished, so a client that leaves after it (the
+// OpenAI SDK stops reading at [DONE], before the body's end) is not noted as gone
+// before the end; one that leaves before it is.
+func TestUsageFinished(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		format usageFormat
+		stream string
+		want   bool
+	}{
+		{"chat [DONE]", usageChat, "data: {\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n", true},
+		{"chat before [DONE]", usageChat, "data: {\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\n", false},
+		{"anthropic message_stop", usageAnthropic, "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":2}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", true},
+		{"anthropic before message_stop", usageAnthropic, "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":2}}\n\n", false},
+		{"responses completed", usageResponses, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":2}}}\n\n", true},
+		{"responses before completed", usageResponses, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n", false},
+	} {
+		tee := &usageTee{job: &ledgerJob{acc: usageAcc{format: tt.format}}}
+		tee.sse = &sseScanner{acc: &tee.job.acc}
+		tee.write([]byte(tt.stream))
+		tee.sse.end()
+		tee.cutByClient()
+		if tee.job.acc.finished != tt.want || (tee.job.cut == clientGone) == tt.want {
+			t.Errorf("%s: finished %v, cut %q; want finished %v", tt.name, tee.job.acc.finished, tee.job.cut, tt.want)
+		}
+	}
+}
