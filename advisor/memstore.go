@@ -143,6 +143,18 @@ func (m *MemoryStore) RecordSteps(_ context.Context, steps []StepRecord) error {
 	return nil
 }
 
+// RecordBatch stores asks, decisions and step records in one call under one lock,
+// as RecordAsks, RecordDecisions and RecordSteps would (the shape of
+// storage.DB.RecordBatch, which the proxy's record queue uses).
+func (m *MemoryStore) RecordBatch(_ context.Context, asks []AskRecord, ds []DecisionRecord, steps []StepRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asks = append(m.asks, asks...)
+	m.decisions = append(m.decisions, ds...)
+	m.steps = append(m.steps, steps...)
+	return nil
+}
+
 // SessionHistory implements Store: the session's asks in the order recorded and its
 // latest step record.
 func (m *MemoryStore) SessionHistory(_ context.Context, sessionID string) (History, error) {

@@ -16,8 +16,9 @@ const maxQueuedRecords = 100_000
 // recordQueue is the store the server's advisors write through. Asks, decisions and
 // step records (advisor.Store.RecordAsks, RecordDecisions and RecordSteps: read back
 // only when an advisor starts on a session already advised) are queued and written by one goroutine, in the
-// order they came, each kind batched into one call per round, so a request does not
-// wait for their commits (with storage.DB, a synchronous SQLite transaction each).
+// order they came, batched into one Store.RecordBatch per round (one commit, with
+// storage.DB crash-safe rather than fsynced), so a request does not wait for their
+// commits.
 // Everything else, originals and stubs included, goes straight to the store: a stub
 // is still forwarded only once its original is durable. The goroutine runs only
 // while there is something to write; flush waits for it. Records not yet written
@@ -108,21 +109,8 @@ func (q *recordQueue) run() {
 		}
 		q.room.Broadcast()
 		q.mu.Unlock()
-		ctx := context.Background()
-		if len(asks) > 0 {
-			if err := q.Store.RecordAsks(ctx, slices.Clip(asks)); err != nil {
-				q.log.Warn("storage: cannot record asks", "asks", len(asks), "err", err)
-			}
-		}
-		if len(decisions) > 0 {
-			if err := q.Store.RecordDecisions(ctx, slices.Clip(decisions)); err != nil {
-				q.log.Warn("storage: cannot record decisions", "decisions", len(decisions), "err", err)
-			}
-		}
-		if len(steps) > 0 {
-			if err := q.Store.RecordSteps(ctx, slices.Clip(steps)); err != nil {
-				q.log.Warn("storage: cannot record steps", "steps", len(steps), "err", err)
-			}
+		if err := q.Store.RecordBatch(context.Background(), slices.Clip(asks), slices.Clip(decisions), slices.Clip(steps)); err != nil {
+			q.log.Warn("storage: cannot record asks, decisions and steps", "asks", len(asks), "decisions", len(decisions), "steps", len(steps), "err", err)
 		}
 		q.mu.Lock()
 		q.done = upto

@@ -17,20 +17,73 @@ import (
 // RecordAsks stores one row per ask, all in one transaction (all or none). Each ask
 // needs a session id and an output key (ErrInvalid names the index of the first bad
 // one). A NaN Score is stored as NULL and read back as NaN. Empty asks is a no-op.
+// Like every record write (RecordBatch), the commit survives the process's death but
+// not necessarily a power failure (crashSafe).
 func (db *DB) RecordAsks(ctx context.Context, asks []advisor.AskRecord) error {
-	if len(asks) == 0 {
+	return db.RecordBatch(ctx, asks, nil, nil)
+}
+
+// RecordBatch stores asks, decisions and step records in one transaction (all or
+// none), as RecordAsks, RecordDecisions and RecordSteps would one by one: the record
+// queue of the proxy writes each round with it, so a round is one commit. The commit
+// is crash-safe, not durable: it survives kill -9 (what a restarted server reads
+// back, advisor.Store.SessionHistory, is there), while a power failure may lose the
+// last rounds (SQLite synchronous=NORMAL, PostgreSQL synchronous_commit off for the
+// transaction); originals and stubs (SavePrunes) always commit durably. Validation
+// errors (ErrInvalid) name the record; all empty is a no-op.
+func (db *DB) RecordBatch(ctx context.Context, asks []advisor.AskRecord, ds []advisor.DecisionRecord, steps []advisor.StepRecord) error {
+	if len(asks)+len(ds)+len(steps) == 0 {
 		return nil
 	}
+	if err := errors.Join(checkAsks(asks), checkDecisions(ds), checkSteps(steps)); err != nil {
+		return err
+	}
+	err := db.writeAs(ctx, crashSafe, func(tx *sql.Tx) error {
+		if len(asks) > 0 {
+			if err := db.insertAll(ctx, tx, askColumns, len(asks), func(i int) []any { return askRow(asks[i].SessionID, asks[i]) }); err != nil {
+				return err
+			}
+		}
+		if len(ds) > 0 {
+			if err := db.insertAll(ctx, tx, decisionColumns, len(ds), func(i int) []any { return decisionRow(ds[i].SessionID, ds[i]) }); err != nil {
+				return err
+			}
+		}
+		if len(steps) > 0 {
+			return db.insertAll(ctx, tx, stepColumns, len(steps), func(i int) []any { return stepRow(steps[i]) })
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: record %s: %w", recordCounts(len(asks), len(ds), len(steps)), err)
+	}
+	return nil
+}
+
+// recordCounts names what a RecordBatch holds, for its errors: "2 asks", "2 asks,
+// 3 decisions and 1 steps".
+func recordCounts(asks, ds, steps int) string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{asks, "asks"}, {ds, "decisions"}, {steps, "steps"}} {
+		if c.n > 0 {
+			parts = append(parts, strconv.Itoa(c.n)+" "+c.what)
+		}
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// checkAsks is RecordAsks' validation.
+func checkAsks(asks []advisor.AskRecord) error {
 	for i, a := range asks {
 		if a.SessionID == "" || a.OutputKey == "" {
 			return fmt.Errorf("storage: record asks: ask %d (session %q, output %q): %w: session id and output key are required", i, a.SessionID, a.OutputKey, ErrInvalid)
 		}
-	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		return db.insertAll(ctx, tx, askColumns, len(asks), func(i int) []any { return askRow(asks[i].SessionID, asks[i]) })
-	})
-	if err != nil {
-		return fmt.Errorf("storage: record %d asks: %w", len(asks), err)
 	}
 	return nil
 }
@@ -45,21 +98,17 @@ func askRow(session string, a advisor.AskRecord) []any {
 
 // RecordDecisions stores the decisions of one step, all in one transaction (all or
 // none). Each needs a session id, an output key and a decision (ErrInvalid names
-// the index of the first bad one). Empty ds is a no-op.
+// the index of the first bad one). Empty ds is a no-op. Crash-safe (RecordBatch).
 func (db *DB) RecordDecisions(ctx context.Context, ds []advisor.DecisionRecord) error {
-	if len(ds) == 0 {
-		return nil
-	}
+	return db.RecordBatch(ctx, nil, ds, nil)
+}
+
+// checkDecisions is RecordDecisions' validation.
+func checkDecisions(ds []advisor.DecisionRecord) error {
 	for i, d := range ds {
 		if d.SessionID == "" || d.OutputKey == "" || d.Decision == "" {
 			return fmt.Errorf("storage: record decisions: decision %d (session %q, output %q): %w: session id, output key and decision are required", i, d.SessionID, d.OutputKey, ErrInvalid)
 		}
-	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		return db.insertAll(ctx, tx, decisionColumns, len(ds), func(i int) []any { return decisionRow(ds[i].SessionID, ds[i]) })
-	})
-	if err != nil {
-		return fmt.Errorf("storage: record %d decisions: %w", len(ds), err)
 	}
 	return nil
 }
@@ -442,28 +491,28 @@ func parseSignals(text string) (cards.Signals, error) {
 	return s, err
 }
 
-// RecordSteps stores advisor step records (advisor.Store), all in one transaction
-// (all or none). ErrInvalid, naming the index of the first bad one, for a record
-// without a session id or with a step < 1. Empty steps is a no-op.
+// RecordSteps stores step records, all in one transaction (all or none). Each
+// needs a session id and a step >= 1 (ErrInvalid names the index of the first bad
+// one). Empty steps is a no-op. Crash-safe (RecordBatch).
 func (db *DB) RecordSteps(ctx context.Context, steps []advisor.StepRecord) error {
-	if len(steps) == 0 {
-		return nil
-	}
+	return db.RecordBatch(ctx, nil, nil, steps)
+}
+
+// checkSteps is RecordSteps' validation.
+func checkSteps(steps []advisor.StepRecord) error {
 	for i, r := range steps {
 		if r.SessionID == "" || r.Step < 1 {
 			return fmt.Errorf("storage: record steps: step record %d (step %d of %q): %w: session id and a step >= 1 are required", i, r.Step, r.SessionID, ErrInvalid)
 		}
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		return db.insertAll(ctx, tx, `steps(session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd)`, len(steps), func(i int) []any {
-			r := steps[i]
-			return []any{r.SessionID, r.Step, timeText(r.At), r.ContextTokens, r.FullTokens, r.Rewrite, r.Pruned, r.Frees, r.Suffix, r.CostUSD, r.SavingUSD}
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("storage: record %d steps: %w", len(steps), err)
-	}
 	return nil
+}
+
+// stepColumns and stepRow are the steps row of r.
+const stepColumns = `steps(session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd)`
+
+func stepRow(r advisor.StepRecord) []any {
+	return []any{r.SessionID, r.Step, timeText(r.At), r.ContextTokens, r.FullTokens, r.Rewrite, r.Pruned, r.Frees, r.Suffix, r.CostUSD, r.SavingUSD}
 }
 
 // Steps returns the step records of a session in the order recorded.

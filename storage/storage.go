@@ -40,6 +40,7 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -409,26 +410,88 @@ const writeAttempts = 4
 // pool, run again when the server aborted it as retryable. Errors are classified
 // (ErrReadOnly...) but not prefixed: callers add what they were doing.
 func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return db.writeAs(ctx, durable, fn)
+}
+
+// commitLevel is how durable a write's commit is.
+type commitLevel int
+
+const (
+	// durable: the commit survives a power failure (SQLite synchronous=FULL, an
+	// fsync of the WAL; PostgreSQL's default synchronous_commit).
+	durable commitLevel = iota
+	// crashSafe: the commit survives the process's death (kill -9) but a power
+	// failure or an OS crash may lose the last ones: SQLite synchronous=NORMAL (the
+	// WAL is written, not fsynced; the next durable commit or checkpoint syncs it,
+	// https://sqlite.org/pragma.html#pragma_synchronous), PostgreSQL
+	// synchronous_commit off for the transaction (a server crash may lose the last
+	// few hundred milliseconds of such commits, never corrupt:
+	// https://www.postgresql.org/docs/current/wal-async-commit.html). For records
+	// nothing depends on for correctness (asks, decisions, step records).
+	crashSafe
+)
+
+// writeAs is write at the given commit level.
+func (db *DB) writeAs(ctx context.Context, level commitLevel, fn func(tx *sql.Tx) error) error {
 	if db.kind == sqliteBackend {
 		if err := db.checkFile(); err != nil {
 			return err
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		err := db.writeOnce(ctx, fn)
+		err := db.writeOnce(ctx, level, fn)
 		if err == nil || attempt == writeAttempts || !retryable(err) || ctx.Err() != nil {
 			return err
 		}
 	}
 }
 
-// writeOnce is one attempt of write.
-func (db *DB) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// writeOnce is one attempt of writeAs.
+func (db *DB) writeOnce(ctx context.Context, level commitLevel, fn func(tx *sql.Tx) error) error {
+	if level == crashSafe && db.kind == sqliteBackend {
+		return db.writeOnceNormal(ctx, fn)
+	}
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return db.classify(err)
 	}
-	if err := fn(tx); err != nil {
+	if level == crashSafe {
+		if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit TO OFF`); err != nil {
+			_ = tx.Rollback()
+			return db.classify(err)
+		}
+	}
+	return db.finish(tx, fn(tx))
+}
+
+// writeOnceNormal is one crashSafe attempt on SQLite: the writer connection (the
+// only one) commits at synchronous=NORMAL and goes back to FULL; a connection that
+// cannot go back is discarded (the pool opens a new one with the DSN's FULL), so no
+// durable write ever commits at NORMAL.
+func (db *DB) writeOnceNormal(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return db.classify(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous=NORMAL`); err != nil {
+		return db.classify(err)
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous=FULL`); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return db.classify(err)
+	}
+	return db.finish(tx, fn(tx))
+}
+
+// finish commits tx when err is nil and rolls it back otherwise.
+func (db *DB) finish(tx *sql.Tx, err error) error {
+	if err != nil {
 		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
 			return errors.Join(db.classify(err), fmt.Errorf("rollback: %w", rerr))
 		}

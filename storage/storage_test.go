@@ -987,3 +987,64 @@ func TestSavePrunesAllOrNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordBatch: asks, decisions and step records of one batch are stored in one
+// transaction (a bad step record refuses the asks and decisions beside it), read back
+// as the one-kind calls store them, and on SQLite the writer connection is back at
+// synchronous=FULL afterwards, so originals still commit durably.
+func TestRecordBatch(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		asks := []advisor.AskRecord{{SessionID: "s", OutputKey: "a", Step: 3, Scorer: "lexical", Score: 0.25, OK: true, Tokens: 40}}
+		ds := []advisor.DecisionRecord{{SessionID: "s", OutputKey: "a", Step: 3, Decision: advisor.DecisionPending, Reason: "score", Score: 0.25, Tokens: 900}}
+		steps := []advisor.StepRecord{{SessionID: "s", Step: 3, ContextTokens: 12000, FullTokens: 12900}}
+		bad := []advisor.StepRecord{steps[0], {SessionID: "s", Step: 0}}
+		err := db.RecordBatch(ctx, asks, ds, bad)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "step record 1") {
+			t.Errorf("RecordBatch with a step 0 = %v, want ErrInvalid naming step record 1", err)
+		}
+		for _, table := range []string{"asks", "decisions", "steps"} {
+			if n := count(t, db, table); n != 0 {
+				t.Errorf("%s rows after the refused batch = %d, want 0", table, n)
+			}
+		}
+		if err := db.RecordBatch(ctx, asks, ds, steps); err != nil {
+			t.Fatal(err)
+		}
+		gotAsks, err := db.Asks(ctx, AskFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotDs, err := db.Decisions(ctx, DecisionFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotSteps, err := db.Steps(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(asks, gotAsks); d != "" {
+			t.Errorf("asks (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(ds, gotDs); d != "" {
+			t.Errorf("decisions (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(steps, gotSteps, cmpopts.EquateApproxTime(time.Second)); d != "" {
+			t.Errorf("steps (-want +got):\n%s", d)
+		}
+		if err := db.RecordBatch(ctx, nil, nil, nil); err != nil {
+			t.Errorf("RecordBatch(nothing) = %v, want nil", err)
+		}
+		if db.kind != sqliteBackend {
+			return
+		}
+		var sync int
+		if err := db.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+			t.Fatal(err)
+		}
+		if sync != 2 {
+			t.Errorf("writer PRAGMA synchronous after RecordBatch = %d, want 2 (FULL)", sync)
+		}
+	})
+}
