@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"runtime"
 	"strconv"
@@ -236,6 +237,7 @@ type Server struct {
 	registry      *prometheus.Registry
 	metrics       *metrics
 	transport     http.RoundTripper
+	forwarder     *httputil.ReverseProxy // every proxied request goes upstream through it (forward.go)
 	sessions      *sessionTable
 	advising      chan struct{}            // a slot per request being advised (Options.MaxAdvising)
 	records       *recordQueue             // asks and decisions on their way to the store
@@ -355,6 +357,7 @@ func New(opts Options) (*Server, error) {
 	s.sessions.idle = cmp.Or(opts.SessionIdle, DefaultSessionIdle) // on the wall clock, not Options.Clock
 	s.recall = recall.New(opts.Store)
 	s.recall.Logger = s.log
+	s.forwarder = s.newForwarder()
 	s.handler = s.bodyDeadline(s.checkHost(s.routes()))
 	return s, nil
 }
