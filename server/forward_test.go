@@ -19,7 +19,8 @@ import (
 // strip Forwarded and X-Forwarded-* and pass on "Te: trailers" and an Upgrade: the
 // upstream gets the client's forwarding headers as sent and no Te, Upgrade or
 // Connection, on the advised routes and the passthrough alike (as before the
-// ReverseProxy).
+// ReverseProxy). The query goes as sent too, with what Rewrite mode would drop as
+// unparsable (a semicolon, a bad escape).
 func TestForwardHeadersAsSent(t *testing.T) {
 	up := newRecorder(t, okJSON)
 	env := newProxy(t, server.Options{OpenAIUpstream: up.URL})
@@ -29,8 +30,9 @@ func TestForwardHeadersAsSent(t *testing.T) {
 		"X-Forwarded-Proto": {"https"},
 		"Forwarded":         {"for=10.0.0.7;proto=https"},
 	}
+	const query = "?api-version=2024;x=1&q=%zz"
 	for i, path := range []string{"/v1/chat/completions", "/v1/models"} {
-		req, _ := http.NewRequest(http.MethodPost, env.http.URL+path, strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+		req, _ := http.NewRequest(http.MethodPost, env.http.URL+path+query, strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
 		for k, vs := range sent {
 			req.Header[k] = vs
 		}
@@ -45,6 +47,9 @@ func TestForwardHeadersAsSent(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 || string(b) != `{"ok":true}` {
 			t.Fatalf("%s: %d %q", path, resp.StatusCode, b)
+		}
+		if up.paths[i] != path+query {
+			t.Errorf("upstream path %q; want %q", up.paths[i], path+query)
 		}
 		h := up.headers[i]
 		got := http.Header{}
