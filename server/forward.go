@@ -104,8 +104,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, f *forwarding) {
 }
 
 // rewriteOut is the forwarder's Rewrite: the outbound request goes to the kind's
-// upstream with the client's headers (copyHeader: what the old hand-written client
-// sent, so the upstream sees the same request) and the body to send.
+// upstream with the client's headers less hop-by-hop ones and the server's own
+// (copyHeader, not the ReverseProxy's own handling, which strips Forwarded and
+// X-Forwarded-* and passes Te: trailers and upgrades on) and the body to send.
 func (s *Server) rewriteOut(pr *httputil.ProxyRequest) {
 	f := forwardingOf(pr.In)
 	f.sent = true
