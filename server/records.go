@@ -120,13 +120,24 @@ func (q *recordQueue) run() {
 	}
 }
 
-// written waits until every record queued before the call is written, or ctx ends
-// (its error). Unlike flush it does not wait for records queued meanwhile, so it
-// ends under any load.
-func (q *recordQueue) written(ctx context.Context) error {
+// mark returns the queue's position: every record queued so far is before it.
+// writtenUpTo(ctx, mark()) waits for them.
+func (q *recordQueue) mark() uint64 {
 	q.mu.Lock()
-	seq := q.queued
-	q.mu.Unlock()
+	defer q.mu.Unlock()
+	return q.queued
+}
+
+// written waits until every record queued before the call is written, or ctx ends
+// (its error): writtenUpTo(ctx, q.mark()).
+func (q *recordQueue) written(ctx context.Context) error {
+	return q.writtenUpTo(ctx, q.mark())
+}
+
+// writtenUpTo waits until every record queued before mark seq (mark) is written,
+// or ctx ends (its error). Unlike flush it does not wait for records queued after
+// the mark, so it ends under any load; seq 0 returns at once.
+func (q *recordQueue) writtenUpTo(ctx context.Context, seq uint64) error {
 	for {
 		q.mu.Lock()
 		done, round := q.done, q.round
