@@ -24,7 +24,7 @@ import (
 //     upstream sees what the client sent), the body the advisor gave (or the
 //     client's, streamed), no request trailers.
 //   - ModifyResponse: the step's records are durable before the client sees the
-//     response (records.written), the server's own headers are dropped, and the
+//     response (records.writtenUpTo the mark taken when it was advised), the server's own headers are dropped, and the
 //     ledger reads the body as it is forwarded (teeBody).
 //   - ErrorHandler: 502 in the API's error shape for an unreachable upstream, 408
 //     for a request body the client did not send in time, nothing for a client
@@ -37,11 +37,16 @@ import (
 
 // forwarding is one request on its way through the forwarder's hooks.
 type forwarding struct {
-	in       *http.Request // the client's request
-	kind     apiKind
-	body     []byte // the body to send (nil: none); unused when stream is set
-	stream   bool   // send the client's own body as it arrives (passthrough)
-	note     *ledgerNote
+	in     *http.Request // the client's request
+	kind   apiKind
+	body   []byte // the body to send (nil: none); unused when stream is set
+	stream bool   // send the client's own body as it arrives (passthrough)
+	note   *ledgerNote
+	// records is the record queue's mark when the request was advised: the
+	// response waits for the records queued before it (this step's asks and step
+	// record among them), not for those other requests queue meanwhile. 0 (a
+	// passthrough, which advised nothing) waits for none.
+	records  uint64
 	sent     bool      // Rewrite ran: the request went to the transport
 	answered bool      // a response came back (ModifyResponse ran)
 	tee      *usageTee // the ledger's reader of the response; nil without a note
@@ -76,7 +81,7 @@ func (s *Server) newForwarder() *httputil.ReverseProxy {
 // without the response's end: panic(http.ErrAbortHandler)). With a note, the
 // ledger reads the response as it goes (ledger.go).
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, kind apiKind, body []byte, note *ledgerNote) {
-	s.send(w, r, &forwarding{kind: kind, body: body, note: note})
+	s.send(w, r, &forwarding{kind: kind, body: body, note: note, records: s.records.mark()})
 }
 
 // passthrough forwards any other /v1/ request untouched, body streamed.
@@ -138,9 +143,10 @@ func (s *Server) forwardResponse(resp *http.Response) error {
 	f := forwardingOf(resp.Request)
 	f.answered = true
 	// The asks and step records of this request's step, written in the background
-	// while the upstream worked, are durable before the client sees the response, so
-	// a process killed after it still restores them for the session's next step.
-	if err := s.records.written(f.in.Context()); err != nil {
+	// while the upstream worked, are in the store before the client sees the
+	// response, so a process killed after it still restores them for the session's
+	// next step.
+	if err := s.records.writtenUpTo(f.in.Context(), f.records); err != nil {
 		return err // the client is gone (forwardError writes nothing)
 	}
 	for _, h := range ownHeaders {

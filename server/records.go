@@ -23,8 +23,8 @@ const maxQueuedRecords = 100_000
 // is still forwarded only once its original is durable. The goroutine runs only
 // while there is something to write; flush waits for it. Records not yet written
 // when the process dies are lost, except that a proxied request's response reaches
-// its client only once the records queued before its upstream answered are written
-// (written): the asks a later step restores (advisor.Store.SessionHistory) are then
+// its client only once the records queued before it was forwarded are written
+// (mark, writtenUpTo): the asks a later step restores (advisor.Store.SessionHistory) are then
 // in the store before the agent can send that step, also across kill -9. A failed
 // write is logged and its records dropped, as the advisor does with a synchronous
 // failure.
@@ -120,21 +120,15 @@ func (q *recordQueue) run() {
 	}
 }
 
-// mark returns the queue's position: every record queued so far is before it.
-// writtenUpTo(ctx, mark()) waits for them.
+// mark returns the queue's position: every record queued so far is before it, and
+// writtenUpTo(ctx, mark) waits for them.
 func (q *recordQueue) mark() uint64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.queued
 }
 
-// written waits until every record queued before the call is written, or ctx ends
-// (its error): writtenUpTo(ctx, q.mark()).
-func (q *recordQueue) written(ctx context.Context) error {
-	return q.writtenUpTo(ctx, q.mark())
-}
-
-// writtenUpTo waits until every record queued before mark seq (mark) is written,
+// writtenUpTo waits until every record queued before mark seq is written,
 // or ctx ends (its error). Unlike flush it does not wait for records queued after
 // the mark, so it ends under any load; seq 0 returns at once.
 func (q *recordQueue) writtenUpTo(ctx context.Context, seq uint64) error {
