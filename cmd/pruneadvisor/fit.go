@@ -33,6 +33,7 @@ type fitFlags struct {
 	ablation    bool
 	asJSON      bool
 	workers     int
+	dumpRows    string
 }
 
 // fitJSON is fit's --json output.
@@ -103,6 +104,8 @@ Exit codes: 0 done, 1 too few rows, a store or model error, 2 bad flags.`,
 	c.Flags().BoolVar(&f.ablation, "ablation", false, "cross-validate again with each feature dropped in turn")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 	c.Flags().IntVar(&f.workers, "workers", 0, "sessions replayed at once for PATHs (default: the number of CPUs)")
+	c.Flags().StringVar(&f.dumpRows, "dump-rows", "", "write the training rows and outputs as CSV files into this folder (for probing models outside Go)")
+	_ = c.Flags().MarkHidden("dump-rows")
 	return c
 }
 
@@ -143,6 +146,11 @@ func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
 	set, err := loadTraining(ctx, db, groups)
 	if err != nil {
 		return err
+	}
+	if f.dumpRows != "" {
+		if err := set.dumpTraining(f.dumpRows); err != nil {
+			return err
+		}
 	}
 	out, err := fitAndReport(set, f)
 	if err != nil {

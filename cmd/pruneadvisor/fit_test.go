@@ -1,10 +1,16 @@
 package main
 
 import (
+	"encoding/csv"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 )
@@ -43,5 +49,81 @@ func TestDefaultModelIsReproducible(t *testing.T) {
 	gt.Source, wt.Source = "", "" // the corpus's path as given, from another folder here
 	if !near(got.Bias, want.Bias) || gt != wt || got.CV == nil || !near(got.CV.AUC, want.CV.AUC) {
 		t.Errorf("refit bias %v, training %+v, CV %+v; embedded %v, %+v, %+v", got.Bias, got.Training, got.CV, want.Bias, want.Training, want.CV)
+	}
+}
+
+// TestFitDumpRows: fit --dump-rows on the real Gemini CLI sessions writes one
+// rows.csv line per training row (as many as --json reports, as many used) with the
+// feature table's columns, and outputs.csv with every output's uses; each row's
+// label is what outputs.csv's uses say (a use at or after the ask step), and its
+// log_tokens column is ln(1 + s_tokens), both worked out here from the files alone.
+func TestFitDumpRows(t *testing.T) {
+	shared := filepath.Join("..", "..", "..", "shared", "sessions", "gemini-cli")
+	if _, err := os.Stat(shared); err != nil {
+		t.Skipf("no shared sessions: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "dump")
+	code, stdout, stderr := runCLI(t, "fit", "--db", filepath.Join(t.TempDir(), "fit.db"), "--json", "--dump-rows", dir, shared)
+	if code != 0 {
+		t.Fatalf("fit: exit %d\n%s", code, stderr)
+	}
+	var rep struct {
+		Model fitted.Model `json:"model"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) ([]string, []map[string]string) {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		recs, err := csv.NewReader(f).ReadAll()
+		if err != nil || len(recs) < 2 {
+			t.Fatalf("%s: %d records, %v", name, len(recs), err)
+		}
+		var rows []map[string]string
+		for _, r := range recs[1:] {
+			m := map[string]string{}
+			for i, h := range recs[0] {
+				m[h] = r[i]
+			}
+			rows = append(rows, m)
+		}
+		return recs[0], rows
+	}
+	head, rows := read("rows.csv")
+	_, outs := read("outputs.csv")
+	if d := cmp.Diff(fitted.FeatureNames(), head[4:4+len(fitted.Features)]); d != "" {
+		t.Errorf("rows.csv feature columns (-want +got):\n%s", d)
+	}
+	tr := rep.Model.Training
+	used := 0
+	for i, r := range rows {
+		o, err := strconv.Atoi(r["out"])
+		if err != nil || o < 0 || o >= len(outs) {
+			t.Fatalf("row %d: out %q of %d outputs", i, r["out"], len(outs))
+		}
+		step, _ := strconv.Atoi(r["ask_step"])
+		want := "0"
+		for _, u := range strings.Fields(outs[o]["uses"]) {
+			if n, _ := strconv.Atoi(u); n >= step {
+				want = "1"
+			}
+		}
+		if r["used"] != want || outs[o]["session"] != r["session"] {
+			t.Errorf("row %d: used %s, session %s; outputs.csv says uses %q from step %d (want %s), session %s", i, r["used"], r["session"], outs[o]["uses"], step, want, outs[o]["session"])
+		}
+		if r["used"] == "1" {
+			used++
+		}
+		tok, _ := strconv.ParseFloat(r["s_tokens"], 64)
+		if lt, _ := strconv.ParseFloat(r["log_tokens"], 64); math.Abs(lt-math.Log1p(tok)) > 1e-12 || tok < 200 {
+			t.Errorf("row %d: log_tokens %v for %v tokens", i, lt, tok)
+		}
+	}
+	if len(rows) != tr.Rows || used != tr.Positives || tr.Rows < 50 || used == 0 || used == len(rows) {
+		t.Errorf("rows.csv: %d rows, %d used; fit trained on %d rows, %d positive", len(rows), used, tr.Rows, tr.Positives)
 	}
 }
