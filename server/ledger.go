@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -139,11 +138,9 @@ type ledgerWriter struct {
 	log     *slog.Logger
 	metrics *ledgerMetrics
 
+	queue *batchQueue[*ledgerJob] // ended responses, settled and stored by its writer
+
 	mu      sync.Mutex
-	jobs    []*ledgerJob
-	writing bool
-	idle    chan struct{} // closed when the goroutine stops; replaced when it starts
-	room    *sync.Cond
 	open    int           // responses being forwarded (tee called, done not yet)
 	drained chan struct{} // closed when open drops to 0; replaced when it leaves 0
 
@@ -154,10 +151,9 @@ type ledgerWriter struct {
 func newLedgerWriter(store LedgerStore, price func(prices.Provider) prices.Model, clock func() time.Time,
 	log *slog.Logger, reg prometheus.Registerer) *ledgerWriter {
 	l := &ledgerWriter{store: store, prices: price, clock: clock, log: log, metrics: newLedgerMetrics(reg),
-		idle: make(chan struct{}), drained: make(chan struct{}), lastFull: map[string]int{}}
-	close(l.idle)
+		drained: make(chan struct{}), lastFull: map[string]int{}}
 	close(l.drained)
-	l.room = sync.NewCond(&l.mu)
+	l.queue = newBatchQueue(maxLedgerQueue, l.write)
 	return l
 }
 
@@ -271,50 +267,30 @@ func (t *usageTee) done() {
 	t.l.enqueue(t.job)
 }
 
-// enqueue queues job, waiting while the queue is full, and starts the goroutine.
+// enqueue queues job, waiting while the queue is full, and starts the writer.
 // The job's response is no longer open.
 func (l *ledgerWriter) enqueue(job *ledgerJob) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for len(l.jobs) >= maxLedgerQueue {
-		l.room.Wait()
-	}
-	l.jobs = append(l.jobs, job)
-	if l.open--; l.open == 0 {
-		close(l.drained)
-	}
-	if !l.writing {
-		l.writing = true
-		l.idle = make(chan struct{})
-		go l.run()
-	}
+	l.queue.add(func() {
+		l.mu.Lock()
+		if l.open--; l.open == 0 {
+			close(l.drained)
+		}
+		l.mu.Unlock()
+	}, job)
 }
 
-// run settles and stores the queue until it is empty, one batch per round.
-func (l *ledgerWriter) run() {
-	for {
-		l.mu.Lock()
-		jobs := l.jobs
-		l.jobs = nil
-		if len(jobs) == 0 {
-			l.writing = false
-			close(l.idle)
-			l.mu.Unlock()
-			return
-		}
-		l.room.Broadcast()
-		l.mu.Unlock()
-		entries := make([]ledger.Entry, len(jobs))
-		for i, j := range jobs {
-			entries[i] = l.settle(j)
-		}
-		if l.store == nil {
-			continue
-		}
-		if err := l.store.RecordLedger(context.Background(), slices.Clip(entries)); err != nil {
-			l.metrics.storeErrors.Add(float64(len(entries)))
-			l.log.Warn("storage: cannot record ledger entries", "entries", len(entries), "err", err)
-		}
+// write settles and stores one round of ended responses (the queue's writer).
+func (l *ledgerWriter) write(jobs []*ledgerJob) {
+	entries := make([]ledger.Entry, len(jobs))
+	for i, j := range jobs {
+		entries[i] = l.settle(j)
+	}
+	if l.store == nil {
+		return
+	}
+	if err := l.store.RecordLedger(context.Background(), entries); err != nil {
+		l.metrics.storeErrors.Add(float64(len(entries)))
+		l.log.Warn("storage: cannot record ledger entries", "entries", len(entries), "err", err)
 	}
 }
 
@@ -333,19 +309,7 @@ func (l *ledgerWriter) flush(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	for {
-		l.mu.Lock()
-		writing, idle := l.writing, l.idle
-		l.mu.Unlock()
-		if !writing {
-			return nil
-		}
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return l.queue.flush(ctx)
 }
 
 // settle reads what the response said (a captured body is decoded and parsed
