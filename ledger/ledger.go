@@ -313,7 +313,7 @@ func (t *Totals) Merge(u Totals) {
 // Session is one session's totals.
 type Session struct {
 	SessionID string    `json:"session_id"`
-	First     time.Time `json:"first"` // the first entry's At
-	Last      time.Time `json:"last"`  // the last entry's At
+	First     time.Time `json:"first"` // the earliest At of its entries
+	Last      time.Time `json:"last"`  // the latest At of its entries
 	Totals
 }

@@ -117,7 +117,10 @@ func (db *DB) LedgerTail(ctx context.Context, sessionID string) (ledger.Entry, b
 
 // LedgerSessions sums the ledger per session (only sessionID's when it is not ""),
 // sessions in the order of their first entry; none from a database older than the
-// ledger. Recalls counts the store's recall events of each session (recalls table).
+// ledger. First and Last are the earliest and latest At of the session's entries
+// (entries are recorded as their responses end, which under load need not be the
+// order of the requests). Recalls counts the store's recall events of each session
+// (recalls table).
 func (db *DB) LedgerSessions(ctx context.Context, sessionID string) ([]ledger.Session, error) {
 	if ok, err := db.hasLedger(ctx); !ok || err != nil {
 		if err != nil {
@@ -134,36 +137,60 @@ func (db *DB) LedgerSessions(ctx context.Context, sessionID string) ([]ledger.Se
 			sum(paid_usd), sum(keep_all_usd), sum(removed_tokens),
 			count(CASE WHEN rewrite <> '' THEN 1 END), sum(rewrite_tokens), sum(rewrite_usd), sum(planned_rewrite_usd)
 		FROM ledger` + where + ` GROUP BY session_id)
-	SELECT s.*, f.at, l.at, (SELECT count(*) FROM recalls r WHERE r.session_id = s.session_id)
-	FROM s JOIN ledger f ON f.id = s.first_id JOIN ledger l ON l.id = s.last_id
-	ORDER BY s.first_id`
+	SELECT s.*, (SELECT count(*) FROM recalls r WHERE r.session_id = s.session_id)
+	FROM s ORDER BY s.first_id`
 	var out []ledger.Session
 	err := db.query(ctx, q, args, func(rows *sql.Rows) error {
 		var s ledger.Session
 		var firstID, lastID int64
-		var first, last sql.NullString
 		u := &s.Usage
 		if err := rows.Scan(&s.SessionID, &firstID, &lastID, &s.Requests,
 			&s.WithUsage, &s.NoUsage, &s.Malformed, &s.UpstreamErrors,
 			&u.Input, &u.CacheRead, &u.CacheWrite5m, &u.CacheWrite1h, &u.Output,
 			&s.PaidUSD, &s.KeepAllUSD, &s.RemovedTokens,
 			&s.Rewrites, &s.RewriteTokens, &s.RewriteUSD, &s.PlannedRewriteUSD,
-			&first, &last, &s.Recalls); err != nil {
+			&s.Recalls); err != nil {
 			return err
 		}
 		s.SavedUSD = s.KeepAllUSD - s.PaidUSD
-		var err error
-		if s.First, err = parseTime(first); err != nil {
-			return err
-		}
-		if s.Last, err = parseTime(last); err != nil {
-			return err
-		}
 		out = append(out, s)
 		return nil
 	})
+	if err == nil {
+		err = db.ledgerSpans(ctx, where, args, out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: ledger sessions: %w", err)
 	}
 	return out, nil
+}
+
+// ledgerSpans sets First and Last of each of sessions to the earliest and latest At
+// of its entries (parsed: the stored RFC 3339 text does not sort as text when the
+// fractions of a second differ in length).
+func (db *DB) ledgerSpans(ctx context.Context, where string, args []any, sessions []ledger.Session) error {
+	byID := make(map[string]*ledger.Session, len(sessions))
+	for i := range sessions {
+		byID[sessions[i].SessionID] = &sessions[i]
+	}
+	return db.query(ctx, `SELECT session_id, at FROM ledger`+where, args, func(rows *sql.Rows) error {
+		var id string
+		var at sql.NullString
+		if err := rows.Scan(&id, &at); err != nil {
+			return err
+		}
+		t, err := parseTime(at)
+		if err != nil || t.IsZero() {
+			return err
+		}
+		if s := byID[id]; s != nil {
+			if s.First.IsZero() || t.Before(s.First) {
+				s.First = t
+			}
+			if t.After(s.Last) {
+				s.Last = t
+			}
+		}
+		return nil
+	})
 }

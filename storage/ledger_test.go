@@ -212,3 +212,28 @@ func TestLedgerOlderSchema(t *testing.T) {
 		t.Errorf("LedgerEntries = %v, %v; want none, nil", entries, err)
 	}
 }
+
+// A session's First and Last are its earliest and latest At, whatever the order the
+// entries were recorded in (responses end out of order under load) and however many
+// digits their fractions of a second have (the stored text does not sort as time).
+func TestLedgerSessionSpan(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		db := openDB(t, dsn)
+		t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+		var entries []ledger.Entry
+		for _, d := range []time.Duration{10500 * time.Millisecond, 30 * time.Second, 10 * time.Second, 30*time.Second + 250*time.Millisecond, 12 * time.Second} {
+			entries = append(entries, ledger.Entry{SessionID: "x", Route: "openai", Provider: "openai", Result: ledger.ResultOK, At: t0.Add(d)})
+		}
+		if err := db.RecordLedger(ctx, entries); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.LedgerSessions(ctx, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || !got[0].First.Equal(t0.Add(10*time.Second)) || !got[0].Last.Equal(t0.Add(30*time.Second+250*time.Millisecond)) {
+			t.Errorf("LedgerSessions(x) = %+v; want first %v, last %v", got, t0.Add(10*time.Second), t0.Add(30*time.Second+250*time.Millisecond))
+		}
+	})
+}
