@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"container/list"
 	"encoding/json"
 	"hash/maphash"
 	"strconv"
@@ -44,33 +45,82 @@ const DefaultMessageCacheBytes = 256 << 20
 // holds the message as decoded (its text, tool calls and outputs with their texts,
 // hashes, token counts and classification); the cache holds at most its bound of
 // bytes as the entries really hold them (templateBytes: texts, hashes, structs and
-// the map's slots, not the raw JSON they came from), least recently used entries
-// first out (two generations of half the bound each). Safe for concurrent use; one cache
-// may serve any number of sessions and both formats.
+// the map's slots, not the raw JSON they came from), its frequency sketch included.
+// Safe for concurrent use; one cache may serve any number of sessions and both
+// formats.
+//
+// The policy is W-TinyLFU (Einziger, Friedman and Manes, "TinyLFU: A Highly
+// Efficient Cache Admission Policy", ACM Transactions on Storage 13(4), 2017): new
+// entries go into a small LRU window (windowShare of the bound); an entry leaving
+// the window enters the main LRU only if its key was asked for more often (every
+// lookup, hit or miss, counts in freqSketch) than the main entry it would evict.
+// A proxy serving more live sessions than the cache holds visits their messages in
+// a cycle longer than the cache, plain LRU's worst case (each entry is evicted just
+// before its next use); with admission, the entries in the main part stay and hit
+// on every round. The window keeps an active session's newest messages however
+// busy the main part is.
 type MessageCache struct {
-	mu        sync.Mutex
-	max       int64 // bytes, both generations together
-	cur, prev map[bodyKey]*msgTemplate
-	curBytes  int64
-	prevBytes int64
+	mu      sync.Mutex
+	max     int64 // bytes: both segments and the sketch
+	window  cacheSegment
+	main    cacheSegment
+	entries map[bodyKey]*list.Element // of *cacheEntry, in window or main
+	freq    *freqSketch
+	rand    uint64 // tieWins' state
 
-	hits, misses atomic.Int64
+	hits, misses, rejected atomic.Int64
+}
+
+// tieOdds is how rarely an entry leaving the window wins against the main part's
+// least recently used entry when its frequency is within the margin (admit): one
+// time in tieOdds.
+const tieOdds = 32
+
+// tieWins draws a tie's outcome (xorshift64, Marsaglia 2003; under c.mu).
+func (c *MessageCache) tieWins() bool {
+	c.rand ^= c.rand << 13
+	c.rand ^= c.rand >> 7
+	c.rand ^= c.rand << 17
+	return c.rand%tieOdds == 0
+}
+
+// windowShare is the part of a MessageCache's bound its window holds (W-TinyLFU's
+// 1%, Einziger et al. 2017, section 4).
+const windowShare = 0.01
+
+// cacheSegment is one LRU list of a MessageCache: most recently used first.
+type cacheSegment struct {
+	list  *list.List
+	bytes int64
+	max   int64
+}
+
+// cacheEntry is one entry of a MessageCache.
+type cacheEntry struct {
+	key    bodyKey
+	t      *msgTemplate
+	inMain bool
 }
 
 // NewMessageCache returns a cache bounded to maxBytes bytes of decoded messages
-// (DefaultMessageCacheBytes when maxBytes <= 0).
+// (DefaultMessageCacheBytes when maxBytes <= 0), its frequency sketch included.
 func NewMessageCache(maxBytes int64) *MessageCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMessageCacheBytes
 	}
-	return &MessageCache{max: maxBytes, cur: map[bodyKey]*msgTemplate{}}
+	c := &MessageCache{max: maxBytes, entries: map[bodyKey]*list.Element{}, freq: newFreqSketch(maxBytes), rand: 0x9e3779b97f4a7c15}
+	room := max(maxBytes-c.freq.size(), 0)
+	c.window = cacheSegment{list: list.New(), max: int64(float64(room) * windowShare)}
+	c.main = cacheSegment{list: list.New(), max: room - c.window.max}
+	return c
 }
 
 // MessageCacheStats are a MessageCache's counters.
 type MessageCacheStats struct {
 	Hits, Misses int64 // messages (and checked values) found, and decoded afresh, since the cache was made
+	Rejected     int64 // entries the main part did not admit: asked for no more often than the one they would evict
 	Entries      int   // entries held now
-	Bytes        int64 // what they hold, in bytes (templateBytes: decoded texts, hashes and structs)
+	Bytes        int64 // what they hold, in bytes (templateBytes: decoded texts, hashes and structs), the frequency sketch included
 }
 
 // Stats returns the cache's counters.
@@ -78,8 +128,8 @@ func (c *MessageCache) Stats() MessageCacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return MessageCacheStats{
-		Hits: c.hits.Load(), Misses: c.misses.Load(),
-		Entries: len(c.cur) + len(c.prev), Bytes: c.curBytes + c.prevBytes,
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Rejected: c.rejected.Load(),
+		Entries: len(c.entries), Bytes: c.window.bytes + c.main.bytes + c.freq.size(),
 	}
 }
 
@@ -150,8 +200,9 @@ func patchKey(msg, spec []byte) bodyKey {
 
 // entryOverhead is the fixed size accounted per entry besides what its template
 // holds (templateBytes): the key and value in the map's slot, the map's spare room
-// (Go maps keep their load under 7/8, buckets of 8 slots), the template struct.
-const entryOverhead = int64(unsafe.Sizeof(bodyKey{})+unsafe.Sizeof(&msgTemplate{}))*2 + int64(unsafe.Sizeof(msgTemplate{}))
+// (Go maps keep their load under 7/8, buckets of 8 slots), the template struct, its
+// list element and entry.
+const entryOverhead = int64(unsafe.Sizeof(bodyKey{})+unsafe.Sizeof(&list.Element{}))*2 + int64(unsafe.Sizeof(msgTemplate{})+unsafe.Sizeof(list.Element{})+unsafe.Sizeof(cacheEntry{}))
 
 // templateBytes is what t holds, in bytes: every string and byte slice it keeps
 // (counted as their length, shared backing arrays counted each time, so the sum
@@ -207,40 +258,77 @@ func (c *MessageCache) get(k bodyKey) *msgTemplate {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t, ok := c.cur[k]; ok {
-		c.hits.Add(1)
-		return t
+	c.freq.add(k)
+	el, ok := c.entries[k]
+	if !ok {
+		c.misses.Add(1)
+		return nil
 	}
-	if t, ok := c.prev[k]; ok {
-		delete(c.prev, k)
-		c.prevBytes -= t.size
-		c.putLocked(k, t)
-		c.hits.Add(1)
-		return t
-	}
-	c.misses.Add(1)
-	return nil
+	e := el.Value.(*cacheEntry)
+	c.segment(e).list.MoveToFront(el)
+	c.hits.Add(1)
+	return e.t
 }
 
+func (c *MessageCache) segment(e *cacheEntry) *cacheSegment {
+	if e.inMain {
+		return &c.main
+	}
+	return &c.window
+}
+
+// put keeps t under k unless k is held already or t is larger than the main part:
+// into the window, whose least recently used entries then move on to the main
+// part's admission (admit); an entry larger than the window goes to admission at
+// once.
 func (c *MessageCache) put(k bodyKey, t *msgTemplate) {
-	if c == nil || t.size > c.max/2 {
+	if c == nil || t.size > c.main.max {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.cur[k]; ok {
+	if _, ok := c.entries[k]; ok {
 		return
 	}
-	c.putLocked(k, t)
+	e := &cacheEntry{key: k, t: t}
+	if t.size > c.window.max {
+		c.admit(e)
+		return
+	}
+	c.entries[k] = c.window.list.PushFront(e)
+	c.window.bytes += t.size
+	for c.window.bytes > c.window.max {
+		el := c.window.list.Back()
+		out := el.Value.(*cacheEntry)
+		c.window.list.Remove(el)
+		c.window.bytes -= out.t.size
+		delete(c.entries, out.key)
+		c.admit(out)
+	}
 }
 
-func (c *MessageCache) putLocked(k bodyKey, t *msgTemplate) {
-	if c.curBytes+t.size > c.max/2 {
-		c.prev, c.prevBytes = c.cur, c.curBytes
-		c.cur, c.curBytes = map[bodyKey]*msgTemplate{}, 0
+// admit moves e into the main part, evicting the main part's least recently used
+// entries while e's key was asked for more often than theirs by more than one
+// (TinyLFU, with a margin of one: in a cycle every key is asked once a round, and a
+// victim not yet asked this round would otherwise always lose to a candidate that
+// was, which is LRU's thrashing again); otherwise e is dropped, except that when
+// it was asked for at least as often it wins one time in tieOdds (so a victim
+// whose counters other keys keep high cannot hold the main part's tail for good).
+func (c *MessageCache) admit(e *cacheEntry) {
+	for c.main.bytes+e.t.size > c.main.max {
+		el := c.main.list.Back()
+		v := el.Value.(*cacheEntry)
+		if cf, vf := c.freq.estimate(e.key), c.freq.estimate(v.key); cf <= vf+1 && (cf < vf || !c.tieWins()) {
+			c.rejected.Add(1)
+			return
+		}
+		c.main.list.Remove(el)
+		c.main.bytes -= v.t.size
+		delete(c.entries, v.key)
 	}
-	c.cur[k] = t
-	c.curBytes += t.size
+	e.inMain = true
+	c.entries[e.key] = c.main.list.PushFront(e)
+	c.main.bytes += e.t.size
 }
 
 // checkValid reports whether raw is valid JSON, remembering larger values that are.
