@@ -65,43 +65,67 @@ func (s *Server) advise(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	body, _, err := s.decodeRequest("advise", r, body)
+	req, code, err := s.adviseRequest(r, body)
 	if err != nil {
-		writeError(w, decodeStatus(err), "%s", err)
+		writeError(w, code, "%s", err)
 		return
 	}
-	var req AdviseRequest
-	if at := jsonErrorAt(body); at != "" {
-		writeError(w, http.StatusBadRequest, "%s", at)
+	sess, doc, err := adviseSession(req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%s", err)
 		return
+	}
+	plan, out, code, err := s.adviseStep(r.Context(), req, sess, doc)
+	if err != nil {
+		if code != 0 {
+			writeError(w, code, "%s", err)
+		}
+		return
+	}
+	s.metrics.adviseSeconds.WithLabelValues("advise").Observe(time.Since(start).Seconds())
+	writeAdvice(w, out, plan)
+}
+
+// adviseRequest decodes and validates an /v1/advise body: the request, or the
+// status and the error to answer with.
+func (s *Server) adviseRequest(r *http.Request, body []byte) (AdviseRequest, int, error) {
+	var req AdviseRequest
+	body, _, err := s.decodeRequest("advise", r, body)
+	if err != nil {
+		return req, decodeStatus(err), err
+	}
+	if at := jsonErrorAt(body); at != "" {
+		return req, http.StatusBadRequest, errors.New(at)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "request: %s", decodeProblem(err))
-		return
+		return req, http.StatusBadRequest, fmt.Errorf("request: %s", decodeProblem(err))
 	}
 	if err := validate().Struct(req); err != nil {
-		writeError(w, http.StatusBadRequest, "request: %s", validationProblem(err))
-		return
+		return req, http.StatusBadRequest, fmt.Errorf("request: %s", validationProblem(err))
 	}
 	if req.Budget > s.cfg.ContextWindow {
-		writeError(w, http.StatusBadRequest, "request: budget %d is over the context window of %d tokens", req.Budget, s.cfg.ContextWindow)
-		return
+		return req, http.StatusBadRequest, fmt.Errorf("request: budget %d is over the context window of %d tokens", req.Budget, s.cfg.ContextWindow)
 	}
+	if msgs := bytes.TrimSpace(req.Messages); len(msgs) == 0 || msgs[0] != '[' {
+		return req, http.StatusBadRequest, errors.New("request: messages must be a JSON array of messages")
+	}
+	return req, 0, nil
+}
+
+// advisePrefix opens the document adviseSession reads the messages from.
+const advisePrefix = `{"messages":`
+
+// adviseSession reads req's messages as a session (the request's format) from the
+// document {"messages": ...}, which it returns too, with req's id, task and now.
+func adviseSession(req AdviseRequest) (*transcript.Session, []byte, error) {
 	msgs := bytes.TrimSpace(req.Messages)
-	if len(msgs) == 0 || msgs[0] != '[' {
-		writeError(w, http.StatusBadRequest, "request: messages must be a JSON array of messages")
-		return
-	}
-	kind := apiKind(req.Format)
-	const prefix = `{"messages":`
-	doc := make([]byte, 0, len(prefix)+len(msgs)+1)
-	doc = append(append(append(doc, prefix...), msgs...), '}')
-	sess, err := transcript.Read("messages", doc, transcript.Options{Format: kind.format()})
+	doc := make([]byte, 0, len(advisePrefix)+len(msgs)+1)
+	doc = append(append(append(doc, advisePrefix...), msgs...), '}')
+	sess, err := transcript.Read("messages", doc, transcript.Options{Format: apiKind(req.Format).format()})
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "messages: "))
-		return
+		return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "messages: "))
 	}
 	sess.ID = req.SessionID
 	if req.Task != "" {
@@ -115,38 +139,46 @@ func (s *Server) advise(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	return sess, doc, nil
+}
+
+// adviseStep runs the session's step and puts the plan's stubs into doc. On
+// failure it returns the status and error to answer with (status 0: the client is
+// gone, answer nothing).
+func (s *Server) adviseStep(ctx context.Context, req AdviseRequest, sess *transcript.Session, doc []byte) (advisor.Plan, []byte, int, error) {
 	e, err := s.sessions.acquire(advisorKey{budget: req.Budget}, req.SessionID)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "request: budget: %v", err)
-		return
+		return advisor.Plan{}, nil, http.StatusBadRequest, fmt.Errorf("request: budget: %v", err)
 	}
 	defer s.sessions.release(e)
-	ctx, cancel := context.WithTimeout(r.Context(), s.adviseTimeout)
+	actx, cancel := context.WithTimeout(ctx, s.adviseTimeout)
 	defer cancel()
-	plan, err := e.advise(ctx, sess)
+	plan, err := e.advise(actx, sess)
 	if err != nil {
-		if r.Context().Err() != nil {
-			return
+		if ctx.Err() != nil {
+			return plan, nil, 0, err
 		}
 		s.log.Warn("advise failed", "route", "advise", "session", req.SessionID, "err", err)
-		writeError(w, http.StatusInternalServerError, "advise: %v", err)
-		return
+		return plan, nil, http.StatusInternalServerError, fmt.Errorf("advise: %v", err)
 	}
 	s.metrics.observePlan(plan)
 	out := doc
 	if stubs := plan.Stubs; len(stubs) > 0 {
 		if out, err = sess.Rewrite(stubs); err != nil {
 			s.log.Warn("rewrite failed", "route", "advise", "session", req.SessionID, "err", err)
-			writeError(w, http.StatusInternalServerError, "rewrite: %v", err)
-			return
+			return plan, nil, http.StatusInternalServerError, fmt.Errorf("rewrite: %v", err)
 		}
 	}
-	s.metrics.adviseSeconds.WithLabelValues("advise").Observe(time.Since(start).Seconds())
-	// Written by hand, not marshalled: encoding/json would compact the messages, and
-	// they must come back byte for byte but for the stubs.
+	return plan, out, 0, nil
+}
+
+// writeAdvice answers {"messages": the messages of out, "plan": plan}. Written by
+// hand, not marshalled: encoding/json would compact the messages, and they must
+// come back byte for byte but for the stubs.
+func writeAdvice(w http.ResponseWriter, out []byte, plan advisor.Plan) {
 	var buf bytes.Buffer
-	buf.WriteString(`{"messages":`)
-	buf.Write(out[len(prefix) : len(out)-1])
+	buf.WriteString(advisePrefix)
+	buf.Write(out[len(advisePrefix) : len(out)-1])
 	buf.WriteString(`,"plan":`)
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -231,32 +231,11 @@ func readAnthropic(name string, data []byte, opts Options) (*Session, error) {
 // readAnthropicFull is readAnthropic without the fast path.
 func readAnthropicFull(name string, data []byte, opts Options) (*Session, error) {
 	b := newBuilder(FormatAnthropic, name, data)
-	start := jsonscan.SkipBlank(data, 0)
-	if start == len(data) {
-		return nil, fmt.Errorf("%s: %w: the file holds no data", name, ErrEmpty)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data[start:]))
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		line := 0
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line = jsonscan.Line(data, start+int(se.Offset))
-		} else {
-			line = jsonscan.Line(data, len(data))
-		}
-		return nil, &ParseError{File: name, Line: line, Msg: jsonscan.Problem(err) + " (request body)"}
-	}
-	end := start + int(dec.InputOffset())
-	if rest := jsonscan.SkipBlank(data, end); rest != len(data) {
-		return nil, &ParseError{File: name, Line: jsonscan.Line(data, rest), Msg: "data after the request body: a body is one JSON object"}
-	}
-	req, problem := jsonscan.Object(raw)
-	if problem != "" {
-		return nil, &ParseError{File: name, Line: jsonscan.Line(data, start), Msg: problem}
+	req, start, end, err := readBodyObject(name, data)
+	if err != nil {
+		return nil, err
 	}
 	unit := b.addUnit(start, end)
-
 	fail := func(fe *jsonscan.FieldError) error {
 		pe := &ParseError{File: name, Field: fe.Field, Msg: fe.Msg}
 		if !opts.Lenient {
@@ -266,26 +245,16 @@ func readAnthropicFull(name string, data []byte, opts Options) (*Session, error)
 		b.warn("skipped %s: %s", fe.Field, fe.Msg)
 		return nil
 	}
-
 	if sys := req["system"]; !jsonscan.Null(sys) {
 		blocks, err := apiDecodeContent(sys, "system")
 		if err != nil {
 			if e := fail(jsonscan.AsFieldError(err, "system")); e != nil {
 				return nil, e
 			}
-		} else {
-			var texts []string
-			for _, blk := range blocks {
-				if blk.typ == "text" {
-					texts = append(texts, blk.text)
-				}
-			}
-			if t := joinText(texts); t != "" {
-				b.add(&Message{Role: RoleSystem, Text: t})
-			}
+		} else if t := systemText(blocks); t != "" {
+			b.add(&Message{Role: RoleSystem, Text: t})
 		}
 	}
-
 	msgs := req["messages"]
 	if jsonscan.Null(msgs) {
 		return nil, &ParseError{File: name, Field: "messages", Msg: "request body has no messages array"}
@@ -308,6 +277,47 @@ func readAnthropicFull(name string, data []byte, opts Options) (*Session, error)
 		b.add(msg)
 	}
 	return b.finish()
+}
+
+// readBodyObject reads data as one request body, a JSON object with nothing but
+// blanks around it: its top-level values and the object's byte span [start, end).
+// Errors: ErrEmpty for blank data, a ParseError with the line otherwise.
+func readBodyObject(name string, data []byte) (map[string]json.RawMessage, int, int, error) {
+	start := jsonscan.SkipBlank(data, 0)
+	if start == len(data) {
+		return nil, 0, 0, fmt.Errorf("%s: %w: the file holds no data", name, ErrEmpty)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data[start:]))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		line := jsonscan.Line(data, len(data))
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line = jsonscan.Line(data, start+int(se.Offset))
+		}
+		return nil, 0, 0, &ParseError{File: name, Line: line, Msg: jsonscan.Problem(err) + " (request body)"}
+	}
+	end := start + int(dec.InputOffset())
+	if rest := jsonscan.SkipBlank(data, end); rest != len(data) {
+		return nil, 0, 0, &ParseError{File: name, Line: jsonscan.Line(data, rest), Msg: "data after the request body: a body is one JSON object"}
+	}
+	req, problem := jsonscan.Object(raw)
+	if problem != "" {
+		return nil, 0, 0, &ParseError{File: name, Line: jsonscan.Line(data, start), Msg: problem}
+	}
+	return req, start, end, nil
+}
+
+// systemText is the text of an Anthropic system value: its text blocks joined
+// (joinText).
+func systemText(blocks []apiBlock) string {
+	var texts []string
+	for _, blk := range blocks {
+		if blk.typ == "text" {
+			texts = append(texts, blk.text)
+		}
+	}
+	return joinText(texts)
 }
 
 // apiMessage decodes one element of a request body's messages array (el, at JSON

@@ -499,65 +499,14 @@ func readAnthropicBody(name string, data []byte, opts Options) (*Session, bool) 
 	b := newBuilder(FormatAnthropic, name, data)
 	u := b.addUnit(start, end)
 	if sys := data[parts.system.Start:parts.system.End]; parts.system.End > 0 && !jsonscan.Null(sys) {
-		k := keyOf(kindAnthropicSystem, sys)
-		t := c.get(k)
-		if t == nil {
-			if !json.Valid(sys) {
-				return nil, false
-			}
-			blocks, err := apiDecodeContent(sys, "system")
-			if err != nil {
-				return nil, false
-			}
-			var m *Message
-			var texts []string
-			for _, blk := range blocks {
-				if blk.typ == "text" {
-					texts = append(texts, blk.text)
-				}
-			}
-			if txt := joinText(texts); txt != "" {
-				m = &Message{Role: RoleSystem, Text: txt}
-				b.measure(m)
-			}
-			t = template(m, "", "system")
-			c.put(k, t)
-		}
-		if t.msg != nil {
-			b.link(t.instance("system", unit{}))
+		if !anthropicSystem(b, c, sys) {
+			return nil, false
 		}
 	}
 	for i, el := range elems {
-		raw := data[el.Start:el.End]
-		prefix := "messages." + strconv.Itoa(i)
-		span := unit{el.Start - start, el.End - start}
-		k := keyOf(kindAnthropicMessage, raw)
-		t := c.get(k)
-		var m *Message
-		if t != nil {
-			m = t.instance(prefix, span)
-		} else {
-			if !json.Valid(raw) {
-				return nil, false
-			}
-			var prompt string
-			var fe *jsonscan.FieldError
-			if m, prompt, fe = apiMessage(raw, prefix, u); fe != nil {
-				return nil, false
-			}
-			b.measure(m)
-			t = template(m, prompt, prefix)
-			if t == nil {
-				t = &msgTemplate{prompt: prompt}
-			} else {
-				c.put(k, t)
-			}
-			locate(m, prefix, span)
+		if !anthropicMessage(b, c, data[el.Start:el.End], "messages."+strconv.Itoa(i), unit{el.Start - start, el.End - start}, u) {
+			return nil, false
 		}
-		if m.Role != RoleAssistant && b.s.Task == "" {
-			b.s.Task = t.prompt
-		}
-		b.link(m)
 	}
 	s, err := b.finish()
 	if err != nil {
@@ -565,6 +514,68 @@ func readAnthropicBody(name string, data []byte, opts Options) (*Session, bool) 
 	}
 	s.cache = c
 	return s, true
+}
+
+// anthropicSystem links the body's system value (its text blocks joined) into b,
+// from c when it was read before; false when the full path must read the body.
+func anthropicSystem(b *builder, c *MessageCache, sys []byte) bool {
+	k := keyOf(kindAnthropicSystem, sys)
+	t := c.get(k)
+	if t == nil {
+		if !json.Valid(sys) {
+			return false
+		}
+		blocks, err := apiDecodeContent(sys, "system")
+		if err != nil {
+			return false
+		}
+		var m *Message
+		if txt := systemText(blocks); txt != "" {
+			m = &Message{Role: RoleSystem, Text: txt}
+			b.measure(m)
+		}
+		t = template(m, "", "system")
+		c.put(k, t)
+	}
+	if t.msg != nil {
+		b.link(t.instance("system", unit{}))
+	}
+	return true
+}
+
+// anthropicMessage links the message raw (at path prefix, span within unit u) into
+// b: a copy of its cached reading when c read the same bytes before, else decoded,
+// measured and cached; the first non-assistant prompt becomes the task. False when
+// the full path must read the body.
+func anthropicMessage(b *builder, c *MessageCache, raw []byte, prefix string, span unit, u int) bool {
+	k := keyOf(kindAnthropicMessage, raw)
+	t := c.get(k)
+	var m *Message
+	if t != nil {
+		m = t.instance(prefix, span)
+	} else {
+		if !json.Valid(raw) {
+			return false
+		}
+		var prompt string
+		var fe *jsonscan.FieldError
+		if m, prompt, fe = apiMessage(raw, prefix, u); fe != nil {
+			return false
+		}
+		b.measure(m)
+		t = template(m, prompt, prefix)
+		if t == nil {
+			t = &msgTemplate{prompt: prompt}
+		} else {
+			c.put(k, t)
+		}
+		locate(m, prefix, span)
+	}
+	if m.Role != RoleAssistant && b.s.Task == "" {
+		b.s.Task = t.prompt
+	}
+	b.link(m)
+	return true
 }
 
 // ---- OpenAI Chat Completions bodies ----

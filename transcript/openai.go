@@ -421,30 +421,17 @@ func (r *chatReader) outPaths(path string, content json.RawMessage, pieces []str
 
 var miniBashBlockRe = regexp.MustCompile("(?s)```(?:bash|mswea_bash_command)[ \\t\\r]*\\n(.*?)\\n```")
 
+// assistant adds an assistant message: its tool_calls, else its deprecated
+// function_call, else (mini-swe-agent and SWE-agent sessions) the command its text
+// or action carries, which the next message's output answers.
 func (r *chatReader) assistant(path string, m chatMsg, text string) error {
 	r.pending = nil
 	msg := &Message{Role: RoleAssistant, Text: text}
-	tcs, ok := jsonscan.Array(m.ToolCalls)
-	if !ok {
-		return r.bad(jsonscan.Path(path, "tool_calls"), "not a list")
+	calls, err := r.toolCalls(path, m)
+	if err != nil {
+		return err
 	}
-	for k, tc := range tcs {
-		tpath := jsonscan.Path(path, "tool_calls", k)
-		obj, ok := jsonscan.Loose(tc)
-		if !ok {
-			return r.bad(tpath, "tool call is not a JSON object")
-		}
-		fn, ok := jsonscan.Loose(obj["function"])
-		if !ok {
-			return r.bad(jsonscan.Path(tpath, "function"), "missing or not an object")
-		}
-		name, ok := jsonscan.Text(fn["name"])
-		if !ok {
-			return r.bad(jsonscan.Path(tpath, "function", "name"), "missing or not a string")
-		}
-		id, _ := jsonscan.Text(obj["id"])
-		msg.Calls = append(msg.Calls, &ToolCall{ID: id, Name: name, Args: argsJSON(fn["arguments"])})
-	}
+	msg.Calls = calls
 	var fnCall *ToolCall
 	if len(msg.Calls) == 0 && jsonscan.Kind(m.FunctionCall) == '{' {
 		fn, _ := jsonscan.Loose(m.FunctionCall)
@@ -459,18 +446,7 @@ func (r *chatReader) assistant(path string, m chatMsg, text string) error {
 	var textCall *ToolCall
 	multi := false
 	if len(msg.Calls) == 0 {
-		switch r.mode {
-		case chatMini:
-			if blocks := miniBashBlockRe.FindAllStringSubmatch(text, -1); len(blocks) > 0 {
-				textCall = &ToolCall{Name: "bash", Args: commandArgs(blocks[0][1])}
-				multi = len(blocks) > 1
-			}
-		case chatSWE:
-			if action, _ := jsonscan.Text(m.Action); strings.TrimSpace(action) != "" {
-				textCall = &ToolCall{Name: sweCommandName(action), Args: commandArgs(action)}
-			}
-		}
-		if textCall != nil {
+		if textCall, multi = r.textCall(m, text); textCall != nil {
 			msg.Calls = append(msg.Calls, textCall)
 		}
 	}
@@ -485,6 +461,50 @@ func (r *chatReader) assistant(path string, m chatMsg, text string) error {
 		r.pending, r.multi = textCall, multi
 	}
 	return nil
+}
+
+// toolCalls reads the message's tool_calls (path: the message's JSON path).
+func (r *chatReader) toolCalls(path string, m chatMsg) ([]*ToolCall, error) {
+	tcs, ok := jsonscan.Array(m.ToolCalls)
+	if !ok {
+		return nil, r.bad(jsonscan.Path(path, "tool_calls"), "not a list")
+	}
+	var calls []*ToolCall
+	for k, tc := range tcs {
+		tpath := jsonscan.Path(path, "tool_calls", k)
+		obj, ok := jsonscan.Loose(tc)
+		if !ok {
+			return nil, r.bad(tpath, "tool call is not a JSON object")
+		}
+		fn, ok := jsonscan.Loose(obj["function"])
+		if !ok {
+			return nil, r.bad(jsonscan.Path(tpath, "function"), "missing or not an object")
+		}
+		name, ok := jsonscan.Text(fn["name"])
+		if !ok {
+			return nil, r.bad(jsonscan.Path(tpath, "function", "name"), "missing or not a string")
+		}
+		id, _ := jsonscan.Text(obj["id"])
+		calls = append(calls, &ToolCall{ID: id, Name: name, Args: argsJSON(fn["arguments"])})
+	}
+	return calls, nil
+}
+
+// textCall is the command an assistant message of a mini-swe-agent session (its
+// first bash block; multi when it has more) or of a SWE-agent session (its action)
+// carries in text; nil for other sessions.
+func (r *chatReader) textCall(m chatMsg, text string) (call *ToolCall, multi bool) {
+	switch r.mode {
+	case chatMini:
+		if blocks := miniBashBlockRe.FindAllStringSubmatch(text, -1); len(blocks) > 0 {
+			return &ToolCall{Name: "bash", Args: commandArgs(blocks[0][1])}, len(blocks) > 1
+		}
+	case chatSWE:
+		if action, _ := jsonscan.Text(m.Action); strings.TrimSpace(action) != "" {
+			return &ToolCall{Name: sweCommandName(action), Args: commandArgs(action)}, false
+		}
+	}
+	return nil, false
 }
 
 func (r *chatReader) toolResult(path string, m chatMsg, text string, paths []string, image bool) error {

@@ -188,6 +188,23 @@ func (r *responsesReader) item(name string, i int, raw json.RawMessage) *ParseEr
 	switch typ {
 	case "message":
 		return r.message(it, bad)
+	case "function_call", "custom_tool_call", "local_shell_call":
+		return r.call(typ, it, bad)
+	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
+		return r.output(name, path, typ, it, bad)
+	default:
+		// reasoning, web_search_call, item_reference, …: the model's own items
+		r.turn()
+	}
+	return nil
+}
+
+// call reads a function, custom-tool or local-shell call item into the current
+// assistant turn.
+func (r *responsesReader) call(typ string, it map[string]json.RawMessage, bad func(field, msg string) *ParseError) *ParseError {
+	str := func(k string) string { s, _ := jsonscan.Text(it[k]); return s }
+	var c *ToolCall
+	switch typ {
 	case "function_call":
 		callName, ok := jsonscan.Text(it["name"])
 		if !ok {
@@ -198,17 +215,15 @@ func (r *responsesReader) item(name string, i int, raw json.RawMessage) *ParseEr
 			// {type: namespace, name: mcp__<server>}): named as Codex names MCP tools
 			callName = ns + "__" + callName
 		}
-		m := r.turn()
-		m.Calls = append(m.Calls, &ToolCall{ID: str("call_id"), Name: callName, Args: argsJSON(it["arguments"])})
+		c = &ToolCall{ID: str("call_id"), Name: callName, Args: argsJSON(it["arguments"])}
 	case "custom_tool_call":
 		callName, ok := jsonscan.Text(it["name"])
 		if !ok {
 			return bad("name", "missing or not a string")
 		}
 		args, _ := json.Marshal(str("input"))
-		m := r.turn()
-		m.Calls = append(m.Calls, &ToolCall{ID: str("call_id"), Name: callName, Args: args})
-	case "local_shell_call":
+		c = &ToolCall{ID: str("call_id"), Name: callName, Args: args}
+	default: // local_shell_call
 		if jsonscan.Kind(it["action"]) != '{' {
 			return bad("action", "missing or not an object")
 		}
@@ -216,29 +231,32 @@ func (r *responsesReader) item(name string, i int, raw json.RawMessage) *ParseEr
 		if id == "" {
 			id = str("id")
 		}
-		m := r.turn()
-		m.Calls = append(m.Calls, &ToolCall{ID: id, Name: "local_shell", Args: argsJSON(it["action"])})
-	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
-		id, ok := jsonscan.Text(it["call_id"])
-		if !ok && typ == "local_shell_call_output" {
-			id, ok = jsonscan.Text(it["id"])
-		}
-		if !ok {
-			return bad("call_id", "missing or not a string")
-		}
-		o, pe := codexOutput(it["output"], jsonscan.Path(path, "output"))
-		if pe != nil {
-			pe.File = name
-			return pe
-		}
-		r.flush()
-		o.CallID = id
-		setLoc(o, 0, o.paths...)
-		r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
-	default:
-		// reasoning, web_search_call, item_reference, …: the model's own items
-		r.turn()
+		c = &ToolCall{ID: id, Name: "local_shell", Args: argsJSON(it["action"])}
 	}
+	m := r.turn()
+	m.Calls = append(m.Calls, c)
+	return nil
+}
+
+// output reads a call's output item (at JSON path path of file name) as a tool
+// message of its own.
+func (r *responsesReader) output(name, path, typ string, it map[string]json.RawMessage, bad func(field, msg string) *ParseError) *ParseError {
+	id, ok := jsonscan.Text(it["call_id"])
+	if !ok && typ == "local_shell_call_output" {
+		id, ok = jsonscan.Text(it["id"])
+	}
+	if !ok {
+		return bad("call_id", "missing or not a string")
+	}
+	o, pe := codexOutput(it["output"], jsonscan.Path(path, "output"))
+	if pe != nil {
+		pe.File = name
+		return pe
+	}
+	r.flush()
+	o.CallID = id
+	setLoc(o, 0, o.paths...)
+	r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}})
 	return nil
 }
 

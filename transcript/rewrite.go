@@ -57,12 +57,7 @@ func (s *Session) Rewrite(stubs map[string]string) ([]byte, error) {
 
 // rewrite is Rewrite without the cache: each output is patched in turn, in key order.
 func (s *Session) rewrite(stubs map[string]string) ([]byte, error) {
-	byKey := map[string]*ToolOutput{}
-	for _, m := range s.Messages {
-		for _, o := range m.Outputs {
-			byKey[o.Key] = o
-		}
-	}
+	byKey := s.outputsByKey(nil)
 	apiShape := s.Format == FormatAnthropic || s.Format == FormatClaudeCode
 	// An output located inside a message is patched in that message's bytes alone,
 	// spliced back into the unit below. An output located only in the unit is
@@ -78,37 +73,78 @@ func (s *Session) rewrite(stubs map[string]string) ([]byte, error) {
 		if o.unit == 0 || len(o.paths) == 0 {
 			return nil, fmt.Errorf("rewrite %s: output %q cannot be located in the source", s.Name, k)
 		}
-		u := o.unit - 1
-		whole, isWhole := patched[u]
+		var err error
+		_, isWhole := patched[o.unit-1]
 		if rel, ok := o.relPaths(); ok && !isWhole {
-			if elems[u] == nil {
-				elems[u] = map[int]*unitPatch{}
-			}
-			ep := elems[u][o.elem.start]
-			if ep == nil {
-				base := s.units[u].start
-				ep = &unitPatch{span: o.elem, b: s.raw[base+o.elem.start : base+o.elem.end]}
-				elems[u][o.elem.start] = ep
-			}
-			b, err := patchOutput(ep.b, rel, o.paths, stubs[k], apiShape)
-			if err != nil {
-				return nil, fmt.Errorf("rewrite %s: output %q%w", s.Name, k, err)
-			}
-			ep.b = b
-			continue
+			err = s.patchInMessage(elems, o, rel, stubs[k], apiShape)
+		} else {
+			err = s.patchInUnit(patched, elems, o, stubs[k], apiShape)
 		}
-		if !isWhole {
-			whole = s.unitBytes(u, elems[u])
-			delete(elems, u)
-		}
-		b, err := patchOutput(whole, o.paths, o.paths, stubs[k], apiShape)
 		if err != nil {
 			return nil, fmt.Errorf("rewrite %s: output %q%w", s.Name, k, err)
 		}
-		patched[u] = b
 	}
+	return s.splice(patched, elems, len(s.raw)/8), nil
+}
+
+// outputsByKey indexes the session's outputs by key: those stubs names, or every
+// one when stubs is nil.
+func (s *Session) outputsByKey(stubs map[string]string) map[string]*ToolOutput {
+	byKey := map[string]*ToolOutput{}
+	for _, m := range s.Messages {
+		for _, o := range m.Outputs {
+			if _, stubbed := stubs[o.Key]; stubbed || stubs == nil {
+				byKey[o.Key] = o
+			}
+		}
+	}
+	return byKey
+}
+
+// patchInMessage puts stub in for o in the bytes of o's message (rel: o's paths
+// relative to it), kept in elems.
+func (s *Session) patchInMessage(elems map[int]map[int]*unitPatch, o *ToolOutput, rel []string, stub string, apiShape bool) error {
+	u := o.unit - 1
+	if elems[u] == nil {
+		elems[u] = map[int]*unitPatch{}
+	}
+	ep := elems[u][o.elem.start]
+	if ep == nil {
+		base := s.units[u].start
+		ep = &unitPatch{span: o.elem, b: s.raw[base+o.elem.start : base+o.elem.end]}
+		elems[u][o.elem.start] = ep
+	}
+	b, err := patchOutput(ep.b, rel, o.paths, stub, apiShape)
+	if err != nil {
+		return err
+	}
+	ep.b = b
+	return nil
+}
+
+// patchInUnit puts stub in for o in the bytes of o's whole unit (the message patches
+// of that unit so far spliced in first, then dropped from elems), kept in patched.
+func (s *Session) patchInUnit(patched map[int][]byte, elems map[int]map[int]*unitPatch, o *ToolOutput, stub string, apiShape bool) error {
+	u := o.unit - 1
+	whole, isWhole := patched[u]
+	if !isWhole {
+		whole = s.unitBytes(u, elems[u])
+		delete(elems, u)
+	}
+	b, err := patchOutput(whole, o.paths, o.paths, stub, apiShape)
+	if err != nil {
+		return err
+	}
+	patched[u] = b
+	return nil
+}
+
+// splice is the session's bytes with each patched unit (patched: whole units;
+// elems: message patches within a unit) in place of the original; extra is room to
+// reserve beyond the original's length.
+func (s *Session) splice(patched map[int][]byte, elems map[int]map[int]*unitPatch, extra int) []byte {
 	var out bytes.Buffer
-	out.Grow(len(s.raw) + len(s.raw)/8)
+	out.Grow(len(s.raw) + extra)
 	pos := 0
 	for i, u := range s.units {
 		b, ok := patched[i]
@@ -124,7 +160,20 @@ func (s *Session) rewrite(stubs map[string]string) ([]byte, error) {
 		pos = u.end
 	}
 	out.Write(s.raw[pos:])
-	return out.Bytes(), nil
+	return out.Bytes()
+}
+
+// stubGroup is the stubs that go into one message: its unit, its span in the unit
+// and, per output, its paths relative to the message, its paths and its stub.
+type stubGroup struct {
+	unit   int
+	span   unit
+	pieces []stubPiece
+}
+
+type stubPiece struct {
+	rel, paths []string
+	stub       string
 }
 
 // rewriteCached is Rewrite through the session's MessageCache, for sessions whose
@@ -132,25 +181,32 @@ func (s *Session) rewrite(stubs map[string]string) ([]byte, error) {
 // rewrite that way or a patch fails: rewrite then does the work (and names the
 // error, as it would have).
 func (s *Session) rewriteCached(stubs map[string]string) (out []byte, ok bool) {
-	byKey := map[string]*ToolOutput{}
-	for _, m := range s.Messages {
-		for _, o := range m.Outputs {
-			if _, stubbed := stubs[o.Key]; stubbed {
-				byKey[o.Key] = o
-			}
+	groups, ok := s.stubGroups(stubs)
+	if !ok {
+		return nil, false
+	}
+	apiShape := s.Format == FormatAnthropic || s.Format == FormatClaudeCode
+	elems := map[int]map[int]*unitPatch{}
+	var spec []byte
+	for _, g := range groups {
+		var b []byte
+		if b, spec, ok = s.patchGroup(g, spec, apiShape); !ok {
+			return nil, false
 		}
+		if elems[g.unit] == nil {
+			elems[g.unit] = map[int]*unitPatch{}
+		}
+		elems[g.unit][g.span.start] = &unitPatch{span: g.span, b: b}
 	}
-	type piece struct {
-		rel, paths []string
-		stub       string
-	}
-	type group struct {
-		unit   int
-		span   unit
-		pieces []piece
-	}
-	var groups []*group
-	byElem := map[[2]int]*group{}
+	return s.splice(nil, elems, 0), true
+}
+
+// stubGroups groups the stubs by the message their output is in, in key order;
+// false when an output is missing or not located within its message.
+func (s *Session) stubGroups(stubs map[string]string) ([]*stubGroup, bool) {
+	byKey := s.outputsByKey(stubs)
+	var groups []*stubGroup
+	byElem := map[[2]int]*stubGroup{}
 	for _, k := range sortedKeys(stubs) {
 		o := byKey[k]
 		if o == nil || o.unit == 0 || len(o.paths) == 0 {
@@ -163,65 +219,49 @@ func (s *Session) rewriteCached(stubs map[string]string) (out []byte, ok bool) {
 		at := [2]int{o.unit - 1, o.elem.start}
 		g := byElem[at]
 		if g == nil {
-			g = &group{unit: o.unit - 1, span: o.elem}
+			g = &stubGroup{unit: o.unit - 1, span: o.elem}
 			byElem[at] = g
 			groups = append(groups, g)
 		}
-		g.pieces = append(g.pieces, piece{rel, o.paths, stubs[k]})
+		g.pieces = append(g.pieces, stubPiece{rel, o.paths, stubs[k]})
 	}
-	apiShape := s.Format == FormatAnthropic || s.Format == FormatClaudeCode
-	elems := map[int]map[int]*unitPatch{}
-	var spec []byte
-	for _, g := range groups {
-		base := s.units[g.unit].start
-		msg := s.raw[base+g.span.start : base+g.span.end]
-		spec = spec[:0]
-		if apiShape {
-			spec = append(spec, 'A')
-		}
-		for _, p := range g.pieces {
-			for _, r := range p.rel {
-				spec = append(spec, r...)
-				spec = append(spec, 0)
-			}
-			spec = append(spec, 1)
-			spec = append(spec, p.stub...)
-			spec = append(spec, 2)
-		}
-		k := patchKey(msg, spec)
-		var b []byte
-		if t := s.cache.get(k); t != nil {
-			b = t.patched
-		} else {
-			b = msg
-			for _, p := range g.pieces {
-				var err error
-				if b, err = patchOutput(b, p.rel, p.paths, p.stub, apiShape); err != nil {
-					return nil, false
-				}
-			}
-			t := &msgTemplate{patched: b}
-			t.size = templateBytes(t)
-			s.cache.put(k, t)
-		}
-		if elems[g.unit] == nil {
-			elems[g.unit] = map[int]*unitPatch{}
-		}
-		elems[g.unit][g.span.start] = &unitPatch{span: g.span, b: b}
+	return groups, true
+}
+
+// patchGroup returns g's message with its stubs in, from the cache when the same
+// message got the same stubs before (keyed by the message's bytes and spec, the
+// stubs' paths and texts, which it returns for reuse); false when a patch fails.
+func (s *Session) patchGroup(g *stubGroup, spec []byte, apiShape bool) ([]byte, []byte, bool) {
+	base := s.units[g.unit].start
+	msg := s.raw[base+g.span.start : base+g.span.end]
+	spec = spec[:0]
+	if apiShape {
+		spec = append(spec, 'A')
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(s.raw))
-	pos := 0
-	for i, u := range s.units {
-		if len(elems[i]) == 0 {
-			continue
+	for _, p := range g.pieces {
+		for _, r := range p.rel {
+			spec = append(spec, r...)
+			spec = append(spec, 0)
 		}
-		buf.Write(s.raw[pos:u.start])
-		s.writeUnit(&buf, i, elems[i])
-		pos = u.end
+		spec = append(spec, 1)
+		spec = append(spec, p.stub...)
+		spec = append(spec, 2)
 	}
-	buf.Write(s.raw[pos:])
-	return buf.Bytes(), true
+	k := patchKey(msg, spec)
+	if t := s.cache.get(k); t != nil {
+		return t.patched, spec, true
+	}
+	b := msg
+	for _, p := range g.pieces {
+		var err error
+		if b, err = patchOutput(b, p.rel, p.paths, p.stub, apiShape); err != nil {
+			return nil, spec, false
+		}
+	}
+	t := &msgTemplate{patched: b}
+	t.size = templateBytes(t)
+	s.cache.put(k, t)
+	return b, spec, true
 }
 
 // unitPatch is the patched bytes of the value at span (relative to its unit).

@@ -319,15 +319,7 @@ func splitO200k(s string, i int) int {
 	}
 	// 3: up to three digits.
 	if tokNumber(r) {
-		j := i + w
-		for k := 1; k < 3 && j < len(s); k++ {
-			r, w := runeAt(s, j)
-			if !tokNumber(r) {
-				break
-			}
-			j += w
-		}
-		return j
+		return digitsRun(s, i+w)
 	}
 	// 4: punctuation, after one optional space, and the line breaks and slashes after it.
 	j := i
@@ -340,10 +332,29 @@ func splitO200k(s string, i int) int {
 		}
 		return e
 	}
-	// 5, 6, 7: r is white space; the run ends at e, its last rune starts at last.
-	// 5 is \s*[\r\n]+ as the engine runs it: when the run holds a line break, the
-	// piece ends after the first run of \r and \n in it (the engine backtracks the
-	// \s* to the first break, not the last).
+	return spaceRun(s, i)
+}
+
+// digitsRun is the end of a piece of up to three digits whose first digit ends at
+// j (alternative 3 of splitO200k).
+func digitsRun(s string, j int) int {
+	for k := 1; k < 3 && j < len(s); k++ {
+		r, w := runeAt(s, j)
+		if !tokNumber(r) {
+			break
+		}
+		j += w
+	}
+	return j
+}
+
+// spaceRun is the end of the white-space piece at s[i] (alternatives 5, 6 and 7 of
+// splitO200k): the run ends at e, its last rune starts at last. 5 is \s*[\r\n]+ as
+// the engine runs it: when the run holds a line break, the piece ends after the
+// first run of \r and \n in it (the engine backtracks the \s* to the first break,
+// not the last); otherwise the run less its last rune, unless the run ends the text
+// or is one rune.
+func spaceRun(s string, i int) int {
 	e, last := i, i
 	for e < len(s) {
 		r, w := runeAt(s, e)
