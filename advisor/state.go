@@ -250,7 +250,7 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 	st.corpus.Add(o.Text)
 	st.touched = append(st.touched, os)
 	if c := o.Call; c != nil {
-		for _, p := range c.Paths {
+		for _, p := range os.paths { // the copies: a map assignment stores the key it is given
 			st.lastTouch[p] = o.Step
 			switch {
 			case o.Failed():
@@ -292,7 +292,7 @@ func (a *Advisor) indexReads(st *state, m *transcript.Message) {
 				st.touched = append(st.touched, prev)
 			}
 		case !o.Failed():
-			st.lastRead[c.Path] = st.byKey[o.Key]
+			st.lastRead[strings.Clone(c.Path)] = st.byKey[o.Key] // the map keeps the key it is given
 		}
 	}
 }
@@ -308,9 +308,11 @@ func (a *Advisor) newOut(st *state, m *transcript.Message, bi int, o *transcript
 	}
 	os.stubID = os.recallID
 	if c := o.Call; c != nil {
-		os.tool, os.summary = c.Name, c.Summary
-		os.paths = c.Paths
-		os.names = namesOf(c)
+		// Copies: in some formats a call's strings are pieces of a larger text (an
+		// SWE-agent action inside the model's output), which they would keep alive.
+		os.tool, os.summary = strings.Clone(c.Name), strings.Clone(c.Summary)
+		os.paths = cloneAll(c.Paths)
+		os.names = namesOf(os.paths, c.Command)
 		if orig := a.recalledBy(st, c); orig != nil {
 			// A recall's result holds the original of orig: its stub names the same
 			// recall id (DESIGN.md "Recall"), and it is protected for one back-off
@@ -352,16 +354,28 @@ func (a *Advisor) fixedProtection(o *outState, r transcript.Retention) string {
 
 // namesOf returns what the task or the agent's words would name a call's output by:
 // each path and its base name (at least 4 characters), and a shell call's command.
-func namesOf(c *transcript.ToolCall) []string {
+func namesOf(paths []string, command string) []string {
 	var out []string
-	for _, p := range c.Paths {
+	for _, p := range paths {
 		out = append(out, p)
 		if b := path.Base(p); b != p && len(b) >= 4 {
 			out = append(out, b)
 		}
 	}
-	if cmd := strings.TrimSpace(c.Command); len(cmd) >= 4 && len(c.Paths) == 0 {
-		out = append(out, cmd)
+	if cmd := strings.TrimSpace(command); len(cmd) >= 4 && len(paths) == 0 {
+		out = append(out, strings.Clone(cmd))
+	}
+	return out
+}
+
+// cloneAll copies every string of ss (nil for none).
+func cloneAll(ss []string) []string {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.Clone(s)
 	}
 	return out
 }

@@ -187,7 +187,7 @@ func TestTerms(t *testing.T) {
 	c := NewCorpus()
 	c.Add("alpha beta beta")
 	c.Add("beta gamma")
-	if c.Docs != 2 || c.DF["beta"] != 2 || c.DF["alpha"] != 1 || c.AvgLen() != 2.5 {
+	if c.Docs != 2 || c.DF("beta") != 2 || c.DF("alpha") != 1 || c.AvgLen() != 2.5 {
 		t.Errorf("corpus = %+v, avg %v", c, c.AvgLen())
 	}
 }

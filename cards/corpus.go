@@ -9,13 +9,30 @@ import (
 // advisor adds each output once, when it appears (DESIGN.md step 1), so scorers can
 // weigh terms by rarity (IDF) without rescanning the session.
 type Corpus struct {
-	Docs   int            // outputs added
-	DF     map[string]int // term -> number of outputs containing it
-	Tokens int            // total terms over all outputs added (for average length)
+	Docs   int // outputs added
+	Tokens int // total terms over all outputs added (for average length)
+	// df maps a term to the number of outputs containing it. The count is behind a
+	// pointer so that counting a term again never assigns to its map entry: Go's map
+	// assignment stores the key it is given, and a term is a piece of its output's
+	// text, so assigning would keep that whole output alive (what the proxy's memory
+	// showed: every output a term was last counted from, pinned).
+	df map[string]*int
 }
 
 // NewCorpus returns an empty corpus.
-func NewCorpus() *Corpus { return &Corpus{DF: map[string]int{}} }
+func NewCorpus() *Corpus { return &Corpus{df: map[string]*int{}} }
+
+// DF is the number of outputs added that contain term (0 for an unknown term or a
+// nil corpus).
+func (c *Corpus) DF(term string) int {
+	if c == nil {
+		return 0
+	}
+	if n := c.df[term]; n != nil {
+		return *n
+	}
+	return 0
+}
 
 // Add counts one output's text.
 func (c *Corpus) Add(text string) {
@@ -28,12 +45,11 @@ func (c *Corpus) Add(text string) {
 			continue
 		}
 		seen[t] = struct{}{}
-		if n, ok := c.DF[t]; ok {
-			c.DF[t] = n + 1
+		if n := c.df[t]; n != nil {
+			*n++
 		} else {
-			// A term may be a piece of text (Terms lowers only what needs it): a
-			// copy, so the corpus does not keep the whole output alive.
-			c.DF[strings.Clone(t)] = 1
+			n := 1
+			c.df[strings.Clone(t)] = &n // a copy: t is a piece of text
 		}
 	}
 }

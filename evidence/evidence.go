@@ -440,7 +440,9 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 				live = append(live, j)
 			}
 		}
-		t.reads[c.Path] = append(live, idx)
+		// A copy of the path: a map assignment stores the key it is given, and a
+		// path may be a piece of a larger text.
+		t.reads[strings.Clone(c.Path)] = append(live, idx)
 	}
 	h := cmdHash(c)
 	t.cmds[h] = idx

@@ -27,6 +27,7 @@ package rules
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -226,7 +227,7 @@ func (x *Index) file(p string) *fileState {
 	fs, ok := x.files[p]
 	if !ok {
 		fs = &fileState{}
-		x.files[p] = fs
+		x.files[strings.Clone(p)] = fs // p may be a piece of a larger text
 	}
 	return fs
 }

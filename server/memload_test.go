@@ -363,10 +363,10 @@ func liveHeap() int64 {
 
 // What the proxy keeps of a session between requests, the message cache off, is
 // the advisors' bookkeeping, not the outputs' texts: eight 200k-token sessions
-// (bigSession, 80 turns, 844 KB each) leave under 0.9 of their bodies' size on the
-// heap (0.77 measured: the cards' term corpus is half of it). A term kept as a
-// piece of an output's text keeps the whole text alive: with the corpus doing so,
-// it was 1.14.
+// (bigSession, 80 turns, 844 KB each) leave under 0.5 of their bodies' size on the
+// heap. A term kept as a piece of an output's text keeps the whole text alive: with
+// the corpus storing new terms so, it was 1.14; with it counting a known term by a
+// map assignment (which stores the key it is given: the new piece), 0.76.
 func TestProxyKeepsNoTexts(t *testing.T) {
 	env := newProxy(t, server.Options{Config: advisor.DefaultConfig(), Scorer: lexical.New(),
 		AnthropicUpstream: "http://upstream.invalid", Transport: &discardTransport{}, MessageCacheBytes: -1})
@@ -382,7 +382,8 @@ func TestProxyKeepsNoTexts(t *testing.T) {
 	held := liveHeap() - base
 	runtime.KeepAlive(env)
 	t.Logf("%d sessions of %d bytes: %d bytes held (%.2f of the bodies)", 8, total/8, held, float64(held)/float64(total))
-	if float64(held) > 0.9*float64(total) {
-		t.Errorf("the proxy holds %d bytes after %d bytes of bodies; want under 0.9 of them", held, total)
+	// 0.40 measured (the sessions' indexes: card terms, names, rules).
+	if float64(held) > 0.5*float64(total) {
+		t.Errorf("the proxy holds %d bytes after %d bytes of bodies; want under 0.5 of them", held, total)
 	}
 }

@@ -114,8 +114,8 @@ func (s *Scorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error
 	idf := make(map[string]float64, len(query))
 	for _, t := range query {
 		df := batchDF[t]
-		if b.Corpus != nil && b.Corpus.DF[t] > df {
-			df = b.Corpus.DF[t]
+		if c := b.Corpus.DF(t); c > df {
+			df = c
 		}
 		idf[t] = IDF(n, df)
 	}
@@ -219,7 +219,7 @@ func CardKeep(c cards.Card, query []string, corpus *cards.Corpus) float64 {
 	for _, t := range query {
 		df := 1
 		if corpus != nil {
-			df = max(corpus.DF[t], 1)
+			df = max(corpus.DF(t), 1)
 		}
 		idf[t] = IDF(n, df)
 	}
