@@ -90,7 +90,7 @@ func TestLoadChild(t *testing.T) {
 	var maxMem int64
 	fmt.Sscan(os.Getenv("PRUNEADVISOR_LOAD_MAX_MEMORY"), &maxMem)
 	if maxMem > 0 {
-		debug.SetMemoryLimit(maxMem) // as serve --max-memory does
+		debug.SetMemoryLimit(server.GoMemoryLimit(maxMem)) // as serve --max-memory does
 	}
 	srv, err := server.New(server.Options{
 		Config: advisor.DefaultConfig(), Scorer: lexical.New(), Store: db, Ledger: db,
@@ -385,5 +385,20 @@ func TestProxyKeepsNoTexts(t *testing.T) {
 	// 0.40 measured (the sessions' indexes: card terms, names, rules).
 	if float64(held) > 0.5*float64(total) {
 		t.Errorf("the proxy holds %d bytes after %d bytes of bodies; want under 0.5 of them", held, total)
+	}
+}
+
+// GoMemoryLimit leaves NonGoReserve to what the Go limit does not count, and never
+// less than half of the bound to the Go heap.
+func TestGoMemoryLimit(t *testing.T) {
+	for _, tc := range []struct{ max, want int64 }{
+		{384 << 20, 320 << 20},
+		{100 << 20, 50 << 20},
+		{128 << 20, 64 << 20},
+		{2 << 30, 2<<30 - 64<<20},
+	} {
+		if got := server.GoMemoryLimit(tc.max); got != tc.want {
+			t.Errorf("GoMemoryLimit(%d MiB) = %d MiB; want %d MiB", tc.max>>20, got>>20, tc.want>>20)
+		}
 	}
 }

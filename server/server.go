@@ -64,6 +64,13 @@ const (
 	// concurrency 24, peak under 400 MB of RSS (docs/PERFORMANCE.md, "The proxy under
 	// load").
 	DefaultMaxMemory = 384 << 20
+	// NonGoReserve is the part of MaxMemory the Go heap leaves to what the Go
+	// runtime's memory limit does not count (64 MiB): SQLite's page caches and
+	// statements, allocated in modernc.org/libc outside the Go heap, and the pages
+	// the runtime has freed but not yet returned. Measured at 45 to 60 MiB of RSS
+	// above the Go limit with 200 live 200k-token sessions (docs/PERFORMANCE.md,
+	// "Staying under --max-memory").
+	NonGoReserve = 64 << 20
 	// DefaultSessionIdle is how long a session's advisor state stays in memory
 	// without a request (1 hour, the longest prompt-cache TTL: past it the provider's
 	// cache is cold, a rewrite costs no cache write, and reading the session again
@@ -121,6 +128,13 @@ type Store interface {
 	RecordBatch(ctx context.Context, asks []advisor.AskRecord, decisions []advisor.DecisionRecord, steps []advisor.StepRecord) error
 }
 
+// GoMemoryLimit is the Go runtime's soft memory limit for a process meant to stay
+// under maxMemory bytes: maxMemory less NonGoReserve, and at least half of
+// maxMemory. serve sets it (debug.SetMemoryLimit); New sizes the message cache by it.
+func GoMemoryLimit(maxMemory int64) int64 {
+	return max(maxMemory-NonGoReserve, maxMemory/2)
+}
+
 // Options configure New. Store is required; every other field has a default.
 type Options struct {
 	// Config is the advisor configuration (validated by New); the zero value means
@@ -166,16 +180,16 @@ type Options struct {
 	// hashes and structs: transcript.MessageCache), the proxied request messages kept
 	// decoded from one request to the next (one cache shared by every session): a
 	// request whose history the proxy has seen costs reading its new messages, not
-	// the whole history. Zero means half of MaxMemory (of DefaultMaxMemory when
-	// MaxMemory is zero: 192 MiB, the decoded history of about 230 sessions of
-	// 200,000 tokens); negative turns the cache off.
+	// the whole history. Zero means half of GoMemoryLimit(MaxMemory) (of
+	// DefaultMaxMemory when MaxMemory is zero: 160 MiB, the decoded history of about
+	// 190 sessions of 200,000 tokens); negative turns the cache off.
 	MessageCacheBytes int64
 	// MaxMemory is the memory, in bytes, the process is meant to stay under: the
-	// serve command sets the Go runtime's soft memory limit to it
+	// serve command sets the Go runtime's soft memory limit to GoMemoryLimit of it
 	// (debug.SetMemoryLimit, serve --max-memory), so the collector works harder
 	// before the heap passes it; New itself changes no process-wide setting. Here it
-	// sizes the message cache: half of it (half of DefaultMaxMemory when zero)
-	// unless MessageCacheBytes is set.
+	// sizes the message cache: half of GoMemoryLimit(MaxMemory) (of
+	// DefaultMaxMemory when zero) unless MessageCacheBytes is set.
 	MaxMemory int64
 	// SessionIdle is how long (on the wall clock, not Clock) a session's advisor
 	// state stays in memory without a request; past it the next request of any session drops it (advisor.Forget;
@@ -283,7 +297,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if cacheBytes := opts.MessageCacheBytes; cacheBytes >= 0 {
 		if cacheBytes == 0 {
-			cacheBytes = cmp.Or(opts.MaxMemory, DefaultMaxMemory) / 2
+			cacheBytes = GoMemoryLimit(cmp.Or(opts.MaxMemory, DefaultMaxMemory)) / 2
 		}
 		s.msgCache = transcript.NewMessageCache(cacheBytes)
 	}

@@ -113,7 +113,7 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 		return usageError{fmt.Errorf("--max-memory %q: want a size of at least 64MiB, such as 384MiB or 1GB", f.maxMemory)}
 	}
 	if cmd.Flags().Changed("max-memory") || os.Getenv("GOMEMLIMIT") == "" {
-		prev := debug.SetMemoryLimit(int64(maxMemory))
+		prev := debug.SetMemoryLimit(server.GoMemoryLimit(int64(maxMemory)))
 		defer debug.SetMemoryLimit(prev) // commands also run inside tests, in one process
 	}
 	if f.maxAdvising < 0 {
