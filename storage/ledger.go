@@ -130,7 +130,7 @@ func (db *DB) LedgerSessions(ctx context.Context, sessionID string) ([]ledger.Se
 	}
 	where, args := conditions([]cond{{"session_id", sessionID}})
 	q := `WITH s AS (
-		SELECT session_id, min(id) AS first_id, max(id) AS last_id, count(*) AS n,
+		SELECT session_id, min(id) AS first_id, count(*) AS n,
 			count(CASE WHEN result = 'ok' THEN 1 END), count(CASE WHEN result = 'none' THEN 1 END),
 			count(CASE WHEN result = 'malformed' THEN 1 END), count(CASE WHEN result = 'error' THEN 1 END),
 			sum(input_tokens), sum(cache_read_tokens), sum(cache_write_5m_tokens), sum(cache_write_1h_tokens), sum(output_tokens),
@@ -142,9 +142,9 @@ func (db *DB) LedgerSessions(ctx context.Context, sessionID string) ([]ledger.Se
 	var out []ledger.Session
 	err := db.query(ctx, q, args, func(rows *sql.Rows) error {
 		var s ledger.Session
-		var firstID, lastID int64
+		var firstID int64
 		u := &s.Usage
-		if err := rows.Scan(&s.SessionID, &firstID, &lastID, &s.Requests,
+		if err := rows.Scan(&s.SessionID, &firstID, &s.Requests,
 			&s.WithUsage, &s.NoUsage, &s.Malformed, &s.UpstreamErrors,
 			&u.Input, &u.CacheRead, &u.CacheWrite5m, &u.CacheWrite1h, &u.Output,
 			&s.PaidUSD, &s.KeepAllUSD, &s.RemovedTokens,
