@@ -11,16 +11,17 @@ import (
 type Corpus struct {
 	Docs   int // outputs added
 	Tokens int // total terms over all outputs added (for average length)
-	// df maps a term to the number of outputs containing it. The count is behind a
-	// pointer so that counting a term again never assigns to its map entry: Go's map
-	// assignment stores the key it is given, and a term is a piece of its output's
-	// text, so assigning would keep that whole output alive (what the proxy's memory
-	// showed: every output a term was last counted from, pinned).
-	df map[string]*int
+	// terms maps a term to its index in df, the number of outputs containing it.
+	// Counting a term again changes df, never the map: Go's map assignment stores
+	// the key it is given, and a term is a piece of its output's text, so assigning
+	// would keep that whole output alive (what the proxy's memory showed: every
+	// output a term was last counted from, pinned).
+	terms map[string]int32
+	df    []int
 }
 
 // NewCorpus returns an empty corpus.
-func NewCorpus() *Corpus { return &Corpus{df: map[string]*int{}} }
+func NewCorpus() *Corpus { return &Corpus{terms: map[string]int32{}} }
 
 // DF is the number of outputs added that contain term (0 for an unknown term or a
 // nil corpus).
@@ -28,8 +29,8 @@ func (c *Corpus) DF(term string) int {
 	if c == nil {
 		return 0
 	}
-	if n := c.df[term]; n != nil {
-		return *n
+	if i, ok := c.terms[term]; ok {
+		return c.df[i]
 	}
 	return 0
 }
@@ -45,11 +46,11 @@ func (c *Corpus) Add(text string) {
 			continue
 		}
 		seen[t] = struct{}{}
-		if n := c.df[t]; n != nil {
-			*n++
+		if i, ok := c.terms[t]; ok {
+			c.df[i]++
 		} else {
-			n := 1
-			c.df[strings.Clone(t)] = &n // a copy: t is a piece of text
+			c.terms[strings.Clone(t)] = int32(len(c.df)) // a copy: t is a piece of text
+			c.df = append(c.df, 1)
 		}
 	}
 }

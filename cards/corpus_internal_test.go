@@ -18,7 +18,7 @@ func TestCorpusKeepsNoText(t *testing.T) {
 	for _, text := range texts {
 		c.Add(text)
 	}
-	for term := range c.df {
+	for term := range c.terms {
 		p := uintptr(unsafe.Pointer(unsafe.StringData(term)))
 		for i, text := range texts {
 			lo := uintptr(unsafe.Pointer(unsafe.StringData(text)))
