@@ -61,8 +61,7 @@ const DefaultMessageCacheBytes = 256 << 20
 // busy the main part is.
 type MessageCache struct {
 	mu      sync.Mutex
-	max     int64 // bytes: both segments and the sketch
-	window  cacheSegment
+	window  cacheSegment // with main and the sketch, at most the bound
 	main    cacheSegment
 	entries map[bodyKey]*list.Element // of *cacheEntry, in window or main
 	freq    *freqSketch
@@ -108,7 +107,7 @@ func NewMessageCache(maxBytes int64) *MessageCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMessageCacheBytes
 	}
-	c := &MessageCache{max: maxBytes, entries: map[bodyKey]*list.Element{}, freq: newFreqSketch(maxBytes), rand: 0x9e3779b97f4a7c15}
+	c := &MessageCache{entries: map[bodyKey]*list.Element{}, freq: newFreqSketch(maxBytes), rand: 0x9e3779b97f4a7c15}
 	room := max(maxBytes-c.freq.size(), 0)
 	c.window = cacheSegment{list: list.New(), max: int64(float64(room) * windowShare)}
 	c.main = cacheSegment{list: list.New(), max: room - c.window.max}
@@ -118,7 +117,7 @@ func NewMessageCache(maxBytes int64) *MessageCache {
 // MessageCacheStats are a MessageCache's counters.
 type MessageCacheStats struct {
 	Hits, Misses int64 // messages (and checked values) found, and decoded afresh, since the cache was made
-	Rejected     int64 // entries the main part did not admit: asked for no more often than the one they would evict
+	Rejected     int64 // entries the main part did not admit: asked for at most once more often than the one they would evict, and not winning the tie (admit)
 	Entries      int   // entries held now
 	Bytes        int64 // what they hold, in bytes (templateBytes: decoded texts, hashes and structs), the frequency sketch included
 }
