@@ -110,8 +110,13 @@ func (d *discardTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // advisor configuration (200,000-token window, budget 100,000, K = 3) and the
 // noise-test scorer, forwarding into a discardTransport.
 func benchProxy(b *testing.B) (*server.Server, *discardTransport) {
+	return benchProxyWith(b, advisor.DefaultConfig())
+}
+
+// benchProxyWith is benchProxy with the advisor configuration cfg.
+func benchProxyWith(b *testing.B, cfg advisor.Config) (*server.Server, *discardTransport) {
 	up := &discardTransport{}
-	opts := server.Options{Config: advisor.DefaultConfig(), AnthropicUpstream: "http://upstream.invalid", Transport: up}
+	opts := server.Options{Config: cfg, AnthropicUpstream: "http://upstream.invalid", Transport: up}
 	if os.Getenv("PRUNEADVISOR_BENCH_POSTGRES") == "1" {
 		dsn := pgtest.URL(b)
 		db, err := storage.Open(context.Background(), dsn)
@@ -211,6 +216,10 @@ func init() { coldSessions.Store(5000) }
 //     in four applies new prunes (a rewrite: each pruned original and its stub are
 //     committed to SQLite before the request goes on); rw-p50-ms and rw-p99-ms are
 //     over those requests, plain-p50-ms and plain-p99-ms over the others.
+//   - steady-rewrites: steady with Config.PriceForced off, so that a rewrite forced by
+//     the budget goes without waiting until it pays: with the default (on), these
+//     20-request sessions apply no rewrite after their first request (rewrites/op 0),
+//     and this is the run that measures requests applying one.
 //   - cold: the first request of a session never seen before (every text unknown
 //     to the token-count cache; the cache of o200k pieces keeps what earlier
 //     requests left, as in a proxy that has been serving).
@@ -220,52 +229,11 @@ func init() { coldSessions.Store(5000) }
 // same upstream transport (bareProxy): bare-p50-ms and bare-p99-ms are its
 // percentiles, added-p50-ms and added-p99-ms the proxy's percentiles minus them.
 func BenchmarkProxy200k(b *testing.B) {
-	b.Run("steady", func(b *testing.B) {
-		srv, up := benchProxy(b)
-		h := srv.Handler()
-		perSession := 20
-		if v := os.Getenv("PA_PER_SESSION"); v != "" {
-			fmt.Sscan(v, &perSession)
-		}
-		bare := bareProxy(up)
-		var lat, plain, rw, bareLat []time.Duration
-		var sess *bigSession
-		var id string
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			if i%perSession == 0 {
-				sess = &bigSession{s: 1000 + i/perSession}
-				id = fmt.Sprintf("steady-%d", i/perSession)
-				send(b, h, id, sess.body(bigTurns))
-			}
-			body := sess.body(bigTurns + 1 + i%perSession)
-			up.keep = false
-			bareLat = append(bareLat, send(b, bare, id, body))
-			up.keep = i == 0
-			before := rewrites(b, srv)
-			b.StartTimer()
-			d := send(b, h, id, body)
-			lat = append(lat, d)
-			b.StopTimer()
-			if rewrites(b, srv) > before {
-				rw = append(rw, d)
-			} else {
-				plain = append(plain, d)
-			}
-			b.StartTimer()
-			if i == 0 {
-				b.StopTimer()
-				if n := bytes.Count(up.last, []byte("[pruned: Read /src/")); n < 30 {
-					b.Fatalf("%d stubs in the forwarded body; want about 40", n)
-				}
-				b.StartTimer()
-			}
-		}
-		reportLatency(b, "", lat)
-		reportLatency(b, "plain-", plain)
-		reportLatency(b, "rw-", rw)
-		reportAdded(b, lat, bareLat)
-		b.ReportMetric(float64(len(rw))/float64(len(lat)), "rewrites/op")
+	b.Run("steady", func(b *testing.B) { benchSteady(b, advisor.DefaultConfig()) })
+	b.Run("steady-rewrites", func(b *testing.B) {
+		cfg := advisor.DefaultConfig()
+		cfg.PriceForced = false
+		benchSteady(b, cfg)
 	})
 	b.Run("cold", func(b *testing.B) {
 		srv, up := benchProxy(b)
@@ -283,4 +251,54 @@ func BenchmarkProxy200k(b *testing.B) {
 		reportLatency(b, "", lat)
 		reportAdded(b, lat, bareLat)
 	})
+}
+
+// benchSteady is BenchmarkProxy200k/steady on a proxy with the advisor
+// configuration cfg.
+func benchSteady(b *testing.B, cfg advisor.Config) {
+	srv, up := benchProxyWith(b, cfg)
+	h := srv.Handler()
+	perSession := 20
+	if v := os.Getenv("PA_PER_SESSION"); v != "" {
+		fmt.Sscan(v, &perSession)
+	}
+	bare := bareProxy(up)
+	var lat, plain, rw, bareLat []time.Duration
+	var sess *bigSession
+	var id string
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if i%perSession == 0 {
+			sess = &bigSession{s: 1000 + i/perSession}
+			id = fmt.Sprintf("steady-%d", i/perSession)
+			send(b, h, id, sess.body(bigTurns))
+		}
+		body := sess.body(bigTurns + 1 + i%perSession)
+		up.keep = false
+		bareLat = append(bareLat, send(b, bare, id, body))
+		up.keep = i == 0
+		before := rewrites(b, srv)
+		b.StartTimer()
+		d := send(b, h, id, body)
+		lat = append(lat, d)
+		b.StopTimer()
+		if rewrites(b, srv) > before {
+			rw = append(rw, d)
+		} else {
+			plain = append(plain, d)
+		}
+		b.StartTimer()
+		if i == 0 {
+			b.StopTimer()
+			if n := bytes.Count(up.last, []byte("[pruned: Read /src/")); n < 30 {
+				b.Fatalf("%d stubs in the forwarded body; want about 40", n)
+			}
+			b.StartTimer()
+		}
+	}
+	reportLatency(b, "", lat)
+	reportLatency(b, "plain-", plain)
+	reportLatency(b, "rw-", rw)
+	reportAdded(b, lat, bareLat)
+	b.ReportMetric(float64(len(rw))/float64(len(lat)), "rewrites/op")
 }
