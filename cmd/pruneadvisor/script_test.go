@@ -17,10 +17,12 @@ import (
 var updateScripts = flag.Bool("update-scripts", false, "rewrite testscript golden files in place")
 
 // TestMain lets testscript run this test binary as the pruneadvisor command
-// (`exec pruneadvisor ...` in scripts).
+// (`exec pruneadvisor ...` in scripts), and as the fake agent of wrap's tests
+// (fakeAgentMain, wrap_test.go).
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"pruneadvisor": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		fakeAgentName:  fakeAgentMain,
 	})
 }
 

@@ -218,7 +218,7 @@ func startProxy(ctx context.Context, e *env, f *wrapFlags) (string, func(), erro
 		openai = strings.TrimSuffix(strings.TrimRight(os.Getenv("OPENAI_BASE_URL"), "/"), "/v1")
 	}
 	srv, err := server.New(server.Options{
-		Config: cfg, Scorer: scorer, Store: store, RecallSecret: secret,
+		Config: cfg, Scorer: scorer, Store: store, Ledger: store, RecallSecret: secret,
 		AnthropicUpstream: firstNonEmpty(f.anthropic, os.Getenv("ANTHROPIC_BASE_URL")),
 		OpenAIUpstream:    openai,
 		GeminiUpstream:    firstNonEmpty(f.gemini, os.Getenv("GOOGLE_GEMINI_BASE_URL")),

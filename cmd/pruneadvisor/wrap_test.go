@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -132,5 +136,97 @@ func TestWrapDryRun(t *testing.T) {
 		if !strings.HasSuffix(strings.TrimSpace(stdout), "-p hi") {
 			t.Errorf("%s: the agent's arguments do not come last:\n%s", name, stdout)
 		}
+	}
+}
+
+// fakeAgentName is the name under which the test binary runs as a fake agent
+// (TestMain): fakeAgentMain.
+const fakeAgentName = "pruneadvisor-fake-agent"
+
+// fakeAgentMain is a fake Claude Code: it sends one Anthropic Messages request to
+// $ANTHROPIC_BASE_URL with the headers of $ANTHROPIC_CUSTOM_HEADERS and the session
+// header X-Pruneadvisor-Session: wrapped, and exits 0 when the answer is 200, else 9.
+func fakeAgentMain() {
+	base := os.Getenv("ANTHROPIC_BASE_URL")
+	body := `{"model":"claude-test","max_tokens":10,"messages":[{"role":"user","content":"fix the test"}]}`
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/messages", strings.NewReader(body))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake agent:", err)
+		os.Exit(9)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", "sk-ant-test")
+	req.Header.Set("X-Pruneadvisor-Session", "wrapped")
+	for _, line := range strings.Split(os.Getenv("ANTHROPIC_CUSTOM_HEADERS"), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake agent:", err)
+		os.Exit(9)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintln(os.Stderr, "fake agent:", resp.Status)
+		os.Exit(9)
+	}
+}
+
+// The proxy wrap starts records the ledger like serve's: `ledger` on wrap's --db
+// shows the wrapped agent's request with the usage the upstream reported.
+func TestWrapRecordsLedger(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test",`+
+			`"content":[{"type":"text","text":"done"}],"stop_reason":"end_turn",`+
+			`"usage":{"input_tokens":1234,"output_tokens":56,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}`)
+	}))
+	defer upstream.Close()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(bin, fakeAgentName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\nexec "+fakeAgentName+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	t.Setenv("ANTHROPIC_BASE_URL", upstream.URL) // the upstream of the proxy wrap starts
+	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "")
+	db := filepath.Join(t.TempDir(), "pa.db")
+	code, _, stderr := runWrapCmd(t, "--scorer", "none", "--db", db, "claude", "--", "-p", "fix the test")
+	if code != 0 {
+		t.Fatalf("exit %d; want the agent's 0 (stderr %q)", code, stderr)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"ledger", "--db", db, "--json"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("ledger: exit %d: %s", code, errb.String())
+	}
+	var rep struct {
+		Sessions []struct {
+			SessionID string `json:"session_id"`
+			Requests  int    `json:"requests"`
+			WithUsage int    `json:"with_usage"`
+			Usage     struct {
+				Input  int `json:"input_tokens"`
+				Output int `json:"output_tokens"`
+			} `json:"usage"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("ledger --json: %v\n%s", err, out.String())
+	}
+	if len(rep.Sessions) != 1 {
+		t.Fatalf("ledger sessions %+v; want the wrapped agent's one", rep.Sessions)
+	}
+	s := rep.Sessions[0]
+	if s.SessionID != "wrapped" || s.Requests != 1 || s.WithUsage != 1 || s.Usage.Input != 1234 || s.Usage.Output != 56 {
+		t.Errorf("ledger session %+v; want wrapped, 1 request with usage 1234 in, 56 out", s)
 	}
 }
