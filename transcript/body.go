@@ -68,6 +68,14 @@ type MessageCache struct {
 	rand    uint64 // tieWins' state
 
 	hits, misses, rejected atomic.Int64
+
+	// The body memory (bodymemo.go), under mu: the memories by head, in LRU
+	// order (most recent first), and what they hold against memoMax.
+	memos     map[uint64][]*bodyMemo
+	memoLRU   *list.List
+	memoBytes int64
+	memoMax   int64
+	mainRoom  int64 // the main part's bound with no memory held: main.max is mainRoom - memoBytes
 }
 
 // tieOdds is how rarely an entry leaving the window wins against the main part's
@@ -109,8 +117,10 @@ func NewMessageCache(maxBytes int64) *MessageCache {
 	}
 	c := &MessageCache{entries: map[bodyKey]*list.Element{}, freq: newFreqSketch(maxBytes), rand: 0x9e3779b97f4a7c15}
 	room := max(maxBytes-c.freq.size(), 0)
+	c.memos, c.memoLRU, c.memoMax = map[uint64][]*bodyMemo{}, list.New(), int64(float64(room)*memoShare)
 	c.window = cacheSegment{list: list.New(), max: int64(float64(room) * windowShare)}
-	c.main = cacheSegment{list: list.New(), max: room - c.window.max}
+	c.mainRoom = room - c.window.max
+	c.main = cacheSegment{list: list.New(), max: c.mainRoom}
 	return c
 }
 
@@ -119,7 +129,12 @@ type MessageCacheStats struct {
 	Hits, Misses int64 // messages (and checked values) found, and decoded afresh, since the cache was made
 	Rejected     int64 // entries the main part did not admit: asked for at most once more often than the one they would evict, and not winning the tie (admit)
 	Entries      int   // entries held now
-	Bytes        int64 // what they hold, in bytes (templateBytes: decoded texts, hashes and structs), the frequency sketch included
+	Bytes        int64 // what they hold, in bytes (templateBytes: decoded texts, hashes and structs), the frequency sketch and the body memory included
+	// Conversations is how many conversations' previous bodies the body memory holds
+	// (bodymemo.go), MemoBytes what they hold (copies of the bodies, spans, keys and
+	// patched messages; at most memoShare of the bound).
+	Conversations int
+	MemoBytes     int64
 }
 
 // Stats returns the cache's counters.
@@ -128,7 +143,8 @@ func (c *MessageCache) Stats() MessageCacheStats {
 	defer c.mu.Unlock()
 	return MessageCacheStats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Rejected: c.rejected.Load(),
-		Entries: len(c.entries), Bytes: c.window.bytes + c.main.bytes + c.freq.size(),
+		Entries: len(c.entries), Bytes: c.window.bytes + c.main.bytes + c.freq.size() + c.memoBytes,
+		Conversations: c.memoLRU.Len(), MemoBytes: c.memoBytes,
 	}
 }
 
@@ -281,11 +297,14 @@ func (c *MessageCache) segment(e *cacheEntry) *cacheSegment {
 // part's admission (admit); an entry larger than the window goes to admission at
 // once.
 func (c *MessageCache) put(k bodyKey, t *msgTemplate) {
-	if c == nil || t.size > c.main.max {
+	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if t.size > c.main.max {
+		return
+	}
 	if _, ok := c.entries[k]; ok {
 		return
 	}
@@ -488,22 +507,85 @@ func scanMessages(data []byte, c *MessageCache, skip func([]byte, int) int) (sta
 // ---- Anthropic Messages bodies ----
 
 // readAnthropicBody is readAnthropic's fast path; ok is false when the full path
-// must read the body.
+// must read the body. With a cache it first looks for the conversation's previous
+// body in the cache's body memory (see bodymemo.go) and records this one there.
 func readAnthropicBody(name string, data []byte, opts Options) (*Session, bool) {
 	c := opts.Cache
-	start, end, parts, elems, ok := scanMessages(data, c, jsonscan.SkipBlank)
-	if !ok {
+	sc, head, memo := scanAnthropicBody(data, c)
+	if sc == nil {
 		return nil, false
 	}
-	b := newBuilder(FormatAnthropic, name, data)
-	u := b.addUnit(start, end)
-	if sys := data[parts.system.Start:parts.system.End]; parts.system.End > 0 && !jsonscan.Null(sys) {
-		if !anthropicSystem(b, c, sys) {
-			return nil, false
+	s, ok := buildAnthropicBody(name, data, c, sc)
+	if !ok {
+		c.returnMemo(sc.memo)
+		return nil, false
+	}
+	if memo {
+		s.memo = c.remember(head, data, sc)
+	}
+	s.cache = c
+	return s, true
+}
+
+// scanAnthropicBody finds the parts of the body data: from the body memory when it
+// holds the conversation's previous body (sc.memo, locked, is then set), else by the
+// fast path's scan. memo reports whether the body can be remembered (under head);
+// sc is nil when the full path must read the body.
+func scanAnthropicBody(data []byte, c *MessageCache) (sc *bodyScan, head uint64, memo bool) {
+	var m *bodyMemo
+	p := 0
+	if c != nil {
+		if head, memo = anthropicHead(data); memo {
+			m, p = c.checkoutMemo(head, data)
 		}
 	}
-	for i, el := range elems {
-		if !anthropicMessage(b, c, data[el.Start:el.End], "messages."+strconv.Itoa(i), unit{el.Start - start, el.End - start}, u) {
+	if m != nil {
+		if sc, ok := scanFromMemo(data, m, p); ok {
+			return &sc, head, true
+		}
+	}
+	start, end, parts, elems, ok := scanMessages(data, c, jsonscan.SkipBlank)
+	if !ok {
+		c.returnMemo(m)
+		return nil, 0, false
+	}
+	sc = &bodyScan{start: start, end: end, parts: parts, elems: elems, memo: m, prefixLen: p}
+	if m != nil {
+		for sc.kept < min(len(m.elems), len(elems)) && m.elems[sc.kept].span.End <= p {
+			sc.kept++
+		}
+	}
+	return sc, head, memo
+}
+
+// buildAnthropicBody decodes (or takes from c) the system value and the messages sc
+// found in data and links them into a session, completing sc.keys; false when the
+// full path must read the body.
+func buildAnthropicBody(name string, data []byte, c *MessageCache, sc *bodyScan) (*Session, bool) {
+	b := newBuilder(FormatAnthropic, name, data)
+	u := b.addUnit(sc.start, sc.end)
+	if sys := data[sc.parts.system.Start:sc.parts.system.End]; sc.parts.system.End > 0 && !jsonscan.Null(sys) {
+		k, ok := anthropicSystem(b, c, sys, sc.sysKey)
+		if !ok {
+			return nil, false
+		}
+		sc.sysKey = k
+	}
+	known := make([]*msgTemplate, len(sc.keys))
+	if len(known) > 0 {
+		c.getMany(sc.keys, known)
+	}
+	for i, el := range sc.elems {
+		raw := data[el.Start:el.End]
+		var t *msgTemplate
+		if i < len(known) {
+			t = known[i]
+		} else {
+			k := keyOf(kindAnthropicMessage, raw)
+			sc.keys = append(sc.keys, k)
+			t = c.get(k)
+		}
+		if !anthropicMessage(b, c, raw, sc.keys[i], t, msgPrefix(sc.memo, i), unit{el.Start - sc.start, el.End - sc.start}, u) {
 			return nil, false
 		}
 	}
@@ -511,22 +593,24 @@ func readAnthropicBody(name string, data []byte, opts Options) (*Session, bool) 
 	if err != nil {
 		return nil, false
 	}
-	s.cache = c
 	return s, true
 }
 
 // anthropicSystem links the body's system value (its text blocks joined) into b,
-// from c when it was read before; false when the full path must read the body.
-func anthropicSystem(b *builder, c *MessageCache, sys []byte) bool {
-	k := keyOf(kindAnthropicSystem, sys)
+// from c when it was read before (k: its key, when known; computed when k.kind is
+// 0), and returns the key; false when the full path must read the body.
+func anthropicSystem(b *builder, c *MessageCache, sys []byte, k bodyKey) (bodyKey, bool) {
+	if k.kind == 0 {
+		k = keyOf(kindAnthropicSystem, sys)
+	}
 	t := c.get(k)
 	if t == nil {
 		if !json.Valid(sys) {
-			return false
+			return k, false
 		}
 		blocks, err := apiDecodeContent(sys, "system")
 		if err != nil {
-			return false
+			return k, false
 		}
 		var m *Message
 		if txt := systemText(blocks); txt != "" {
@@ -539,16 +623,14 @@ func anthropicSystem(b *builder, c *MessageCache, sys []byte) bool {
 	if t.msg != nil {
 		b.link(t.instance("system", unit{}))
 	}
-	return true
+	return k, true
 }
 
 // anthropicMessage links the message raw (at path prefix, span within unit u) into
-// b: a copy of its cached reading when c read the same bytes before, else decoded,
-// measured and cached; the first non-assistant prompt becomes the task. False when
-// the full path must read the body.
-func anthropicMessage(b *builder, c *MessageCache, raw []byte, prefix string, span unit, u int) bool {
-	k := keyOf(kindAnthropicMessage, raw)
-	t := c.get(k)
+// b: a copy of t, its cached reading under key k, when c read the same bytes
+// before (t not nil), else decoded, measured and cached; the first non-assistant
+// prompt becomes the task. False when the full path must read the body.
+func anthropicMessage(b *builder, c *MessageCache, raw []byte, k bodyKey, t *msgTemplate, prefix string, span unit, u int) bool {
 	var m *Message
 	if t != nil {
 		m = t.instance(prefix, span)

@@ -211,6 +211,10 @@ type Session struct {
 	// cache is the MessageCache the session was read with (request bodies), where
 	// Rewrite keeps patched messages; nil when none.
 	cache *MessageCache
+	// memo is the body memory the session's body was recorded in (request bodies
+	// read with a cache), where Rewrite finds the stubs the previous body got; nil
+	// when none.
+	memo *memoRef
 }
 
 // ReleaseBytes drops the session's original bytes, which only Rewrite needs: a
@@ -218,7 +222,7 @@ type Session struct {
 // file of hundreds of megabytes) then keeps no copy of the file beside them.
 // Rewrite fails with ErrReleased afterwards; everything else is unchanged.
 func (s *Session) ReleaseBytes() {
-	s.raw, s.units, s.released = nil, nil, true
+	s.raw, s.units, s.released, s.memo = nil, nil, true, nil
 }
 
 // unit is one JSON value inside Session.raw: a line of a JSONL file, one of two

@@ -244,6 +244,26 @@ func ScanArray(data []byte, i int) (elems []Span, end int, ok bool) {
 	return elems, end, true
 }
 
+// ScanArrayRest continues ScanArray after an element of an array that ends at
+// data[i]: it returns the spans of the elements after it and the index after the
+// array, checking the bytes between them; ok is false when they are malformed.
+// Elements are not checked.
+func ScanArrayRest(data []byte, i int) (elems []Span, end int, ok bool) {
+	j, more, ok := after(data, i, ']')
+	for ok && more {
+		ve := SkipValue(data, j)
+		if ve < 0 {
+			return nil, 0, false
+		}
+		elems = append(elems, Span{j, ve})
+		j, more, ok = after(data, ve, ']')
+	}
+	if !ok {
+		return nil, 0, false
+	}
+	return elems, j, true
+}
+
 // Line returns the 1-based line of byte offset off in data (clamped to data).
 func Line(data []byte, off int) int {
 	off = min(max(off, 0), len(data))

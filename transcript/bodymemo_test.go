@@ -1,0 +1,208 @@
+package transcript
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// memoCheck reads prev and then next through one cache (so next meets prev's
+// memory) and checks that next reads, fails and rewrites exactly as it does read
+// afresh (no cache); it returns the session read through the cache (nil on error).
+func memoCheck(t *testing.T, c *MessageCache, prev, next []byte) *Session {
+	t.Helper()
+	if prev != nil {
+		_, _ = Read("body", prev, Options{Format: FormatAnthropic, Cache: c})
+	}
+	want, wantErr := Read("body", next, Options{Format: FormatAnthropic})
+	got, err := Read("body", next, Options{Format: FormatAnthropic, Cache: c})
+	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+		t.Fatalf("error %v; read afresh %v", err, wantErr)
+	}
+	if wantErr != nil {
+		return nil
+	}
+	if d := bodyDiff(want, got); d != "" {
+		t.Fatalf("session differs (-fresh +memory):\n%s", d)
+	}
+	for _, rw := range bodyRewrites(want) {
+		for range 2 { // the second time from the memory's patches
+			out, err := got.Rewrite(rw.stubs)
+			if fmt.Sprint(err) != fmt.Sprint(rw.err) {
+				t.Fatalf("Rewrite errors differ: fresh %v, memory %v", rw.err, err)
+			}
+			if !bytes.Equal(out, rw.out) {
+				t.Fatalf("Rewrite (%d stubs) differs:\nfresh  %s\nmemory %s", len(rw.stubs), clipBytes(rw.out), clipBytes(out))
+			}
+		}
+	}
+	return got
+}
+
+// reused is how many messages the session took from a body memory, -1 when it was
+// not recorded in one.
+func reused(s *Session) int {
+	if s == nil || s.memo == nil {
+		return -1
+	}
+	return s.memo.reused
+}
+
+// The body memory reads the next body of a conversation as a fresh read does
+// whatever changed between the two: the usual next turn, a resend, a moved
+// cache_control marker, an edited or shortened history, a change after the
+// messages, another conversation with the same first message, broken JSON; and it
+// takes the unchanged messages from the memory where it should.
+func TestBodyMemoMatchesFresh(t *testing.T) {
+	base := bodyHistory(6, nil)
+	replace := func(b []byte, old, new string) []byte {
+		t.Helper()
+		if !bytes.Contains(b, []byte(old)) {
+			t.Fatalf("%q not in the body", old)
+		}
+		return bytes.Replace(b, []byte(old), []byte(new), 1)
+	}
+	other := bodyHistory(6, func(k int) string { return fmt.Sprintf("another conversation's output %d\n", k) + strings.Repeat("x", 300) })
+	tests := []struct {
+		name       string
+		prev, next []byte
+		reused     int // messages taken from the memory (the system value is not one); -1 when the session is not recorded in one
+	}{
+		{"next turn", base, bodyHistory(7, nil), 12},
+		{"resent", base, base, 13},
+		{"first read", nil, base, 0},
+		{"moved cache_control", base, replace(replace(base, `,"cache_control":{"type":"ephemeral"}}]}]`, `}]}]`), `"text":"Step 2."}`, `"text":"Step 2.","cache_control":{"type":"ephemeral"}}`), 3},
+		{"edited earlier message", base, replace(base, "line of output 4\\n", "line of output 4!\\n"), 8},
+		{"edited first message", base, replace(base, "Fix the bug.", "Fix the bug!"), 0},
+		{"changed system", base, replace(base, "Be brief.", "Be brief!"), 0},
+		{"changed after the messages", base, replace(base, `"stream":true`, `"stream":false`), 0},
+		{"key added after the messages", base, replace(base, `"stream":true}`, `"stream":true,"metadata":{}}`), 0},
+		{"repeated key after the messages", base, replace(base, `"stream":true}`, `"stream":true,"model":"n"}`), -1},
+		{"shortened history", bodyHistory(7, nil), bodyHistory(3, nil), 6},
+		{"shortened to one message", base, []byte(`{"model":"m","max_tokens":100,"system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"Fix the bug."}],"stream":true}`), 1},
+		{"same first message, other conversation", base, other, 2},
+		{"broken tail of the same length", base, replace(base, `"stream":true}`, `"stream":tr1e}`), -1},
+		{"broken tail", base, replace(base, `"stream":true}`, `"stream":tru}`), -1},
+		{"broken message", base, replace(base, `"name":"Read","input":{"file_path":"/f6.go"}}`, `"name":"Read","input":{"file_path":"/f6.go"}`), -1},
+		{"text after the body", base, append(bytes.Clone(base), " x"...), -1},
+		{"blanks after the body", base, append(bytes.Clone(base), " \n"...), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewMessageCache(0)
+			s := memoCheck(t, c, tt.prev, tt.next)
+			if got := reused(s); got != tt.reused {
+				t.Errorf("%d messages from the memory; want %d", got, tt.reused)
+			}
+			// The memory now holds next: the same body again reads as it should.
+			if s != nil && tt.reused >= 0 {
+				if s = memoCheck(t, c, nil, tt.next); reused(s) != len(s.Messages)-1 {
+					t.Errorf("resent: %d messages from the memory; want %d", reused(s), len(s.Messages)-1)
+				}
+			}
+		})
+	}
+}
+
+// Every single changed byte, anywhere in the body (inside strings, on brackets,
+// commas and keys), read after the original through one cache, reads as a fresh
+// read does; and so does the original after it.
+func TestBodyMemoEveryByte(t *testing.T) {
+	body := bodyHistory(2, func(k int) string { return fmt.Sprintf("out %d \"q\" \\ é", k) })
+	c := NewMessageCache(0)
+	for i := range body {
+		for _, b := range []byte{'x', '"', '}', ' '} {
+			if body[i] == b {
+				continue
+			}
+			next := bytes.Clone(body)
+			next[i] = b
+			memoCheck(t, c, body, next)
+			memoCheck(t, c, next, body)
+		}
+	}
+	if st := c.Stats(); st.Conversations == 0 || st.MemoBytes <= 0 {
+		t.Errorf("stats %+v: no memory kept", st)
+	}
+}
+
+// Real bodies (each real Claude Code session as a request body), read as a growing
+// conversation through one cache, read as afresh at every step, and from the
+// second on take all but the changed tail from the memory.
+func TestBodyMemoRealSessions(t *testing.T) {
+	claude, _ := filepath.Glob(docReal("claude-code/*.jsonl"))
+	if len(claude) == 0 {
+		t.Fatal("no real sessions")
+	}
+	c := NewMessageCache(0)
+	for _, p := range claude {
+		full := bodyFromClaude(t, p)
+		steps := bodyPrefixes(t, full, 6)
+		for i, body := range steps {
+			s := memoCheck(t, c, nil, body)
+			if i > 0 && s != nil && reused(s) <= 0 {
+				t.Errorf("%s step %d: nothing taken from the memory", filepath.Base(p), i)
+			}
+		}
+	}
+}
+
+// bodyPrefixes cuts an Anthropic body into n bodies of growing message prefixes,
+// the way a conversation grows.
+func bodyPrefixes(t *testing.T, body []byte, n int) [][]byte {
+	t.Helper()
+	sc, _, _ := scanAnthropicBody(body, nil)
+	if sc == nil {
+		t.Fatal("the fast path declines the body")
+	}
+	var out [][]byte
+	for i := 1; i <= n; i++ {
+		k := len(sc.elems) * i / n
+		if k == 0 {
+			continue
+		}
+		var b bytes.Buffer
+		b.Write(body[:sc.elems[k-1].End])
+		b.Write(body[sc.parts.messages.End-1:])
+		out = append(out, b.Bytes())
+	}
+	return out
+}
+
+// A memory is bounded: a cache whose share cannot hold a body keeps no memory of it,
+// and many conversations keep the memory within its share.
+func TestBodyMemoBounded(t *testing.T) {
+	c := NewMessageCache(1 << 20)
+	for s := range 20 {
+		if _, err := Read("body", bodyBig(s, 4), Options{Format: FormatAnthropic, Cache: c}); err != nil {
+			t.Fatal(err)
+		}
+		st := c.Stats()
+		if st.MemoBytes > c.memoMax || st.Bytes > 1<<20 {
+			t.Fatalf("after %d bodies: %+v; memory share %d, bound %d", s+1, st, c.memoMax, 1<<20)
+		}
+	}
+	if st := c.Stats(); st.Conversations < 2 {
+		t.Errorf("%+v: want the memories of several conversations", st)
+	}
+	small := NewMessageCache(64 << 10)
+	if _, err := Read("body", bodyBig(1, 4), Options{Format: FormatAnthropic, Cache: small}); err != nil {
+		t.Fatal(err)
+	}
+	if st := small.Stats(); st.Conversations != 0 {
+		t.Errorf("%+v: a body over the share was kept", st)
+	}
+}
+
+// FuzzBodyMemo reads two bodies through one cache, the second after the first, and
+// checks the second reads as it does afresh.
+func FuzzBodyMemo(f *testing.F) {
+	f.Add(bodyHistory(2, nil), bodyHistory(3, nil))
+	f.Add(bodyHistory(3, nil), bodyHistory(2, nil))
+	f.Add(bodyHistory(2, nil), bytes.Replace(bodyHistory(2, nil), []byte("Step 1"), []byte("Step 9"), 1))
+	f.Fuzz(func(t *testing.T, prev, next []byte) {
+		memoCheck(t, NewMessageCache(0), prev, next)
+	})
+}
