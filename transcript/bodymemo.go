@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/list"
 	"hash/maphash"
+	"sort"
 	"strconv"
 	"sync"
 	"unsafe"
@@ -229,6 +230,7 @@ func (c *MessageCache) addMemo(head uint64, m *bodyMemo) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if size > c.memoMax {
+		m.evicted = true
 		return
 	}
 	m.head, m.size = head, size
@@ -378,4 +380,52 @@ func (c *MessageCache) remember(head uint64, data []byte, sc *bodyScan) *memoRef
 		c.returnMemo(m)
 	}
 	return ref
+}
+
+// lockMemo returns the body memory the session was recorded in, locked, when it
+// still holds this session's body (no later body of the conversation came since);
+// nil otherwise, or when a read holds it.
+func (s *Session) lockMemo() *bodyMemo {
+	if s.memo == nil || !s.memo.m.mu.TryLock() {
+		return nil
+	}
+	if m := s.memo.m; m.gen == s.memo.gen {
+		return m
+	}
+	s.memo.m.mu.Unlock()
+	return nil
+}
+
+// memoElemAt returns the index in m.elems of the message that starts at start (in
+// the body), -1 when none does.
+func memoElemAt(m *bodyMemo, start int) int {
+	i := sort.Search(len(m.elems), func(i int) bool { return m.elems[i].span.Start >= start })
+	if i < len(m.elems) && m.elems[i].span.Start == start {
+		return i
+	}
+	return -1
+}
+
+// memoPatched returns the bytes Rewrite made of the message that starts at start
+// when the memory m (locked; may be nil) has it with the same stubs (spec).
+func memoPatched(m *bodyMemo, start int, spec []byte) ([]byte, bool) {
+	if m == nil {
+		return nil, false
+	}
+	if i := memoElemAt(m, start); i >= 0 && m.elems[i].patched != nil && bytes.Equal(m.elems[i].spec, spec) {
+		return m.elems[i].patched, true
+	}
+	return nil, false
+}
+
+// memoPatch records in m (locked; may be nil) the bytes b Rewrite made of the
+// message that starts at start with the stubs spec.
+func memoPatch(m *bodyMemo, start int, spec, b []byte) {
+	if m == nil {
+		return
+	}
+	if i := memoElemAt(m, start); i >= 0 {
+		e := &m.elems[i]
+		e.spec, e.patched = append(e.spec[:0], spec...), b
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -64,7 +65,9 @@ func TestBodyMemoMatchesFresh(t *testing.T) {
 		}
 		return bytes.Replace(b, []byte(old), []byte(new), 1)
 	}
-	other := bodyHistory(6, func(k int) string { return fmt.Sprintf("another conversation's output %d\n", k) + strings.Repeat("x", 300) })
+	other := bodyHistory(6, func(k int) string {
+		return fmt.Sprintf("another conversation's output %d\n", k) + strings.Repeat("x", 300)
+	})
 	tests := []struct {
 		name       string
 		prev, next []byte
@@ -205,4 +208,88 @@ func FuzzBodyMemo(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prev, next []byte) {
 		memoCheck(t, NewMessageCache(0), prev, next)
 	})
+}
+
+// The stubs of the previous request come back from the memory: a rewrite of the
+// next body with the same stubs (and one more) asks the cache only about the
+// message that got the new stub, and writes what a fresh read's rewrite writes.
+func TestBodyMemoRewriteReuses(t *testing.T) {
+	c := NewMessageCache(0)
+	prev, next := bodyHistory(6, nil), bodyHistory(7, nil)
+	stubs := map[string]string{"t1": "[pruned 1]", "t3": "[pruned 3]"}
+	s, err := Read("body", prev, Options{Format: FormatAnthropic, Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rewrite(stubs); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Read("body", next, Options{Format: FormatAnthropic, Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubs["t5"] = "[pruned 5]"
+	before := c.Stats()
+	got, err := s.Rewrite(stubs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := c.Stats()
+	if n := after.Hits + after.Misses - before.Hits - before.Misses; n != 1 {
+		t.Errorf("%d cache lookups for 3 stubbed messages, 2 of them stubbed alike before; want 1", n)
+	}
+	fresh, err := Read("body", next, Options{Format: FormatAnthropic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fresh.Rewrite(stubs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("rewrite differs:\nfresh  %s\nmemory %s", clipBytes(want), clipBytes(got))
+	}
+}
+
+// Reads and rewrites of the same conversations from several goroutines at once
+// (run with -race) read and rewrite as fresh reads do.
+func TestBodyMemoConcurrent(t *testing.T) {
+	c := NewMessageCache(0)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1; n <= 8; n++ {
+				body := bodyBig(g%2, n) // two goroutines per conversation
+				want, err := Read("body", body, Options{Format: FormatAnthropic})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, err := Read("body", body, Options{Format: FormatAnthropic, Cache: c})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d := bodyDiff(want, got); d != "" {
+					t.Errorf("goroutine %d body %d (-fresh +memory):\n%s", g, n, d)
+					return
+				}
+				stubs := map[string]string{}
+				for i, o := range want.Outputs() {
+					if i%2 == 0 {
+						stubs[o.Key] = "[pruned " + o.Key + "]"
+					}
+				}
+				w, _ := want.Rewrite(stubs)
+				o, _ := got.Rewrite(stubs)
+				if !bytes.Equal(w, o) {
+					t.Errorf("goroutine %d body %d: rewrite differs", g, n)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

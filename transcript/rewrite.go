@@ -187,11 +187,17 @@ func (s *Session) rewriteCached(stubs map[string]string) (out []byte, ok bool) {
 	}
 	apiShape := s.Format == FormatAnthropic || s.Format == FormatClaudeCode
 	elems := map[int]map[int]*unitPatch{}
+	m := s.lockMemo()
+	defer s.cache.returnMemo(m)
 	var spec []byte
 	for _, g := range groups {
-		var b []byte
-		if b, spec, ok = s.patchGroup(g, spec, apiShape); !ok {
-			return nil, false
+		spec = groupSpec(g, spec, apiShape)
+		b, ok := memoPatched(m, s.units[g.unit].start+g.span.start, spec)
+		if !ok {
+			if b, ok = s.patchGroup(g, spec, apiShape); !ok {
+				return nil, false
+			}
+			memoPatch(m, s.units[g.unit].start+g.span.start, spec, b)
 		}
 		if elems[g.unit] == nil {
 			elems[g.unit] = map[int]*unitPatch{}
@@ -228,12 +234,9 @@ func (s *Session) stubGroups(stubs map[string]string) ([]*stubGroup, bool) {
 	return groups, true
 }
 
-// patchGroup returns g's message with its stubs in, from the cache when the same
-// message got the same stubs before (keyed by the message's bytes and spec, the
-// stubs' paths and texts, which it returns for reuse); false when a patch fails.
-func (s *Session) patchGroup(g *stubGroup, spec []byte, apiShape bool) ([]byte, []byte, bool) {
-	base := s.units[g.unit].start
-	msg := s.raw[base+g.span.start : base+g.span.end]
+// groupSpec returns the stubs of g as the cache keys them (spec: the stubs' paths
+// and texts, after 'A' for the Messages API shape), built in spec's room.
+func groupSpec(g *stubGroup, spec []byte, apiShape bool) []byte {
 	spec = spec[:0]
 	if apiShape {
 		spec = append(spec, 'A')
@@ -247,21 +250,30 @@ func (s *Session) patchGroup(g *stubGroup, spec []byte, apiShape bool) ([]byte, 
 		spec = append(spec, p.stub...)
 		spec = append(spec, 2)
 	}
+	return spec
+}
+
+// patchGroup returns g's message with its stubs (spec, groupSpec) in, from the
+// cache when the same message got the same stubs before (keyed by the message's
+// bytes and spec); false when a patch fails.
+func (s *Session) patchGroup(g *stubGroup, spec []byte, apiShape bool) ([]byte, bool) {
+	base := s.units[g.unit].start
+	msg := s.raw[base+g.span.start : base+g.span.end]
 	k := patchKey(msg, spec)
 	if t := s.cache.get(k); t != nil {
-		return t.patched, spec, true
+		return t.patched, true
 	}
 	b := msg
 	for _, p := range g.pieces {
 		var err error
 		if b, err = patchOutput(b, p.rel, p.paths, p.stub, apiShape); err != nil {
-			return nil, spec, false
+			return nil, false
 		}
 	}
 	t := &msgTemplate{patched: b}
 	t.size = templateBytes(t)
 	s.cache.put(k, t)
-	return b, spec, true
+	return b, true
 }
 
 // unitPatch is the patched bytes of the value at span (relative to its unit).
