@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"encoding/json"
 	"hash/maphash"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -571,21 +572,18 @@ func buildAnthropicBody(name string, data []byte, c *MessageCache, sc *bodyScan)
 		}
 		sc.sysKey = k
 	}
-	known := make([]*msgTemplate, len(sc.keys))
-	if len(known) > 0 {
+	known := make([]*msgTemplate, len(sc.elems))
+	if len(sc.keys) > 0 {
 		c.getMany(sc.keys, known)
 	}
+	for i := len(sc.keys); i < len(sc.elems); i++ {
+		k := keyOf(kindAnthropicMessage, data[sc.elems[i].Start:sc.elems[i].End])
+		sc.keys = append(sc.keys, k)
+		known[i] = c.get(k)
+	}
+	decodeNew(b, c, data, sc, known, u)
 	for i, el := range sc.elems {
-		raw := data[el.Start:el.End]
-		var t *msgTemplate
-		if i < len(known) {
-			t = known[i]
-		} else {
-			k := keyOf(kindAnthropicMessage, raw)
-			sc.keys = append(sc.keys, k)
-			t = c.get(k)
-		}
-		if !anthropicMessage(b, c, raw, sc.keys[i], t, msgPrefix(sc.memo, i), unit{el.Start - sc.start, el.End - sc.start}, u) {
+		if !anthropicMessage(b, c, data[el.Start:el.End], sc.keys[i], known[i], msgPrefix(sc.memo, i), unit{el.Start - sc.start, el.End - sc.start}, u) {
 			return nil, false
 		}
 	}
@@ -594,6 +592,78 @@ func buildAnthropicBody(name string, data []byte, c *MessageCache, sc *bodyScan)
 		return nil, false
 	}
 	return s, true
+}
+
+// parallelBytes is the size of the new messages of a body from which decodeNew
+// decodes them on several goroutines: below it, starting them costs more than it
+// saves.
+const parallelBytes = 64 << 10
+
+// maxDecoders bounds the goroutines decodeNew starts, besides GOMAXPROCS.
+const maxDecoders = 8
+
+// decodeNew decodes, measures and caches the messages of sc that known has no
+// template for, on up to GOMAXPROCS goroutines (at most maxDecoders) when they
+// hold parallelBytes or more, putting each template into known (the messages that
+// do not decode are left to anthropicMessage, which decides on them in order).
+// Decoding and measuring a message depends on its bytes alone (and the session's
+// cwd, which a request body does not set), so the session is the same as decoded
+// in order; the first request of a long session spends most of its time here
+// (token counts).
+func decodeNew(b *builder, c *MessageCache, data []byte, sc *bodyScan, known []*msgTemplate, u int) {
+	workers := min(runtime.GOMAXPROCS(0), maxDecoders)
+	if c == nil || workers < 2 {
+		return
+	}
+	var todo []int
+	size, first := 0, map[bodyKey]int{}
+	for i, t := range known {
+		if _, seen := first[sc.keys[i]]; t == nil && !seen {
+			first[sc.keys[i]] = i
+			todo = append(todo, i)
+			size += sc.elems[i].End - sc.elems[i].Start
+		}
+	}
+	if size < parallelBytes {
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := int(next.Add(1)) - 1; j < len(todo); j = int(next.Add(1)) - 1 {
+				i := todo[j]
+				known[i] = decodeTemplate(b, c, data[sc.elems[i].Start:sc.elems[i].End], sc.keys[i], msgPrefix(sc.memo, i), u)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, t := range known { // a message repeated within the body, as a cache hit
+		if j, ok := first[sc.keys[i]]; t == nil && ok {
+			known[i] = known[j]
+		}
+	}
+}
+
+// decodeTemplate decodes and measures the message raw (path prefix, in unit u),
+// caches its template under k and returns it; nil when it does not decode or its
+// template cannot be kept (anthropicMessage then reads it in order).
+func decodeTemplate(b *builder, c *MessageCache, raw []byte, k bodyKey, prefix string, u int) *msgTemplate {
+	if !json.Valid(raw) {
+		return nil
+	}
+	m, prompt, fe := apiMessage(raw, prefix, u)
+	if fe != nil {
+		return nil
+	}
+	b.measure(m)
+	t := template(m, prompt, prefix)
+	if t != nil {
+		c.put(k, t)
+	}
+	return t
 }
 
 // anthropicSystem links the body's system value (its text blocks joined) into b,

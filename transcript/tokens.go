@@ -204,11 +204,15 @@ func (c *tokenLRU) putLocked(k tokenKey, n int) {
 // compares the pieces with the engine's own.
 
 // countSplit counts the tokens of the valid UTF-8 text s piece by piece: the pieces
-// pieceCache holds from its lookups, the others from the tokenizer (and kept).
+// pieceCache holds from its lookups, the others from the tokenizer (and kept). The
+// split and the lookups run under the cache's read lock, so that several
+// goroutines count at once (decodeNew); the pieces found in the previous
+// generation are promoted afterwards, under the write lock.
 func countSplit(s string) int {
 	total := 0
 	var miss []string
-	pieceCache.mu.Lock()
+	var promote []pieceCount
+	pieceCache.mu.RLock()
 	for i := 0; i < len(s); {
 		j := splitO200k(s, i)
 		if j == i {
@@ -217,14 +221,24 @@ func countSplit(s string) int {
 		}
 		p := s[i:j]
 		i = j
-		n, ok := pieceCache.getLocked(p)
+		n, ok, old := pieceCache.getRLocked(p)
 		if !ok {
 			miss = append(miss, p)
 			continue
 		}
+		if old {
+			promote = append(promote, pieceCount{p, n})
+		}
 		total += int(n)
 	}
-	pieceCache.mu.Unlock()
+	pieceCache.mu.RUnlock()
+	if len(promote) > 0 {
+		pieceCache.mu.Lock()
+		for _, pc := range promote {
+			pieceCache.putLocked(strings.Clone(pc.piece), pc.n)
+		}
+		pieceCache.mu.Unlock()
+	}
 	if len(miss) > 0 && loadCodec() != nil {
 		return total + (len(strings.Join(miss, ""))+3)/4
 	}
@@ -239,6 +253,12 @@ func countSplit(s string) int {
 	return total
 }
 
+// pieceCount is a piece and its count, found in pieceCache's previous generation.
+type pieceCount struct {
+	piece string
+	n     int32
+}
+
 // pieceCacheMaxBytes is the longest piece pieceCache keeps; longer ones (long words,
 // encoded blobs) are counted each time.
 const pieceCacheMaxBytes = 48
@@ -251,25 +271,23 @@ const pieceCacheEntries = 1 << 16
 var pieceCache = &pieceLRU{cur: map[string]int32{}}
 
 // pieceLRU is a two-generation cache like tokenLRU, keyed by the piece itself (at
-// most pieceCacheMaxBytes). Safe for concurrent use.
+// most pieceCacheMaxBytes). Safe for concurrent use: lookups share the read lock.
 type pieceLRU struct {
-	mu        sync.Mutex
+	mu        sync.RWMutex
 	cur, prev map[string]int32
 }
 
-// getLocked looks p up (promoting it from the previous generation); c.mu is held.
-func (c *pieceLRU) getLocked(p string) (int32, bool) {
+// getRLocked looks p up (c.mu held for reading); old reports that it was found in
+// the previous generation only, where the caller promotes it (putLocked).
+func (c *pieceLRU) getRLocked(p string) (n int32, ok, old bool) {
 	if len(p) > pieceCacheMaxBytes {
-		return 0, false
+		return 0, false, false
 	}
 	if n, ok := c.cur[p]; ok {
-		return n, true
+		return n, true, false
 	}
-	n, ok := c.prev[p]
-	if ok {
-		c.putLocked(strings.Clone(p), n)
-	}
-	return n, ok
+	n, ok = c.prev[p]
+	return n, ok, ok
 }
 
 // put keeps p's count (a copy of p, so the text it was cut from is not held).
