@@ -24,9 +24,7 @@ func BenchmarkReadLargest(b *testing.B) {
 	msgs := 0
 	for b.Loop() {
 		tokenCache = &tokenLRU{cur: map[tokenKey]int{}}
-		pieceCache.mu.Lock()
-		pieceCache.cur, pieceCache.prev = map[string]int32{}, nil
-		pieceCache.mu.Unlock()
+		pieceCache = newPieceLRU()
 		s, err := Read(largestSession, data, Options{})
 		if err != nil {
 			b.Fatal(err)

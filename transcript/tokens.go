@@ -235,7 +235,7 @@ func countSplit(s string) int {
 	if len(promote) > 0 {
 		pieceCache.mu.Lock()
 		for _, pc := range promote {
-			pieceCache.putLocked(strings.Clone(pc.piece), pc.n)
+			pieceCache.putLocked(pc.piece, pc.n)
 		}
 		pieceCache.mu.Unlock()
 	}
@@ -268,18 +268,48 @@ const pieceCacheMaxBytes = 48
 const pieceCacheEntries = 1 << 16
 
 // pieceCache holds the tokenizer's count of pre-split pieces.
-var pieceCache = &pieceLRU{cur: map[string]int32{}}
+var pieceCache = newPieceLRU()
+
+// shortPiece is the longest piece pieceLRU keys by its packed bytes (packPiece)
+// instead of as a string: most pieces (words, runs of spaces, punctuation) are
+// this short, and a uint64 key hashes and compares in one step.
+const shortPiece = 7
+
+// packPiece is p (at most shortPiece bytes) packed into a uint64: its bytes, low
+// first, and its length in the top byte, so different pieces get different keys.
+func packPiece(p string) uint64 {
+	k := uint64(len(p)) << 56
+	for i := 0; i < len(p); i++ {
+		k |= uint64(p[i]) << (8 * i)
+	}
+	return k
+}
 
 // pieceLRU is a two-generation cache like tokenLRU, keyed by the piece itself (at
-// most pieceCacheMaxBytes). Safe for concurrent use: lookups share the read lock.
+// most pieceCacheMaxBytes): pieces of at most shortPiece bytes packed (short), the
+// others as strings (long), each with its own generations. Safe for concurrent use:
+// lookups share the read lock.
 type pieceLRU struct {
-	mu        sync.RWMutex
-	cur, prev map[string]int32
+	mu          sync.RWMutex
+	cur, prev   map[string]int32
+	scur, sprev map[uint64]int32
+}
+
+func newPieceLRU() *pieceLRU {
+	return &pieceLRU{cur: map[string]int32{}, scur: map[uint64]int32{}}
 }
 
 // getRLocked looks p up (c.mu held for reading); old reports that it was found in
 // the previous generation only, where the caller promotes it (putLocked).
 func (c *pieceLRU) getRLocked(p string) (n int32, ok, old bool) {
+	if len(p) <= shortPiece {
+		k := packPiece(p)
+		if n, ok := c.scur[k]; ok {
+			return n, true, false
+		}
+		n, ok = c.sprev[k]
+		return n, ok, ok
+	}
 	if len(p) > pieceCacheMaxBytes {
 		return 0, false, false
 	}
@@ -296,15 +326,23 @@ func (c *pieceLRU) put(p string, n int32) {
 		return
 	}
 	c.mu.Lock()
-	c.putLocked(strings.Clone(p), n)
+	c.putLocked(p, n)
 	c.mu.Unlock()
 }
 
+// putLocked keeps p's count (c.mu held), copying p when it is kept as a string.
 func (c *pieceLRU) putLocked(p string, n int32) {
+	if len(p) <= shortPiece {
+		if len(c.scur) >= pieceCacheEntries {
+			c.sprev, c.scur = c.scur, make(map[uint64]int32, pieceCacheEntries/4)
+		}
+		c.scur[packPiece(p)] = n
+		return
+	}
 	if len(c.cur) >= pieceCacheEntries {
 		c.prev, c.cur = c.cur, make(map[string]int32, pieceCacheEntries/4)
 	}
-	c.cur[p] = n
+	c.cur[strings.Clone(p)] = n
 }
 
 // splitO200k returns the end of the o200k_base piece that starts at s[i] (s valid
