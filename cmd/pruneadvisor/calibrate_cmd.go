@@ -72,8 +72,12 @@ func loadGroups(ctx context.Context, db *storage.DB) ([]*replayGroup, error) {
 }
 
 // openGroups opens the replay store at path and returns the replays selected by
-// settings-hash prefixes (selectGroups); the caller closes the store.
+// settings-hash prefixes (selectGroups); the caller closes the store. A missing
+// SQLite file is errNoStore (requireStore), not created.
 func openGroups(ctx context.Context, path string, prefixes []string) (*storage.DB, func(), []*replayGroup, error) {
+	if err := requireStore(path, hintReplayFirst(path)); err != nil {
+		return nil, nil, nil, err
+	}
 	db, closeDB, err := openStore(ctx, path)
 	if err != nil {
 		return nil, nil, nil, err

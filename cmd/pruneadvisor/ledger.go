@@ -36,6 +36,9 @@ docs/COMMANDS.md says how keep-all is estimated. Exit code 1 when the database
 cannot be read or --session names a session without entries.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireStore(db, "serve and wrap create it as their proxies record the ledger; --db names it (default $PRUNEADVISOR_DB, else ~/.local/share/pruneadvisor/pruneadvisor.db)"); err != nil {
+				return err
+			}
 			store, err := storage.OpenWith(cmd.Context(), db, storage.Options{ReadOnly: true})
 			if err != nil {
 				return err

@@ -23,9 +23,12 @@ func recallCmd(e *env) *cobra.Command {
 (for example o_7f3a9c0b1d) and writes it to stdout exactly as it was. The recall is
 recorded as later-use evidence; on a database that cannot be written (a read-only
 file system) it is opened read-only, and the recall is served but not recorded.
-Exit code 1 when no pruned output has the id.`,
+Exit code 1 when no pruned output has the id or --db names no database.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireStore(db, hintMadeByAny); err != nil {
+				return err
+			}
 			store, closeStore, err := openStoreReading(cmd.Context(), e.stderr, db)
 			if err != nil {
 				return err
