@@ -83,13 +83,16 @@ timestamps is treated as warm throughout.`,
 	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store for originals, stubs, asks and decisions: an SQLite file, or a postgres:// URL")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the summary and final plan as JSON")
 	c.Flags().StringVar(&f.out, "out", "", "write the final rewritten session, in its own format, to this file")
-	c.Flags().StringVar(&f.format, "format", "", "force a session format")
+	c.Flags().StringVar(&f.format, "format", "", "force a session format ("+formatNames()+"; default: detected from the content)")
 	c.Flags().BoolVar(&f.lenient, "lenient", false, "skip malformed lines")
 	c.Flags().BoolVar(&f.plan, "plan", true, "print the final plan after the summary")
 	return c
 }
 
 func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
+	if err := checkFormat(f.format); err != nil {
+		return err
+	}
 	s, err := transcript.ReadFile(file, transcript.Options{Format: transcript.Format(f.format), Lenient: f.lenient})
 	if err != nil {
 		return err

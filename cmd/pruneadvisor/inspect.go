@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -61,6 +62,9 @@ instead, as advise and replay do without --lenient. A file that fails to read is
 reported and the others go on; the exit code is 1 if any failed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
 			opts := transcript.Options{Format: transcript.Format(format), Lenient: !strict}
 			var reports []inspectReport
 			failed := 0
@@ -90,6 +94,15 @@ reported and the others go on; the exit code is 1 if any failed.`,
 	c.Flags().BoolVar(&strict, "strict", false, "fail on the first malformed line instead of skipping and counting")
 	c.Flags().StringVar(&format, "format", "", "force a format ("+formatNames()+")")
 	return c
+}
+
+// checkFormat refuses a --format that names no reader (exit 2, as a bad flag);
+// "" is detection.
+func checkFormat(format string) error {
+	if format == "" || slices.Contains(transcript.Formats(), transcript.Format(format)) {
+		return nil
+	}
+	return usageError{fmt.Errorf("--format %q: want one of %s (or none: detected from the content)", format, formatNames())}
 }
 
 func formatNames() string {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -202,7 +203,7 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 	sort.Strings(out.AllAsksFailed)
 	for _, fl := range sum.Failures {
 		out.Failures = append(out.Failures, replayFailure{Path: fl.Path, Error: fl.Err.Error()})
-		fmt.Fprintf(e.stderr, "pruneadvisor: replay: %s: %v\n", fl.Path, fl.Err)
+		fmt.Fprintln(e.stderr, failureLine(fl.Path, fl.Err))
 	}
 	if f.asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -407,4 +408,15 @@ func (p *replayProgress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}
+}
+
+// failureLine is the stderr line of a session that failed: "pruneadvisor: replay:
+// PATH: why", saying the path once also when the error names it already (the
+// replay package's "replay: PATH:LINE: ..." errors).
+func failureLine(path string, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "replay: ")
+	if !strings.HasPrefix(msg, path) {
+		msg = path + ": " + msg
+	}
+	return "pruneadvisor: replay: " + msg
 }
