@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -24,6 +25,7 @@ type adviseSummary struct {
 	SessionID         string         `json:"session_id"` // the id stubs and recalls are stored under
 	Scorer            string         `json:"scorer"`
 	Steps             int            `json:"steps"`                // the session's steps (assistant messages)
+	SkippedLines      int            `json:"skipped_lines"`        // malformed lines --lenient skipped
 	AdviseCalls       int            `json:"advise_calls"`         // Advise calls made: one per step plus a final one
 	OutputTokens      int            `json:"output_tokens_before"` // tool-output tokens in the final context, unpruned
 	OutputTokensAfter int            `json:"output_tokens_after"`  // the same with the stubs applied
@@ -94,6 +96,9 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		return err
 	}
 	s, err := transcript.ReadFile(file, transcript.Options{Format: transcript.Format(f.format), Lenient: f.lenient})
+	if errors.Is(err, transcript.ErrMalformed) && !f.lenient {
+		return fmt.Errorf("%w (--lenient skips malformed lines)", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -133,7 +138,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		return time.Time{}
 	}
 	runID := fmt.Sprintf("%s@advise-%x", advisor.SessionKey(s), base.UnixNano())
-	sum := adviseSummary{File: file, Format: string(s.Format), SessionID: runID, DB: storage.Redact(f.db), Steps: s.Steps(),
+	sum := adviseSummary{File: file, Format: string(s.Format), SessionID: runID, DB: storage.Redact(f.db), Steps: s.Steps(), SkippedLines: s.Skipped,
 		PrunedByReason: map[string]int{}, ScorerFailures: map[string]int{}, RewritesByReason: map[string]int{}}
 	if scorer != nil {
 		sum.Scorer = scorer.Name()
@@ -231,6 +236,9 @@ func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
 	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "session\t%s (%s, %d steps)\n", safe(sum.File), sum.Format, sum.Steps)
 	fmt.Fprintf(tw, "scorer\t%s\n", sum.Scorer)
+	if sum.SkippedLines > 0 {
+		fmt.Fprintf(tw, "malformed lines\t%d skipped\t(--lenient)\n", sum.SkippedLines)
+	}
 	fmt.Fprintf(tw, "tool-output tokens\t%d before, %d after\t(%.1f%% removed)\n",
 		sum.OutputTokens, sum.OutputTokensAfter, pct(sum.OutputTokens-sum.OutputTokensAfter, sum.OutputTokens))
 	fmt.Fprintf(tw, "token-steps saved\t%d of %d\t(%.1f%%)\n", sum.TokenStepsSaved, sum.TokenSteps, pct64(sum.TokenStepsSaved, sum.TokenSteps))

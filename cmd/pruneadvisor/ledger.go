@@ -59,7 +59,7 @@ cannot be read or --session names a session without entries.`,
 			return writeLedger(e.stdout, rep)
 		},
 	}
-	c.Flags().StringVar(&db, "db", defaultDBPath(), "SQLite database serve recorded the ledger in (opened read-only)")
+	c.Flags().StringVar(&db, "db", defaultDBPath(), "store serve recorded the ledger in: an SQLite file, or a postgres:// URL (opened read-only)")
 	c.Flags().StringVar(&session, "session", "", "only this session, with its requests listed")
 	c.Flags().BoolVar(&asJSON, "json", false, `print {"sessions", "total", "requests"} as JSON`)
 	return c

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -42,8 +44,12 @@ stderr.`,
 				svc.Logger = slog.New(slog.DiscardHandler) // the note said it: not recorded
 			}
 			logger := newLogger(e.stderr, slog.LevelWarn)
-			return mcpserver.Run(cmd.Context(), svc, mcpserver.Options{ToolName: toolName, Logger: logger},
+			err = mcpserver.Run(cmd.Context(), svc, mcpserver.Options{ToolName: toolName, Logger: logger},
 				mcpserver.Transport(e.stdin, e.stdout, logger))
+			if errors.Is(err, mcpserver.ErrToolName) {
+				return usageError{fmt.Errorf("--tool-name: %w", err)}
+			}
+			return err
 		},
 	}
 	c.Flags().StringVar(&db, "db", defaultDBPath(), "store the stubs were stored in: an SQLite file, or a postgres:// URL")

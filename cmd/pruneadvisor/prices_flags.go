@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,18 +18,20 @@ import (
 // flags override them.
 type priceFlags struct {
 	provider           string
-	input, read, write float64 // dollars per Mtok; NaN = not given
+	input, read, write float64 // dollars per Mtok; used when the flag is given (set)
 	recallOverhead     int
 	payFactor          float64 // 0 = the replay's
 	remainingFactor    float64 // 0 = the replay's
 	priceForced        string  // "" = the replay's, else true or false
+	cmd                *cobra.Command
 }
 
 func (p *priceFlags) register(c *cobra.Command) {
+	p.cmd = c
 	c.Flags().StringVar(&p.provider, "provider", "", "price every session as this provider (anthropic, openai, gemini); default: each session's own (its format's provider)")
-	c.Flags().Float64Var(&p.input, "price-input", math.NaN(), "US dollars per million uncached input tokens (default: the provider's list price, package prices)")
-	c.Flags().Float64Var(&p.read, "price-cache-read", math.NaN(), "US dollars per million tokens read from the prompt cache (default: the provider's; Anthropic 0.1x input)")
-	c.Flags().Float64Var(&p.write, "price-cache-write", math.NaN(), "US dollars per million tokens written to the prompt cache (default: the provider's; Anthropic 1.25x input, OpenAI and Gemini the input price)")
+	c.Flags().Float64Var(&p.input, "price-input", 0, "US dollars per million uncached input tokens (default: the provider's list price, package prices)")
+	c.Flags().Float64Var(&p.read, "price-cache-read", 0, "US dollars per million tokens read from the prompt cache (default: the provider's; Anthropic 0.1x input)")
+	c.Flags().Float64Var(&p.write, "price-cache-write", 0, "US dollars per million tokens written to the prompt cache (default: the provider's; Anthropic 1.25x input, OpenAI and Gemini the input price)")
 	c.Flags().IntVar(&p.recallOverhead, "recall-overhead", calibrate.DefaultOptions().RecallOverheadTokens, "tokens one recall round trip writes beyond the original (the recall call and the result's framing)")
 	c.Flags().Float64Var(&p.payFactor, "pay-factor", 0, "the planner's pay factor: a rewrite pays when it saves this many times its cost (default: the replay's config)")
 	c.Flags().Float64Var(&p.remainingFactor, "remaining-factor", 0, "the planner's remaining-steps estimate per step so far (default: the replay's config)")
@@ -89,10 +92,10 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 			m.CacheWritePerMTok, m.CacheWriteLongPerMTok = v, max(v, m.CacheWriteLongPerMTok)
 		}},
 	} {
-		if math.IsNaN(f.v) {
+		if p.cmd == nil || !p.cmd.Flags().Changed(strings.TrimPrefix(f.name, "--")) {
 			continue
 		}
-		if math.IsInf(f.v, 0) || f.v < 0 {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return o, usageError{fmt.Errorf("%s %v: want a finite price >= 0 (US dollars per million tokens)", f.name, f.v)}
 		}
 		for _, pr := range targets {

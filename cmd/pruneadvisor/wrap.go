@@ -95,7 +95,7 @@ the npm package) or cannot be started; 2 for an unknown agent or bad flags.`,
 	f.scorerFlags.register(c)
 	f.configFlags.register(c)
 	c.Flags().StringVar(&f.proxy, "proxy", "", "base URL of a running proxy to use (default: "+defaultProxy+" if it answers, else start one)")
-	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "SQLite database of the proxy and the recall tool")
+	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store of the proxy and the recall tool: an SQLite file, or a postgres:// URL")
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "print what would run (command, environment, files) and exit")
 	c.Flags().StringVar(&f.anthropic, "anthropic-upstream", "", "Anthropic upstream of a proxy wrap starts (default $ANTHROPIC_BASE_URL, else "+server.DefaultAnthropicUpstream+")")
 	c.Flags().StringVar(&f.openai, "openai-upstream", "", "OpenAI upstream of a proxy wrap starts (default $OPENAI_BASE_URL without /v1, else "+server.DefaultOpenAIUpstream+")")
