@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -233,7 +234,9 @@ func reasonClass(reason string) string {
 }
 
 func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
-	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+	var out bytes.Buffer
+	defer func() { _, _ = e.stdout.Write(trimLines(out.Bytes())) }()
+	tw := tabwriter.NewWriter(&out, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "session\t%s (%s, %d steps)\n", safe(sum.File), sum.Format, sum.Steps)
 	fmt.Fprintf(tw, "scorer\t%s\n", sum.Scorer)
 	if sum.SkippedLines > 0 {
@@ -261,11 +264,11 @@ func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
 	if !withPlan {
 		return
 	}
-	fmt.Fprintf(e.stdout, "\nplan at step %d (context %d tokens, budget %d):\n", plan.Step, plan.ContextTokens, plan.Budget)
+	fmt.Fprintf(&out, "\nplan at step %d (context %d tokens, budget %d):\n", plan.Step, plan.ContextTokens, plan.Budget)
 	if plan.Waiting != "" {
-		fmt.Fprintf(e.stdout, "pending prunes wait: %s\n", safe(plan.Waiting))
+		fmt.Fprintf(&out, "pending prunes wait: %s\n", safe(plan.Waiting))
 	}
-	tw = tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+	tw = tabwriter.NewWriter(&out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  STEP\tTOOL\tTARGET\tTOKENS\tDECISION\tSCORE\tREASON\tRECALL")
 	items := append([]advisor.Item(nil), plan.Items...)
 	sort.SliceStable(items, func(i, j int) bool { return items[i].Step < items[j].Step })

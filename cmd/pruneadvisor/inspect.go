@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -160,16 +161,18 @@ func inspectFile(file string, opts transcript.Options) inspectReport {
 }
 
 func printInspect(e *env, reports []inspectReport) {
+	var out bytes.Buffer
+	defer func() { _, _ = e.stdout.Write(trimLines(out.Bytes())) }()
 	for i, r := range reports {
 		if i > 0 {
-			fmt.Fprintln(e.stdout)
+			fmt.Fprintln(&out)
 		}
-		fmt.Fprintf(e.stdout, "%s\n", safe(r.File))
+		fmt.Fprintf(&out, "%s\n", safe(r.File))
 		if r.Error != "" {
-			fmt.Fprintf(e.stdout, "  error: %s\n", safe(r.Error))
+			fmt.Fprintf(&out, "  error: %s\n", safe(r.Error))
 			continue
 		}
-		tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(&out, 2, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "  format\t%s\n", r.Format)
 		fmt.Fprintf(tw, "  steps\t%d\t(%d messages)\n", r.Steps, r.Messages)
 		fmt.Fprintf(tw, "  tool calls\t%d\t%s\n", r.Calls, countList(r.ByAction))
@@ -190,10 +193,10 @@ func printInspect(e *env, reports []inspectReport) {
 		}
 		tw.Flush()
 		for _, d := range r.Superseded {
-			fmt.Fprintf(e.stdout, "    superseded %s %s (%d tokens) by %s\n", safe(d.Tool), safe(d.Target), d.Tokens, safe(d.By))
+			fmt.Fprintf(&out, "    superseded %s %s (%d tokens) by %s\n", safe(d.Tool), safe(d.Target), d.Tokens, safe(d.By))
 		}
 		for _, d := range r.Duplicates {
-			fmt.Fprintf(e.stdout, "    duplicate  %s %s (%d tokens) by %s\n", safe(d.Tool), safe(cut(d.Target, 60)), d.Tokens, safe(d.By))
+			fmt.Fprintf(&out, "    duplicate  %s %s (%d tokens) by %s\n", safe(d.Tool), safe(cut(d.Target, 60)), d.Tokens, safe(d.By))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -295,8 +296,10 @@ func defaultWorkers(s advisor.Scorer) int {
 	return runtime.NumCPU()
 }
 
-func printReplay(w io.Writer, s replaySummary) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+func printReplay(out io.Writer, s replaySummary) {
+	var w bytes.Buffer
+	defer func() { _, _ = out.Write(trimLines(w.Bytes())) }()
+	tw := tabwriter.NewWriter(&w, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "replayed\t%d sessions\t%d steps, %d tool outputs, %d asks, %d pruned, %d evidence items, %.1f MB in %.2fs\n",
 		s.Replayed, s.Steps, s.Outputs, s.Asks, s.Pruned, s.Evidence, float64(s.Bytes)/1e6, s.Seconds)
 	fmt.Fprintf(tw, "already stored\t%d\t(same content and settings)\n", s.AlreadyDone)
@@ -319,7 +322,7 @@ func printReplay(w io.Writer, s replaySummary) {
 	fmt.Fprintf(tw, "stored in\t%s\t(scorer %s, settings %s, %d workers)\n", s.DB, s.Scorer, short(s.SettingsHash), s.Workers)
 	tw.Flush()
 	for _, sk := range s.Skips {
-		fmt.Fprintf(w, "  skipped %s: %s\n", sk.Path, sk.Reason)
+		fmt.Fprintf(&w, "  skipped %s: %s\n", sk.Path, sk.Reason)
 	}
 }
 
