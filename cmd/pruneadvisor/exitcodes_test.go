@@ -11,6 +11,7 @@ import (
 // Exit codes as docs/COMMANDS.md gives them, for the cases a new user meets first:
 // a bad flag value is 2, a --db that names no database is 1 and creates nothing
 // (recall, ledger, calibrate, backoff and fit only read what others stored).
+// mcp's --tool-name is in TestServeRefusesExposedAddr.
 func TestExitCodesOfFirstMistakes(t *testing.T) {
 	session := filepath.Join("..", "..", "testdata", "sessions", "fix-port.jsonl")
 	missing := filepath.Join(t.TempDir(), "nosuch", "pa.db")
@@ -28,8 +29,6 @@ func TestExitCodesOfFirstMistakes(t *testing.T) {
 		{"calibrate, no database", []string{"calibrate", "--db", missing}, exitError, "no database at " + missing + ": run `pruneadvisor replay --db " + missing + " PATH...` first"},
 		{"backoff, no database", []string{"backoff", "--db", missing}, exitError, "no database at " + missing},
 		{"fit, no database", []string{"fit", "--db", missing}, exitError, "no database at " + missing},
-		{"mcp --tool-name invalid", []string{"mcp", "--db", filepath.Join(t.TempDir(), "pa.db"), "--tool-name", "bad name!"}, exitUsage,
-			`--tool-name: invalid MCP tool name "bad name!"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

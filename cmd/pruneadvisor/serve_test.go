@@ -18,7 +18,7 @@ func TestServeRefusesExposedAddr(t *testing.T) {
 		{[]string{"serve", "--addr", ":8377"}, exitUsage, "is not a loopback address"},
 		{[]string{"serve", "--max-body", "0"}, exitUsage, "--max-body 0"},
 		{[]string{"serve", "--openai-upstream", "ftp://x"}, exitUsage, "want an absolute http or https URL"},
-		{[]string{"mcp", "--tool-name", "bad name"}, exitError, "invalid MCP tool name"},
+		{[]string{"mcp", "--tool-name", "bad name"}, exitUsage, "--tool-name: invalid MCP tool name"}, // a bad flag value
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
