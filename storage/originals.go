@@ -7,10 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 )
@@ -42,52 +40,6 @@ func checkOriginal(o advisor.Original) (string, error) {
 		return "", fmt.Errorf("%w: hash %s is not the SHA-256 of the text (%s)", ErrInvalid, o.Hash, hash)
 	}
 	return hash, nil
-}
-
-// saveBlobTx stores text under its hash inside tx unless it is stored already (the
-// text is sent only then).
-func saveBlobTx(ctx context.Context, tx *sql.Tx, hash, text string) error {
-	var have int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM blobs WHERE hash = $1`, hash).Scan(&have); err != nil {
-		return err
-	}
-	if have > 0 {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO blobs(hash, text, bytes) VALUES ($1, $2, $3) ON CONFLICT(hash) DO NOTHING`,
-		hash, []byte(text), len(text))
-	return err
-}
-
-// saveOutputTx stores o's outputs row inside tx (its blob stored first), or checks
-// that the row already stored under o.RecallID is o's; see SaveOriginal. The insert
-// does nothing on any key already taken (a row committed by another process
-// meanwhile included: on PostgreSQL it waits for that transaction), and the row read
-// back decides.
-func saveOutputTx(ctx context.Context, tx *sql.Tx, o advisor.Original, hash string) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO outputs(recall_id, session_id, output_key, tool, summary, hash, tokens, step, saved_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
-		o.RecallID, o.SessionID, o.OutputKey, o.Tool, o.Summary, hash, o.Tokens, o.Step, timeText(time.Now()))
-	if err != nil {
-		return err
-	}
-	var oldSession, oldKey, oldHash string
-	err = tx.QueryRowContext(ctx, `SELECT session_id, output_key, hash FROM outputs WHERE recall_id = $1`, o.RecallID).
-		Scan(&oldSession, &oldKey, &oldHash)
-	switch {
-	case errors.Is(err, sql.ErrNoRows): // the session's output key is taken
-		var other string
-		if err := tx.QueryRowContext(ctx, `SELECT recall_id FROM outputs WHERE session_id = $1 AND output_key = $2`,
-			o.SessionID, o.OutputKey).Scan(&other); err != nil {
-			return err
-		}
-		return conflict("this session output is stored under recall id %q", other)
-	case err != nil:
-		return err
-	case oldSession != o.SessionID || oldKey != o.OutputKey || oldHash != hash:
-		return conflict("recall id holds session %q, output %q, hash %s", oldSession, oldKey, oldHash)
-	}
-	return nil
 }
 
 // Original returns the stored original with recall id id, its Text byte for byte as
@@ -126,8 +78,8 @@ func (db *DB) SaveStub(ctx context.Context, s advisor.StubRecord) error {
 	err := checkStub(s)
 	if err == nil {
 		err = db.write(ctx, func(tx *sql.Tx) error {
-			saved, err := saveStubTx(ctx, tx, s)
-			if err != nil || !saved {
+			saved, err := db.saveStubsTx(ctx, tx, []advisor.StubRecord{s})
+			if err != nil || saved[s.SessionID] == 0 {
 				return err
 			}
 			return bumpVersion(ctx, tx, s.SessionID, 1)
@@ -148,32 +100,6 @@ func checkStub(s advisor.StubRecord) error {
 		return fmt.Errorf("%w: empty stub text", ErrInvalid)
 	}
 	return nil
-}
-
-// saveStubTx stores s inside tx unless its recall id has a stub already (a
-// concurrent writer's included: on PostgreSQL the insert waits for it), and reports
-// whether it did. The stored stub must then be s's text for s's output, else
-// ErrConflict. The stubs table's foreign key refuses a stub whose original is not
-// stored. The caller moves the session's version (bumpVersion) by the stubs saved.
-func saveStubTx(ctx context.Context, tx *sql.Tx, s advisor.StubRecord) (bool, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO stubs(recall_id, session_id, output_key, stub, step, reason, score, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT(recall_id) DO NOTHING`,
-		s.RecallID, s.SessionID, s.OutputKey, s.Stub, s.Step, s.Reason, nullFloat(s.Score), timeText(s.At))
-	if err != nil {
-		return false, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return n == 1, err
-	}
-	var session, key, stub string
-	if err := tx.QueryRowContext(ctx, `SELECT session_id, output_key, stub FROM stubs WHERE recall_id = $1`, s.RecallID).
-		Scan(&session, &key, &stub); err != nil {
-		return false, err
-	}
-	if session != s.SessionID || key != s.OutputKey || stub != s.Stub {
-		return false, conflict("output %q of session %q already has another stub (first writer wins): %q", key, session, stub)
-	}
-	return false, nil
 }
 
 // SavePrunes implements advisor.Store: every original, then its stub, in one
@@ -202,7 +128,7 @@ func (db *DB) SavePrunes(ctx context.Context, prunes []advisor.Prune) error {
 		rows[i] = pruneRow{p, h}
 	}
 	slices.SortStableFunc(rows, func(a, b pruneRow) int { return strings.Compare(a.Original.RecallID, b.Original.RecallID) })
-	err := db.write(ctx, func(tx *sql.Tx) error { return savePrunesTx(ctx, tx, rows) })
+	err := db.write(ctx, func(tx *sql.Tx) error { return db.savePrunesTx(ctx, tx, rows) })
 	if err != nil {
 		if len(prunes) == 1 {
 			return pruneError(prunes[0], err)
@@ -226,44 +152,6 @@ func pruneError(p advisor.Prune, err error) error {
 		verb = "save original"
 	}
 	return fmt.Errorf("storage: %s %q (session %q, output %q): %w", verb, o.RecallID, o.SessionID, o.OutputKey, err)
-}
-
-// savePrunesTx writes rows (sorted by recall id) inside tx in lock order: blobs by
-// hash, outputs, stubs, then the versions of the sessions whose stubs were saved.
-func savePrunesTx(ctx context.Context, tx *sql.Tx, rows []pruneRow) error {
-	blobs := map[string]string{} // hash -> text
-	for _, p := range rows {
-		blobs[p.hash] = p.Original.Text
-	}
-	for _, h := range slices.Sorted(maps.Keys(blobs)) {
-		if err := saveBlobTx(ctx, tx, h, blobs[h]); err != nil {
-			return fmt.Errorf("blob %s: %w", h, err)
-		}
-	}
-	for _, p := range rows {
-		if err := saveOutputTx(ctx, tx, p.Original, p.hash); err != nil {
-			return fmt.Errorf("original %q: %w", p.Original.RecallID, err)
-		}
-	}
-	saved := map[string]int64{} // session id -> stubs saved
-	for _, p := range rows {
-		if p.Stub == (advisor.StubRecord{}) {
-			continue
-		}
-		ok, err := saveStubTx(ctx, tx, p.Stub)
-		if err != nil {
-			return fmt.Errorf("stub %q: %w", p.Stub.RecallID, err)
-		}
-		if ok {
-			saved[p.Stub.SessionID]++
-		}
-	}
-	for _, session := range slices.Sorted(maps.Keys(saved)) {
-		if err := bumpVersion(ctx, tx, session, saved[session]); err != nil {
-			return fmt.Errorf("version of session %q: %w", session, err)
-		}
-	}
-	return nil
 }
 
 var _ advisor.Store = (*DB)(nil)
@@ -362,15 +250,37 @@ func bumpVersion(ctx context.Context, tx *sql.Tx, sessionID string, n int64) err
 
 // SessionVersion implements advisor.Store: a counter that grows by exactly
 // one for every stub saved and every recall recorded in the session, by any process
-// sharing the database; 0 for a session with neither.
+// sharing the database; 0 for a session with neither. It runs on every advised
+// request, so its statement is prepared once per read connection (versionStmt)
+// rather than parsed anew each time.
 func (db *DB) SessionVersion(ctx context.Context, sessionID string) (int64, error) {
+	st, err := db.versionStmt(ctx)
 	var v int64
-	err := db.r.QueryRowContext(ctx, `SELECT version FROM session_versions WHERE session_id = $1`, sessionID).Scan(&v)
+	if err == nil {
+		err = st.QueryRowContext(ctx, sessionID).Scan(&v)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("storage: version of session %q: %w", sessionID, err)
+		return 0, fmt.Errorf("storage: version of session %q: %w", sessionID, db.classify(err))
 	}
 	return v, nil
+}
+
+// versionStmt returns SessionVersion's statement on the read pool, prepared on its
+// first use (not at open: a read-only open of a schema older than migration 0003
+// has no session_versions table, and only this method should fail then). A failed
+// prepare is tried again on the next call.
+func (db *DB) versionStmt(ctx context.Context) (*sql.Stmt, error) {
+	db.stmtMu.Lock()
+	defer db.stmtMu.Unlock()
+	if db.version == nil {
+		st, err := db.r.PrepareContext(ctx, `SELECT version FROM session_versions WHERE session_id = $1`)
+		if err != nil {
+			return nil, err
+		}
+		db.version = st
+	}
+	return db.version, nil
 }

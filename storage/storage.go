@@ -50,6 +50,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
@@ -161,6 +162,9 @@ type DB struct {
 	file      os.FileInfo // SQLite: the file as opened, to notice it deleted or replaced (ErrGone)
 	w         *sql.DB     // SQLite: exactly one connection, all writes; PostgreSQL: the pool
 	r         *sql.DB     // SQLite: read pool, query_only; PostgreSQL: the same pool as w
+
+	stmtMu  sync.Mutex
+	version *sql.Stmt // SessionVersion's statement on r, once prepared (versionStmt)
 }
 
 // Open opens the store named by dsn with default Options and brings its schema up to
@@ -192,6 +196,12 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*DB, error) {
 // call it after they return.
 func (db *DB) Close() error {
 	var errs []error
+	db.stmtMu.Lock()
+	if db.version != nil {
+		errs = append(errs, db.version.Close())
+		db.version = nil
+	}
+	db.stmtMu.Unlock()
 	if db.r != nil && db.r != db.w {
 		errs = append(errs, db.r.Close())
 	}

@@ -1,0 +1,72 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/storage/pgtest"
+)
+
+// benchPrunes is the number of outputs one benchmarked rewrite prunes: the cold
+// request of BenchmarkProxy200k (server) prunes about 40.
+const benchPrunes = 40
+
+// BenchmarkSavePrunes stores one rewrite per iteration, as the advisor's apply does
+// on a session's first request: benchPrunes distinct originals of about 11 KB (the
+// size of that benchmark's tool results) and their stubs, in one SavePrunes (one
+// transaction, fsynced on SQLite). ns/op is per rewrite.
+func BenchmarkSavePrunes(b *testing.B) {
+	for _, f := range fixtures {
+		b.Run(f.name, func(b *testing.B) {
+			db := openDB(b, benchDSN(b, f))
+			ctx := context.Background()
+			body := strings.Repeat("0123456789abcdef", 11_000/16)
+			b.SetBytes(int64(benchPrunes * len(body)))
+			i := 0
+			for b.Loop() {
+				session := fmt.Sprintf("bench-%d", i)
+				prunes := make([]advisor.Prune, benchPrunes)
+				for k := range prunes {
+					key := fmt.Sprintf("call_%04d", k)
+					prunes[k] = prune(session, key, session+key+body, fmt.Sprintf("[pruned: read src/%s.go, 2,750 tokens, score 0.08; recall(%q) restores it]", key, advisor.RecallID(session, key)))
+				}
+				if err := db.SavePrunes(ctx, prunes); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkSessionVersion reads one session's version per iteration, as every
+// request's first advisor phase does.
+func BenchmarkSessionVersion(b *testing.B) {
+	for _, f := range fixtures {
+		b.Run(f.name, func(b *testing.B) {
+			db := openDB(b, benchDSN(b, f))
+			ctx := context.Background()
+			if err := db.SavePrunes(ctx, []advisor.Prune{prune("s", "k", "text", "[pruned]")}); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				v, err := db.SessionVersion(ctx, "s")
+				if err != nil || v != 1 {
+					b.Fatalf("SessionVersion = %d, %v; want 1", v, err)
+				}
+			}
+		})
+	}
+}
+
+// benchDSN is a fresh database of f's backend for a benchmark.
+func benchDSN(b *testing.B, f fixture) string {
+	if f.kind == postgresBackend {
+		return pgtest.URL(b)
+	}
+	return filepath.Join(b.TempDir(), "bench.db")
+}
