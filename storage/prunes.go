@@ -68,7 +68,9 @@ func (db *DB) saveBlobsTx(ctx context.Context, tx *sql.Tx, rows []pruneRow) erro
 	}
 	hashes = slices.DeleteFunc(hashes, func(h string) bool { return have[h] })
 	err = db.insertEach(ctx, tx, `blobs(hash, text, bytes)`, ` ON CONFLICT(hash) DO NOTHING`, len(hashes), 3,
-		func(vals []any, i int) []any { return append(vals, hashes[i], []byte(texts[hashes[i]]), len(texts[hashes[i]])) }, nil)
+		func(vals []any, i int) []any {
+			return append(vals, hashes[i], []byte(texts[hashes[i]]), len(texts[hashes[i]]))
+		}, nil)
 	if err != nil {
 		return fmt.Errorf("blobs: %w", err)
 	}
