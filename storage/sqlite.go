@@ -63,6 +63,12 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	if !db.readOnly {
+		if db.ckpt, err = startCheckpointer(db.dsn(busy, false)); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("storage: open %s: %w", abs, err)
+		}
+	}
 	return db, nil
 }
 
@@ -178,7 +184,10 @@ func isBusy(err error) bool {
 // synchronous(FULL) makes a committed transaction durable (an fsync of the WAL per
 // commit), which SaveOriginal promises. The writer begins transactions IMMEDIATE so
 // two processes' writers wait on the busy timeout instead of failing on a
-// read-to-write lock upgrade; readers are query_only.
+// read-to-write lock upgrade, and a read-write writer does not checkpoint in its
+// commits (wal_autocheckpoint(0): the checkpointer does, checkpoint.go); readers
+// (and the checkpointer, whose PRAGMA wal_checkpoint query_only allows) are
+// query_only.
 func (db *DB) dsn(busy time.Duration, writer bool) string {
 	q := []string{
 		"_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",
@@ -188,6 +197,9 @@ func (db *DB) dsn(busy time.Duration, writer bool) string {
 	}
 	if writer {
 		q = append(q, "_txlock=immediate")
+		if !db.readOnly {
+			q = append(q, "_pragma=wal_autocheckpoint(0)") // the checkpointer's job (checkpoint.go)
+		}
 	} else {
 		q = append(q, "_pragma=query_only(1)")
 	}

@@ -9,7 +9,8 @@
 //     in WAL mode with a busy timeout and foreign keys on. A DB holds two handles on
 //     the file: one writer connection (every write goes through it, in BEGIN
 //     IMMEDIATE transactions, so writes of one process never contend with each
-//     other) and a small pool of read-only connections. Several processes (proxy,
+//     other), a small pool of read-only connections, and one connection that
+//     checkpoints the WAL in the background (checkpointer). Several processes (proxy,
 //     MCP server, replay) may open the same file at once; their writers then take
 //     turns, each waiting up to the busy timeout.
 //   - a postgres:// or postgresql:// URL: PostgreSQL through github.com/jackc/pgx/v5
@@ -163,6 +164,8 @@ type DB struct {
 	w         *sql.DB     // SQLite: exactly one connection, all writes; PostgreSQL: the pool
 	r         *sql.DB     // SQLite: read pool, query_only; PostgreSQL: the same pool as w
 
+	ckpt *checkpointer // SQLite read-write: WAL checkpoints off the commits; nil otherwise
+
 	stmtMu  sync.Mutex
 	version *sql.Stmt // SessionVersion's statement on r, once prepared (versionStmt)
 }
@@ -202,6 +205,10 @@ func (db *DB) Close() error {
 		db.version = nil
 	}
 	db.stmtMu.Unlock()
+	if db.ckpt != nil {
+		errs = append(errs, db.ckpt.close())
+		db.ckpt = nil
+	}
 	if db.r != nil && db.r != db.w {
 		errs = append(errs, db.r.Close())
 	}
@@ -450,6 +457,9 @@ func (db *DB) writeAs(ctx context.Context, level commitLevel, fn func(tx *sql.Tx
 	}
 	for attempt := 1; ; attempt++ {
 		err := db.writeOnce(ctx, level, fn)
+		if err == nil && db.ckpt != nil {
+			db.ckpt.committed()
+		}
 		if err == nil || attempt == writeAttempts || !retryable(err) || ctx.Err() != nil {
 			return err
 		}
