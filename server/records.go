@@ -18,7 +18,8 @@ const maxQueuedRecordSets = 20_000
 // only when an advisor starts on a session already advised) are queued and written
 // by one goroutine (batchQueue), in the order they came, in one Store.RecordBatch
 // per round (one commit, with storage.DB crash-safe rather than fsynced), so a
-// request does not wait for their commits. Everything else, originals and stubs
+// request does not wait for their commits. A proxied request's step records are
+// collected and queued together when its step ends (collect). Everything else, originals and stubs
 // included, goes straight to the store: a stub is still forwarded only once its
 // original is durable. flush waits for the writer. Records not yet written when the
 // process dies are lost, except that a proxied request's response reaches its
@@ -58,25 +59,62 @@ func newRecordQueue(store Store, log *slog.Logger) (advisor.Store, *recordQueue)
 	return q, q
 }
 
-// RecordAsks implements advisor.Store: it queues the asks and returns nil.
-func (q *recordQueue) RecordAsks(_ context.Context, asks []advisor.AskRecord) error {
-	if len(asks) > 0 {
-		q.add(nil, recordSet{asks: slices.Clone(asks)}) // the caller may reuse its slice
+// stepKey is the context key of a step's collected records (collect).
+type stepKey struct{}
+
+// collect returns ctx carrying a collector for what one advisor step records, and
+// the function that queues it all as one set (call it when the step returned,
+// whatever it returned). The advisor records asks in the middle of a step and
+// decisions and the step record at its end: queued as they come, the asks start a
+// round (a commit) of their own and the rest waits for the next one, so a response
+// that waits for its step's records waited for two commits one after the other.
+// Collected, a step's records are one add and one round. Calls with ctx other than
+// the returned one (or ones derived from it) queue at once as before. The advisor
+// records on the goroutine that calls Advise, before Advise returns (advisor/step.go
+// askDue and finish), so the set needs no lock.
+func (q *recordQueue) collect(ctx context.Context) (context.Context, func()) {
+	set := &recordSet{}
+	return context.WithValue(ctx, stepKey{}, set), func() {
+		if len(set.asks)+len(set.decisions)+len(set.steps) > 0 {
+			q.add(nil, *set)
+		}
+	}
+}
+
+// collecting returns the step collector ctx carries, nil when none.
+func collecting(ctx context.Context) *recordSet {
+	set, _ := ctx.Value(stepKey{}).(*recordSet)
+	return set
+}
+
+// RecordAsks implements advisor.Store: it queues the asks (or adds them to the
+// step's collected set, collect) and returns nil.
+func (q *recordQueue) RecordAsks(ctx context.Context, asks []advisor.AskRecord) error {
+	if set := collecting(ctx); set != nil {
+		set.asks = append(set.asks, asks...) // a copy: the caller may reuse its slice
+	} else if len(asks) > 0 {
+		q.add(nil, recordSet{asks: slices.Clone(asks)})
 	}
 	return nil
 }
 
-// RecordDecisions implements advisor.Store: it queues the decisions and returns nil.
-func (q *recordQueue) RecordDecisions(_ context.Context, ds []advisor.DecisionRecord) error {
-	if len(ds) > 0 {
+// RecordDecisions implements advisor.Store: it queues the decisions (or collects
+// them) and returns nil.
+func (q *recordQueue) RecordDecisions(ctx context.Context, ds []advisor.DecisionRecord) error {
+	if set := collecting(ctx); set != nil {
+		set.decisions = append(set.decisions, ds...)
+	} else if len(ds) > 0 {
 		q.add(nil, recordSet{decisions: slices.Clone(ds)})
 	}
 	return nil
 }
 
-// RecordSteps implements advisor.Store: it queues the step records and returns nil.
-func (q *recordQueue) RecordSteps(_ context.Context, rs []advisor.StepRecord) error {
-	if len(rs) > 0 {
+// RecordSteps implements advisor.Store: it queues the step records (or collects
+// them) and returns nil.
+func (q *recordQueue) RecordSteps(ctx context.Context, rs []advisor.StepRecord) error {
+	if set := collecting(ctx); set != nil {
+		set.steps = append(set.steps, rs...)
+	} else if len(rs) > 0 {
 		q.add(nil, recordSet{steps: slices.Clone(rs)})
 	}
 	return nil

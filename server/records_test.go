@@ -104,3 +104,49 @@ func TestRecordQueue(t *testing.T) {
 		t.Errorf("failure not logged: %q", logBuf.String())
 	}
 }
+
+// A step's records, collected (collect), reach the queue together when the step
+// ends: nothing before, one store call for all three kinds after; a call without
+// the collector's context queues at once.
+func TestRecordQueueCollectsAStep(t *testing.T) {
+	st := &slowStore{MemoryStore: advisor.NewMemoryStore()}
+	adv, q := newRecordQueue(st, slog.New(slog.DiscardHandler))
+	ctx, queue := q.collect(context.Background())
+	asks := []advisor.AskRecord{{SessionID: "s", OutputKey: "k1", Step: 4}, {SessionID: "s", OutputKey: "k2", Step: 4}}
+	if err := adv.RecordAsks(ctx, asks); err != nil {
+		t.Fatal(err)
+	}
+	asks[0].OutputKey = "changed" // the caller reuses its slice
+	if err := adv.RecordDecisions(ctx, []advisor.DecisionRecord{{SessionID: "s", OutputKey: "k1", Step: 4, Decision: advisor.DecisionKeep}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := adv.RecordSteps(ctx, []advisor.StepRecord{{SessionID: "s", Step: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st.calls != 0 || q.mark() != 0 {
+		t.Fatalf("before the step ended: %d store calls, mark %d; want nothing queued", st.calls, q.mark())
+	}
+	queue()
+	if q.mark() != 1 {
+		t.Errorf("mark after the step = %d, want 1 (one add)", q.mark())
+	}
+	if err := q.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := [3]int{len(st.Asks()), len(st.Decisions()), len(st.Steps())}
+	if st.calls != 1 || got != [3]int{2, 1, 1} {
+		t.Errorf("after the step: %d store calls, asks, decisions, steps = %v; want 1 call, [2 1 1]", st.calls, got)
+	}
+	if k := st.Asks()[0].OutputKey; k != "k1" {
+		t.Errorf("first ask stored for %q, want k1 (copied when recorded)", k)
+	}
+	if err := adv.RecordAsks(context.Background(), asks); err != nil {
+		t.Fatal(err)
+	}
+	if q.mark() != 2 {
+		t.Errorf("mark after an ask outside the step = %d, want 2 (queued at once)", q.mark())
+	}
+}

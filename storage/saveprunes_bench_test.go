@@ -70,3 +70,30 @@ func benchDSN(b *testing.B, f fixture) string {
 	}
 	return filepath.Join(b.TempDir(), "bench.db")
 }
+
+// BenchmarkRecordBatch writes one record round per iteration, as the proxy's record
+// queue does after a step that scored every card of a 200k-token session (40 asks,
+// 40 decisions, one step record): one crash-safe commit.
+func BenchmarkRecordBatch(b *testing.B) {
+	for _, f := range fixtures {
+		b.Run(f.name, func(b *testing.B) {
+			db := openDB(b, benchDSN(b, f))
+			ctx := context.Background()
+			step := 0
+			for b.Loop() {
+				step++
+				asks := make([]advisor.AskRecord, benchPrunes)
+				ds := make([]advisor.DecisionRecord, benchPrunes)
+				for k := range asks {
+					key := fmt.Sprintf("call_%04d", k)
+					asks[k] = advisor.AskRecord{SessionID: "bench", OutputKey: key, Step: step, CardHash: "0123456789abcdef", Scorer: "fitted", Score: 0.4, OK: true, Tokens: 2750}
+					ds[k] = advisor.DecisionRecord{SessionID: "bench", OutputKey: key, Step: step, Decision: advisor.DecisionKeep, Reason: "score 0.40 >= cutoff 0.25", Score: 0.4, Tokens: 2750}
+				}
+				steps := []advisor.StepRecord{{SessionID: "bench", Step: step, ContextTokens: 120_000, FullTokens: 219_000}}
+				if err := db.RecordBatch(ctx, asks, ds, steps); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
