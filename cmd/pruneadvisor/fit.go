@@ -199,6 +199,10 @@ func fitReplay(ctx context.Context, e *env, paths []string, f fitFlags) (string,
 		fmt.Fprintf(e.stderr, "pruneadvisor: fit: %s left out: %v\n", fl.Path, fl.Err)
 	}
 	fmt.Fprintf(e.stderr, "pruneadvisor: fit: training replay: %d sessions replayed, %d already stored, %d asks\n", sum.Replayed, sum.AlreadyDone, sum.Asks)
+	if sum.Replayed+sum.AlreadyDone == 0 {
+		return "", fmt.Errorf("fit: no session to fit on in %s (%d files not sessions, %d failed)",
+			strings.Join(paths, ", "), sum.NotSessions, len(sum.Failures))
+	}
 	return rp.Settings().Hash(), nil
 }
 
