@@ -372,7 +372,7 @@ func printFit(w io.Writer, out fitJSON) {
 	for _, x := range ws {
 		fmt.Fprintf(tw, "  %s\t%+.4f\t%s\n", x.Feature, x.Weight, x.Doc)
 	}
-	fmt.Fprintf(tw, "  bias\t%+.4f\t\n", m.Bias)
+	fmt.Fprintf(tw, "  bias\t%+.4f\n", m.Bias)
 	tw.Flush()
 	if len(out.Ablation) > 0 {
 		fmt.Fprintf(w, "\nablation: each feature dropped in turn (cross-validated)\n")
