@@ -117,6 +117,12 @@ func (a *Advisor) state(id string) *state {
 // length (docs/PERFORMANCE.md). Plan.Items and Plan.Stubs are the advisor's own:
 // valid until the next Advise of the same session (Plan.Clone copies them).
 //
+// Messages already indexed are read again only for the latest one indexed (to
+// notice a rewritten history) and for the outputs a rewrite prunes (their text, to
+// store the original): a caller that holds a long session may set an indexed
+// message to nil once it is not the latest indexed and every output in it is
+// Item.Final (replay does, to keep its memory flat).
+//
 // A client that shortened or rewrote its history resets the session's state; stubs
 // already sent and the ask history come back from the Store unchanged, and so does
 // a session first seen by this process (a restart, another replica): everything a

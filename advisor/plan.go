@@ -141,4 +141,9 @@ type Item struct {
 	// its distinctive names, re-read its file, re-ran its call, or recalled it.
 	Uses int    `json:"uses"`
 	Stub string `json:"stub,omitempty"` // the stub text, when pruned
+	// Final reports that the advisor will not read the output's text again: it is
+	// pruned or recalled (its stub is frozen), or protected for good (the caller's
+	// keep, an excluded tool, too small, a stub not shorter). Advise may then be
+	// given the session without the message that carries it (see Advise).
+	Final bool `json:"-"`
 }

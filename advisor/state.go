@@ -85,7 +85,11 @@ type outState struct {
 	paths       []string // files the call read or wrote
 	names       []string // what task or now would name it by (paths, base names, command)
 
-	card cards.Card // template: Age, use history and signals are set per ask
+	// card is the card template (Age, use history and signals are set per ask);
+	// nil for an output that can never be asked about: one protected for good
+	// (fixed, from the start) or pruned (shed then: a pruned output is never
+	// settled or asked again).
+	card *cards.Card
 
 	decision  Decision
 	reason    string
@@ -208,8 +212,10 @@ func (a *Advisor) indexWords(st *state, m *transcript.Message) {
 	shared := len(st.awaiting) > 1
 	react := cards.ReactionOf(m)
 	for _, o := range st.awaiting {
-		o.card.Reaction = react
-		o.card.SharedReaction = shared && react != ""
+		if o.card != nil {
+			o.card.Reaction = react
+			o.card.SharedReaction = shared && react != ""
+		}
 	}
 	clear(st.awaiting)
 	st.awaiting = st.awaiting[:0]
@@ -322,19 +328,27 @@ func (a *Advisor) newOut(st *state, m *transcript.Message, bi int, o *transcript
 			os.protectWhy = fmt.Sprintf("recall of %s at step %d", orig.recallID, o.Step)
 		}
 	}
-	os.card = cards.New(o, o.Step)
-	// Keep copies, not substrings: the output text must not stay in memory.
-	os.card.Head, os.card.Tail = strings.Clone(os.card.Head), strings.Clone(os.card.Tail)
-	os.card.Args = strings.Clone(os.card.Args)
-	os.card.Tokens = o.Tokens
-	if o.Call != nil {
-		os.card.Action = string(o.Call.Action)
-	}
 	os.fixed = a.fixedProtection(os, m.Retention)
 	if os.fixed != "" {
+		// Never a candidate: no card (most outputs of a long session are small).
 		os.decision, os.reason = DecisionProtected, os.fixed
+		return os
 	}
+	os.card = cardTemplate(o)
 	return os
+}
+
+// cardTemplate returns the card of o at its own step, holding copies, not
+// substrings: the output text must not stay in memory.
+func cardTemplate(o *transcript.ToolOutput) *cards.Card {
+	c := cards.New(o, o.Step)
+	c.Head, c.Tail = strings.Clone(c.Head), strings.Clone(c.Tail)
+	c.Args = strings.Clone(c.Args)
+	c.Tokens = o.Tokens
+	if o.Call != nil {
+		c.Action = string(o.Call.Action)
+	}
+	return &c
 }
 
 // fixedProtection returns the protection of o that never ends (DESIGN.md step 2):
@@ -463,6 +477,7 @@ func (a *Advisor) prune(st *state, o *outState, stub string, stubTokens int, rea
 	st.saved.add(o.msg, o.tokens-o.stubTokens)
 	st.stubs[o.key] = stub
 	o.decision, o.reason, o.score, o.decidedAt = DecisionPruned, reason, score, T
+	o.card = nil // never asked again
 	if o.recalled {
 		o.decision = DecisionRecalled
 	}
@@ -481,6 +496,7 @@ func (o *outState) item() Item {
 		Key: o.key, Tool: o.tool, Summary: o.summary, Step: o.step, Tokens: o.tokens,
 		Decision: o.decision, Reason: o.reason, By: o.by, Score: o.score,
 		DecidedAt: o.decidedAt, RecallID: o.stubID, Uses: o.uses,
+		Final: o.fixed != "" || o.decision == DecisionPruned || o.decision == DecisionRecalled,
 	}
 	if o.decision == DecisionPruned || o.decision == DecisionRecalled {
 		it.Stub = o.stub

@@ -259,7 +259,7 @@ func (a *Advisor) settle(st *state, sp *stepState, o *outState) {
 		stub := a.stubText(o, reason)
 		n := transcript.CountTokens(stub)
 		if len(stub) >= o.bytes || n >= o.tokens {
-			o.fixed = stubNotShorter // a protection that never ends
+			o.fixed, o.card = stubNotShorter, nil // a protection that never ends: no more asks
 			a.setDecision(st, sp, o, DecisionProtected, stubNotShorter)
 			return
 		}
@@ -439,7 +439,7 @@ func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
 	}
 	query := lexical.Query(b.Task, b.Now)
 	for i, o := range due {
-		c := o.card
+		c := *o.card // a candidate's card (only outputs never asked about have none)
 		c.Step, c.Age = sp.T, sp.T-o.step
 		c.Uses = o.uses
 		if o.uses > 0 {

@@ -977,9 +977,15 @@ func Of(s *transcript.Session) ([]Use, error) {
 			return nil, err
 		}
 	}
+	return tr.All(), nil
+}
+
+// All returns every use of every output added so far (Uses of each key, in the
+// order the outputs were added), nil when there is none.
+func (t *Tracker) All() []Use {
 	var out []Use
-	for _, k := range tr.Keys() {
-		out = append(out, tr.Uses(k)...)
+	for _, k := range t.Keys() {
+		out = append(out, t.Uses(k)...)
 	}
-	return out, nil
+	return out
 }

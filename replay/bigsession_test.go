@@ -152,7 +152,7 @@ func TestReplayBigSession(t *testing.T) {
 		}
 	}
 	start = time.Now()
-	rec, err := r.Replay(context.Background(), src)
+	rec, err := r.Consume(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}

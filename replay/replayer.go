@@ -108,7 +108,8 @@ func (r *Replayer) Settings() Settings {
 // and returns its Record: every ask and decision, the facts of every output and
 // step, and the later-use evidence of every output over the whole session. The
 // advisor's clock is the transcript's call times (CallTimes), so the prompt cache
-// goes cold where the agent paused for longer than the cache TTL.
+// goes cold where the agent paused for longer than the cache TTL. src is not
+// changed (Consume replays it once and lets go of it on the way).
 //
 // Ask tokens: with a Sizer, each ask's Tokens is the step's estimated request size
 // divided evenly among its cards (rounded to nearest), each card counted at its
@@ -119,6 +120,22 @@ func (r *Replayer) Settings() Settings {
 // errors (ErrEvidenceOrder, ErrEvidenceDuplicate) for a session whose steps or
 // output keys are inconsistent.
 func (r *Replayer) Replay(ctx context.Context, src *Source) (*Record, error) {
+	return r.replay(ctx, src, false)
+}
+
+// Consume is Replay for a Source replayed only once (the replay command): as the
+// replay goes, it lets go of every message the advisor and the record need no more
+// (every output in it Final, advisor.Item, and the evidence Tracker past it), so a
+// long session's parsed messages do not stay in memory beside the advisor's state
+// (docs/PERFORMANCE.md, "A session of 10^6 messages"). The Record is the one Replay
+// gives. Afterwards src.Session holds no messages and no calls: src cannot be
+// replayed again. Errors: Replay's.
+func (r *Replayer) Consume(ctx context.Context, src *Source) (*Record, error) {
+	return r.replay(ctx, src, true)
+}
+
+// replay is Replay and, with consume, Consume.
+func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Record, error) {
 	started := time.Now()
 	settings := r.Settings()
 	rec := &Record{
@@ -160,45 +177,101 @@ func (r *Replayer) Replay(ctx context.Context, src *Source) (*Record, error) {
 	}
 	defer adv.Forget(rec.ID)
 
-	f := folder{rec: rec, src: src, store: store, meter: m, cold: cold, times: times, onStep: r.OnStep}
-	_, err = Simulate(ctx, adv, src.Session, rec.ID, false, func(p advisor.Plan, _ []*transcript.Message) error {
+	f := newFolder(rec, src, store, m, consume)
+	f.cold, f.times, f.onStep = cold, times, r.OnStep
+	_, err = Simulate(ctx, adv, f.session, rec.ID, false, func(p advisor.Plan, view []*transcript.Message) error {
 		step++
-		return f.step(p)
+		return f.step(p, view)
 	})
 	if err != nil {
 		return nil, err
 	}
+	rec.Asks, rec.Decisions = store.asks, store.decisions
+	adv.Forget(rec.ID) // the advisor's state is done with
 	if err := f.finish(); err != nil {
 		return nil, err
 	}
-	rec.Asks, rec.Decisions = store.asks, store.decisions
-	// The advisor's state is done with: let it go before the evidence pass builds
-	// a tracker of its own, so the two are never held at once.
-	adv.Forget(rec.ID)
-	ev, err := evidence.Of(src.Session)
-	if err != nil {
-		return nil, fmt.Errorf("replay %s: %w", src.Path, err)
-	}
-	rec.Evidence = ev
 	rec.Finished = time.Now()
 	return rec, nil
 }
 
-// folder turns the advisor's plans into a Record's facts, one step at a time.
+// folder turns the advisor's plans into a Record's facts, one step at a time. It
+// walks each message once, when the advisor first sees it: the evidence Tracker
+// reads it (the later-use evidence over the whole session is the Tracker's at the
+// end, as evidence.Of would find it) and each output's offset is noted. When
+// consuming, it drops the messages no longer needed from the session the advisor
+// is given.
 type folder struct {
-	rec    *Record
-	src    *Source
-	store  *memStore
-	meter  *meter
-	cold   []bool
-	times  []time.Time
-	onStep func(path string, step int)
-	facts  []OutputFacts
-	asked  int
+	rec     *Record
+	src     *Source
+	session *transcript.Session // what Simulate walks: src.Session, or a copy when not consuming
+	store   *memStore
+	meter   *meter
+	cold    []bool
+	times   []time.Time
+	onStep  func(path string, step int)
+	facts   []OutputFacts
+	asked   int
+
+	tracker  *evidence.Tracker
+	trackErr error    // the Tracker's first error; the messages after it are not fed
+	walked   int      // messages walked
+	tokens   int      // tokens of the messages walked
+	outs     []walked // the outputs walked and not yet folded into facts
+
+	// When consuming: per message walked, its outputs not yet Final; per output,
+	// its message and whether it was seen Final; messages whose outputs are all
+	// Final but that were the latest the advisor indexed.
+	consume  bool
+	live     []int32
+	outMsg   []int32
+	final    []bool
+	deferred []int
 }
 
-// step folds the plan of one step.
-func (f *folder) step(p advisor.Plan) error {
+// walked is an output the folder walked, and the offset of its message.
+type walked struct {
+	out    *transcript.ToolOutput
+	offset int
+}
+
+func newFolder(rec *Record, src *Source, store *memStore, m *meter, consume bool) *folder {
+	f := &folder{rec: rec, src: src, session: src.Session, store: store, meter: m, tracker: evidence.NewTracker(), consume: consume}
+	if consume {
+		// Only the messages may lead to the outputs: the calls and orphans would
+		// keep every output alive.
+		src.Session.Calls, src.Session.Orphans = nil, nil
+	}
+	return f
+}
+
+// walk feeds the messages up to end to the Tracker and notes their outputs.
+func (f *folder) walk(msgs []*transcript.Message, end int) {
+	for ; f.walked < end; f.walked++ {
+		m := msgs[f.walked]
+		if f.trackErr == nil {
+			if _, err := f.tracker.Add(m); err != nil {
+				f.trackErr = err
+			}
+		}
+		for _, o := range m.Outputs {
+			f.outs = append(f.outs, walked{out: o, offset: f.tokens})
+		}
+		f.tokens += m.Tokens
+		if f.consume {
+			for range m.Outputs {
+				f.outMsg = append(f.outMsg, int32(f.walked))
+			}
+			f.live = append(f.live, int32(len(m.Outputs)))
+			if len(m.Outputs) == 0 {
+				f.deferred = append(f.deferred, f.walked)
+			}
+		}
+	}
+}
+
+// step folds the plan of one step, made on view.
+func (f *folder) step(p advisor.Plan, view []*transcript.Message) error {
 	rec, path := f.rec, f.src.Path
 	if p.Step != len(rec.StepFacts)+1 {
 		return fmt.Errorf("replay %s: advisor planned step %d after %d steps", path, p.Step, len(rec.StepFacts))
@@ -220,12 +293,12 @@ func (f *folder) step(p advisor.Plan) error {
 		sf.Cold, sf.At = f.cold[i], f.times[i]
 	}
 	rec.StepFacts = append(rec.StepFacts, sf)
+	f.walk(view, len(view))
 	// Fold the new items and the items whose decision changed at this step
 	// (Plan.Changed): the others cannot change a fact, and looking at every item
 	// at every step made replay quadratic in session length.
-	for len(f.facts) < len(p.Items) {
-		it := p.Items[len(f.facts)]
-		f.facts = append(f.facts, OutputFacts{Key: it.Key, Tool: it.Tool, Summary: it.Summary, Tokens: it.Tokens, Step: it.Step})
+	if err := f.add(p.Items, p.Step); err != nil {
+		return err
 	}
 	for _, i := range p.Changed {
 		it := p.Items[i]
@@ -234,40 +307,96 @@ func (f *folder) step(p advisor.Plan) error {
 			return fmt.Errorf("replay %s: step %d: plan item %d is output %q, earlier plans had %q there", path, p.Step, i, it.Key, fc.Key)
 		}
 		fold(fc, it, p.Step)
+		f.settled(i, it)
+	}
+	f.drop(len(view))
+	return nil
+}
+
+// add adds the facts of the plan's new items (those after the facts so far), each
+// the next output walked.
+func (f *folder) add(items []advisor.Item, T int) error {
+	for len(f.facts) < len(items) {
+		i := len(f.facts)
+		it := items[i]
+		if len(f.outs) == 0 || f.outs[0].out.Key != it.Key {
+			return fmt.Errorf("replay %s: step %d: the advisor's output %d is %q, not the session's", f.src.Path, T, i, it.Key)
+		}
+		f.facts = append(f.facts, OutputFacts{Key: it.Key, Tool: it.Tool, Summary: it.Summary, Tokens: it.Tokens, Step: it.Step, Offset: f.outs[0].offset})
+		f.outs[0] = walked{}
+		f.outs = f.outs[1:]
+		f.settled(i, it)
+	}
+	if len(f.outs) == 0 {
+		f.outs = nil // let the walked outputs go
 	}
 	return nil
 }
 
-// finish adds the outputs no plan saw (the results of the last step's calls), the
-// offsets and stub sizes, and the step times.
-func (f *folder) finish() error {
-	rec, s := f.rec, f.src.Session
-	rec.Steps = len(rec.StepFacts)
-	outs := s.Outputs()
-	for i, fc := range f.facts {
-		if i >= len(outs) || outs[i].Key != fc.Key {
-			return fmt.Errorf("replay %s: the advisor's output %d is %q, not the session's", f.src.Path, i, fc.Key)
-		}
+// settled notes, when consuming, that item i may be Final now.
+func (f *folder) settled(i int, it advisor.Item) {
+	if !f.consume || !it.Final {
+		return
 	}
-	for _, o := range outs[min(len(f.facts), len(outs)):] {
-		fc := OutputFacts{Key: o.Key, Tokens: o.Tokens, Step: o.Step}
+	for len(f.final) <= i {
+		f.final = append(f.final, false)
+	}
+	if f.final[i] {
+		return
+	}
+	f.final[i] = true
+	mi := f.outMsg[i]
+	if f.live[mi]--; f.live[mi] == 0 {
+		f.deferred = append(f.deferred, int(mi))
+	}
+}
+
+// drop lets go, when consuming, of the messages with every output Final, but the
+// latest one the advisor indexed (end-1: its next step looks at it again).
+func (f *folder) drop(end int) {
+	if !f.consume {
+		return
+	}
+	keep := f.deferred[:0]
+	for _, mi := range f.deferred {
+		if mi >= end-1 {
+			keep = append(keep, mi)
+			continue
+		}
+		f.session.Messages[mi] = nil
+	}
+	f.deferred = keep
+}
+
+// finish walks the messages no plan saw (from the last step's calls on), adds
+// their outputs' facts, the end step and stub sizes, and the later-use evidence.
+func (f *folder) finish() error {
+	rec, msgs := f.rec, f.session.Messages
+	rec.Steps = len(rec.StepFacts)
+	f.walk(msgs, len(msgs))
+	for _, w := range f.outs {
+		o := w.out
+		fc := OutputFacts{Key: o.Key, Tokens: o.Tokens, Step: o.Step, Offset: w.offset}
 		if o.Call != nil {
 			fc.Tool, fc.Summary = o.Call.Name, o.Call.Summary
 		}
 		f.facts = append(f.facts, fc)
 	}
-	offsets := make([]int, len(s.Messages)+1)
-	for i, m := range s.Messages {
-		offsets[i+1] = offsets[i] + m.Tokens
-	}
+	f.outs = nil
 	for i := range f.facts {
 		f.facts[i].EndStep = rec.Steps
-		f.facts[i].Offset = offsets[outs[i].Message]
 		if f.facts[i].CandidateFrom > 0 || f.facts[i].RuleDeadAt > 0 {
 			f.facts[i].StubTokens = advisor.StubTokens(f.rec.Settings.Config, f.facts[i].Tool, f.facts[i].Summary, f.facts[i].Tokens)
 		}
 	}
 	rec.Outputs = f.facts
+	if f.trackErr != nil {
+		return fmt.Errorf("replay %s: %w", f.src.Path, f.trackErr)
+	}
+	rec.Evidence = f.tracker.All()
+	if f.consume {
+		f.src.Session.Messages = nil
+	}
 	return nil
 }
 

@@ -371,7 +371,7 @@ func (r *Runner) one(ctx context.Context, rp *Replayer, j job) (*Record, error) 
 	if err != nil {
 		return nil, err
 	}
-	rec, err := rp.Replay(ctx, src)
+	rec, err := rp.Consume(ctx, src) // replayed once: its messages go as the replay goes
 	if err != nil {
 		return nil, err
 	}
