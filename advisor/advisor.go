@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/backoff"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -92,6 +93,28 @@ func (a *Advisor) Forget(sessionID string) {
 	a.mu.Lock()
 	delete(a.sessions, sessionID)
 	a.mu.Unlock()
+}
+
+// ForgetTracker drops the in-memory state of a session as Forget does, and hands
+// over the evidence Tracker of its use history: every message indexed so far fed
+// to it in order (Tracker.Stats().Messages of them, the first of the session) and
+// the recalls applied. A caller that holds the whole session (replay) adds the
+// messages after those and reads the session's later-use evidence from it, instead
+// of running a second Tracker over the session. It returns nil, nil when the
+// advisor holds no state for the session, and nil and the Tracker's error when it
+// stopped on one (evidence.ErrEvidenceOrder, ErrEvidenceDuplicate: the session's
+// steps or output keys are inconsistent).
+func (a *Advisor) ForgetTracker(sessionID string) (*evidence.Tracker, error) {
+	a.mu.Lock()
+	st := a.sessions[sessionID]
+	delete(a.sessions, sessionID)
+	a.mu.Unlock()
+	if st == nil {
+		return nil, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.tracker, st.trackErr
 }
 
 func (a *Advisor) state(id string) *state {

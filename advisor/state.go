@@ -45,6 +45,7 @@ type state struct {
 	rules      *rules.Index
 	corpus     *cards.Corpus
 	tracker    *evidence.Tracker // the use history (nil after a tracker error)
+	trackErr   error             // the error that stopped the tracker
 	awaiting   []*outState       // outputs whose reaction is not known yet
 	lastRead   map[string]*outState
 	lastEdit   map[string]int // path -> step of its latest successful edit or write
@@ -140,6 +141,7 @@ func (st *state) clear() {
 	st.indexed, st.lastPrint, st.steps = 0, "", 0
 	st.outs, st.items, st.byKey, st.byRecall = nil, nil, map[string]*outState{}, map[string]*outState{}
 	st.rules, st.corpus, st.tracker, st.awaiting = rules.NewIndex(), cards.NewCorpus(), evidence.NewTracker(), nil
+	st.trackErr = nil
 	st.lastRead, st.lastEdit = map[string]*outState{}, map[string]int{}
 	st.lastTouch, st.reads = map[string]int{}, map[string]int{}
 	st.offsets, st.saved = []int{0}, fenwick{}
@@ -232,7 +234,7 @@ func (a *Advisor) trackUses(st *state, m *transcript.Message) {
 		// The session's steps or keys are inconsistent: no use history from here on
 		// (cards then say "never" for later uses), nothing else changes.
 		a.warnOnce(st, "use-history", "use history stopped for this session", err)
-		st.tracker = nil
+		st.tracker, st.trackErr = nil, err
 		return
 	}
 	for _, u := range uses {

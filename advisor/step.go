@@ -678,9 +678,10 @@ func keepReason(score, cutoff float64) string {
 	return fmt.Sprintf("score %.2f >= cutoff %.2f", score, cutoff)
 }
 
-// outputText finds o's current text in the session's messages.
+// outputText finds o's current text in the session's messages; false when its
+// message is not there (a caller let go of it, see Advise) or holds another output.
 func outputText(msgs []*transcript.Message, o *outState) (string, bool) {
-	if o.msg >= len(msgs) || o.block >= len(msgs[o.msg].Outputs) {
+	if o.msg >= len(msgs) || msgs[o.msg] == nil || o.block >= len(msgs[o.msg].Outputs) {
 		return "", false
 	}
 	out := msgs[o.msg].Outputs[o.block]

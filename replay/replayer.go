@@ -187,8 +187,13 @@ func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Reco
 		return nil, err
 	}
 	rec.Asks, rec.Decisions = store.asks, store.decisions
-	adv.Forget(rec.ID) // the advisor's state is done with
-	if err := f.finish(); err != nil {
+	// The advisor's state is done with; its use history holds the session's
+	// later-use evidence but for the messages after the last step.
+	tr, err := adv.ForgetTracker(rec.ID)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", src.Path, err)
+	}
+	if err := f.finish(tr); err != nil {
 		return nil, err
 	}
 	rec.Finished = time.Now()
@@ -196,11 +201,9 @@ func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Reco
 }
 
 // folder turns the advisor's plans into a Record's facts, one step at a time. It
-// walks each message once, when the advisor first sees it: the evidence Tracker
-// reads it (the later-use evidence over the whole session is the Tracker's at the
-// end, as evidence.Of would find it) and each output's offset is noted. When
-// consuming, it drops the messages no longer needed from the session the advisor
-// is given.
+// walks each message once, when the advisor first sees it, noting each output's
+// offset. When consuming, it drops the messages no longer needed from the session
+// the advisor is given.
 type folder struct {
 	rec     *Record
 	src     *Source
@@ -213,8 +216,6 @@ type folder struct {
 	facts   []OutputFacts
 	asked   int
 
-	tracker  *evidence.Tracker
-	trackErr error    // the Tracker's first error; the messages after it are not fed
 	walked   int      // messages walked
 	tokens   int      // tokens of the messages walked
 	outs     []walked // the outputs walked and not yet folded into facts
@@ -236,7 +237,7 @@ type walked struct {
 }
 
 func newFolder(rec *Record, src *Source, store *memStore, m *meter, consume bool) *folder {
-	f := &folder{rec: rec, src: src, session: src.Session, store: store, meter: m, tracker: evidence.NewTracker(), consume: consume}
+	f := &folder{rec: rec, src: src, session: src.Session, store: store, meter: m, consume: consume}
 	if consume {
 		// Only the messages may lead to the outputs: the calls and orphans would
 		// keep every output alive.
@@ -245,15 +246,10 @@ func newFolder(rec *Record, src *Source, store *memStore, m *meter, consume bool
 	return f
 }
 
-// walk feeds the messages up to end to the Tracker and notes their outputs.
+// walk notes the outputs of the messages up to end.
 func (f *folder) walk(msgs []*transcript.Message, end int) {
 	for ; f.walked < end; f.walked++ {
 		m := msgs[f.walked]
-		if f.trackErr == nil {
-			if _, err := f.tracker.Add(m); err != nil {
-				f.trackErr = err
-			}
-		}
 		for _, o := range m.Outputs {
 			f.outs = append(f.outs, walked{out: o, offset: f.tokens})
 		}
@@ -369,10 +365,24 @@ func (f *folder) drop(end int) {
 }
 
 // finish walks the messages no plan saw (from the last step's calls on), adds
-// their outputs' facts, the end step and stub sizes, and the later-use evidence.
-func (f *folder) finish() error {
+// their outputs' facts, the end step and stub sizes, and the later-use evidence:
+// tr's, the advisor's use history over the messages walked (nil when the advisor
+// saw no step), once it has read the messages after them (what evidence.Of finds
+// over the whole session).
+func (f *folder) finish(tr *evidence.Tracker) error {
 	rec, msgs := f.rec, f.session.Messages
 	rec.Steps = len(rec.StepFacts)
+	if tr == nil {
+		tr = evidence.NewTracker()
+	}
+	if n := tr.Stats().Messages; n != f.walked {
+		return fmt.Errorf("replay %s: the advisor's use history holds %d messages, the replay gave it %d", f.src.Path, n, f.walked)
+	}
+	for _, m := range msgs[f.walked:] {
+		if _, err := tr.Add(m); err != nil {
+			return fmt.Errorf("replay %s: %w", f.src.Path, err)
+		}
+	}
 	f.walk(msgs, len(msgs))
 	for _, w := range f.outs {
 		o := w.out
@@ -390,10 +400,7 @@ func (f *folder) finish() error {
 		}
 	}
 	rec.Outputs = f.facts
-	if f.trackErr != nil {
-		return fmt.Errorf("replay %s: %w", f.src.Path, f.trackErr)
-	}
-	rec.Evidence = f.tracker.All()
+	rec.Evidence = tr.All()
 	if f.consume {
 		f.src.Session.Messages = nil
 	}
