@@ -16,6 +16,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // writeBigSession writes a generated pi session of about messages messages to w:
@@ -117,10 +118,18 @@ func bigMessages(tb testing.TB) int {
 // covers every step and output; it logs the time and the heap. With
 // PRUNEADVISOR_BIG_HEAPPROFILE set it writes the live heap near the last step
 // there.
+//
+// It fails when the live heap near the last step, less the heap before the file
+// was read, is above maxLiveBytesPerMessage a message: what the advisor, the
+// record and the messages still held keep grows with the session, and a change
+// that keeps more per output (the parsed session whole, a card template for every
+// output) crosses the bound.
 func TestReplayBigSession(t *testing.T) {
 	n := bigMessages(t)
 	path := filepath.Join(t.TempDir(), "big.jsonl")
 	writeBigFile(t, path, n)
+	transcript.CountTokens("warm") // the o200k vocabulary is not the session's
+	base := liveHeap()
 	start := time.Now()
 	src, err := Load(path, false)
 	if err != nil {
@@ -143,12 +152,16 @@ func TestReplayBigSession(t *testing.T) {
 	hp := os.Getenv("PRUNEADVISOR_BIG_HEAPPROFILE")
 	tenth := max(steps/10, 1)
 	marks := map[int]time.Time{}
+	var live uint64
 	r.OnStep = func(_ string, step int) {
 		if step == tenth || step == 2*tenth || step == steps-tenth || step == steps {
 			marks[step] = time.Now()
 		}
-		if hp != "" && step == steps-1 {
-			writeHeapProfile(t, hp)
+		if step == steps-1 {
+			live = liveHeap()
+			if hp != "" {
+				writeHeapProfile(t, hp)
+			}
 		}
 	}
 	start = time.Now()
@@ -172,6 +185,11 @@ func TestReplayBigSession(t *testing.T) {
 	if rules == 0 || pruned == 0 || len(rec.Evidence) == 0 {
 		t.Errorf("%d rule-dead, %d pruned outputs, %d evidence items: the session exercises nothing", rules, pruned, len(rec.Evidence))
 	}
+	perMessage := float64(live-min(base, live)) / float64(n)
+	if perMessage > maxLiveBytesPerMessage {
+		t.Errorf("live heap near the last step %d MB over %d MB before reading: %.0f bytes a message, want <= %d",
+			live>>20, base>>20, perMessage, maxLiveBytesPerMessage)
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	perStep := func(from, to int) time.Duration { return marks[to].Sub(marks[from]) / time.Duration(max(to-from, 1)) }
@@ -179,6 +197,22 @@ func TestReplayBigSession(t *testing.T) {
 		n, steps, loaded.Round(time.Millisecond), replayed.Round(time.Millisecond), float64(steps)/replayed.Seconds(),
 		perStep(tenth, 2*tenth).Round(time.Microsecond), perStep(steps-tenth, steps).Round(time.Microsecond),
 		rules, pruned, len(rec.Asks), ms.HeapInuse>>20, ms.Sys>>20)
+	t.Logf("live heap near the last step: %d MB, %.0f bytes a message over the %d MB before reading", live>>20, perMessage, base>>20)
+}
+
+// maxLiveBytesPerMessage bounds TestReplayBigSession's live heap a message near
+// the last step. Measured (docs/PERFORMANCE.md, "A session of 10^6 messages"):
+// about 1,560 bytes at 20,000 messages and 1,310 at 100,000; 2,420 before the
+// advisor shed card templates and the replay let go of the messages it no longer
+// needed.
+const maxLiveBytesPerMessage = 2_000
+
+// liveHeap returns the bytes of live heap objects after a collection.
+func liveHeap() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // writeHeapProfile writes the live heap to path.
