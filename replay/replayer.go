@@ -216,9 +216,9 @@ type folder struct {
 	facts   []OutputFacts
 	asked   int
 
-	walked   int      // messages walked
-	tokens   int      // tokens of the messages walked
-	outs     []walked // the outputs walked and not yet folded into facts
+	walked int      // messages walked
+	tokens int      // tokens of the messages walked
+	outs   []walked // the outputs walked and not yet folded into facts
 
 	// When consuming: per message walked, its outputs not yet Final; per output,
 	// its message and whether it was seen Final; messages whose outputs are all
