@@ -176,7 +176,9 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 	if cyclic > 0 {
 		b.warn("%d entries sit on a parentId cycle; they are kept in file order", cyclic)
 	}
-	for _, o := range objs {
+	nodes, seenID = nil, nil
+	for i, o := range objs {
+		objs[i] = nil // each object goes once its message is built: a large file's are not all held beside the messages
 		if o.node >= 0 && !keep[o.node] {
 			continue
 		}
