@@ -545,6 +545,17 @@ func BenchmarkEvidence(b *testing.B) {
 	if err != nil {
 		b.Skipf("%s not readable yet: %v", path, err)
 	}
+	var n int64
+	for _, m := range s.Messages {
+		n += int64(len(m.Text))
+		for _, o := range m.Outputs {
+			n += int64(len(o.Text))
+		}
+		for _, c := range m.Calls {
+			n += int64(len(c.Args))
+		}
+	}
+	b.SetBytes(n) // MB/s: message text, outputs and call arguments per second
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
