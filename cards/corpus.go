@@ -3,6 +3,7 @@ package cards
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Corpus counts, for one session, in how many tool outputs each term occurs. The
@@ -18,6 +19,8 @@ type Corpus struct {
 	// output a term was last counted from, pinned).
 	terms map[string]int32
 	df    []int
+	last  []int32 // by term index: the number (Docs) of the last output that counted it
+	buf   []byte  // scratch of Add: the lowered term
 }
 
 // NewCorpus returns an empty corpus.
@@ -35,24 +38,26 @@ func (c *Corpus) DF(term string) int {
 	return 0
 }
 
-// Add counts one output's text.
+// Add counts one output's text: Docs by one, Tokens by len(Terms(text)), and the
+// DF of each distinct term of Terms(text) by one. It reads the text once and does
+// not allocate for a term the corpus knows (the lowered term is built in a reused
+// buffer and looked up without conversion).
 func (c *Corpus) Add(text string) {
-	terms := Terms(text)
 	c.Docs++
-	c.Tokens += len(terms)
-	seen := make(map[string]struct{}, len(terms))
-	for _, t := range terms {
-		if _, ok := seen[t]; ok {
-			continue
+	doc := int32(c.Docs)
+	eachTerm(text, &c.buf, func(t []byte) {
+		c.Tokens++
+		if i, ok := c.terms[string(t)]; ok { // no allocation: the key is not kept
+			if c.last[i] != doc {
+				c.last[i] = doc
+				c.df[i]++
+			}
+			return
 		}
-		seen[t] = struct{}{}
-		if i, ok := c.terms[t]; ok {
-			c.df[i]++
-		} else {
-			c.terms[strings.Clone(t)] = int32(len(c.df)) // a copy: t is a piece of text
-			c.df = append(c.df, 1)
-		}
-	}
+		c.terms[string(t)] = int32(len(c.df)) // a new string: t is the reused buffer
+		c.df = append(c.df, 1)
+		c.last = append(c.last, doc)
+	})
 }
 
 // AvgLen returns the mean number of terms per output (0 for an empty corpus).
@@ -64,26 +69,82 @@ func (c *Corpus) AvgLen() float64 {
 }
 
 // Terms splits text into lower-cased terms for lexical matching: runs of letters,
-// digits and '_' of at least 2 characters; a path or dotted name also yields its
-// parts ("src/get.rs" gives "src", "get", "rs"). No stop list: common words are
+// digits and '_' (unicode.IsLetter, unicode.IsDigit) of at least 2 bytes, each
+// lowered by strings.ToLower; a path or dotted name also yields its parts
+// ("src/get.rs" gives "src", "get", "rs"). No stop list: common words are
 // down-weighted by IDF instead.
 func Terms(text string) []string {
 	var out []string
-	start := -1
-	for i, r := range text {
-		word := unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_'
-		if word && start < 0 {
-			start = i
+	eachRun(text, func(start, end int, _ bool) {
+		out = append(out, strings.ToLower(text[start:end]))
+	})
+	return out
+}
+
+// wordByte[b] reports whether the ASCII byte b is a word character (a letter, a
+// digit or '_'); bytes >= 0x80 start a rune that unicode decides.
+var wordByte = func() (t [utf8.RuneSelf]bool) {
+	for b := range t {
+		r := rune(b)
+		t[b] = unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_'
+	}
+	return t
+}()
+
+// eachRun calls f with the bounds of each run of word characters of text of at
+// least 2 bytes, in order, and whether the run is all ASCII. An invalid UTF-8 byte
+// is utf8.RuneError, not a word character, as ranging over the string reads it.
+func eachRun(text string, f func(start, end int, ascii bool)) {
+	start, ascii := -1, true
+	for i := 0; i < len(text); {
+		b := text[i]
+		var word bool
+		size := 1
+		if b < utf8.RuneSelf {
+			word = wordByte[b]
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(text[i:])
+			word = unicode.IsLetter(r) || unicode.IsDigit(r)
 		}
-		if !word && start >= 0 {
+		if word {
+			if start < 0 {
+				start, ascii = i, true
+			}
+			if b >= utf8.RuneSelf {
+				ascii = false
+			}
+		} else if start >= 0 {
 			if i-start >= 2 {
-				out = append(out, strings.ToLower(text[start:i]))
+				f(start, i, ascii)
 			}
 			start = -1
 		}
+		i += size
 	}
 	if start >= 0 && len(text)-start >= 2 {
-		out = append(out, strings.ToLower(text[start:]))
+		f(start, len(text), ascii)
 	}
-	return out
+}
+
+// eachTerm calls f with each term of Terms(text), in order, lowered into *buf (so
+// valid only during the call): an ASCII run is lowered byte by byte, exactly as
+// strings.ToLower lowers ASCII; any other run goes through strings.ToLower.
+func eachTerm(text string, buf *[]byte, f func(term []byte)) {
+	eachRun(text, func(start, end int, ascii bool) {
+		b := (*buf)[:0]
+		if ascii {
+			for i := start; i < end; i++ {
+				c := text[i]
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				b = append(b, c)
+			}
+		} else {
+			b = append(b, strings.ToLower(text[start:end])...)
+		}
+		*buf = b
+		f(b)
+	})
 }

@@ -193,8 +193,10 @@ func (x *Index) supersede(c *transcript.ToolCall, o *transcript.ToolOutput) []De
 		cand = &candidate{key: o.Key, left: reads}
 	}
 	// what the output really shows (truncation notes, elisions): a superseding read
-	// covers, and a dead read needs covered, only the lines it shows
-	cut := !transcript.VisibleRange(transcript.Range{}, o.Text).Whole()
+	// covers, and a dead read needs covered, only the lines it shows. Only reads need
+	// it, and a call of several reads only whether the text was cut: computed once,
+	// when a read op needs it (it scans the whole text).
+	cut := reads > 1 && !transcript.VisibleRange(transcript.Range{}, o.Text).Whole()
 	x.seq++
 	seq := x.seq
 	for i, op := range ops {

@@ -903,13 +903,87 @@ func VisibleRange(r Range, text string) Range {
 		}
 		return Range{Start: max(a, 1), End: b}
 	}
-	low := strings.ToLower(text)
-	for _, e := range elisions {
-		if strings.Contains(low, e) {
-			return UnknownRange()
-		}
+	if hasElision(text) {
+		return UnknownRange()
 	}
 	return r
+}
+
+// hasElision reports whether strings.ToLower(text) contains one of the elisions,
+// without building a lowered copy of a text that has no elision marker: the markers
+// are ASCII, and the only non-ASCII runes whose lower case is ASCII are U+0130 ('İ'
+// to 'i') and U+212A (Kelvin sign to 'k'), so unless text holds one of those, a
+// marker occurs in the lowered text exactly where it occurs in the text with only
+// its ASCII letters lowered (bytes >= 0x80 never match an ASCII byte).
+func hasElision(text string) bool {
+	if strings.Contains(text, "\u0130") || strings.Contains(text, "\u212A") {
+		low := strings.ToLower(text)
+		for _, e := range elisions {
+			if strings.Contains(low, e) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, e := range elisions {
+		if containsASCIIFold(text, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsASCIIFold reports whether text contains pat (ASCII lower case) with the
+// ASCII letters of text lowered: it jumps (IndexByte) to the next byte that is pat's
+// first byte in either case and compares from there, so the cost is one pass.
+func containsASCIIFold(text, pat string) bool {
+	n := len(text) - len(pat) + 1 // candidate starts are [0, n)
+	lo, up := pat[0], pat[0]
+	if 'a' <= lo && lo <= 'z' {
+		up = lo - 'a' + 'A'
+	}
+	next := func(i int, c byte) int {
+		if j := strings.IndexByte(text[i:max(n, i)], c); j >= 0 {
+			return i + j
+		}
+		return max(n, i)
+	}
+	pl, pu := -1, -1 // the next start at or after i with pat's first byte, each case
+	if lo == up {
+		pu = max(n, 0)
+	}
+	for i := 0; i < n; {
+		if pl < i {
+			pl = next(i, lo)
+		}
+		if pu < i {
+			pu = next(i, up)
+		}
+		j := min(pl, pu)
+		if j >= n {
+			return false
+		}
+		if equalASCIIFold(text[j:j+len(pat)], pat) {
+			return true
+		}
+		i = j + 1
+	}
+	return false
+}
+
+// equalASCIIFold reports whether s with its ASCII letters lowered equals pat
+// (ASCII lower case, as long as s).
+func equalASCIIFold(s, pat string) bool {
+	for k := 0; k < len(pat); k++ {
+		b := s[k]
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if b != pat[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // OpenFiles follows SWE-agent's windowed editor, whose edit, insert, goto and

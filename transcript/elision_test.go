@@ -1,0 +1,79 @@
+package transcript
+
+import (
+	"strings"
+	"testing"
+)
+
+// oldHasElision is the elision test VisibleRange made before hasElision: a lowered
+// copy of the whole text, searched for each marker. The reference hasElision must
+// agree with on every text.
+func oldHasElision(text string) bool {
+	low := strings.ToLower(text)
+	for _, e := range elisions {
+		if strings.Contains(low, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// elisionCases are edge cases of the fold: markers in upper and mixed case, at both
+// ends, split by a non-ASCII byte, spelled with the two non-ASCII runes whose lower
+// case is ASCII (U+0130 and U+212A), invalid UTF-8, empty and huge texts.
+var elisionCases = []string{
+	"",
+	"t",
+	"tokens truncated",
+	"TOKENS TRUNCATED",
+	"... [12 Characters Truncated] ...",
+	"xx<ELIDED_CHARS>yy",
+	"<response clipped><NOTE>",
+	"The Output Of Your Last Command Was Too Long",
+	"tokens trunca",
+	"tokens\u00a0truncated",
+	"tokens tr\u00fcncated",
+	"output truncaTED",
+	"\u0130",
+	"l\u0130nes omitted",           // İ lowers to i: a marker in the lowered text
+	"to\u212Aens truncated",        // Kelvin sign lowers to k
+	"toKens truncated \u212A",      // ASCII K, a Kelvin sign elsewhere
+	"tokens truncated\xff",         // invalid UTF-8 after a marker
+	"tok\xffens truncated",         // invalid UTF-8 inside one
+	"[... OMITTED 3 lines]",
+	"[...  omitted",
+	strings.Repeat("T", 10000) + "tokens truncated",
+	strings.Repeat("Tt", 10000),
+	strings.Repeat("é", 5000) + "LINES OMITTED" + strings.Repeat("ü", 5000),
+	strings.Repeat("a", 1<<20),
+}
+
+func TestHasElisionMatchesLowerCopy(t *testing.T) {
+	for _, text := range elisionCases {
+		if got, want := hasElision(text), oldHasElision(text); got != want {
+			t.Errorf("hasElision(%.60q) = %v, the lowered copy says %v", text, got, want)
+		}
+	}
+	// Known answers (independent of both implementations): these hold a marker.
+	for _, text := range []string{"TOKENS TRUNCATED", "l\u0130nes omitted", "to\u212Aens truncated", "[... OMITTED 3 lines]"} {
+		if !hasElision(text) {
+			t.Errorf("hasElision(%q) = false, want true", text)
+		}
+	}
+	for _, text := range []string{"", "tokens trunca", "tok\xffens truncated", "tokens tr\u00fcncated"} {
+		if hasElision(text) {
+			t.Errorf("hasElision(%q) = true, want false", text)
+		}
+	}
+}
+
+func FuzzHasElision(f *testing.F) {
+	for _, text := range elisionCases[:20] {
+		f.Add(text)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if got, want := hasElision(text), oldHasElision(text); got != want {
+			t.Errorf("hasElision(%q) = %v, the lowered copy says %v", text, got, want)
+		}
+	})
+}
