@@ -165,6 +165,8 @@ type Tracker struct {
 	part  int32            // number of the part being scanned (scan)
 	order []int32          // scratch: the current part's names in first-seen order
 	ev    map[int]*rawUse  // scratch: evidence of the current assistant message
+	calls []callHash       // the cmdHash of the latest assistant message's calls
+	buf   bytes.Buffer     // scratch of cmdHashOf
 	step  int              // step of the last message added
 	stats TrackerStats
 }
@@ -321,6 +323,8 @@ func (t *Tracker) scan(text string, args json.RawMessage, output bool, g *int32,
 // ordered by output.
 func (t *Tracker) addWords(m *transcript.Message) []Use {
 	clear(t.ev)
+	clear(t.calls) // no call pointer kept past the next assistant message
+	t.calls = t.calls[:0]
 	t.strongUses(m)
 	t.nameUses(m)
 	return t.takeUses()
@@ -354,7 +358,7 @@ func (t *Tracker) strongUses(m *transcript.Message) {
 				}
 			}
 		}
-		if idx, ok := t.cmds[cmdHash(c)]; ok {
+		if idx, ok := t.cmds[t.cmdHash(c)]; ok {
 			strong(idx, UseCommand, "same command")
 		}
 	}
@@ -444,7 +448,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 		// path may be a piece of a larger text.
 		t.reads[strings.Clone(c.Path)] = append(live, idx)
 	}
-	h := cmdHash(c)
+	h := t.cmdHash(c)
 	t.cmds[h] = idx
 	t.runs[h]++
 	oe.runs = t.runs[h]
@@ -620,19 +624,75 @@ func overlaps(a, b transcript.Range) bool {
 	return as <= be && bs <= ae
 }
 
-// cmdHash identifies a call by tool name and arguments (JSON compacted, so
-// whitespace does not matter; key order does): FNV-1a 64.
-func cmdHash(c *transcript.ToolCall) uint64 {
+// callHash is the cmdHash of one call, kept for the outputs of the calls of the
+// latest assistant message.
+type callHash struct {
+	c *transcript.ToolCall
+	h uint64
+}
+
+// cmdHash is cmdHashOf(c), computed once for a call of the latest assistant message
+// (strongUses hashes each call, addOutput its output's call again).
+func (t *Tracker) cmdHash(c *transcript.ToolCall) uint64 {
+	for _, k := range t.calls {
+		if k.c == c {
+			return k.h
+		}
+	}
+	h := cmdHashOf(c, &t.buf)
+	t.calls = append(t.calls, callHash{c, h})
+	return h
+}
+
+// cmdHashOf identifies a call by tool name and arguments (JSON compacted by
+// json.Compact, so whitespace does not matter; key order does; arguments that are
+// not JSON are trimmed by bytes.TrimSpace): FNV-1a 64. buf is scratch.
+func cmdHashOf(c *transcript.ToolCall, buf *bytes.Buffer) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(c.Name))
 	h.Write([]byte{0})
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, c.Args); err == nil {
+	if compactJSON(c.Args) {
+		h.Write(c.Args)
+		return h.Sum64()
+	}
+	buf.Reset()
+	if err := json.Compact(buf, c.Args); err == nil {
 		h.Write(buf.Bytes())
 	} else {
 		h.Write(bytes.TrimSpace(c.Args))
 	}
 	return h.Sum64()
+}
+
+// compactJSON reports that args are what cmdHashOf would hash after compacting
+// them: they start and end with an ASCII byte that is not a space (so
+// bytes.TrimSpace, the fallback for text that is not JSON, keeps them whole) and
+// hold no JSON white space (' ', '\t', '\n', '\r') outside strings (so
+// json.Compact, which removes exactly that, keeps valid JSON whole). Strings are
+// followed by their quotes and backslash escapes, which in valid JSON finds exactly
+// the strings; for text that is not JSON only the ends matter.
+func compactJSON(args []byte) bool {
+	n := len(args)
+	if n == 0 || !asciiNonSpace(args[0]) || !asciiNonSpace(args[n-1]) {
+		return false
+	}
+	in := false
+	for i := 0; i < n; i++ {
+		switch b := args[i]; {
+		case in && b == '\\':
+			i++
+		case b == '"':
+			in = !in
+		case !in && (b == ' ' || b == '\t' || b == '\n' || b == '\r'):
+			return false
+		}
+	}
+	return true
+}
+
+// asciiNonSpace reports whether b is an ASCII byte that unicode.IsSpace rejects.
+func asciiNonSpace(b byte) bool {
+	return b < 0x80 && b != ' ' && (b < '\t' || b > '\r')
 }
 
 // Names returns the distinct names in text, in order of first appearance. The
@@ -938,12 +998,12 @@ func visitCompound(s string, drive, code bool, group int32, emit emitFunc) {
 			}
 		}
 		base := s[strings.LastIndexByte(s, '/')+1:]
-		if strings.ContainsAny(base, ".-") {
+		if indexDotDash(base) >= 0 {
 			emitParts(base, group, emit)
 		}
 		return
 	}
-	if strings.ContainsAny(s, ".-") {
+	if indexDotDash(s) >= 0 {
 		emit(s, group, false)
 		emitParts(s, group, emit)
 		return
@@ -951,10 +1011,21 @@ func visitCompound(s string, drive, code bool, group int32, emit emitFunc) {
 	emit(s, group, !code && plainWord(s))
 }
 
+// indexDotDash is strings.IndexAny(s, ".-") for the short strings of names,
+// without IndexAny's set building.
+func indexDotDash(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' || s[i] == '-' {
+			return i
+		}
+	}
+	return -1
+}
+
 // emitParts emits the pieces of s split at '.' and '-' that are long enough.
 func emitParts(s string, group int32, emit emitFunc) {
 	for len(s) > 0 {
-		k := strings.IndexAny(s, ".-")
+		k := indexDotDash(s)
 		part := s
 		if k >= 0 {
 			part, s = s[:k], s[k+1:]

@@ -846,15 +846,26 @@ func exitFailed(t string) bool {
 	if len(tail) > 600 {
 		tail = tail[len(tail)-600:]
 	}
-	if nonZero(exitClaude.FindStringSubmatch(head)) || nonZero(exitMini.FindStringSubmatch(head)) ||
-		nonZero(exitCodex.FindStringSubmatch(head)) || nonZero(exitPi.FindStringSubmatch(tail)) ||
-		nonZero(exitGemini.FindStringSubmatch(tail)) {
+	if nonZero(findWith(exitClaude, "Exit code ", head)) || nonZero(findWith(exitMini, "<returncode>", head)) ||
+		nonZero(findWith(exitCodex, "Process exited with code ", head)) ||
+		nonZero(findWith(exitPi, "Command exited with code ", tail)) ||
+		nonZero(findWith(exitGemini, "Exit Code: ", tail)) {
 		return true
 	}
 	if strings.HasPrefix(strings.TrimSpace(t), `{"output"`) {
-		return nonZero(exitJSON.FindStringSubmatch(tail))
+		return nonZero(findWith(exitJSON, `"exit_code"`, tail))
 	}
 	return false
+}
+
+// findWith is re.FindStringSubmatch(s), answered nil at once when s lacks lit, a
+// literal that every match of re holds: these patterns start with ^ or \s, so the
+// regexp engine has no literal prefix to skip to and would try every position.
+func findWith(re *regexp.Regexp, lit, s string) []string {
+	if !strings.Contains(s, lit) {
+		return nil
+	}
+	return re.FindStringSubmatch(s)
 }
 
 // clip returns at most the first n bytes of s.

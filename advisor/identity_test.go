@@ -1,0 +1,142 @@
+package advisor
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+var updateIndex = flag.Bool("update-index", false, "rewrite testdata/index-digests.json from the current index code")
+
+// indexDigestFile holds, per real session, a digest of everything the index phase
+// derives. It was written by the index code before the byte-level rewrite of
+// cards.Terms, the evidence tokenizer, transcript.VisibleRange and the rules'
+// visible ranges (commit 3c53ac7 with this test added, go test ./advisor -run
+// TestIndexMatchesDigests -update-index), so the test shows the rewrite changed no
+// result.
+const indexDigestFile = "testdata/index-digests.json"
+
+// identitySessions returns every session under ../shared/sessions and every third
+// file of ../shared/corpus, by name relative to ../shared.
+func identitySessions(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, pat := range []string{"../../shared/sessions/*/*", "../../shared/corpus/*/*"} {
+		m, _ := filepath.Glob(pat)
+		for i, f := range m {
+			if strings.Contains(pat, "corpus") && i%3 != 0 || strings.HasSuffix(f, ".md") || strings.Contains(f, "LICENSES") {
+				continue
+			}
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// indexDigest indexes the whole session at once with the default configuration
+// and returns a digest of what the index derived: per output its plan item, card
+// template (reaction, arguments, head and tail, tokens, action), rule death, use
+// history, protection and names; the rule decisions; the use history over the
+// session (evidence.Of, what replay labels with); the corpus counts of every term.
+func indexDigest(t *testing.T, a *Advisor, s *transcript.Session) string {
+	t.Helper()
+	st := newState(SessionKey(s))
+	sp := &stepState{s: s, msgs: s.Messages, T: len(s.Messages)}
+	a.index(st, sp)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	put := func(v any) {
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range st.outs {
+		put(o.item())
+		put(o.card)
+		put([]any{o.dead, o.deadRule, o.deadBy, o.uses, o.lastUse, o.useSteps, o.fixed, o.paths, o.names,
+			o.protectTil, o.protectWhy, o.bytes, o.hash})
+		if st.tracker != nil {
+			put([]any{st.tracker.Uses(o.key), st.tracker.Owned(o.key), st.tracker.Runs(o.key)})
+		}
+	}
+	put(st.rules.All())
+	put([]any{st.steps, st.allUses, st.lastNow, st.ctxTokens, st.lastEdit, st.lastTouch, st.reads})
+	if st.tracker != nil {
+		put(st.tracker.Stats())
+	}
+	uses, err := evidence.Of(s)
+	put([]any{uses, fmt.Sprint(err)})
+	terms := map[string]bool{}
+	for _, o := range s.Outputs() {
+		for _, term := range cards.Terms(o.Text) {
+			terms[term] = true
+		}
+	}
+	sorted := make([]string, 0, len(terms))
+	for term := range terms {
+		sorted = append(sorted, term)
+	}
+	slices.Sort(sorted)
+	df := make([]int, len(sorted))
+	for i, term := range sorted {
+		df[i] = st.corpus.DF(term)
+	}
+	put([]any{st.corpus.Docs, st.corpus.Tokens, sorted, df})
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
+}
+
+// The index phase derives exactly what it derived before the byte-level rewrite,
+// on every real session and a third of the corpus (see indexDigestFile).
+func TestIndexMatchesDigests(t *testing.T) {
+	files := identitySessions(t)
+	if len(files) < 50 {
+		t.Skipf("only %d real sessions found", len(files))
+	}
+	a, err := New(DefaultConfig(), nil, NewMemoryStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range files {
+		s, err := transcript.ReadFile(f, transcript.Options{Lenient: true})
+		if err != nil {
+			continue
+		}
+		name, _ := filepath.Rel("../../shared", f)
+		got[name] = indexDigest(t, a, s)
+	}
+	if *updateIndex {
+		data, _ := json.MarshalIndent(got, "", "  ")
+		if err := os.WriteFile(indexDigestFile, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(indexDigestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]string
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatalf("%s: %v", indexDigestFile, err)
+	}
+	if len(want) < 50 {
+		t.Fatalf("%s holds %d sessions", indexDigestFile, len(want))
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("index digests differ from the old code's (-old +new):\n%s", d)
+	}
+}
