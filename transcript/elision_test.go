@@ -35,11 +35,11 @@ var elisionCases = []string{
 	"tokens tr\u00fcncated",
 	"output truncaTED",
 	"\u0130",
-	"l\u0130nes omitted",           // İ lowers to i: a marker in the lowered text
-	"to\u212Aens truncated",        // Kelvin sign lowers to k
-	"toKens truncated \u212A",      // ASCII K, a Kelvin sign elsewhere
-	"tokens truncated\xff",         // invalid UTF-8 after a marker
-	"tok\xffens truncated",         // invalid UTF-8 inside one
+	"l\u0130nes omitted",      // İ lowers to i: a marker in the lowered text
+	"to\u212Aens truncated",   // Kelvin sign lowers to k
+	"toKens truncated \u212A", // ASCII K, a Kelvin sign elsewhere
+	"tokens truncated\xff",    // invalid UTF-8 after a marker
+	"tok\xffens truncated",    // invalid UTF-8 inside one
 	"[... OMITTED 3 lines]",
 	"[...  omitted",
 	strings.Repeat("T", 10000) + "tokens truncated",
