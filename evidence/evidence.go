@@ -165,7 +165,6 @@ type Tracker struct {
 	part  int32            // number of the part being scanned (scan)
 	order []int32          // scratch: the current part's names in first-seen order
 	ev    map[int]*rawUse  // scratch: evidence of the current assistant message
-	calls []callHash       // the cmdHash of the latest assistant message's calls
 	buf   bytes.Buffer     // scratch of cmdHashOf
 	step  int              // step of the last message added
 	stats TrackerStats
@@ -323,8 +322,6 @@ func (t *Tracker) scan(text string, args json.RawMessage, output bool, g *int32,
 // ordered by output.
 func (t *Tracker) addWords(m *transcript.Message) []Use {
 	clear(t.ev)
-	clear(t.calls) // no call pointer kept past the next assistant message
-	t.calls = t.calls[:0]
 	t.strongUses(m)
 	t.nameUses(m)
 	return t.takeUses()
@@ -624,25 +621,8 @@ func overlaps(a, b transcript.Range) bool {
 	return as <= be && bs <= ae
 }
 
-// callHash is the cmdHash of one call, kept for the outputs of the calls of the
-// latest assistant message.
-type callHash struct {
-	c *transcript.ToolCall
-	h uint64
-}
-
-// cmdHash is cmdHashOf(c), computed once for a call of the latest assistant message
-// (strongUses hashes each call, addOutput its output's call again).
-func (t *Tracker) cmdHash(c *transcript.ToolCall) uint64 {
-	for _, k := range t.calls {
-		if k.c == c {
-			return k.h
-		}
-	}
-	h := cmdHashOf(c, &t.buf)
-	t.calls = append(t.calls, callHash{c, h})
-	return h
-}
+// cmdHash is cmdHashOf(c) with the tracker's scratch buffer.
+func (t *Tracker) cmdHash(c *transcript.ToolCall) uint64 { return cmdHashOf(c, &t.buf) }
 
 // cmdHashOf identifies a call by tool name and arguments (JSON compacted by
 // json.Compact, so whitespace does not matter; key order does; arguments that are

@@ -887,6 +887,23 @@ var elisions = []string{
 	"the output of your last command was too long",
 }
 
+// elisionAnchors[i] is the byte of elisions[i] hasElision looks for first: one
+// that is rare in tool output (a bracket, or a letter less common than the
+// marker's first), so that few places need a comparison.
+var elisionAnchors = func() []int {
+	rare := []byte{']', '<', '[', 'k', 'y', 'p', 'm', 'u'}
+	out := make([]int, len(elisions))
+	for i, e := range elisions {
+		for _, r := range rare {
+			if k := strings.IndexByte(e, r); k >= 0 {
+				out[i] = k
+				break
+			}
+		}
+	}
+	return out
+}()
+
 // VisibleRange returns the lines of a read the output text really shows, given the
 // range r the call asked for: a "Showing lines A-B of N" note (pi read and bash,
 // Gemini read_file) narrows a whole-file read to A-B (a partial read with such a note,
@@ -936,8 +953,8 @@ func hasElision(text string) bool {
 		}
 		return false
 	}
-	for _, e := range elisions {
-		if containsASCIIFold(text, e) {
+	for i, e := range elisions {
+		if containsASCIIFold(text, e, elisionAnchors[i]) {
 			return true
 		}
 	}
@@ -945,39 +962,44 @@ func hasElision(text string) bool {
 }
 
 // containsASCIIFold reports whether text contains pat (ASCII lower case) with the
-// ASCII letters of text lowered: it jumps (IndexByte) to the next byte that is pat's
-// first byte in either case and compares from there, so the cost is one pass.
-func containsASCIIFold(text, pat string) bool {
-	n := len(text) - len(pat) + 1 // candidate starts are [0, n)
-	lo, up := pat[0], pat[0]
+// ASCII letters of text lowered. It jumps (IndexByte) to the next byte that is
+// pat[k] in either case and compares pat with the text around it, so the cost is one
+// pass plus a comparison where pat[k] occurs.
+func containsASCIIFold(text, pat string, k int) bool {
+	// the anchor of a match starting at j is at j+k; starts run over [0, n)
+	n := len(text) - len(pat) + 1
+	if n <= 0 {
+		return false
+	}
+	lo, up := pat[k], pat[k]
 	if 'a' <= lo && lo <= 'z' {
 		up = lo - 'a' + 'A'
 	}
-	next := func(i int, c byte) int {
-		if j := strings.IndexByte(text[i:max(n, i)], c); j >= 0 {
-			return i + j
+	next := func(j int, c byte) int { // the first start >= j whose anchor byte is c, n if none
+		if i := strings.IndexByte(text[j+k:n+k], c); i >= 0 {
+			return j + i
 		}
-		return max(n, i)
+		return n
 	}
-	pl, pu := -1, -1 // the next start at or after i with pat's first byte, each case
+	pl, pu := -1, -1 // the next start at or after j with the anchor in each case
 	if lo == up {
-		pu = max(n, 0)
+		pu = n
 	}
-	for i := 0; i < n; {
-		if pl < i {
-			pl = next(i, lo)
+	for j := 0; j < n; {
+		if pl < j {
+			pl = next(j, lo)
 		}
-		if pu < i {
-			pu = next(i, up)
+		if pu < j {
+			pu = next(j, up)
 		}
-		j := min(pl, pu)
+		j = min(pl, pu)
 		if j >= n {
 			return false
 		}
 		if equalASCIIFold(text[j:j+len(pat)], pat) {
 			return true
 		}
-		i = j + 1
+		j++
 	}
 	return false
 }

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,7 +50,34 @@ var elisionCases = []string{
 }
 
 func TestHasElisionMatchesLowerCopy(t *testing.T) {
-	for _, text := range elisionCases {
+	if elisionAnchors[0] != 20 || elisionAnchors[2] != 2 || elisionAnchors[8] != 14 {
+		t.Errorf("anchors %v: want ']' of the first marker, 'k' of tokens, 'y' of your", elisionAnchors)
+	}
+	texts := append([]string(nil), elisionCases...)
+	files, _ := filepath.Glob("../../shared/sessions/*/*")
+	corpus, _ := filepath.Glob("../../shared/corpus/*/*")
+	for i, f := range corpus {
+		if i%3 == 0 {
+			files = append(files, f)
+		}
+	}
+	found := 0
+	for _, f := range files {
+		s, err := ReadFile(f, Options{Lenient: true})
+		if err != nil {
+			continue
+		}
+		for _, o := range s.Outputs() {
+			texts = append(texts, o.Text)
+			if oldHasElision(o.Text) {
+				found++
+			}
+		}
+	}
+	if found < 20 {
+		t.Errorf("only %d real outputs hold an elision marker", found)
+	}
+	for _, text := range texts {
 		if got, want := hasElision(text), oldHasElision(text); got != want {
 			t.Errorf("hasElision(%.60q) = %v, the lowered copy says %v", text, got, want)
 		}
