@@ -168,7 +168,13 @@ func New(o *transcript.ToolOutput, now int) Card {
 		c.Tool = o.Call.Name
 		c.Args = o.Call.Summary
 	}
-	c.Head, c.Tail = HeadTail(o.Text, HeadChars, TailChars)
+	if utf8.ValidString(o.Text) {
+		// HeadTail without its passes over the whole text: valid text is its own
+		// ToValidUTF8, and its character count is Chars.
+		c.Head, c.Tail = headTail(o.Text, c.Chars, HeadChars, TailChars)
+	} else {
+		c.Head, c.Tail = HeadTail(o.Text, HeadChars, TailChars)
+	}
 	return c
 }
 
@@ -218,7 +224,11 @@ func ReactionOf(m *transcript.Message) string {
 // it is returned whole as the head.
 func HeadTail(s string, head, tail int) (string, string) {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	n := utf8.RuneCountInString(s)
+	return headTail(s, utf8.RuneCountInString(s), head, tail)
+}
+
+// headTail is HeadTail of valid UTF-8 text s of n characters.
+func headTail(s string, n, head, tail int) (string, string) {
 	if n <= head+tail {
 		return s, ""
 	}

@@ -95,35 +95,37 @@ var wordByte = func() (t [utf8.RuneSelf]bool) {
 // least 2 bytes, in order, and whether the run is all ASCII. An invalid UTF-8 byte
 // is utf8.RuneError, not a word character, as ranging over the string reads it.
 func eachRun(text string, f func(start, end int, ascii bool)) {
-	start, ascii := -1, true
-	for i := 0; i < len(text); {
-		b := text[i]
-		var word bool
-		size := 1
-		if b < utf8.RuneSelf {
-			word = wordByte[b]
-		} else {
-			var r rune
-			r, size = utf8.DecodeRuneInString(text[i:])
-			word = unicode.IsLetter(r) || unicode.IsDigit(r)
+	n := len(text)
+	for i := 0; i < n; {
+		if b := text[i]; b < utf8.RuneSelf {
+			if !wordByte[b] {
+				i++
+				continue
+			}
+		} else if r, size := utf8.DecodeRuneInString(text[i:]); !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			i += size
+			continue
 		}
-		if word {
-			if start < 0 {
-				start, ascii = i, true
+		// a run starts at i: consume its word characters
+		start, ascii := i, true
+		for i < n {
+			if b := text[i]; b < utf8.RuneSelf {
+				if !wordByte[b] {
+					break
+				}
+				i++
+				continue
 			}
-			if b >= utf8.RuneSelf {
-				ascii = false
+			r, size := utf8.DecodeRuneInString(text[i:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				break
 			}
-		} else if start >= 0 {
-			if i-start >= 2 {
-				f(start, i, ascii)
-			}
-			start = -1
+			ascii = false
+			i += size
 		}
-		i += size
-	}
-	if start >= 0 && len(text)-start >= 2 {
-		f(start, len(text), ascii)
+		if i-start >= 2 {
+			f(start, i, ascii)
+		}
 	}
 }
 

@@ -164,3 +164,18 @@ func FuzzTerms(f *testing.F) {
 		}
 	})
 }
+
+// New's head and tail (valid text skips HeadTail's passes) are HeadTail's on every
+// real text and edge case, invalid UTF-8 included.
+func TestNewHeadTailMatchesHeadTail(t *testing.T) {
+	texts := append(realTexts(t), termCases...)
+	texts = append(texts, strings.Repeat("é", 399), strings.Repeat("é", 400), strings.Repeat("é", 401),
+		strings.Repeat("a\xff", 300), "\xff\xfe\xfd"+strings.Repeat("b", 500))
+	for i, text := range texts {
+		c := New(&transcript.ToolOutput{Key: "k", Text: text}, 0)
+		head, tail := HeadTail(text, HeadChars, TailChars)
+		if c.Head != head || c.Tail != tail {
+			t.Fatalf("text %d %.80q: New gives head %.40q tail %.40q, HeadTail %.40q %.40q", i, text, c.Head, c.Tail, head, tail)
+		}
+	}
+}

@@ -81,3 +81,4 @@ func FuzzCmdHash(f *testing.F) {
 		}
 	})
 }
+
