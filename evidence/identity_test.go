@@ -81,4 +81,3 @@ func FuzzCmdHash(f *testing.F) {
 		}
 	})
 }
-
