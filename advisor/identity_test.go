@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
@@ -33,17 +35,7 @@ const indexDigestFile = "testdata/index-digests.json"
 // file of ../shared/corpus, by name relative to ../shared.
 func identitySessions(t *testing.T) []string {
 	t.Helper()
-	var files []string
-	for _, pat := range []string{"../../shared/sessions/*/*", "../../shared/corpus/*/*"} {
-		m, _ := filepath.Glob(pat)
-		for i, f := range m {
-			if strings.Contains(pat, "corpus") && i%3 != 0 || strings.HasSuffix(f, ".md") || strings.Contains(f, "LICENSES") {
-				continue
-			}
-			files = append(files, f)
-		}
-	}
-	return files
+	return sessionfiles.Sample("../../shared")
 }
 
 // indexDigest indexes the whole session at once with the default configuration

@@ -1,12 +1,13 @@
 package cards
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
 
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -88,20 +89,7 @@ var termCases = []string{
 // reader rejects).
 func realTexts(t *testing.T) []string {
 	t.Helper()
-	var files []string
-	for _, pat := range []string{"../../shared/sessions/*/*", "../../shared/corpus/*/*"} {
-		m, _ := filepath.Glob(pat)
-		if strings.Contains(pat, "corpus") {
-			var every []string
-			for i, f := range m {
-				if i%3 == 0 {
-					every = append(every, f)
-				}
-			}
-			m = every
-		}
-		files = append(files, m...)
-	}
+	files := sessionfiles.Sample("../../shared")
 	var texts []string
 	read := 0
 	for _, f := range files {

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"hash/fnv"
-	"path/filepath"
 	"testing"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -40,13 +40,7 @@ func TestCmdHashMatchesOld(t *testing.T) {
 	for _, a := range argCases {
 		calls = append(calls, &transcript.ToolCall{Name: "Bash", Args: json.RawMessage(a)})
 	}
-	files, _ := filepath.Glob("../../shared/sessions/*/*")
-	corpus, _ := filepath.Glob("../../shared/corpus/*/*")
-	for i, f := range corpus {
-		if i%3 == 0 {
-			files = append(files, f)
-		}
-	}
+	files := sessionfiles.Sample("../../shared")
 	real := 0
 	for _, f := range files {
 		s, err := transcript.ReadFile(f, transcript.Options{Lenient: true})

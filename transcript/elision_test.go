@@ -1,9 +1,10 @@
 package transcript
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
 )
 
 // oldHasElision is the elision test VisibleRange made before hasElision: a lowered
@@ -54,13 +55,7 @@ func TestHasElisionMatchesLowerCopy(t *testing.T) {
 		t.Errorf("anchors %v: want ']' of the first marker, 'k' of tokens, 'y' of your", elisionAnchors)
 	}
 	texts := append([]string(nil), elisionCases...)
-	files, _ := filepath.Glob("../../shared/sessions/*/*")
-	corpus, _ := filepath.Glob("../../shared/corpus/*/*")
-	for i, f := range corpus {
-		if i%3 == 0 {
-			files = append(files, f)
-		}
-	}
+	files := sessionfiles.Sample("../../shared")
 	found := 0
 	for _, f := range files {
 		s, err := ReadFile(f, Options{Lenient: true})
