@@ -96,6 +96,9 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	if err := checkFormat(f.format); err != nil {
 		return err
 	}
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory: advise reads one session file (replay reads folders of them)", file)
+	}
 	s, err := transcript.ReadFile(file, transcript.Options{Format: transcript.Format(f.format), Lenient: f.lenient})
 	if errors.Is(err, transcript.ErrMalformed) && !f.lenient {
 		return fmt.Errorf("%w (--lenient skips malformed lines)", err)
