@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,7 +36,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err == nil {
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("duration %q: %w", s, err)
+			return fmt.Errorf("duration %q: want a string like \"5m\" or \"90s\", or a number of seconds", s)
 		}
 		*d = Duration(v)
 		return nil
@@ -116,7 +117,8 @@ type Config struct {
 	// format of a session file (ProviderOf).
 	Provider string `json:"provider,omitempty" validate:"omitempty,oneof=anthropic openai gemini"`
 	// Prices overrides the default price model of any provider (prices.Default), keyed
-	// by provider name; each entry is a whole prices.Model.
+	// by provider name; each entry is read over that provider's default
+	// (prices.Table.UnmarshalJSON), so an entry may give only the prices that differ.
 	Prices prices.Table `json:"prices,omitempty"`
 	// CacheTTL is how long the provider keeps a prompt cache warm; with no call for
 	// longer than this, a rewrite is free. Default 5m.
@@ -312,6 +314,9 @@ func LoadConfig(file string) (Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
+		if k := failingField(data); k != "" {
+			return Config{}, fmt.Errorf("load config %s: field %q: %w", file, k, err)
+		}
 		return Config{}, fmt.Errorf("load config %s: %w", file, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -321,6 +326,35 @@ func LoadConfig(file string) (Config, error) {
 		return Config{}, fmt.Errorf("load config %s: %w", file, err)
 	}
 	return cfg, nil
+}
+
+// failingField names the top-level field of the JSON object data whose value alone
+// fails to decode into a Config (encoding/json does not name the field when a
+// field's own UnmarshalJSON fails, e.g. a cache_ttl of "forever"); "" when data is
+// not an object or no single field fails, or when json's error names it already.
+func failingField(data []byte) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return ""
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		one, err := json.Marshal(map[string]json.RawMessage{k: fields[k]})
+		if err != nil {
+			return ""
+		}
+		cfg := DefaultConfig()
+		err = json.Unmarshal(one, &cfg)
+		var typeErr *json.UnmarshalTypeError
+		if err != nil && !errors.As(err, &typeErr) {
+			return k
+		}
+	}
+	return ""
 }
 
 // WriteConfig writes cfg as indented JSON to file (used by `calibrate --write-config`).

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/backoff"
 	"github.com/pruneadvisor/pruneadvisor/cards"
 )
@@ -145,6 +146,17 @@ func TestLoadConfig(t *testing.T) {
 			t.Errorf("(-want +got):\n%s", d)
 		}
 	})
+	t.Run("a price entry keeps the provider's other defaults", func(t *testing.T) {
+		cfg, err := advisor.LoadConfig(write("pr.json", `{"prices": {"anthropic": {"cache_read_per_mtok": 0.25}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := prices.MustDefault(prices.Anthropic)
+		want.CacheReadPerMTok = 0.25
+		if d := cmp.Diff(prices.Table{prices.Anthropic: want}, cfg.Prices); d != "" {
+			t.Errorf("(-want +got):\n%s", d)
+		}
+	})
 	t.Run("seconds as a number", func(t *testing.T) {
 		cfg, err := advisor.LoadConfig(write("n.json", `{"cache_ttl": 120}`))
 		if err != nil || time.Duration(cfg.CacheTTL) != 2*time.Minute {
@@ -158,7 +170,11 @@ func TestLoadConfig(t *testing.T) {
 		{"unknown field", `{"cutof": 0.1}`, []string{"u.json", `unknown field "cutof"`}},
 		{"wrong type", `{"cutoff": "low"}`, []string{"u.json", "cutoff"}},
 		{"invalid value", `{"protected_steps": -2}`, []string{"u.json", "protected_steps = -2"}},
-		{"bad duration", `{"cache_ttl": "5 minutes"}`, []string{"u.json", "5 minutes"}},
+		{"bad duration", `{"cache_ttl": "5 minutes"}`, []string{"u.json", `field "cache_ttl"`, "5 minutes"}},
+		{"negative price", `{"prices": {"anthropic": {"input_per_mtok": -1}}}`, []string{"u.json", "prices for anthropic", "input_per_mtok = -1"}},
+		{"unknown provider", `{"prices": {"acme": {"input_per_mtok": 1}}}`, []string{"u.json", `entry "acme"`, `unknown provider "acme"`}},
+		{"unknown price field", `{"prices": {"openai": {"inputs": 1}}}`, []string{"u.json", `field "prices"`, `entry "openai"`, `unknown field "inputs"`}},
+		{"provider not the key", `{"prices": {"openai": {"provider": "gemini"}}}`, []string{"u.json", `entry "openai" holds provider "gemini"`}},
 		{"trailing data", `{"cutoff": 0.1} {"cutoff": 0.2}`, []string{"u.json", "data after the JSON object"}},
 	}
 	for _, tt := range errs {

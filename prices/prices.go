@@ -13,6 +13,8 @@
 package prices
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -171,6 +173,36 @@ func (m Model) RewritePremium() float64 { return m.Write() - m.Read() }
 
 // Table holds the price model of every provider; a zero Table means the defaults.
 type Table map[Provider]Model
+
+// UnmarshalJSON reads a table keyed by provider name ({"anthropic": {...}}). Each
+// entry is read over that provider's Default, so the fields it omits keep their
+// defaults and "provider" may be left out; errors name the entry: an unknown
+// provider (wrapping ErrPrices), an unknown field, a value of the wrong type, or a
+// "provider" other than the key. Values are checked by Validate, not here.
+func (t *Table) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("prices: %w", err)
+	}
+	out := make(Table, len(raw))
+	for k, v := range raw {
+		m, err := Default(Provider(k))
+		if err != nil {
+			return fmt.Errorf("prices: entry %q: %w", k, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil {
+			return fmt.Errorf("prices: entry %q: %w", k, err)
+		}
+		if m.Provider != Provider(k) {
+			return fmt.Errorf("%w: entry %q holds provider %q", ErrPrices, k, m.Provider)
+		}
+		out[Provider(k)] = m
+	}
+	*t = out
+	return nil
+}
 
 // DefaultTable returns Default for every provider.
 func DefaultTable() Table {
