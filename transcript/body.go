@@ -26,6 +26,11 @@ import (
 // that is not an object) is read again by the reader's full path, so errors and
 // warnings are the full path's, word for word.
 //
+// Before that scan, an Anthropic body read with a cache is compared with the
+// conversation's previous body, which the cache's body memory keeps (bodymemo.go):
+// the messages the two share byte for byte are taken from the cache by their
+// stored keys, without a scan or a hash, and only the rest is scanned.
+//
 // Both paths decode a message with the same code (apiMessage for Anthropic bodies,
 // chatReader.readOne for OpenAI ones, on internal/jsonscan); the fast path differs
 // only in how it finds the messages and in skipping the ones it has seen.
@@ -46,7 +51,10 @@ const DefaultMessageCacheBytes = 256 << 20
 // holds the message as decoded (its text, tool calls and outputs with their texts,
 // hashes, token counts and classification); the cache holds at most its bound of
 // bytes as the entries really hold them (templateBytes: texts, hashes, structs and
-// the map's slots, not the raw JSON they came from), its frequency sketch included.
+// the map's slots, not the raw JSON they came from), its frequency sketch and its
+// body memory included: the last Anthropic body of each recent conversation, at
+// most memoShare of the bound, whatever it holds taken from the main part's room
+// (bodymemo.go).
 // Safe for concurrent use; one cache may serve any number of sessions and both
 // formats.
 //
