@@ -24,7 +24,9 @@ func BenchmarkReadLargest(b *testing.B) {
 	msgs := 0
 	for b.Loop() {
 		tokenCache = &tokenLRU{cur: map[tokenKey]int{}}
-		pieceCache = newPieceLRU()
+		pieceCache.mu.Lock()
+		pieceCache.cur, pieceCache.prev = map[string]int32{}, nil
+		pieceCache.mu.Unlock()
 		s, err := Read(largestSession, data, Options{})
 		if err != nil {
 			b.Fatal(err)

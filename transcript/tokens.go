@@ -204,15 +204,11 @@ func (c *tokenLRU) putLocked(k tokenKey, n int) {
 // compares the pieces with the engine's own.
 
 // countSplit counts the tokens of the valid UTF-8 text s piece by piece: the pieces
-// pieceCache holds from its lookups, the others from the tokenizer (and kept). The
-// split and the lookups run under the cache's read lock, so that several
-// goroutines count at once (decodeNew); the pieces found in the previous
-// generation are promoted afterwards, under the write lock.
+// pieceCache holds from its lookups, the others from the tokenizer (and kept).
 func countSplit(s string) int {
 	total := 0
 	var miss []string
-	var promote []pieceCount
-	pieceCache.mu.RLock()
+	pieceCache.mu.Lock()
 	for i := 0; i < len(s); {
 		j := splitO200k(s, i)
 		if j == i {
@@ -221,24 +217,14 @@ func countSplit(s string) int {
 		}
 		p := s[i:j]
 		i = j
-		n, ok, old := pieceCache.getRLocked(p)
+		n, ok := pieceCache.getLocked(p)
 		if !ok {
 			miss = append(miss, p)
 			continue
 		}
-		if old {
-			promote = append(promote, pieceCount{p, n})
-		}
 		total += int(n)
 	}
-	pieceCache.mu.RUnlock()
-	if len(promote) > 0 {
-		pieceCache.mu.Lock()
-		for _, pc := range promote {
-			pieceCache.putLocked(pc.piece, pc.n)
-		}
-		pieceCache.mu.Unlock()
-	}
+	pieceCache.mu.Unlock()
 	if len(miss) > 0 && loadCodec() != nil {
 		return total + (len(strings.Join(miss, ""))+3)/4
 	}
@@ -253,12 +239,6 @@ func countSplit(s string) int {
 	return total
 }
 
-// pieceCount is a piece and its count, found in pieceCache's previous generation.
-type pieceCount struct {
-	piece string
-	n     int32
-}
-
 // pieceCacheMaxBytes is the longest piece pieceCache keeps; longer ones (long words,
 // encoded blobs) are counted each time.
 const pieceCacheMaxBytes = 48
@@ -268,56 +248,28 @@ const pieceCacheMaxBytes = 48
 const pieceCacheEntries = 1 << 16
 
 // pieceCache holds the tokenizer's count of pre-split pieces.
-var pieceCache = newPieceLRU()
-
-// shortPiece is the longest piece pieceLRU keys by its packed bytes (packPiece)
-// instead of as a string: most pieces (words, runs of spaces, punctuation) are
-// this short, and a uint64 key hashes and compares in one step.
-const shortPiece = 7
-
-// packPiece is p (at most shortPiece bytes) packed into a uint64: its bytes, low
-// first, and its length in the top byte, so different pieces get different keys.
-func packPiece(p string) uint64 {
-	k := uint64(len(p)) << 56
-	for i := 0; i < len(p); i++ {
-		k |= uint64(p[i]) << (8 * i)
-	}
-	return k
-}
+var pieceCache = &pieceLRU{cur: map[string]int32{}}
 
 // pieceLRU is a two-generation cache like tokenLRU, keyed by the piece itself (at
-// most pieceCacheMaxBytes): pieces of at most shortPiece bytes packed (short), the
-// others as strings (long), each with its own generations. Safe for concurrent use:
-// lookups share the read lock.
+// most pieceCacheMaxBytes). Safe for concurrent use.
 type pieceLRU struct {
-	mu          sync.RWMutex
-	cur, prev   map[string]int32
-	scur, sprev map[uint64]int32
+	mu        sync.Mutex
+	cur, prev map[string]int32
 }
 
-func newPieceLRU() *pieceLRU {
-	return &pieceLRU{cur: map[string]int32{}, scur: map[uint64]int32{}}
-}
-
-// getRLocked looks p up (c.mu held for reading); old reports that it was found in
-// the previous generation only, where the caller promotes it (putLocked).
-func (c *pieceLRU) getRLocked(p string) (n int32, ok, old bool) {
-	if len(p) <= shortPiece {
-		k := packPiece(p)
-		if n, ok := c.scur[k]; ok {
-			return n, true, false
-		}
-		n, ok = c.sprev[k]
-		return n, ok, ok
-	}
+// getLocked looks p up (promoting it from the previous generation); c.mu is held.
+func (c *pieceLRU) getLocked(p string) (int32, bool) {
 	if len(p) > pieceCacheMaxBytes {
-		return 0, false, false
+		return 0, false
 	}
 	if n, ok := c.cur[p]; ok {
-		return n, true, false
+		return n, true
 	}
-	n, ok = c.prev[p]
-	return n, ok, ok
+	n, ok := c.prev[p]
+	if ok {
+		c.putLocked(strings.Clone(p), n)
+	}
+	return n, ok
 }
 
 // put keeps p's count (a copy of p, so the text it was cut from is not held).
@@ -326,23 +278,15 @@ func (c *pieceLRU) put(p string, n int32) {
 		return
 	}
 	c.mu.Lock()
-	c.putLocked(p, n)
+	c.putLocked(strings.Clone(p), n)
 	c.mu.Unlock()
 }
 
-// putLocked keeps p's count (c.mu held), copying p when it is kept as a string.
 func (c *pieceLRU) putLocked(p string, n int32) {
-	if len(p) <= shortPiece {
-		if len(c.scur) >= pieceCacheEntries {
-			c.sprev, c.scur = c.scur, make(map[uint64]int32, pieceCacheEntries/4)
-		}
-		c.scur[packPiece(p)] = n
-		return
-	}
 	if len(c.cur) >= pieceCacheEntries {
 		c.prev, c.cur = c.cur, make(map[string]int32, pieceCacheEntries/4)
 	}
-	c.cur[strings.Clone(p)] = n
+	c.cur[p] = n
 }
 
 // splitO200k returns the end of the o200k_base piece that starts at s[i] (s valid
