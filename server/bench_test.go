@@ -35,6 +35,7 @@ import (
 type bigSession struct {
 	s     int
 	turns []string // turn k-1: `,{assistant},{"role":"user","content":[{tool_result…` without the closing of its content
+	buf   []byte   // reuse's buffer
 }
 
 // bigHead is the part of every body before the messages' turns.
@@ -58,22 +59,39 @@ func (b *bigSession) turn(k int) string {
 		`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d_%d","content":%s`, k, k, b.s, k, k, b.s, k, q)
 }
 
-// body returns the request body after n turns.
-func (b *bigSession) body(n int) []byte {
+// body returns the request body after n turns, in a new slice of its exact size.
+func (b *bigSession) body(n int) []byte { return b.appendBody(nil, n) }
+
+// reuse returns the request body after n turns in the session's own buffer, which
+// the next call of reuse overwrites: for a benchmark that is done with a body once
+// its request returned, so that building 844 KB bodies does not itself give the
+// collector work during the timed requests (building each body anew allocated more
+// than the proxy did: 3 MB a request, with the buffer's growth).
+func (b *bigSession) reuse(n int) []byte {
+	b.buf = b.appendBody(b.buf[:0], n)
+	return b.buf
+}
+
+// appendBody appends the request body after n turns to dst, growing it once.
+func (b *bigSession) appendBody(dst []byte, n int) []byte {
 	for len(b.turns) < n {
 		b.turns = append(b.turns, b.turn(len(b.turns)+1))
 	}
-	var buf bytes.Buffer
-	buf.WriteString(bigHead)
-	for k := 1; k <= n; k++ {
-		buf.WriteString(b.turns[k-1])
-		if k == n {
-			buf.WriteString(`,"cache_control":{"type":"ephemeral"}`)
-		}
-		buf.WriteString(`}]}`)
+	const marker, closing = `,"cache_control":{"type":"ephemeral"}`, `}]}`
+	size := len(bigHead) + len(marker) + n*len(closing) + len(`]}`)
+	for _, t := range b.turns[:n] {
+		size += len(t)
 	}
-	buf.WriteString(`]}`)
-	return buf.Bytes()
+	dst = slices.Grow(dst, size)
+	dst = append(dst, bigHead...)
+	for k := 1; k <= n; k++ {
+		dst = append(dst, b.turns[k-1]...)
+		if k == n {
+			dst = append(dst, marker...)
+		}
+		dst = append(dst, closing...)
+	}
+	return append(dst, `]}`...)
 }
 
 // bigTurns is the number of turns of the 200k-token body: 80 turns make 844 KB and
@@ -86,6 +104,9 @@ const bigTurns = 80
 type discardTransport struct {
 	keep bool
 	last []byte
+	// ttfb is how long the upstream works on a request, after reading its body and
+	// before answering (its time to first byte); 0: it answers at once.
+	ttfb time.Duration
 }
 
 func (d *discardTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -96,6 +117,9 @@ func (d *discardTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			_, _ = io.Copy(io.Discard, r.Body)
 		}
 		r.Body.Close()
+	}
+	if d.ttfb > 0 {
+		time.Sleep(d.ttfb)
 	}
 	return &http.Response{
 		StatusCode: 200, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -220,6 +244,11 @@ func init() { coldSessions.Store(5000) }
 //     the budget goes without waiting until it pays: with the default (on), these
 //     20-request sessions apply no rewrite after their first request (rewrites/op 0),
 //     and this is the run that measures requests applying one.
+//   - steady-ttfb50ms: steady with an upstream that answers each request 50 ms
+//     after reading its body (a real model's time to first byte on a 200,000-token
+//     request is far longer), the bare proxy's requests too: the added latency of
+//     a proxy whose work after forwarding (waiting for the step's records, below)
+//     overlaps the upstream's, as it does in real use.
 //   - cold: the first request of a session never seen before (every text unknown
 //     to the token-count cache; the cache of o200k pieces keeps what earlier
 //     requests left, as in a proxy that has been serving).
@@ -235,6 +264,7 @@ func BenchmarkProxy200k(b *testing.B) {
 		cfg.PriceForced = false
 		benchSteady(b, cfg)
 	})
+	b.Run("steady-ttfb50ms", func(b *testing.B) { benchSteadyTTFB(b, advisor.DefaultConfig(), 50*time.Millisecond) })
 	b.Run("cold", func(b *testing.B) {
 		srv, up := benchProxy(b)
 		h := srv.Handler()
@@ -244,7 +274,7 @@ func BenchmarkProxy200k(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			sess := &bigSession{s: int(coldSessions.Add(1))}
-			body := sess.body(bigTurns)
+			body := sess.reuse(bigTurns)
 			bareLat = append(bareLat, send(b, bare, "bare", body))
 			b.StartTimer()
 			c0 := cpuTime()
@@ -259,8 +289,13 @@ func BenchmarkProxy200k(b *testing.B) {
 
 // benchSteady is BenchmarkProxy200k/steady on a proxy with the advisor
 // configuration cfg.
-func benchSteady(b *testing.B, cfg advisor.Config) {
+func benchSteady(b *testing.B, cfg advisor.Config) { benchSteadyTTFB(b, cfg, 0) }
+
+// benchSteadyTTFB is benchSteady with an upstream that takes ttfb to answer each
+// request (the bare proxy's requests too).
+func benchSteadyTTFB(b *testing.B, cfg advisor.Config, ttfb time.Duration) {
 	srv, up := benchProxyWith(b, cfg)
+	up.ttfb = ttfb
 	h := srv.Handler()
 	perSession := 20
 	if v := os.Getenv("PA_PER_SESSION"); v != "" {
@@ -276,9 +311,9 @@ func benchSteady(b *testing.B, cfg advisor.Config) {
 		if i%perSession == 0 {
 			sess = &bigSession{s: 1000 + i/perSession}
 			id = fmt.Sprintf("steady-%d", i/perSession)
-			send(b, h, id, sess.body(bigTurns))
+			send(b, h, id, sess.reuse(bigTurns))
 		}
-		body := sess.body(bigTurns + 1 + i%perSession)
+		body := sess.reuse(bigTurns + 1 + i%perSession)
 		up.keep = false
 		bareLat = append(bareLat, send(b, bare, id, body))
 		up.keep = i == 0

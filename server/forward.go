@@ -1,16 +1,17 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -39,8 +40,8 @@ import (
 type forwarding struct {
 	in     *http.Request // the client's request
 	kind   apiKind
-	body   []byte // the body to send (nil: none); unused when stream is set
-	stream bool   // send the client's own body as it arrives (passthrough)
+	body   [][]byte // the body to send, its parts in order (none: no body); unused when stream is set
+	stream bool     // send the client's own body as it arrives (passthrough)
 	note   *ledgerNote
 	// records is the record queue's mark when the request was advised: the
 	// response waits for the records queued before it (this step's asks and step
@@ -81,7 +82,7 @@ func (s *Server) newForwarder() *httputil.ReverseProxy {
 // without the response's end: panic(http.ErrAbortHandler)). With a note, the
 // ledger reads the response as it goes (ledger.go).
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, kind apiKind, body []byte, note *ledgerNote) {
-	s.send(w, r, &forwarding{kind: kind, body: body, note: note, records: s.records.mark()})
+	s.send(w, r, &forwarding{kind: kind, body: [][]byte{body}, note: note, records: s.records.mark()})
 }
 
 // passthrough forwards any other /v1/ request untouched, body streamed.
@@ -125,16 +126,29 @@ func (s *Server) rewriteOut(pr *httputil.ProxyRequest) {
 	if f.stream {
 		return // the ReverseProxy's copy of the client's body and length
 	}
-	body := f.body
-	out.ContentLength = int64(len(body))
-	if len(body) == 0 {
+	parts := f.body
+	out.ContentLength = f.bodySize()
+	if out.ContentLength == 0 {
 		out.Body, out.GetBody = http.NoBody, nil
 		return
 	}
 	// GetBody lets the transport send the request again on a connection the
-	// upstream closed while idle.
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	// upstream closed while idle. The parts are sent as they are, without joining
+	// them into one copy (net.Buffers: the transport's io.Copy writes each in turn).
+	out.GetBody = func() (io.ReadCloser, error) {
+		bufs := net.Buffers(slices.Clone(parts)) // reading consumes the list, not the bytes
+		return io.NopCloser(&bufs), nil
+	}
 	out.Body, _ = out.GetBody()
+}
+
+// bodySize is the length in bytes of the body f sends (its parts together).
+func (f *forwarding) bodySize() int64 {
+	var n int64
+	for _, p := range f.body {
+		n += int64(len(p))
+	}
+	return n
 }
 
 // forwardResponse is the forwarder's ModifyResponse, run before the response's
@@ -192,7 +206,7 @@ func (f *forwarding) hasBody() bool {
 	if f.stream {
 		return f.in.ContentLength != 0
 	}
-	return len(f.body) != 0
+	return f.bodySize() != 0
 }
 
 // teeBody is a response body that feeds the ledger's tee. The ReverseProxy writes

@@ -137,13 +137,14 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 		}
 		out, changed, err := s.adviseBody(r.Context(), kind, requestHints(r), plain, note)
 		if changed && enc != nil {
-			if out, err = enc.encode(out); err != nil {
-				s.failOpen(string(kind), "encode", "", err)
-				out, err = body, nil
+			encoded, eerr := enc.encode(bytes.Join(out, nil))
+			if out = [][]byte{encoded}; eerr != nil {
+				s.failOpen(string(kind), "encode", "", eerr)
+				out = [][]byte{body}
 			}
 		}
 		if !changed {
-			out = body // the client's own bytes, compressed or not
+			out = [][]byte{body} // the client's own bytes, compressed or not
 		}
 		s.metrics.adviseSeconds.WithLabelValues(string(kind)).Observe(time.Since(start).Seconds())
 		var bad *badRequest
@@ -158,7 +159,7 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 		if r.Context().Err() != nil {
 			return // the client is gone
 		}
-		s.forward(w, r, kind, out, note)
+		s.send(w, r, &forwarding{kind: kind, body: out, note: note, records: s.records.mark()})
 	}
 }
 
@@ -276,18 +277,20 @@ var errBodyLength = errors.New("request body is longer than its Content-Length")
 
 // adviseBody advises a proxied request body and returns the body to forward with
 // changed true when stubs went in: body with the content of each pruned tool result
-// replaced by its stub. changed is false when nothing is pruned or advising failed
-// (fail open: logged and counted); out is then body. A body that is not JSON gives a
+// replaced by its stub, as the parts transcript.Session.RewriteParts gives (slices
+// of body and of the message cache's patched messages, never to be modified).
+// changed is false when nothing is pruned or advising failed (fail open: logged and
+// counted); out is then nil and body goes as it came. A body that is not JSON gives a
 // *badRequest naming the position. note (may be nil) gets the session and the plan
 // for the ledger.
-func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body []byte, note *ledgerNote) (out []byte, changed bool, err error) {
+func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body []byte, note *ledgerNote) (out [][]byte, changed bool, err error) {
 	route := string(kind)
 	done, err := s.advisingSlot(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.failOpen(route, "queue", "", err)
 		}
-		return body, false, nil
+		return nil, false, nil
 	}
 	defer done()
 	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format(), Cache: s.msgCache})
@@ -296,7 +299,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 			return nil, false, &badRequest{msg: at, json: true}
 		}
 		s.failOpen(route, "read", "", err)
-		return body, false, nil
+		return nil, false, nil
 	}
 	id, err := proxySessionID(kind, hints.session, sess)
 	if err != nil {
@@ -311,7 +314,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	e, err := s.sessions.acquire(advisorKey{recallTool: tool}, id)
 	if err != nil {
 		s.failOpen(route, "advise", id, err)
-		return body, false, nil
+		return nil, false, nil
 	}
 	defer s.sessions.release(e)
 	actx, cancel := context.WithTimeout(ctx, s.adviseTimeout)
@@ -323,17 +326,17 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		if ctx.Err() == nil {
 			s.failOpen(route, "advise", id, err)
 		}
-		return body, false, nil
+		return nil, false, nil
 	}
 	s.metrics.observePlan(plan)
 	note.setPlan(plan)
 	stubs := plan.Stubs
 	if len(stubs) == 0 {
-		return body, false, nil
+		return nil, false, nil
 	}
-	if out, err = sess.Rewrite(stubs); err != nil {
+	if out, err = sess.RewriteParts(stubs); err != nil {
 		s.failOpen(route, "rewrite", id, err)
-		return body, false, nil
+		return nil, false, nil
 	}
 	return out, true, nil
 }

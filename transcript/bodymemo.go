@@ -419,7 +419,9 @@ func memoPatched(m *bodyMemo, start int, spec []byte) ([]byte, bool) {
 }
 
 // memoPatch records in m (locked; may be nil) the bytes b Rewrite made of the
-// message that starts at start with the stubs spec.
+// message that starts at start with the stubs spec. It replaces the slice, never
+// writes into the one it held: RewriteParts hands those bytes out as parts of a body
+// the proxy may still be sending (TestRewritePartsStayValid).
 func memoPatch(m *bodyMemo, start int, spec, b []byte) {
 	if m == nil {
 		return

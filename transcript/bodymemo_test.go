@@ -251,6 +251,58 @@ func TestBodyMemoRewriteReuses(t *testing.T) {
 	}
 }
 
+// The parts RewriteParts gives share memory with the session and the body memory;
+// they must hold the same bytes after a rewrite with other stubs (which replaces
+// the patched messages the memory keeps), after ReleaseBytes and after the
+// conversation's next body is read and rewritten, since the proxy forwards them while other
+// requests of the conversation go on.
+func TestRewritePartsStayValid(t *testing.T) {
+	c := NewMessageCache(0)
+	prev, next := bodyHistory(6, nil), bodyHistory(7, nil)
+	s, err := Read("body", prev, Options{Format: FormatAnthropic, Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubs := map[string]string{"t1": "[pruned 1]", "t3": "[pruned 3]"}
+	if _, err := s.Rewrite(stubs); err != nil { // the memory keeps the patched messages
+		t.Fatal(err)
+	}
+	parts, err := s.RewriteParts(stubs) // and these parts hold them
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) < 3 {
+		t.Fatalf("%d parts for 2 stubbed messages; want the bytes between them as parts of their own", len(parts))
+	}
+	want, err := s.Rewrite(stubs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Join(parts, nil); !bytes.Equal(got, want) {
+		t.Fatalf("parts join to\n%s\nwant\n%s", clipBytes(got), clipBytes(want))
+	}
+	if _, err := s.Rewrite(map[string]string{"t1": "[again 1]", "t3": "[again 3]"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Join(parts, nil); !bytes.Equal(got, want) {
+		t.Errorf("parts changed after a rewrite with other stubs:\n%s\nwant\n%s", clipBytes(got), clipBytes(want))
+	}
+	s.ReleaseBytes()
+	n, err := Read("body", next, Options{Format: FormatAnthropic, Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Rewrite(map[string]string{"t1": "[other 1]", "t3": "[other 3]", "t5": "[pruned 5]"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Join(parts, nil); !bytes.Equal(got, want) {
+		t.Errorf("parts changed after the next rewrite:\n%s\nwant\n%s", clipBytes(got), clipBytes(want))
+	}
+	if got, err := n.RewriteParts(nil); err != nil || len(got) != 1 || !bytes.Equal(got[0], next) {
+		t.Errorf("RewriteParts(nil) = %d parts, %v; want the body as one part", len(got), err)
+	}
+}
+
 // Reads and rewrites of the same conversations from several goroutines at once
 // (run with -race) read and rewrite as fresh reads do.
 func TestBodyMemoConcurrent(t *testing.T) {
