@@ -337,6 +337,9 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 			writeErr = fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
 		} else if writeErr = writeCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, 0); writeErr == nil {
 			out.Wrote = f.writeConfig
+			if w := lowestCutoffWarning(sr); w != "" {
+				fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: warning: %s\n", w)
+			}
 		}
 	}
 	if f.asJSON {
@@ -640,4 +643,25 @@ func printBudgetSummary(w io.Writer, b calibrate.BudgetReport) {
 			a.Applied.NetUSD, a.Applied.StepsOverBudget, 100*share, a.Applied.SessionsCostlier, a.Applied.Rewrites)
 	}
 	fmt.Fprintln(w, ".")
+}
+
+// lowestCutoffWarning is the warning calibrate --write-config gives when the cutoff it
+// writes is the lowest of the sweep (its first entry): no output scores under it, so
+// the config written never prunes by score (the rules and the budget still act).
+// That is the honest recommendation when no higher cutoff meets the miss target, but
+// a user who asked for a cutoff expects to hear it. "" otherwise.
+func lowestCutoffWarning(sr *calibrate.ScorerSweep) string {
+	rec := sr.Recommendation
+	if rec.None || len(sr.Sweep) == 0 || rec.Cutoff > sr.Sweep[0].Cutoff {
+		return ""
+	}
+	qualify := 0
+	for _, r := range sr.Sweep {
+		if r.MissRate <= rec.TargetMiss {
+			qualify++
+		}
+	}
+	return fmt.Sprintf("cutoff %.2f for scorer %s is the lowest swept: no output scores under it, so the config written prunes nothing by score "+
+		"(%d of %d cutoffs meet --target-miss %.3f; replaying more sessions or a higher --target-miss may give one that does)",
+		rec.Cutoff, sr.Scorer, qualify, len(sr.Sweep), rec.TargetMiss)
 }

@@ -258,3 +258,27 @@ func TestCalibrateBaselines(t *testing.T) {
 		t.Errorf("only %d results miss nothing; the bound is checked on keep-all and the oracle at least", zero)
 	}
 }
+
+// calibrate --write-config warns when the cutoff it writes is the sweep's lowest (the
+// config then never prunes by score), and only then.
+func TestLowestCutoffWarning(t *testing.T) {
+	sweep := []calibrate.Result{{Cutoff: 0, MissRate: 0}, {Cutoff: 0.05, MissRate: 0.04}, {Cutoff: 0.10, MissRate: 0.08}}
+	tests := []struct {
+		name string
+		rec  calibrate.Recommendation
+		want string
+	}{
+		{"lowest", calibrate.Recommendation{Cutoff: 0, TargetMiss: 0.02},
+			"cutoff 0.00 for scorer fitted is the lowest swept: no output scores under it, so the config written prunes nothing by score (1 of 3 cutoffs meet --target-miss 0.020; replaying more sessions or a higher --target-miss may give one that does)"},
+		{"higher", calibrate.Recommendation{Cutoff: 0.05, TargetMiss: 0.05}, ""},
+		{"none", calibrate.Recommendation{None: true, Cutoff: -1}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := lowestCutoffWarning(&calibrate.ScorerSweep{Scorer: "fitted", Sweep: sweep, Recommendation: tt.rec})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("warning (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
