@@ -3,12 +3,14 @@ package mcpserver
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,10 +43,94 @@ func Transport(r io.Reader, w io.Writer, logger *slog.Logger) mcp.Transport {
 		logger = slog.Default()
 	}
 	lw := &lockedWriter{w: w}
-	return &mcp.IOTransport{
+	return &answeringTransport{Transport: &mcp.IOTransport{
 		Reader: &lineFilter{src: bufio.NewReaderSize(r, 64<<10), out: lw, log: logger},
 		Writer: lw,
+	}, wait: AnswerWait}
+}
+
+// AnswerWait bounds how long Transport's session, at the end of its input, waits for
+// the answers to the calls it has read (answeringTransport): a recall is one store
+// read, so 10 seconds is ample, and a handler stuck longer does not keep the process
+// from ending.
+const AnswerWait = 10 * time.Second
+
+// answeringTransport is a transport whose connection reports the end of its input
+// (or a read error) only once every call read before it is answered, or after wait.
+// The go-sdk ends a session at the first read error and drops the answers of calls
+// still being handled, so a client that writes its calls and closes its input (a
+// script piping requests into `pruneadvisor mcp`) lost the answers it was owed.
+type answeringTransport struct {
+	mcp.Transport
+	wait time.Duration
+}
+
+// Connect implements mcp.Transport.
+func (t *answeringTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
 	}
+	return &answeringConn{Connection: c, wait: t.wait, idle: make(chan struct{})}, nil
+}
+
+// answeringConn counts the calls read and not yet answered (see answeringTransport).
+type answeringConn struct {
+	mcp.Connection
+	wait time.Duration
+
+	mu      sync.Mutex
+	pending int           // calls read, not answered
+	idle    chan struct{} // closed when pending is 0 while draining
+	drain   bool          // the input ended: idle closes at pending 0
+	closed  bool          // idle is closed
+}
+
+// settle closes idle when the input ended and every call is answered; c.mu held.
+func (c *answeringConn) settle() {
+	if c.drain && c.pending == 0 && !c.closed {
+		close(c.idle)
+		c.closed = true
+	}
+}
+
+// Read implements mcp.Connection.
+func (c *answeringConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err == nil {
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			c.mu.Lock()
+			c.pending++
+			c.mu.Unlock()
+		}
+		return msg, nil
+	}
+	c.mu.Lock()
+	c.drain = true
+	c.settle()
+	c.mu.Unlock()
+	t := time.NewTimer(c.wait)
+	defer t.Stop()
+	select {
+	case <-c.idle:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil, err
+}
+
+// Write implements mcp.Connection.
+func (c *answeringConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if _, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		if c.pending > 0 {
+			c.pending--
+			c.settle()
+		}
+		c.mu.Unlock()
+	}
+	return err
 }
 
 // lockedWriter serialises whole writes: the SDK writes each message in one Write,

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/mcpserver"
 	"github.com/pruneadvisor/pruneadvisor/recall"
@@ -137,4 +139,58 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// slowStore answers Original after delay, so a call is still being handled when the
+// client's input ends.
+type slowStore struct {
+	recall.Store
+	delay time.Duration
+}
+
+func (s slowStore) Original(ctx context.Context, id string) (advisor.Original, error) {
+	time.Sleep(s.delay)
+	return s.Store.Original(ctx, id)
+}
+
+// A client that writes its calls and closes its input at once (a script piping
+// requests into `pruneadvisor mcp`) gets every answer: the server answers the calls
+// it read before it ends the session at the end of input.
+func TestAnswersCallsReadBeforeEOF(t *testing.T) {
+	store := advisor.NewMemoryStore()
+	id := advisor.RecallID("s", "k")
+	if err := store.SaveOriginal(context.Background(), advisor.Original{RecallID: id, SessionID: "s", OutputKey: "k",
+		Text: original, Hash: transcript.TextHash(original), Tokens: 10, Step: 1}); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+	for n := 2; n <= 4; n++ {
+		in += `{"jsonrpc":"2.0","id":` + string(rune('0'+n)) + `,"method":"tools/call","params":{"name":"recall","arguments":{"id":"` + id + `"}}}` + "\n"
+	}
+	var out syncWriter
+	var buf strings.Builder
+	out.w = &buf
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	logger := slog.New(slog.DiscardHandler)
+	err := mcpserver.Run(ctx, recall.New(slowStore{store, 200 * time.Millisecond}), mcpserver.Options{Logger: logger},
+		mcpserver.Transport(strings.NewReader(in), &out, logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var r rpcReply
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("reply %q: %v", line, err)
+		}
+		if string(r.ID) != "1" && (r.Result == nil || r.Result.IsError || r.Result.Content[0].Text != original) {
+			t.Errorf("reply %s: %+v; want the original", r.ID, r)
+		}
+		answered[string(r.ID)] = true
+	}
+	if diff := cmp.Diff(map[string]bool{"1": true, "2": true, "3": true, "4": true}, answered); diff != "" {
+		t.Errorf("answered ids (-want +got):\n%s", diff)
+	}
 }
