@@ -3,9 +3,9 @@ package replay
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,7 +194,7 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 		}
 		if _, err := transcript.Detect(f.Path, data); err != nil {
 			if f.Explicit {
-				sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: fmt.Errorf("%w: %w", ErrNotSession, err)})
+				sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: notSessionError(f.Path, err)})
 			} else {
 				sum.NotSessions++
 				sum.Skips = append(sum.Skips, Skip{Path: f.Path, Reason: "not a session: no reader recognises the content"})
@@ -380,3 +380,25 @@ func (r *Runner) one(ctx context.Context, rp *Replayer, j job) (*Record, error) 
 	}
 	return rec, nil
 }
+
+// notSessionError is the failure of a file given by name that no reader takes: it
+// wraps ErrNotSession and the reader's error err, whose text, printed after the
+// file's path, does not name the path again. An empty file is said to be one
+// ("empty session: the file holds no data", as inspect says), not "not a session
+// file".
+func notSessionError(path string, err error) error {
+	text := strings.TrimPrefix(err.Error(), path+": ")
+	if !errors.Is(err, transcript.ErrEmpty) {
+		text = ErrNotSession.Error() + ": " + text
+	}
+	return &fileError{text: text, errs: []error{ErrNotSession, err}}
+}
+
+// fileError is an error with its own text wrapping errs.
+type fileError struct {
+	text string
+	errs []error
+}
+
+func (e *fileError) Error() string   { return e.text }
+func (e *fileError) Unwrap() []error { return e.errs }

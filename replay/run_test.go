@@ -367,6 +367,8 @@ func TestRunFailures(t *testing.T) {
 			t.Errorf("%s: %v, want ErrMalformed", f.Path, f.Err)
 		case strings.HasSuffix(f.Path, "readme.txt") && !errors.Is(f.Err, replay.ErrNotSession):
 			t.Errorf("%s: %v, want ErrNotSession", f.Path, f.Err)
+		case strings.HasSuffix(f.Path, "readme.txt") && !strings.HasPrefix(f.Err.Error(), "not a session file: unknown session format: tried anthropic,"):
+			t.Errorf("%s: %q; want the reader's error after \"not a session file\", without the path again", f.Path, f.Err)
 		}
 	}
 	type counts struct{ Found, Replayed, Duplicates, NotSessions, AlreadyDone, Ignored, Failed int }
@@ -377,6 +379,16 @@ func TestRunFailures(t *testing.T) {
 	want := counts{Found: 7, Replayed: 2, Duplicates: 1, NotSessions: 2, Ignored: 2, Failed: 2}
 	if got != want {
 		t.Errorf("summary %+v, want %+v", got, want)
+	}
+	// An empty file given by name fails as inspect says it: an empty session.
+	empty := filepath.Join(dir, "f/empty.jsonl")
+	esum, err := r.Run(t.Context(), []string{empty})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(esum.Failures) != 1 || esum.Failures[0].Err.Error() != "empty session: the file holds no data" ||
+		!errors.Is(esum.Failures[0].Err, replay.ErrNotSession) || !errors.Is(esum.Failures[0].Err, transcript.ErrEmpty) {
+		t.Errorf("an empty file by name: %+v; want one failure, \"empty session: the file holds no data\", wrapping ErrNotSession and ErrEmpty", esum.Failures)
 	}
 	sum, err = r.Run(t.Context(), []string{dir, explicit})
 	if err != nil || sum.AlreadyDone != 2 || sum.Replayed != 0 || len(sum.Failures) != 2 {
