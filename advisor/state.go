@@ -165,14 +165,21 @@ func fingerprint(m *transcript.Message) string {
 // index adds the step's new messages to the state. New outputs, outputs a rule
 // killed, used or re-read go to st.touched.
 func (a *Advisor) index(st *state, sp *stepState) {
-	for _, m := range sp.msgs[st.indexed:] {
+	msgs := sp.msgs[st.indexed:]
+	uses := trackAhead(st, msgs)
+	for i, m := range msgs {
 		st.offsets = append(st.offsets, st.offsets[len(st.offsets)-1]+m.Tokens)
 		st.ctxTokens += m.Tokens
 		st.fullTokens += m.Tokens
 		if m.Role == transcript.RoleAssistant {
 			a.indexWords(st, m)
 		}
-		a.trackUses(st, m)
+		if uses != nil && st.tracker != nil { // none waits once the tracker stopped
+			u, err := uses[i].wait()
+			a.noteUses(st, u, err)
+		} else {
+			a.trackUses(st, m)
+		}
 		for bi, o := range m.Outputs {
 			sp.mark(a.indexOutput(st, sp, m, bi, o))
 		}
@@ -230,6 +237,15 @@ func (a *Advisor) trackUses(st *state, m *transcript.Message) {
 		return
 	}
 	uses, err := st.tracker.Add(m)
+	a.noteUses(st, uses, err)
+}
+
+// noteUses applies what the tracker said about one message (trackUses): its uses,
+// or the error that stops the use history. Nothing to do once the tracker stopped.
+func (a *Advisor) noteUses(st *state, uses []evidence.Use, err error) {
+	if st.tracker == nil {
+		return
+	}
 	if err != nil {
 		// The session's steps or keys are inconsistent: no use history from here on
 		// (cards then say "never" for later uses), nothing else changes.
