@@ -38,13 +38,42 @@ func ContentHash(data []byte) string {
 // content; lenient: malformed lines are skipped and counted). Errors: the file
 // system's, and the transcript readers' (ErrUnknownFormat and ErrEmpty wrapped in
 // ErrNotSession too, so callers can tell a file that is no session from a broken
-// session).
+// session). It never holds the whole file: the content hash is taken as the file
+// streams by, and the session is read by transcript.ReadFileStreamed (a large pi
+// session line by line; the Session keeps no bytes, replay never rewrites).
 func Load(path string, lenient bool) (*Source, error) {
-	data, err := os.ReadFile(path)
+	hash, _, err := hashFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	return Parse(path, data, lenient)
+	s, err := transcript.ReadFileStreamed(path, transcript.Options{Lenient: lenient})
+	if err != nil {
+		return nil, readError(err)
+	}
+	return &Source{Path: path, ContentHash: hash, Session: s}, nil
+}
+
+// hashFile returns ContentHash of the file at path, read as a stream, and the
+// file's size in bytes. Errors are the file system's.
+func hashFile(path string) (hash string, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if size, err = io.Copy(h, f); err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), size, nil
+}
+
+// readError wraps a transcript reader's error as Load and Parse return it.
+func readError(err error) error {
+	if errors.Is(err, transcript.ErrUnknownFormat) || errors.Is(err, transcript.ErrEmpty) {
+		return fmt.Errorf("replay: %w: %w", ErrNotSession, err)
+	}
+	return fmt.Errorf("replay: %w", err)
 }
 
 // Parse parses data, the bytes of the session file at path; see Load for errors.
@@ -53,10 +82,7 @@ func Load(path string, lenient bool) (*Source, error) {
 func Parse(path string, data []byte, lenient bool) (*Source, error) {
 	s, err := transcript.Read(path, data, transcript.Options{Lenient: lenient})
 	if err != nil {
-		if errors.Is(err, transcript.ErrUnknownFormat) || errors.Is(err, transcript.ErrEmpty) {
-			return nil, fmt.Errorf("replay: %w: %w", ErrNotSession, err)
-		}
-		return nil, fmt.Errorf("replay: %w", err)
+		return nil, readError(err)
 	}
 	s.ReleaseBytes() // replay never rewrites; a large file's bytes are not kept
 	return &Source{Path: path, ContentHash: ContentHash(data), Session: s}, nil

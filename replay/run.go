@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"errors"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -187,12 +186,18 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 			sum.OtherShards++
 			continue
 		}
-		data, err := os.ReadFile(f.Path)
+		// Neither the hash nor detection holds the whole file (a session may be
+		// hundreds of megabytes): the hash streams it, detection reads its head.
+		hash, size, err := hashFile(f.Path)
 		if err != nil {
 			sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: err})
 			continue
 		}
-		if _, err := transcript.Detect(f.Path, data); err != nil {
+		if _, err := transcript.DetectFile(f.Path); err != nil {
+			if !errors.Is(err, transcript.ErrUnknownFormat) && !errors.Is(err, transcript.ErrEmpty) {
+				sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: err})
+				continue
+			}
 			if f.Explicit {
 				sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: notSessionError(f.Path, err)})
 			} else {
@@ -201,7 +206,6 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 			}
 			continue
 		}
-		hash := ContentHash(data)
 		if first, ok := seen[hash]; ok {
 			sum.Duplicates++
 			sum.Skips = append(sum.Skips, Skip{Path: f.Path, Reason: "same content as " + first})
@@ -221,7 +225,7 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 			sum.AlreadyDone++
 			continue
 		}
-		f.Size = int64(len(data))
+		f.Size = size
 		jobs = append(jobs, job{Found: f, hash: hash})
 		total += f.Size
 	}

@@ -1,7 +1,9 @@
 package transcript
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
@@ -230,4 +232,61 @@ func jsonlTree(nodes []treeNode, leaf int, rootFork bool) (keep []bool, dropped,
 		}
 	}
 	return keep, dropped, cyclic
+}
+
+// jsonlEach reads r line by line (lines end at '\n') and calls fn with each
+// non-blank line as jsonlSplit splits a file held whole: its number, its content's
+// offsets in the stream and the content. With fresh, each content is a new slice fn
+// may keep; without, the buffer is reused for the next line. It returns fn's error
+// or the read's.
+func jsonlEach(r io.Reader, fresh bool, fn func(ln jsonlLine, line []byte) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	no, off := 0, 0
+	for {
+		buf = buf[:0]
+		var err error
+		for {
+			var piece []byte
+			piece, err = br.ReadSlice('\n')
+			buf = append(buf, piece...)
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if len(buf) == 0 && err == io.EOF {
+			return nil
+		}
+		no++
+		content := buf
+		if content[len(content)-1] == '\n' {
+			content = content[:len(content)-1]
+		}
+		s, e := 0, len(content)
+		if no == 1 && bytes.HasPrefix(content, []byte("\xef\xbb\xbf")) {
+			s += 3
+		}
+		for s < e && jsonscan.IsSpace(content[s]) {
+			s++
+		}
+		for e > s && jsonscan.IsSpace(content[e-1]) {
+			e--
+		}
+		if s < e {
+			line := content[s:e:e]
+			if fresh {
+				line = bytes.Clone(line)
+			}
+			if ferr := fn(jsonlLine{no: no, start: off + s, end: off + e}, line); ferr != nil {
+				return ferr
+			}
+		}
+		off += len(buf)
+		if err == io.EOF {
+			return nil
+		}
+	}
 }

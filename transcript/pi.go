@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 
@@ -93,103 +94,210 @@ type piObj struct {
 	m    *piMessage // for message entries
 	unit int        // unit of the object, -1 when it holds no tool result
 	node int        // index into the tree nodes, -1 outside the tree
+	// value is the object's place among its line's values (0 for the first).
+	value int
 }
 
-// readPi reads a pi session file, any version.
+// readPi reads a pi session file, any version, held whole in data.
 func readPi(name string, data []byte, opts Options) (*Session, error) {
-	b := newBuilder(FormatPi, name, data)
-	var (
-		objs   []*piObj
-		nodes  []treeNode
-		first  = true
-		leaf   = -1
-		seenID = map[string]bool{}
-	)
+	p := newPiScan(newBuilder(FormatPi, name, data), opts)
+	var objs []*piObj
 	for _, ln := range jsonlSplit(data) {
-		line := data[ln.start:ln.end]
-		values, problem := piValues(line)
-		for _, v := range values {
-			start, end := v.Start, v.End
-			raw := json.RawMessage(line[start:end:end])
-			o := &piObj{line: ln.no, unit: -1, node: -1}
-			var fe *jsonscan.FieldError
-			if o.e, fe = piDecodeEntry(raw); fe != nil {
-				if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
-					return nil, e
-				}
-				continue
-			}
-			if first {
-				first = false
-				if o.e.Type == "session" {
-					b.s.ID, _ = jsonscan.String(o.e.ID)
-					b.s.Cwd, _ = jsonscan.String(o.e.Cwd)
-					continue
-				}
-				// No header: strict mode refuses the file; lenient mode reads on
-				// without a session id or cwd.
-				const msg = `the first entry is not a session header {"type":"session"}`
-				if !opts.Lenient {
-					return nil, &ParseError{File: name, Line: ln.no, Field: "type", Msg: msg}
-				}
-				b.warn("line %d: %s", ln.no, msg)
-			}
-			if o.e.Type == "session" {
-				b.warn("line %d: a second session header is ignored", ln.no)
-				continue
-			}
-			benign, err := piInspect(o)
-			if err != nil {
-				fe := jsonscan.AsFieldError(err, "")
-				if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
-					return nil, e
-				}
-				continue
-			}
-			if o.m != nil && o.m.Role == "toolResult" {
-				o.unit = b.addUnit(ln.start+start, ln.start+end)
-			}
-			if id, _ := jsonscan.String(o.e.ID); id != "" {
-				if seenID[id] {
-					b.warn("line %d: entry id %q repeats an earlier entry; the repeat is ignored", ln.no, id)
-					continue
-				}
-				seenID[id] = true
-				parent, _ := jsonscan.String(o.e.ParentID)
-				o.node = len(nodes)
-				leaf = o.node
-				nodes = append(nodes, treeNode{id: id, parent: parent, benign: benign})
-			}
-			objs = append(objs, o)
-		}
-		if problem != "" {
-			if e := jsonlSkip(b, name, opts, ln.no, "", problem); e != nil {
-				return nil, e
-			}
+		if _, err := p.line(ln, data[ln.start:ln.end], func(o *piObj) { objs = append(objs, o) }); err != nil {
+			return nil, err
 		}
 	}
-
-	keep, dropped, cyclic := jsonlTree(nodes, leaf, true)
-	if dropped > 0 {
-		b.warn("%d entries on abandoned branches were left out", dropped)
-	}
-	if cyclic > 0 {
-		b.warn("%d entries sit on a parentId cycle; they are kept in file order", cyclic)
-	}
-	nodes, seenID = nil, nil
+	keep := p.tree()
 	for i, o := range objs {
 		objs[i] = nil // each object goes once its message is built: a large file's are not all held beside the messages
-		if o.node >= 0 && !keep[o.node] {
-			continue
-		}
-		if err := piAdd(b, o); err != nil {
-			fe := jsonscan.AsFieldError(err, "")
-			if e := jsonlSkip(b, name, opts, o.line, fe.Field, fe.Msg); e != nil {
-				return nil, e
-			}
+		if err := p.add(o, keep); err != nil {
+			return nil, err
 		}
 	}
-	return b.finish()
+	return p.b.finish()
+}
+
+// readPiStream reads a pi session file from the start of f in two passes over its
+// lines, holding one line at a time beside the session: the first decodes every
+// entry (as readPi does, with the same errors and warnings) but keeps only its place
+// in the entry tree; once the tree has decided which branch stays, the second reads
+// the lines again and builds the kept entries' messages. The session's units point
+// at file offsets but it holds no bytes (it is released: no Rewrite). The file must
+// not change between the passes: a line found elsewhere fails the read.
+func readPiStream(name string, f io.ReadSeeker, opts Options) (*Session, error) {
+	p := newPiScan(newBuilder(FormatPi, name, nil), opts)
+	var fates []piFate
+	ord := 0
+	err := jsonlEach(f, false, func(ln jsonlLine, line []byte) error {
+		n, err := p.line(ln, line, func(o *piObj) {
+			fates = append(fates, piFate{ord: ord + o.value, line: int32(o.line), unit: int32(o.unit), node: int32(o.node)})
+		})
+		ord += n
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	keep := p.tree()
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("%s: read session again: %w", name, err)
+	}
+	ord, next := 0, 0
+	err = jsonlEach(f, true, func(ln jsonlLine, line []byte) error {
+		values, _ := piValues(line)
+		for k, v := range values {
+			if next == len(fates) || fates[next].ord != ord+k {
+				continue // skipped or ignored in the first pass
+			}
+			fa := fates[next]
+			next++
+			if int(fa.line) != ln.no {
+				return fmt.Errorf("%s: line %d: the file changed while it was read", name, ln.no)
+			}
+			if fa.node >= 0 && !keep[fa.node] {
+				continue
+			}
+			o := &piObj{line: ln.no, unit: int(fa.unit), node: int(fa.node)}
+			o.e, _ = piDecodeEntry(json.RawMessage(line[v.Start:v.End:v.End]))
+			if _, err := piInspect(o); err != nil {
+				return fmt.Errorf("%s: line %d: the file changed while it was read", name, ln.no)
+			}
+			if err := p.add(o, keep); err != nil {
+				return err
+			}
+		}
+		ord += len(values)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if next != len(fates) {
+		return nil, fmt.Errorf("%s: the file changed while it was read (it ends early)", name)
+	}
+	s, err := p.b.finish()
+	if s != nil {
+		s.ReleaseBytes()
+	}
+	return s, err
+}
+
+// piFate is what readPiStream's first pass keeps of an entry that reached the tree
+// or the message list: the value's ordinal among the file's values, its line, unit
+// and tree node (-1 for none).
+type piFate struct {
+	ord              int
+	line, unit, node int32
+}
+
+// piScan is the first pass of the pi readers: header, entry decoding, lenient
+// skipping and the entry tree.
+type piScan struct {
+	b      *builder
+	opts   Options
+	first  bool
+	leaf   int
+	nodes  []treeNode
+	seenID map[string]bool
+}
+
+func newPiScan(b *builder, opts Options) *piScan {
+	return &piScan{b: b, opts: opts, first: true, leaf: -1, seenID: map[string]bool{}}
+}
+
+// line decodes the values of one line (ln, content line) and passes each entry
+// that goes on to the messages to keep, in order. It returns how many JSON values
+// the line held and the error that fails the read (strict mode).
+func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj)) (int, error) {
+	b, name, opts := p.b, p.b.s.Name, p.opts
+	values, problem := piValues(line)
+	for k, v := range values {
+		start, end := v.Start, v.End
+		raw := json.RawMessage(line[start:end:end])
+		o := &piObj{line: ln.no, unit: -1, node: -1, value: k}
+		var fe *jsonscan.FieldError
+		if o.e, fe = piDecodeEntry(raw); fe != nil {
+			if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
+				return len(values), e
+			}
+			continue
+		}
+		if p.first {
+			p.first = false
+			if o.e.Type == "session" {
+				b.s.ID, _ = jsonscan.String(o.e.ID)
+				b.s.Cwd, _ = jsonscan.String(o.e.Cwd)
+				continue
+			}
+			// No header: strict mode refuses the file; lenient mode reads on
+			// without a session id or cwd.
+			const msg = `the first entry is not a session header {"type":"session"}`
+			if !opts.Lenient {
+				return len(values), &ParseError{File: name, Line: ln.no, Field: "type", Msg: msg}
+			}
+			b.warn("line %d: %s", ln.no, msg)
+		}
+		if o.e.Type == "session" {
+			b.warn("line %d: a second session header is ignored", ln.no)
+			continue
+		}
+		benign, err := piInspect(o)
+		if err != nil {
+			fe := jsonscan.AsFieldError(err, "")
+			if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
+				return len(values), e
+			}
+			continue
+		}
+		if o.m != nil && o.m.Role == "toolResult" {
+			o.unit = b.addUnit(ln.start+start, ln.start+end)
+		}
+		if id, _ := jsonscan.String(o.e.ID); id != "" {
+			if p.seenID[id] {
+				b.warn("line %d: entry id %q repeats an earlier entry; the repeat is ignored", ln.no, id)
+				continue
+			}
+			p.seenID[id] = true
+			parent, _ := jsonscan.String(o.e.ParentID)
+			o.node = len(p.nodes)
+			p.leaf = o.node
+			p.nodes = append(p.nodes, treeNode{id: id, parent: parent, benign: benign})
+		}
+		keep(o)
+	}
+	if problem != "" {
+		if e := jsonlSkip(b, name, opts, ln.no, "", problem); e != nil {
+			return len(values), e
+		}
+	}
+	return len(values), nil
+}
+
+// tree decides the kept branch (jsonlTree), warns of what it left out, and lets go
+// of the tree's ids.
+func (p *piScan) tree() []bool {
+	keep, dropped, cyclic := jsonlTree(p.nodes, p.leaf, true)
+	if dropped > 0 {
+		p.b.warn("%d entries on abandoned branches were left out", dropped)
+	}
+	if cyclic > 0 {
+		p.b.warn("%d entries sit on a parentId cycle; they are kept in file order", cyclic)
+	}
+	p.nodes, p.seenID = nil, nil
+	return keep
+}
+
+// add builds and adds the message of o unless its branch was abandoned; a bad
+// entry fails the read (strict) or is skipped (lenient).
+func (p *piScan) add(o *piObj, keep []bool) error {
+	if o.node >= 0 && !keep[o.node] {
+		return nil
+	}
+	if err := piAdd(p.b, o); err != nil {
+		fe := jsonscan.AsFieldError(err, "")
+		return jsonlSkip(p.b, p.b.s.Name, p.opts, o.line, fe.Field, fe.Msg)
+	}
+	return nil
 }
 
 // piValues splits a line into its JSON values (pi may write two objects on one

@@ -3,6 +3,7 @@ package transcript
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -95,6 +96,113 @@ func ReadFile(path string, opts Options) (*Session, error) {
 		return nil, fmt.Errorf("read session: %w", err)
 	}
 	return Read(path, data, opts)
+}
+
+// ReadFileStreamed reads one session file as ReadFile does (the same session,
+// errors and warnings) without holding the whole file: a pi session longer than
+// the detectors' head is read line by line in two passes (readPiStream), so beside
+// the session only one line is held at a time; other formats are read whole. The
+// session returned holds no bytes (Session.ReleaseBytes: Rewrite fails with
+// ErrReleased), so it suits callers that only walk the messages (replay).
+func ReadFileStreamed(path string, opts Options) (*Session, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read session: %w", err)
+	}
+	defer f.Close()
+	head, whole, err := readHead(f)
+	if err != nil {
+		return nil, fmt.Errorf("read session: %w", err)
+	}
+	if !whole && streamsPi(head, opts) {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("read session: %w", err)
+		}
+		return readPiStream(path, f, opts)
+	}
+	data := head
+	if !whole {
+		rest, err := io.ReadAll(f)
+		if err != nil {
+			return nil, fmt.Errorf("read session: %w", err)
+		}
+		data = append(head, rest...)
+	}
+	s, err := Read(path, data, opts)
+	if s != nil {
+		s.ReleaseBytes()
+	}
+	return s, err
+}
+
+// DetectFile returns the format of the file at path as Detect returns that of its
+// bytes, reading only its head when the head decides (a detector claims its first
+// DetectBytes); otherwise it reads the whole file.
+func DetectFile(path string) (Format, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read session: %w", err)
+	}
+	defer f.Close()
+	head, whole, err := readHead(f)
+	if err != nil {
+		return "", fmt.Errorf("read session: %w", err)
+	}
+	if !whole {
+		if format, ok := headFormat(head); ok {
+			return format, nil
+		}
+		rest, err := io.ReadAll(f)
+		if err != nil {
+			return "", fmt.Errorf("read session: %w", err)
+		}
+		head = append(head, rest...)
+	}
+	return Detect(path, head)
+}
+
+// headBytes is how much of a file ReadFileStreamed and DetectFile read first: room
+// for leading blanks before the DetectBytes the detectors judge.
+const headBytes = 4 * DetectBytes
+
+// readHead reads up to headBytes from r; whole reports that r ended within them.
+func readHead(r io.Reader) (head []byte, whole bool, err error) {
+	head = make([]byte, headBytes)
+	n, err := io.ReadFull(r, head)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return head[:n], true, nil
+	}
+	return head[:n], false, err
+}
+
+// headFormat is Detect's verdict on a file of which head is only the start, when
+// the start decides it: UTF-8 content whose first DetectBytes (leading blanks
+// trimmed) a detector claims. ok is false when the rest of the file may matter.
+func headFormat(head []byte) (Format, bool) {
+	if sniffWide(head) != nil {
+		return "", false
+	}
+	h := bytes.TrimLeft(head, " \t\r\n\ufeff")
+	h = bytes.TrimPrefix(h, []byte("\xef\xbb\xbf"))
+	if len(h) < DetectBytes {
+		return "", false
+	}
+	return detectIn(h[:DetectBytes])
+}
+
+// streamsPi reports whether a file starting with head (not the whole file) can be
+// read by readPiStream as Read would read it whole: pi content (detected, or the
+// format forced) in UTF-8 whose lines end at '\n' (a file without any '\n' splits
+// at '\r', lineSep).
+func streamsPi(head []byte, opts Options) bool {
+	if sniffWide(head) != nil || bytes.IndexByte(head, '\n') < 0 {
+		return false
+	}
+	if opts.Format != "" {
+		return opts.Format == FormatPi
+	}
+	f, ok := headFormat(head)
+	return ok && f == FormatPi
 }
 
 // Read parses data as a session. name appears in every error. It returns an error
