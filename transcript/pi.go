@@ -94,8 +94,6 @@ type piObj struct {
 	m    *piMessage // for message entries
 	unit int        // unit of the object, -1 when it holds no tool result
 	node int        // index into the tree nodes, -1 outside the tree
-	// value is the object's place among its line's values (0 for the first).
-	value int
 }
 
 // readPi reads a pi session file, any version, held whole in data.
@@ -103,7 +101,7 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 	p := newPiScan(newBuilder(FormatPi, name, data), opts)
 	var objs []*piObj
 	for _, ln := range jsonlSplit(data) {
-		if _, err := p.line(ln, data[ln.start:ln.end], func(o *piObj) { objs = append(objs, o) }); err != nil {
+		if err := p.line(ln, data[ln.start:ln.end], func(o *piObj, _ jsonscan.Span) { objs = append(objs, o) }); err != nil {
 			return nil, err
 		}
 	}
@@ -127,13 +125,10 @@ func readPi(name string, data []byte, opts Options) (*Session, error) {
 func readPiStream(name string, f io.ReadSeeker, opts Options) (*Session, error) {
 	p := newPiScan(newBuilder(FormatPi, name, nil), opts)
 	var fates []piFate
-	ord := 0
 	err := jsonlEach(f, false, func(ln jsonlLine, line []byte) error {
-		n, err := p.line(ln, line, func(o *piObj) {
-			fates = append(fates, piFate{ord: ord + o.value, line: int32(o.line), unit: int32(o.unit), node: int32(o.node)})
+		return p.line(ln, line, func(o *piObj, v jsonscan.Span) {
+			fates = append(fates, piFate{line: int32(o.line), unit: int32(o.unit), node: int32(o.node), start: int32(v.Start), end: int32(v.End)})
 		})
-		ord += n
-		return err
 	})
 	if err != nil {
 		return nil, err
@@ -142,31 +137,29 @@ func readPiStream(name string, f io.ReadSeeker, opts Options) (*Session, error) 
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("%s: read session again: %w", name, err)
 	}
-	ord, next := 0, 0
+	changed := func(line int) error { return fmt.Errorf("%s: line %d: the file changed while it was read", name, line) }
+	next := 0
 	err = jsonlEach(f, true, func(ln jsonlLine, line []byte) error {
-		values, _ := piValues(line)
-		for k, v := range values {
-			if next == len(fates) || fates[next].ord != ord+k {
-				continue // skipped or ignored in the first pass
-			}
+		for ; next < len(fates) && int(fates[next].line) <= ln.no; next++ {
 			fa := fates[next]
-			next++
-			if int(fa.line) != ln.no {
-				return fmt.Errorf("%s: line %d: the file changed while it was read", name, ln.no)
+			if int(fa.line) != ln.no || int(fa.end) > len(line) {
+				return changed(ln.no)
 			}
 			if fa.node >= 0 && !keep[fa.node] {
 				continue
 			}
 			o := &piObj{line: ln.no, unit: int(fa.unit), node: int(fa.node)}
-			o.e, _ = piDecodeEntry(json.RawMessage(line[v.Start:v.End:v.End]))
+			var fe *jsonscan.FieldError
+			if o.e, fe = piDecodeEntry(json.RawMessage(line[fa.start:fa.end:fa.end])); fe != nil {
+				return changed(ln.no)
+			}
 			if _, err := piInspect(o); err != nil {
-				return fmt.Errorf("%s: line %d: the file changed while it was read", name, ln.no)
+				return changed(ln.no)
 			}
 			if err := p.add(o, keep); err != nil {
 				return err
 			}
 		}
-		ord += len(values)
 		return nil
 	})
 	if err != nil {
@@ -183,11 +176,12 @@ func readPiStream(name string, f io.ReadSeeker, opts Options) (*Session, error) 
 }
 
 // piFate is what readPiStream's first pass keeps of an entry that reached the tree
-// or the message list: the value's ordinal among the file's values, its line, unit
-// and tree node (-1 for none).
+// or the message list: its line, unit and tree node (-1 for none), and the span of
+// its JSON value in the line's content (so the second pass need not split the line
+// again).
 type piFate struct {
-	ord              int
 	line, unit, node int32
+	start, end       int32
 }
 
 // piScan is the first pass of the pi readers: header, entry decoding, lenient
@@ -206,19 +200,19 @@ func newPiScan(b *builder, opts Options) *piScan {
 }
 
 // line decodes the values of one line (ln, content line) and passes each entry
-// that goes on to the messages to keep, in order. It returns how many JSON values
-// the line held and the error that fails the read (strict mode).
-func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj)) (int, error) {
+// that goes on to the messages to keep, in order, with its span in line. It
+// returns the error that fails the read (strict mode).
+func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj, jsonscan.Span)) error {
 	b, name, opts := p.b, p.b.s.Name, p.opts
 	values, problem := piValues(line)
-	for k, v := range values {
+	for _, v := range values {
 		start, end := v.Start, v.End
 		raw := json.RawMessage(line[start:end:end])
-		o := &piObj{line: ln.no, unit: -1, node: -1, value: k}
+		o := &piObj{line: ln.no, unit: -1, node: -1}
 		var fe *jsonscan.FieldError
 		if o.e, fe = piDecodeEntry(raw); fe != nil {
 			if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
-				return len(values), e
+				return e
 			}
 			continue
 		}
@@ -233,7 +227,7 @@ func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj)) (int, error)
 			// without a session id or cwd.
 			const msg = `the first entry is not a session header {"type":"session"}`
 			if !opts.Lenient {
-				return len(values), &ParseError{File: name, Line: ln.no, Field: "type", Msg: msg}
+				return &ParseError{File: name, Line: ln.no, Field: "type", Msg: msg}
 			}
 			b.warn("line %d: %s", ln.no, msg)
 		}
@@ -245,7 +239,7 @@ func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj)) (int, error)
 		if err != nil {
 			fe := jsonscan.AsFieldError(err, "")
 			if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
-				return len(values), e
+				return e
 			}
 			continue
 		}
@@ -263,14 +257,14 @@ func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj)) (int, error)
 			p.leaf = o.node
 			p.nodes = append(p.nodes, treeNode{id: id, parent: parent, benign: benign})
 		}
-		keep(o)
+		keep(o, v)
 	}
 	if problem != "" {
 		if e := jsonlSkip(b, name, opts, ln.no, "", problem); e != nil {
-			return len(values), e
+			return e
 		}
 	}
-	return len(values), nil
+	return nil
 }
 
 // tree decides the kept branch (jsonlTree), warns of what it left out, and lets go

@@ -165,10 +165,14 @@ func DetectFile(path string) (Format, error) {
 // for leading blanks before the DetectBytes the detectors judge.
 const headBytes = 4 * DetectBytes
 
-// readHead reads up to headBytes from r; whole reports that r ended within them.
-func readHead(r io.Reader) (head []byte, whole bool, err error) {
-	head = make([]byte, headBytes)
-	n, err := io.ReadFull(r, head)
+// readHead reads up to headBytes from f; whole reports that f ended within them.
+func readHead(f *os.File) (head []byte, whole bool, err error) {
+	size := headBytes
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() < headBytes {
+		size = int(st.Size()) + 1 // one more, to see the end (a file may grow)
+	}
+	head = make([]byte, size)
+	n, err := io.ReadFull(f, head)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return head[:n], true, nil
 	}
