@@ -204,3 +204,35 @@ func TestPiStreamHoldsNoFile(t *testing.T) {
 		}
 	}
 }
+
+// swapOnSeek reads first, then, after the Seek back to the start, second: a file
+// that changed between readPiStream's passes.
+type swapOnSeek struct {
+	r      *bytes.Reader
+	second []byte
+}
+
+func (s *swapOnSeek) Read(p []byte) (int, error) { return s.r.Read(p) }
+func (s *swapOnSeek) Seek(off int64, whence int) (int64, error) {
+	s.r = bytes.NewReader(s.second)
+	return s.r.Seek(off, whence)
+}
+
+// TestPiStreamFileChanged: a file that loses lines or moves them between the two
+// passes fails the read with an error naming it, never a wrong session.
+func TestPiStreamFileChanged(t *testing.T) {
+	data := piStreamInputs(t)["session.jsonl"]
+	lines := strings.SplitAfter(string(data), "\n")
+	for name, second := range map[string][]byte{
+		"cut":     data[:len(data)/2],
+		"shifted": []byte(lines[0] + "\n" + strings.Join(lines[1:], "")),
+		"emptied": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := readPiStream("s.jsonl", &swapOnSeek{r: bytes.NewReader(data), second: second}, Options{})
+			if err == nil || !strings.Contains(err.Error(), "s.jsonl") || !strings.Contains(err.Error(), "the file changed while it was read") {
+				t.Errorf("err = %v, want the file named and changed", err)
+			}
+		})
+	}
+}
