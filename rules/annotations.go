@@ -18,6 +18,20 @@ type Annotation struct {
 	Marker string
 	// Re matches one occurrence, with the blank lines that set it off.
 	Re *regexp.Regexp
+	// Open and Close, when set, say that Re is a block from Open to the first Close
+	// after it with the newlines around it (BlockExpr(Open, Close)), which
+	// StripAnnotations then removes by string search instead of the regexp.
+	Open, Close string
+	// LineStart says that Re is `(?m)^` and Marker followed by the rest of the
+	// expression, so that no match starts before the line of Marker's first
+	// occurrence: StripAnnotations hands the regexp only the text from there.
+	//
+	// Both exist for speed: none of these expressions has a literal prefix, so the
+	// regexp engine steps through every byte of a long output before the match (the
+	// Gemini CLI line took 40% of the duplicate rule's time in a replay of
+	// ../shared/corpus). TestAnnotationShapes checks that each Re has the shape its
+	// fields claim, FuzzStripAnnotations that the result is the regexps' own.
+	LineStart bool
 	// Source is the real text that shows it: a file under testdata/ or
 	// ../shared/sessions, whose test (TestAnnotationsOnRealText) checks that two
 	// outputs of the same call differ in it and are equal without it.
@@ -31,6 +45,8 @@ var Annotations = []Annotation{
 		What:   "a <system-reminder> block appended to every tool result (the tokens left in the context, which change on every call; the malware note on reads)",
 		Marker: "<system-reminder>",
 		Re:     regexp.MustCompile(`(?s)\n*<system-reminder>.*?</system-reminder>\n*`),
+		Open:   "<system-reminder>",
+		Close:  "</system-reminder>",
 		Source: "testdata/annotations/claude-code-2.1.332-Bash.json",
 	},
 	{
@@ -41,11 +57,12 @@ var Annotations = []Annotation{
 		Source: "testdata/annotations/codex-0.171.0-exec_command.json",
 	},
 	{
-		Agent:  "Gemini CLI 0.61.0",
-		What:   "the Process Group PGID line closing every run_shell_command output (a new process group each call)",
-		Marker: "Process Group PGID: ",
-		Re:     regexp.MustCompile(`(?m)^Process Group PGID: \d+\n?`),
-		Source: "testdata/annotations/gemini-cli-0.61.0-run_shell_command.json",
+		Agent:     "Gemini CLI 0.61.0",
+		What:      "the Process Group PGID line closing every run_shell_command output (a new process group each call)",
+		Marker:    "Process Group PGID: ",
+		Re:        regexp.MustCompile(`(?m)^Process Group PGID: \d+\n?`),
+		LineStart: true,
+		Source:    "testdata/annotations/gemini-cli-0.61.0-run_shell_command.json",
 	},
 }
 
@@ -53,15 +70,73 @@ var Annotations = []Annotation{
 // text itself when it holds none).
 func StripAnnotations(text string) string {
 	for _, a := range Annotations {
-		if !strings.Contains(text, a.Marker) {
-			continue
-		}
-		text = a.Re.ReplaceAllStringFunc(text, func(m string) string {
-			if sub := a.Re.FindStringSubmatch(m); len(sub) > 1 {
-				return sub[1] // the part of the match that is the tool's own
+		i := strings.Index(text, a.Marker)
+		switch {
+		case i < 0:
+		case a.Open != "":
+			text = stripBlock(text, a.Open, a.Close)
+		case a.LineStart:
+			from := strings.LastIndexByte(text[:i], '\n') + 1
+			if rest := a.strip(text[from:]); len(rest) != len(text)-from {
+				text = text[:from] + rest
 			}
-			return ""
-		})
+		default:
+			text = a.strip(text)
+		}
 	}
 	return text
+}
+
+// strip removes a's matches from text with its regexp.
+func (a *Annotation) strip(text string) string {
+	return a.Re.ReplaceAllStringFunc(text, func(m string) string {
+		if sub := a.Re.FindStringSubmatch(m); len(sub) > 1 {
+			return sub[1] // the part of the match that is the tool's own
+		}
+		return ""
+	})
+}
+
+// BlockExpr is the regular expression of a block annotation (Annotation.Open and
+// Close): Open, anything up to the first Close after it, Close, with the newlines
+// before and after.
+func BlockExpr(open, close string) string {
+	return `(?s)\n*` + regexp.QuoteMeta(open) + `.*?` + regexp.QuoteMeta(close) + `\n*`
+}
+
+// stripBlock removes from text what BlockExpr(open, close) matches, as
+// regexp.ReplaceAllString with "" does: each match starts at the run of newlines
+// before the first open after the previous match and ends after the run of
+// newlines following the first close after that open.
+func stripBlock(text, open, close string) string {
+	var b strings.Builder
+	done := 0 // text[:done] is decided: matched or written
+	for {
+		i := strings.Index(text[done:], open)
+		if i < 0 {
+			break
+		}
+		i += done
+		j := strings.Index(text[i+len(open):], close)
+		if j < 0 {
+			break // no close after this open, nor after any later one
+		}
+		start, end := i, i+len(open)+j+len(close)
+		for start > done && text[start-1] == '\n' {
+			start--
+		}
+		for end < len(text) && text[end] == '\n' {
+			end++
+		}
+		if b.Cap() == 0 {
+			b.Grow(len(text) - (end - start))
+		}
+		b.WriteString(text[done:start])
+		done = end
+	}
+	if done == 0 {
+		return text
+	}
+	b.WriteString(text[done:])
+	return b.String()
 }

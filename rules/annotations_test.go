@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -91,6 +92,81 @@ func TestStripAnnotations(t *testing.T) {
 	} {
 		if got := StripAnnotations(in); got != want {
 			t.Errorf("StripAnnotations(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+// stripByRegexps is what StripAnnotations does by definition: each annotation's
+// regexp over the whole text.
+func stripByRegexps(text string) string {
+	for _, a := range Annotations {
+		if strings.Contains(text, a.Marker) {
+			text = a.strip(text)
+		}
+	}
+	return text
+}
+
+// TestAnnotationShapes checks that each regexp has the shape its Open, Close and
+// LineStart claim, on which StripAnnotations's shortcuts rely.
+func TestAnnotationShapes(t *testing.T) {
+	for _, a := range Annotations {
+		if a.Open != "" {
+			if got, want := a.Re.String(), BlockExpr(a.Open, a.Close); got != want {
+				t.Errorf("%s: Re is %q; BlockExpr(Open, Close) is %q", a.Agent, got, want)
+			}
+		}
+		if a.LineStart {
+			if got, want := a.Re.String(), "(?m)^"+regexp.QuoteMeta(a.Marker); !strings.HasPrefix(got, want) {
+				t.Errorf("%s: Re is %q; want it to start with %q", a.Agent, got, want)
+			}
+		}
+	}
+}
+
+// annotationCases hold each annotation and its surroundings in every arrangement.
+var annotationCases = []string{
+	"", "plain\n", "<system-reminder>", "<system-reminder></system-reminder>",
+	"\n\n<system-reminder>x</system-reminder>\n\n", "a\n\n<system-reminder>\nx\n</system-reminder>",
+	"a<system-reminder>x</system-reminder>b", "a\n<system-reminder>x</system-reminder>\n<system-reminder>y</system-reminder>\nb",
+	"a\n<system-reminder>x</system-reminder>\n\n\nb<system-reminder>y",
+	"<system-reminder><system-reminder>x</system-reminder></system-reminder>", "</system-reminder><system-reminder>",
+	"x\n\n<system-reminder>\xffé</system-reminder>\n\ny", "<system-reminder</system-reminder>",
+	"Chunk ID: 1a2b3c\nWall time: 0.0011 seconds\nOutput:\nok\n", "Output:\nWall time: 3 seconds\n",
+	"Output: 1\n2\nProcess Group PGID: 8332\n</untrusted_context>", "Process Group PGID: 1",
+	"a Process Group PGID: 1\nProcess Group PGID: 2\nb\nProcess Group PGID: x\nProcess Group PGID: 3",
+	"\nProcess Group PGID: 12\n\n", "Process Group PGID: 7\n<system-reminder>\n</system-reminder>",
+}
+
+// FuzzStripAnnotations checks that StripAnnotations's shortcuts remove what the
+// regexps alone remove.
+func FuzzStripAnnotations(f *testing.F) {
+	for _, c := range annotationCases {
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if got, want := StripAnnotations(in), stripByRegexps(in); got != want {
+			t.Fatalf("StripAnnotations(%q) = %q; want %q", in, got, want)
+		}
+	})
+}
+
+// TestStripAnnotationsOnRealText compares StripAnnotations with the regexps alone
+// on the real annotated outputs.
+func TestStripAnnotationsOnRealText(t *testing.T) {
+	for _, a := range Annotations {
+		data, err := os.ReadFile(filepath.Join("..", a.Source))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p realPair
+		if err := json.Unmarshal(data, &p); err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range p.Outputs {
+			if StripAnnotations(o) != stripByRegexps(o) {
+				t.Errorf("%s output %d: StripAnnotations and the regexps differ", a.Source, i)
+			}
 		}
 	}
 }

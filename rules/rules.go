@@ -25,8 +25,6 @@
 package rules
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/transcript"
@@ -301,20 +299,4 @@ func dupKey(c *transcript.ToolCall, o *transcript.ToolOutput) string {
 		h = transcript.TextHash(t)
 	}
 	return c.Name + "\x00" + transcript.TextHash(canonArgs(c.Args)) + "\x00" + h
-}
-
-// canonArgs re-encodes JSON arguments with sorted keys and no insignificant space, so
-// the same arguments written differently compare equal; non-JSON arguments are used
-// as they are (trimmed).
-func canonArgs(raw json.RawMessage) string {
-	t := bytes.TrimSpace(raw)
-	var v any
-	if err := json.Unmarshal(t, &v); err != nil {
-		return string(t)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return string(t)
-	}
-	return string(b)
 }
