@@ -437,7 +437,7 @@ func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
 		Corpus: st.corpus,
 		Cards:  make([]cards.Card, len(due)),
 	}
-	query := lexical.Query(b.Task, b.Now)
+	lex := lexical.NewMatcher(lexical.Query(b.Task, b.Now), st.corpus)
 	for i, o := range due {
 		c := *o.card // a candidate's card (only outputs never asked about have none)
 		c.Step, c.Age = sp.T, sp.T-o.step
@@ -460,7 +460,7 @@ func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
 		c.SessionUseRate = float64(st.allUses) / float64(len(st.outs))
 		c.NamedByTask = named(sp.s.Task, o.names)
 		c.NamedByNow = named(st.lastNow, o.names)
-		c.Lexical = lexical.CardKeep(c, query, st.corpus)
+		c.Lexical = lex.Keep(c)
 		b.Cards[i] = c
 	}
 	return b

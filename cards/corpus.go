@@ -45,7 +45,7 @@ func (c *Corpus) DF(term string) int {
 func (c *Corpus) Add(text string) {
 	c.Docs++
 	doc := int32(c.Docs)
-	eachTerm(text, &c.buf, func(t []byte) {
+	EachTerm(text, &c.buf, func(t []byte) {
 		c.Tokens++
 		if i, ok := c.terms[string(t)]; ok { // no allocation: the key is not kept
 			if c.last[i] != doc {
@@ -129,10 +129,11 @@ func eachRun(text string, f func(start, end int, ascii bool)) {
 	}
 }
 
-// eachTerm calls f with each term of Terms(text), in order, lowered into *buf (so
-// valid only during the call): an ASCII run is lowered byte by byte, exactly as
-// strings.ToLower lowers ASCII; any other run goes through strings.ToLower.
-func eachTerm(text string, buf *[]byte, f func(term []byte)) {
+// EachTerm calls f with each term of Terms(text), in order, lowered into *buf (so
+// valid only during the call; a map lookup m[string(term)] does not allocate): an
+// ASCII run is lowered byte by byte, exactly as strings.ToLower lowers ASCII; any
+// other run goes through strings.ToLower. TestEachTerm checks it against Terms.
+func EachTerm(text string, buf *[]byte, f func(term []byte)) {
 	eachRun(text, func(start, end int, ascii bool) {
 		b := (*buf)[:0]
 		if ascii {

@@ -113,7 +113,8 @@ func realTexts(t *testing.T) []string {
 }
 
 // The byte-level Terms and Corpus.Add give exactly the old results (terms in order,
-// document frequencies, counts) on every real text and on the edge cases.
+// document frequencies, counts) on every real text and on the edge cases, and
+// EachTerm gives Terms's terms.
 func TestTermsMatchOldOnRealText(t *testing.T) {
 	texts := append(realTexts(t), termCases...)
 	c := NewCorpus()
@@ -121,6 +122,11 @@ func TestTermsMatchOldOnRealText(t *testing.T) {
 	for i, text := range texts {
 		if d := cmp.Diff(oldTerms(text), Terms(text)); d != "" {
 			t.Fatalf("text %d %.80q: Terms differ (-old +new):\n%s", i, text, d)
+		}
+		var each []string
+		EachTerm(text, &c.buf, func(term []byte) { each = append(each, string(term)) })
+		if d := cmp.Diff(Terms(text), each); d != "" {
+			t.Fatalf("text %d %.80q: EachTerm differs from Terms (-Terms +EachTerm):\n%s", i, text, d)
 		}
 		c.Add(text)
 		old.add(text)

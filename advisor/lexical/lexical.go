@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
 )
@@ -87,21 +88,42 @@ func (s *Scorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error
 	if len(query) == 0 {
 		return out, ErrEmptyQuery
 	}
-	docs := make([]map[string]int, len(b.Cards))
-	lens := make([]int, len(b.Cards))
-	batchDF := map[string]int{}
-	total := 0
+	// Only the query's terms count in a document (BM25 sums over them): each card
+	// keeps its count of each query term it holds, in query order, and its length.
+	at := make(map[string]int, len(query))
+	for i, t := range query {
+		at[t] = i
+	}
+	type count struct{ term, n int }
+	var (
+		counts  []count
+		ends    = make([]int, len(b.Cards)) // card i's counts are counts[ends[i-1]:ends[i]]
+		lens    = make([]int, len(b.Cards))
+		tf      = make([]int, len(query)) // the current card's
+		batchDF = make([]int, len(query))
+		buf     []byte
+		total   int
+	)
 	for i, c := range b.Cards {
-		terms := cards.Terms(Document(c))
-		tf := make(map[string]int, len(terms))
-		for _, t := range terms {
-			if tf[t] == 0 {
-				batchDF[t]++
+		start := len(counts)
+		eachDocTerm(c, &buf, func(t []byte) {
+			lens[i]++
+			if q, ok := at[string(t)]; ok {
+				if tf[q] == 0 {
+					counts = append(counts, count{term: q})
+				}
+				tf[q]++
 			}
-			tf[t]++
+		})
+		mine := counts[start:]
+		slices.SortFunc(mine, func(x, y count) int { return x.term - y.term })
+		for k := range mine {
+			mine[k].n = tf[mine[k].term]
+			tf[mine[k].term] = 0
+			batchDF[mine[k].term]++
 		}
-		docs[i], lens[i] = tf, len(terms)
-		total += len(terms)
+		ends[i] = len(counts)
+		total += lens[i]
 	}
 	avgdl := 1.0
 	if len(b.Cards) > 0 && total > 0 {
@@ -111,19 +133,35 @@ func (s *Scorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error
 	if b.Corpus != nil && b.Corpus.Docs > n {
 		n = b.Corpus.Docs
 	}
-	idf := make(map[string]float64, len(query))
-	for _, t := range query {
-		df := batchDF[t]
+	idf := make([]float64, len(query))
+	for q, t := range query {
+		df := batchDF[q]
 		if c := b.Corpus.DF(t); c > df {
 			df = c
 		}
-		idf[t] = IDF(n, df)
+		idf[q] = IDF(n, df)
 	}
+	start := 0
 	for i := range b.Cards {
-		raw := BM25(query, docs[i], lens[i], avgdl, idf)
+		norm := K1 * (1 - B + B*float64(lens[i])/avgdl)
+		raw := 0.0
+		for _, c := range counts[start:ends[i]] {
+			f := float64(c.n)
+			raw += idf[c.term] * f * (K1 + 1) / (f + norm) // as BM25 sums, in query order
+		}
+		start = ends[i]
 		out[i] = cards.Score{Keep: Keep(raw), OK: true}
 	}
 	return out, nil
+}
+
+// eachDocTerm calls f with each term of Document(c), in order (cards.EachTerm):
+// field by field, which gives the same terms, as no term spans the newline between
+// two fields.
+func eachDocTerm(c cards.Card, buf *[]byte, f func(term []byte)) {
+	for _, s := range [...]string{c.Tool, c.Args, c.Head, c.Tail, c.Reaction} {
+		cards.EachTerm(s, buf, f)
+	}
 }
 
 // Document returns the text the scorer indexes for a card: tool, args, head, tail and
@@ -202,26 +240,70 @@ func Query(task, now string) []string {
 // the fixed average length CardAvgTerms: unlike Score it does not depend on which
 // other cards share the batch, so the same card at the same step always scores the
 // same (the fitted scorer's "lexical" feature). It returns -1 for an empty query.
+// It is NewMatcher(query, corpus).Keep(c); a batch's cards share one Matcher.
 func CardKeep(c cards.Card, query []string, corpus *cards.Corpus) float64 {
-	if len(query) == 0 {
-		return -1
-	}
-	terms := cards.Terms(Document(c))
-	tf := make(map[string]int, len(terms))
-	for _, t := range terms {
-		tf[t]++
-	}
+	return NewMatcher(query, corpus).Keep(c)
+}
+
+// Matcher is CardKeep for one query and corpus, with each query term's IDF worked
+// out once for all the cards it scores. It is not safe for concurrent use.
+type Matcher struct {
+	query []string
+	first []int          // first[i]: the index of query[i]'s first occurrence
+	at    map[string]int // a query term's first index
+	idf   []float64      // per query index
+	tf    []int          // per first index, for the card being scored
+	buf   []byte
+}
+
+// NewMatcher returns CardKeep's scorer for query (the terms CardKeep sums over, in
+// order: Query gives them distinct) with term rarity from corpus (nil: N = df = 1).
+func NewMatcher(query []string, corpus *cards.Corpus) *Matcher {
+	m := &Matcher{query: query, first: make([]int, len(query)), at: make(map[string]int, len(query)),
+		idf: make([]float64, len(query)), tf: make([]int, len(query))}
 	n := 1
 	if corpus != nil {
 		n = max(corpus.Docs, 1)
 	}
-	idf := make(map[string]float64, len(query))
-	for _, t := range query {
+	for i, t := range query {
+		f, ok := m.at[t]
+		if !ok {
+			f = i
+			m.at[t] = i
+		}
+		m.first[i] = f
 		df := 1
 		if corpus != nil {
 			df = max(corpus.DF(t), 1)
 		}
-		idf[t] = IDF(n, df)
+		m.idf[i] = IDF(n, df)
 	}
-	return Keep(BM25(query, tf, len(terms), CardAvgTerms, idf))
+	return m
+}
+
+// Keep returns CardKeep(c, query, corpus) of m's query and corpus: -1 for an empty
+// query.
+func (m *Matcher) Keep(c cards.Card) float64 {
+	if len(m.query) == 0 {
+		return -1
+	}
+	clear(m.tf)
+	dl := 0
+	eachDocTerm(c, &m.buf, func(t []byte) {
+		dl++
+		if i, ok := m.at[string(t)]; ok {
+			m.tf[i]++
+		}
+	})
+	// BM25(query, tf, dl, CardAvgTerms, idf), the same operations in the same order
+	norm := K1 * (1 - B + B*float64(dl)/CardAvgTerms)
+	s := 0.0
+	for i := range m.query {
+		f := float64(m.tf[m.first[i]])
+		if f == 0 {
+			continue
+		}
+		s += m.idf[i] * f * (K1 + 1) / (f + norm)
+	}
+	return Keep(s)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -241,6 +242,131 @@ func TestKeepAndIDF(t *testing.T) {
 	for _, tt := range idfs {
 		if got := IDF(tt.n, tt.df); math.Abs(got-tt.want) > 1e-12 || got <= 0 {
 			t.Errorf("IDF(%d, %d) = %v, want %v", tt.n, tt.df, got, tt.want)
+		}
+	}
+}
+
+// scoreByMaps is Score as it was written first (a term-frequency map of every term
+// of every card, and of the batch): the definition the one-pass Score keeps to.
+func scoreByMaps(b cards.Batch) []cards.Score {
+	out := make([]cards.Score, len(b.Cards))
+	query := distinct(cards.Terms(b.Task + "\n" + b.Now))
+	docs := make([]map[string]int, len(b.Cards))
+	lens := make([]int, len(b.Cards))
+	batchDF := map[string]int{}
+	total := 0
+	for i, c := range b.Cards {
+		terms := cards.Terms(Document(c))
+		tf := make(map[string]int, len(terms))
+		for _, t := range terms {
+			if tf[t] == 0 {
+				batchDF[t]++
+			}
+			tf[t]++
+		}
+		docs[i], lens[i] = tf, len(terms)
+		total += len(terms)
+	}
+	avgdl := 1.0
+	if len(b.Cards) > 0 && total > 0 {
+		avgdl = float64(total) / float64(len(b.Cards))
+	}
+	n := len(b.Cards)
+	if b.Corpus != nil && b.Corpus.Docs > n {
+		n = b.Corpus.Docs
+	}
+	idf := make(map[string]float64, len(query))
+	for _, t := range query {
+		df := batchDF[t]
+		if c := b.Corpus.DF(t); c > df {
+			df = c
+		}
+		idf[t] = IDF(n, df)
+	}
+	for i := range b.Cards {
+		out[i] = cards.Score{Keep: Keep(BM25(query, docs[i], lens[i], avgdl, idf)), OK: true}
+	}
+	return out
+}
+
+// cardKeepByMaps is CardKeep as it was written first.
+func cardKeepByMaps(c cards.Card, query []string, corpus *cards.Corpus) float64 {
+	if len(query) == 0 {
+		return -1
+	}
+	terms := cards.Terms(Document(c))
+	tf := make(map[string]int, len(terms))
+	for _, t := range terms {
+		tf[t]++
+	}
+	n := 1
+	if corpus != nil {
+		n = max(corpus.Docs, 1)
+	}
+	idf := make(map[string]float64, len(query))
+	for _, t := range query {
+		df := 1
+		if corpus != nil {
+			df = max(corpus.DF(t), 1)
+		}
+		idf[t] = IDF(n, df)
+	}
+	return Keep(BM25(query, tf, len(terms), CardAvgTerms, idf))
+}
+
+// TestScoresMatchMaps checks that Score, CardKeep and a shared Matcher give
+// exactly (bit for bit) the figures of the map-based definitions, on batches drawn
+// from a pool of words with repeats, case, non-ASCII letters and terms outside
+// the corpus, and queries with repeated terms (which CardKeep counts again).
+func TestScoresMatchMaps(t *testing.T) {
+	words := strings.Fields("port Port PORT config.yaml server 8080 9090 main.go go test ok " +
+		"README été Été naïve x_y a b cd ef gh the file error sessions 1a2b3c über straße ΣΑΣ")
+	r := rand.New(rand.NewPCG(1, 2))
+	text := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(words[r.IntN(len(words))])
+			b.WriteString([]string{" ", "\n", "/", "-", ".", ", "}[r.IntN(6)])
+		}
+		return b.String()
+	}
+	for round := range 2000 {
+		var corpus *cards.Corpus
+		if round%5 != 0 {
+			corpus = cards.NewCorpus()
+			for range r.IntN(20) {
+				corpus.Add(text(r.IntN(60)))
+			}
+		}
+		b := cards.Batch{Task: text(r.IntN(12)), Now: text(r.IntN(12)), Corpus: corpus}
+		for range r.IntN(12) {
+			b.Cards = append(b.Cards, cards.Card{Tool: text(1), Args: text(r.IntN(4)), Head: text(r.IntN(80)),
+				Tail: text(r.IntN(30)), Reaction: text(r.IntN(10))})
+		}
+		got, err := New().Score(context.Background(), b)
+		if want := scoreByMaps(b); !errors.Is(err, ErrEmptyQuery) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("round %d card %d: Score %v; the maps give %v", round, i, got[i], want[i])
+				}
+			}
+		}
+		query := Query(b.Task, b.Now)
+		if round%3 == 0 {
+			query = cards.Terms(b.Task + "\n" + b.Now) // repeats
+		}
+		m := NewMatcher(query, corpus)
+		for i, c := range b.Cards {
+			want := cardKeepByMaps(c, query, corpus)
+			if got := m.Keep(c); got != want {
+				t.Fatalf("round %d card %d: Matcher.Keep %v; the maps give %v", round, i, got, want)
+			}
+			if got := CardKeep(c, query, corpus); got != want {
+				t.Fatalf("round %d card %d: CardKeep %v; the maps give %v", round, i, got, want)
+			}
 		}
 	}
 }
