@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
 )
@@ -207,8 +208,9 @@ func Keep(s float64) float64 {
 	return s / (s + HalfScore)
 }
 
+// distinct returns terms without repeats, each at its first place.
 func distinct(terms []string) []string {
-	seen := make(map[string]struct{}, len(terms))
+	seen := seenPool.Get().(map[string]struct{})
 	out := terms[:0:0]
 	for _, t := range terms {
 		if _, ok := seen[t]; ok {
@@ -217,8 +219,20 @@ func distinct(terms []string) []string {
 		seen[t] = struct{}{}
 		out = append(out, t)
 	}
+	if len(seen) <= maxPooledTerms {
+		clear(seen)
+		seenPool.Put(seen)
+	}
 	return out
 }
+
+// seenPool holds distinct's sets, so that the query of every batch (twice a batch:
+// CardKeep's and Score's) does not build a map of its own; maxPooledTerms bounds
+// the size of a set kept (a query of the advisor's batches, the task and now cut to
+// cards.ContextChars each, has at most a few hundred terms).
+var seenPool = sync.Pool{New: func() any { return make(map[string]struct{}, 128) }}
+
+const maxPooledTerms = 1024
 
 // CardAvgTerms is the average card length, in terms, that CardKeep normalises by: the
 // mean of len(cards.Terms(Document(card))) over the first-ask cards of a lexical
