@@ -144,11 +144,10 @@ func (s *Scorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error
 	}
 	start := 0
 	for i := range b.Cards {
-		norm := K1 * (1 - B + B*float64(lens[i])/avgdl)
+		norm := bm25Norm(lens[i], avgdl)
 		raw := 0.0
 		for _, c := range counts[start:ends[i]] {
-			f := float64(c.n)
-			raw += idf[c.term] * f * (K1 + 1) / (f + norm) // as BM25 sums, in query order
+			raw += bm25Term(idf[c.term], float64(c.n), norm) // as BM25 sums, in query order
 		}
 		start = ends[i]
 		out[i] = cards.Score{Keep: Keep(raw), OK: true}
@@ -187,17 +186,26 @@ func IDF(n, df int) float64 {
 // (terms) for the distinct query terms, given the average document length avgdl
 // (terms, > 0) and each query term's IDF. See the package comment for the formula.
 func BM25(query []string, tf map[string]int, dl int, avgdl float64, idf map[string]float64) float64 {
-	norm := K1 * (1 - B + B*float64(dl)/avgdl)
+	norm := bm25Norm(dl, avgdl)
 	s := 0.0
 	for _, t := range query {
 		f := float64(tf[t])
 		if f == 0 {
 			continue
 		}
-		s += idf[t] * f * (K1 + 1) / (f + norm)
+		s += bm25Term(idf[t], f, norm)
 	}
 	return s
 }
+
+// bm25Norm is BM25's length normalisation K1*(1-B+B*dl/avgdl) of a document of dl
+// terms; Score and Matcher.Keep use it as BM25 does, so their sums are BM25's bit
+// for bit (TestScoresMatchMaps).
+func bm25Norm(dl int, avgdl float64) float64 { return K1 * (1 - B + B*float64(dl)/avgdl) }
+
+// bm25Term is one query term's share of a BM25 sum: idf * f*(K1+1) / (f+norm), for
+// f > 0 occurrences in a document whose normalisation is norm (bm25Norm).
+func bm25Term(idf, f, norm float64) float64 { return idf * f * (K1 + 1) / (f + norm) }
 
 // Keep maps a raw BM25 score s >= 0 to a keep-probability s/(s+HalfScore) in [0, 1),
 // strictly increasing in s; Keep(0) = 0 and Keep(HalfScore) = 0.5.
@@ -310,14 +318,14 @@ func (m *Matcher) Keep(c cards.Card) float64 {
 		}
 	})
 	// BM25(query, tf, dl, CardAvgTerms, idf), the same operations in the same order
-	norm := K1 * (1 - B + B*float64(dl)/CardAvgTerms)
+	norm := bm25Norm(dl, CardAvgTerms)
 	s := 0.0
 	for i := range m.query {
 		f := float64(m.tf[m.first[i]])
 		if f == 0 {
 			continue
 		}
-		s += m.idf[i] * f * (K1 + 1) / (f + norm)
+		s += bm25Term(m.idf[i], f, norm)
 	}
 	return Keep(s)
 }
