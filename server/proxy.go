@@ -138,10 +138,11 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 		out, changed, err := s.adviseBody(r.Context(), kind, requestHints(r), plain, note)
 		if changed && enc != nil {
 			encoded, eerr := enc.encode(bytes.Join(out, nil))
-			if out = [][]byte{encoded}; eerr != nil {
+			if eerr != nil {
 				s.failOpen(string(kind), "encode", "", eerr)
-				out = [][]byte{body}
+				changed = false
 			}
+			out = [][]byte{encoded}
 		}
 		if !changed {
 			out = [][]byte{body} // the client's own bytes, compressed or not

@@ -32,22 +32,29 @@ func jsonlSplit(data []byte) []jsonlLine {
 		if i := bytes.IndexByte(data[pos:], sep); i >= 0 {
 			end, next = pos+i, pos+i+1
 		}
-		s, e := pos, end
-		if no == 1 && bytes.HasPrefix(data[s:e], []byte("\xef\xbb\xbf")) {
-			s += 3
-		}
-		for s < e && jsonscan.IsSpace(data[s]) {
-			s++
-		}
-		for e > s && jsonscan.IsSpace(data[e-1]) {
-			e--
-		}
-		if s < e {
-			out = append(out, jsonlLine{no: no, start: s, end: e})
+		if s, e := trimLine(data[pos:end], no); s < e {
+			out = append(out, jsonlLine{no: no, start: pos + s, end: pos + e})
 		}
 		pos = next
 	}
 	return out
+}
+
+// trimLine returns the span [s, e) of line (line number no, without its end) that
+// holds content: without a UTF-8 byte order mark on line 1 and without the JSON
+// blanks around it; s == e for a blank line.
+func trimLine(line []byte, no int) (s, e int) {
+	s, e = 0, len(line)
+	if no == 1 && bytes.HasPrefix(line, []byte("\xef\xbb\xbf")) {
+		s += 3
+	}
+	for s < e && jsonscan.IsSpace(line[s]) {
+		s++
+	}
+	for e > s && jsonscan.IsSpace(line[e-1]) {
+		e--
+	}
+	return s, e
 }
 
 // lineSep is the byte lines of data end with: '\n', or '\r' for a file without any
@@ -265,17 +272,7 @@ func jsonlEach(r io.Reader, fresh bool, fn func(ln jsonlLine, line []byte) error
 		if content[len(content)-1] == '\n' {
 			content = content[:len(content)-1]
 		}
-		s, e := 0, len(content)
-		if no == 1 && bytes.HasPrefix(content, []byte("\xef\xbb\xbf")) {
-			s += 3
-		}
-		for s < e && jsonscan.IsSpace(content[s]) {
-			s++
-		}
-		for e > s && jsonscan.IsSpace(content[e-1]) {
-			e--
-		}
-		if s < e {
+		if s, e := trimLine(content, no); s < e {
 			line := content[s:e:e]
 			if fresh {
 				line = bytes.Clone(line)
