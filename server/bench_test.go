@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -320,7 +321,8 @@ func benchSteadyTTFB(b *testing.B, cfg advisor.Config, ttfb time.Duration) {
 		before := rewrites(b, srv)
 		b.StartTimer()
 		c0 := cpuTime()
-		d := send(b, h, id, body)
+		var d time.Duration
+		pprof.Do(context.Background(), timedLabel, func(context.Context) { d = send(b, h, id, body) })
 		cpu += cpuTime() - c0
 		lat = append(lat, d)
 		b.StopTimer()
@@ -345,6 +347,10 @@ func benchSteadyTTFB(b *testing.B, cfg advisor.Config, ttfb time.Duration) {
 	reportCPU(b, cpu, len(lat))
 	b.ReportMetric(float64(len(rw))/float64(len(lat)), "rewrites/op")
 }
+
+// timedLabel marks the timed requests' samples in a CPU profile, apart from the
+// setup's first requests: go tool pprof -tagfocus phase=timed.
+var timedLabel = pprof.Labels("phase", "timed")
 
 // reportCPU reports cpu-ms/op: the process's CPU time (cpuTime) while the n timed
 // requests ran (cpu, summed around each), per request. Unlike the latencies it hardly moves

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/textproto"
 	"net/url"
-	"slices"
 	"strings"
 )
 
@@ -41,6 +39,7 @@ type forwarding struct {
 	in     *http.Request // the client's request
 	kind   apiKind
 	body   [][]byte // the body to send, its parts in order (none: no body); unused when stream is set
+	buf    *bodyBuf // the request's body buffer, which body's parts may be slices of; nil when none
 	stream bool     // send the client's own body as it arrives (passthrough)
 	note   *ledgerNote
 	// records is the record queue's mark when the request was advised: the
@@ -81,8 +80,8 @@ func (s *Server) newForwarder() *httputil.ReverseProxy {
 // upstream cuts short is cut short for the client too (the connection is closed
 // without the response's end: panic(http.ErrAbortHandler)). With a note, the
 // ledger reads the response as it goes (ledger.go).
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, kind apiKind, body []byte, note *ledgerNote) {
-	s.send(w, r, &forwarding{kind: kind, body: [][]byte{body}, note: note, records: s.records.mark()})
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, kind apiKind, body []byte, buf *bodyBuf, note *ledgerNote) {
+	s.send(w, r, &forwarding{kind: kind, body: [][]byte{body}, buf: buf, note: note, records: s.records.mark()})
 }
 
 // passthrough forwards any other /v1/ request untouched, body streamed.
@@ -134,11 +133,10 @@ func (s *Server) rewriteOut(pr *httputil.ProxyRequest) {
 	}
 	// GetBody lets the transport send the request again on a connection the
 	// upstream closed while idle. The parts are sent as they are, without joining
-	// them into one copy (net.Buffers: the transport's io.Copy writes each in turn).
-	out.GetBody = func() (io.ReadCloser, error) {
-		bufs := net.Buffers(slices.Clone(parts)) // reading consumes the list, not the bytes
-		return io.NopCloser(&bufs), nil
-	}
+	// them into one copy (net.Buffers: the transport's io.Copy writes each in turn),
+	// and each reader holds the body's buffer until the transport closes it
+	// (bodypool.go).
+	out.GetBody = func() (io.ReadCloser, error) { return newHeldBuffers(parts, f.buf), nil }
 	out.Body, _ = out.GetBody()
 }
 

@@ -114,16 +114,17 @@ func (s *Server) gemini(advise, pass http.Handler) http.HandlerFunc {
 func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		fail := func(code int, msg string) { writeAPIError(w, kind, code, errType(code), msg) }
-		body, ok := s.readBody(w, r, fail)
+		body, buf, ok := s.readBody(w, r, fail)
 		if !ok {
 			return
 		}
+		defer buf.release()
 		start := time.Now()
 		note := s.ledger.note(kind, r.Header.Get(HeaderSession))
 		plain, enc, err := s.decodeRequest(string(kind), r, body)
 		if errors.Is(err, errUnknownCoding) {
 			s.log.Warn("request body in an unknown encoding; forwarded unchanged", "route", string(kind), "err", err)
-			s.forward(w, r, kind, body, note)
+			s.forward(w, r, kind, body, buf, note)
 			return
 		}
 		if err != nil {
@@ -132,7 +133,7 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 		}
 		if kind == kindResponses && transcript.ResponsesContinuation(plain) {
 			s.metrics.untouched.WithLabelValues(string(kind), "previous_response_id").Inc()
-			s.forward(w, r, kind, body, note)
+			s.forward(w, r, kind, body, buf, note)
 			return
 		}
 		out, changed, err := s.adviseBody(r.Context(), kind, requestHints(r), plain, note)
@@ -160,7 +161,7 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 		if r.Context().Err() != nil {
 			return // the client is gone
 		}
-		s.send(w, r, &forwarding{kind: kind, body: out, note: note, records: s.records.mark()})
+		s.send(w, r, &forwarding{kind: kind, body: out, buf: buf, note: note, records: s.records.mark()})
 	}
 }
 
@@ -220,16 +221,21 @@ func (e *badRequest) Error() string { return e.msg }
 // readBody reads the request body up to the limit; on failure it answers through
 // fail (413 over the limit, 400 otherwise, 408 for a body not sent in time) and
 // returns false. A body of known length is read into one buffer of exactly that
-// size (readSized); a chunked one grows a buffer as it comes.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code int, msg string)) ([]byte, bool) {
+// length from the body pool (readSized; buf holds it: release it when the request is
+// done, see bodypool.go); a chunked one grows a buffer as it comes (buf nil).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code int, msg string)) (body []byte, buf *bodyBuf, ok bool) {
 	if r.ContentLength > s.maxBody {
 		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d bytes (--max-body)", r.ContentLength, s.maxBody))
-		return nil, false
+		return nil, nil, false
 	}
-	var body []byte
 	var err error
 	if r.ContentLength > 0 {
-		body, err = readSized(http.MaxBytesReader(w, r.Body, s.maxBody), r.ContentLength)
+		buf = s.bodies.get(r.ContentLength)
+		body, err = readSized(http.MaxBytesReader(w, r.Body, s.maxBody), buf.b)
+		if err != nil {
+			buf.release()
+			buf = nil
+		}
 	} else {
 		var buf bytes.Buffer
 		_, err = buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody))
@@ -239,26 +245,25 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code
 	switch {
 	case errors.As(err, &tooBig):
 		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes (--max-body)", s.maxBody))
-		return nil, false
+		return nil, nil, false
 	case bodyTimedOut(r, err):
 		fail(http.StatusRequestTimeout, s.bodyTimeoutMessage(int64(len(body))))
-		return nil, false
+		return nil, nil, false
 	case err != nil:
 		fail(http.StatusBadRequest, "reading the request body: "+err.Error())
-		return nil, false
+		return nil, nil, false
 	}
-	return body, true
+	return body, buf, true
 }
 
-// readSized reads a body of n bytes (its Content-Length, n > 0) into a buffer of
-// exactly n bytes, then makes sure the body ends there. (bytes.Buffer.ReadFrom on a
-// buffer grown to n needs room for the read that sees the end, so it allocated and
-// copied a second buffer of twice the size for every body: measured as 10% of a
-// steady 844 KB request's CPU.) A body shorter than n fails with
-// io.ErrUnexpectedEOF, a longer one with errBodyLength; on an error the bytes read
-// so far are returned with it.
-func readSized(r io.Reader, n int64) ([]byte, error) {
-	body := make([]byte, n)
+// readSized reads a body of len(body) bytes (its Content-Length, > 0) into body,
+// then makes sure the body ends there. (bytes.Buffer.ReadFrom on a buffer grown to
+// the length needs room for the read that sees the end, so it allocated and copied a
+// second buffer of twice the size for every body: measured as 10% of a steady
+// 844 KB request's CPU.) A body shorter than body fails with io.ErrUnexpectedEOF, a
+// longer one with errBodyLength; on an error the bytes read so far are returned with
+// it.
+func readSized(r io.Reader, body []byte) ([]byte, error) {
 	got, err := io.ReadFull(r, body)
 	if err != nil {
 		return body[:got], err

@@ -27,7 +27,7 @@ func TestReadSized(t *testing.T) {
 			if one {
 				r = iotest.OneByteReader(r)
 			}
-			got, err := readSized(r, c.n)
+			got, err := readSized(r, make([]byte, c.n))
 			if string(got) != c.want || !errors.Is(err, c.err) {
 				t.Errorf("%s (one byte a read: %v): readSized = %q, %v; want %q, %v", c.name, one, got, err, c.want, c.err)
 			}

@@ -257,6 +257,7 @@ type Server struct {
 	records       *recordQueue             // asks and decisions on their way to the store
 	ledger        *ledgerWriter            // responses on their way to the ledger
 	msgCache      *transcript.MessageCache // nil when off
+	bodies        bodyPool                 // request body buffers (bodypool.go)
 	handler       http.Handler             // the routes behind the Host check
 }
 

@@ -60,10 +60,11 @@ var validate = sync.OnceValue(func() *validator.Validate {
 // validation naming the field, messages the reader cannot read) give 400; an advisor
 // failure gives 500 with the reason.
 func (s *Server) advise(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r, func(code int, msg string) { writeError(w, code, "%s", msg) })
+	body, buf, ok := s.readBody(w, r, func(code int, msg string) { writeError(w, code, "%s", msg) })
 	if !ok {
 		return
 	}
+	defer buf.release() // the request decodes into copies
 	start := time.Now()
 	req, code, err := s.adviseRequest(r, body)
 	if err != nil {
