@@ -35,7 +35,7 @@ func TestBodyBufHeldUntilClosed(t *testing.T) {
 	}
 	body := newHeldBuffers([][]byte{a.b[:10], a.b[10:]}, a)
 	retry := newHeldBuffers([][]byte{a.b}, a) // GetBody called again by the transport
-	a.release()                                // the handler is done
+	a.release()                               // the handler is done
 	for range 3 {
 		if b := p.get(100_000); b == a {
 			t.Fatal("a buffer still held by the transport's readers was handed out again")
