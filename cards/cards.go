@@ -208,7 +208,7 @@ func Build(msgs []*transcript.Message, o *transcript.ToolOutput, now int) Card {
 // it: its first words (whitespace folded, cut to ReactionChars), or, with no words,
 // its first tool call as "next call: Tool summary"; "" when it has neither.
 func ReactionOf(m *transcript.Message) string {
-	if t := strings.Join(strings.Fields(m.Text), " "); t != "" {
+	if t := foldWords(m.Text, ReactionChars); t != "" {
 		return Cut(t, ReactionChars)
 	}
 	if len(m.Calls) > 0 {
@@ -235,14 +235,65 @@ func headTail(s string, n, head, tail int) (string, string) {
 	return cutRunes(s, head), lastRunes(s, tail)
 }
 
-// Cut returns s cut to at most n characters on a rune boundary, with "…" appended
-// when something was cut.
-func Cut(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if utf8.RuneCountInString(s) <= n {
-		return s
+// foldWords returns strings.Join(strings.Fields(text), " ") or, when that is longer,
+// a prefix of it with more than n characters (as Cut counts them), so that Cut(x, n)
+// is the same for both: the words of a prefix of text that ends on a rune, whose
+// join is a prefix of the whole join, grown until it has enough characters. An
+// assistant text of many kilobytes is folded only as far as its reaction needs.
+func foldWords(text string, n int) string {
+	for k := max(4*(n+1), 64); ; k *= 2 {
+		for k < len(text) && !utf8.RuneStart(text[k]) {
+			k++ // every byte that starts a rune is where decoding text stops
+		}
+		if k >= len(text) {
+			return strings.Join(strings.Fields(text), " ")
+		}
+		if t := strings.Join(strings.Fields(text[:k]), " "); cutEnd(t, n) >= 0 {
+			return t
+		}
 	}
-	return cutRunes(s, n-1) + "…"
+}
+
+// Cut returns s cut to at most n characters on a rune boundary, with "…" appended
+// when something was cut. Characters are those of strings.ToValidUTF8(s, "\uFFFD"):
+// a rune, or a run of invalid bytes (one U+FFFD); only the first n+1 are read.
+func Cut(s string, n int) string {
+	if n < 1 {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+		if utf8.RuneCountInString(s) <= n {
+			return s
+		}
+		return cutRunes(s, n-1) + "…"
+	}
+	if end := cutEnd(s, n); end >= 0 {
+		return strings.ToValidUTF8(s[:end], "\uFFFD") + "…"
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// cutEnd returns, when s has more than n >= 1 characters (Cut's), the byte offset in
+// s where its n-th character starts (the end of the first n-1), else -1.
+func cutEnd(s string, n int) int {
+	chars, end := 0, 0
+	invalid := false // s[i-1] was an invalid byte: a run of them is one character
+	for i := 0; i < len(s); {
+		size, bad := 1, false
+		if s[i] >= utf8.RuneSelf {
+			_, size = utf8.DecodeRuneInString(s[i:])
+			bad = size == 1
+		}
+		if !bad || !invalid {
+			if chars == n-1 {
+				end = i
+			}
+			if chars++; chars > n {
+				return end
+			}
+		}
+		invalid = bad
+		i += size
+	}
+	return -1
 }
 
 func cutRunes(s string, n int) string {

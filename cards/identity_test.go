@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -172,4 +173,68 @@ func TestNewHeadTailMatchesHeadTail(t *testing.T) {
 			t.Fatalf("text %d %.80q: New gives head %.40q tail %.40q, HeadTail %.40q %.40q", i, text, c.Head, c.Tail, head, tail)
 		}
 	}
+}
+
+// oldCut and oldReaction are Cut and ReactionOf's words as they were before Cut
+// stopped reading at n+1 characters and the reaction stopped folding white space
+// once it had enough (H21): the references.
+func oldCut(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return cutRunes(s, n-1) + "…"
+}
+
+func oldReaction(text string) string {
+	if t := strings.Join(strings.Fields(text), " "); t != "" {
+		return oldCut(t, ReactionChars)
+	}
+	return ""
+}
+
+// cutCases are texts at the edges of Cut's character count: invalid bytes alone, in
+// runs, beside an encoded U+FFFD, truncated runes at the ends, white space of every
+// kind between words.
+var cutCases = []string{
+	"", "a", "ab", "abc", "\xff", "\xff\xfe", "a\xffb", "\xef\xbf\xbd\xff", "\xff\xef\xbf\xbd",
+	"日本語", "日本\xe8", "\xe8\xaa", "é\xc3", " \t\n a  b\u00a0c\u2003d \xff\xfe e ",
+	strings.Repeat("word ", 300), strings.Repeat(" ", 5000) + "late words", strings.Repeat("\xff", 900) + "x",
+	strings.Repeat("日本 ", 400), strings.Repeat("\xe8\xaa", 500),
+}
+
+var cutLengths = []int{-1, 0, 1, 2, 3, 5, ReactionChars, HeadChars, ContextChars}
+
+func TestCutMatchesOld(t *testing.T) {
+	texts := append(realTexts(t), cutCases...)
+	for _, text := range texts {
+		for _, n := range cutLengths {
+			if got, want := Cut(text, n), oldCut(text, n); got != want {
+				t.Fatalf("Cut(%.80q, %d) = %.80q, want %.80q", text, n, got, want)
+			}
+		}
+		if got, want := ReactionOf(&transcript.Message{Text: text}), oldReaction(text); got != want {
+			t.Fatalf("ReactionOf(%.80q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+func FuzzCut(f *testing.F) {
+	for _, c := range cutCases {
+		f.Add(c, 5)
+	}
+	f.Fuzz(func(t *testing.T, text string, n int) {
+		n = n%700 - 2
+		if got, want := Cut(text, n), oldCut(text, n); got != want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", text, n, got, want)
+		}
+		m := (n%20+20)%20 + 1 // 1 to 20: short enough that the fuzzer's texts are cut
+		if got, want := foldWords(text, m), strings.Join(strings.Fields(text), " "); !strings.HasPrefix(want, got) ||
+			Cut(got, m) != Cut(want, m) {
+			t.Errorf("foldWords(%q, %d) = %q, whole fold %q", text, m, got, want)
+		}
+		if got, want := ReactionOf(&transcript.Message{Text: text}), oldReaction(text); got != want {
+			t.Errorf("ReactionOf(%q) = %q, want %q", text, got, want)
+		}
+	})
 }

@@ -13,7 +13,7 @@
 // (same normalised Path, overlapping Range) or a later identical call (same tool, same
 // arguments) also counts, and so does a recall (AddRecall). Names that occur in many
 // outputs carry little evidence: each name is weighted by its IDF over the session's
-// outputs (nameWeight), with no stop list.
+// outputs (weightOf), with no stop list.
 //
 // Steps. A use at step u means the assistant message of step u (written by the model
 // call u) holds the evidence. The advisor's plan for step T runs before model call T,
@@ -53,6 +53,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -89,7 +90,7 @@ const (
 
 // UseThreshold is the weight from which a use counts as "used" (UsedAfter, LastUse,
 // UseSteps). Re-reads, reruns and recalls weigh 1. A name use weighs the IDF weight
-// of its names (nameWeight, in [0,1]): names from one compound of the agent's words
+// of its names (weightOf, in [0,1]): names from one compound of the agent's words
 // (a path and its suffixes, a dotted name and its parts) contribute their maximum,
 // separate compounds add up, the sum is capped at 1. With weight ln(N/df)/ln(N), a
 // single name counts exactly when it occurs in at most √N of the session's N
@@ -154,32 +155,34 @@ type TrackerStats struct {
 // when added, against an index of names, reads and commands built as messages
 // arrive; queries only read the index. Not safe for concurrent use.
 type Tracker struct {
-	names map[string]int32 // name -> index of its entry in infos and strs
+	names map[string]int32 // name -> index of its entry in infos
 	infos []nameInfo
-	strs  []string // the names, by index
 	outs  []*outEvidence
 	byKey map[string]int
 	reads map[string][]int // normalised path -> indexes of live reads of it
 	cmds  map[uint64]int   // hash of tool name + compact args -> latest output index
 	runs  map[uint64]int   // hash of tool name + compact args -> outputs of such calls so far
 	part  int32            // number of the part being scanned (scan)
-	order []int32          // scratch: the current part's names in first-seen order
+	order []visited        // scratch: the current part's names in first-seen order
 	ev    map[int]*rawUse  // scratch: evidence of the current assistant message
 	buf   bytes.Buffer     // scratch of cmdHashOf
-	step  int              // step of the last message added
-	stats TrackerStats
+	// weighIdx is the scratch of weigh: the order of a use's names.
+	weighIdx []int
+	step     int // step of the last message added
+	stats    TrackerStats
 }
 
-// nameInfo is the index entry of one name.
+// nameInfo is the index entry of one name (the name itself is only the key of
+// Tracker.names: 20 bytes a name here).
 type nameInfo struct {
 	owner int32 // 1 + index of the output the name is distinctive for; 0 = none
 	df    int32 // outputs whose text holds the name
-	seen  bool  // the name appeared in some message already added
-	agent bool  // the agent wrote the name (assistant text or call args)
 	// Scratch of scan: part is the number of the last part that visited the name,
-	// scr its entry in that part.
-	part int32
-	scr  scrEntry
+	// pos its entry in Tracker.order during that part.
+	part  int32
+	pos   int32
+	seen  bool // the name appeared in some message already added
+	agent bool // the agent wrote the name (assistant text or call args)
 }
 
 // outEvidence is one output's entry.
@@ -200,6 +203,7 @@ type rawUse struct {
 	proof  string  // proof of kind when strong > 0
 	strong float64 // re-reads, reruns, recalls: 1 each
 	names  []string
+	ids    []int32 // each name's index entry (Tracker.infos)
 	groups []int32 // compound of the agent's words each name came from
 }
 
@@ -260,7 +264,7 @@ func (t *Tracker) Add(m *transcript.Message) ([]Use, error) {
 	}
 	if m.Role != transcript.RoleAssistant && m.Text != "" {
 		var g int32
-		t.scan(m.Text, nil, false, &g, func(_ string, _ scrEntry, info *nameInfo) { info.seen = true })
+		t.scan(m.Text, nil, false, &g, func(_ string, _ scrEntry, _ int32, info *nameInfo) { info.seen = true })
 	}
 	return uses, nil
 }
@@ -271,49 +275,59 @@ type scrEntry struct {
 	prose bool  // only seen as a plain word of prose (see Names)
 }
 
+// visited is the scratch of scan for one distinct name of the part: its index
+// entry, its scrEntry, and its first occurrence (a piece of the part's text, valid
+// during the scan only).
+type visited struct {
+	idx  int32
+	e    scrEntry
+	name string
+}
+
 // scan visits the distinct names of one part (text, or args when args != nil) in
 // order of first appearance: for each it counts the part in the name's document
-// frequency when the part is a tool output (output), and calls f with the name,
-// its scratch entry and its index entry (created when new), which f may change in
-// place. A name seen both as a prose word and in code context takes the code
-// entry. Each occurrence of a name costs one map lookup: the index entry itself
-// marks the part that last visited it, so no per-part set is needed.
-func (t *Tracker) scan(text string, args json.RawMessage, output bool, g *int32, f func(name string, e scrEntry, info *nameInfo)) {
+// frequency when the part is a tool output (output), and calls f with the name (a
+// piece of the part's text or of a string decoded from args: f copies what it
+// keeps), its scratch entry, and the index and address of its index entry (created
+// when new), which f may change in place. A name seen both as a prose word and in
+// code context takes the code entry. Each occurrence of a name costs one map
+// lookup: the index entry itself marks the part that last visited it, so no
+// per-part set is needed.
+func (t *Tracker) scan(text string, args json.RawMessage, output bool, g *int32, f func(name string, e scrEntry, idx int32, info *nameInfo)) {
 	t.part++
 	visit := func(name string, group int32, prose bool) {
 		idx, ok := t.names[name]
 		if !ok {
-			// A name may be a piece of the text: a copy, so the tracker does not
-			// keep the whole output alive.
-			name = strings.Clone(name)
 			idx = int32(len(t.infos))
 			t.infos = append(t.infos, nameInfo{})
-			t.strs = append(t.strs, name)
-			t.names[name] = idx
+			// A name may be a piece of the text: a copy, so the tracker does not
+			// keep the whole output alive.
+			t.names[strings.Clone(name)] = idx
 		}
 		info := &t.infos[idx]
 		if info.part == t.part {
-			if info.scr.prose && !prose {
-				info.scr = scrEntry{group: group}
+			if v := &t.order[info.pos]; v.e.prose && !prose {
+				v.e = scrEntry{group: group}
 			}
 			return
 		}
-		info.part, info.scr = t.part, scrEntry{group: group, prose: prose}
-		t.order = append(t.order, idx)
+		info.part, info.pos = t.part, int32(len(t.order))
+		t.order = append(t.order, visited{idx: idx, e: scrEntry{group: group, prose: prose}, name: name})
 	}
 	if args != nil {
 		visitArgNames(args, g, visit)
 	} else {
 		visitNames(text, g, visit)
 	}
-	for _, idx := range t.order {
-		info := &t.infos[idx]
+	for _, v := range t.order {
+		info := &t.infos[v.idx]
 		if output {
 			info.df++
 		}
-		f(t.strs[idx], info.scr, info)
+		f(v.name, v.e, v.idx, info)
 	}
 	t.stats.Names += len(t.order)
+	clear(t.order) // the names are pieces of the text: not kept past the scan
 	t.order = t.order[:0]
 }
 
@@ -367,14 +381,15 @@ func (t *Tracker) strongUses(m *transcript.Message) {
 func (t *Tracker) nameUses(m *transcript.Message) {
 	// One group counter over all parts, so groups never collide.
 	var g int32
-	word := func(name string, e scrEntry, info *nameInfo) {
+	word := func(name string, e scrEntry, idx int32, info *nameInfo) {
 		if info.agent {
 			return
 		}
 		info.agent, info.seen = true, true
 		if info.owner > 0 && !e.prose {
 			r := t.stepUse(int(info.owner)-1, m.Step)
-			r.names = append(r.names, name)
+			r.names = append(r.names, strings.Clone(name))
+			r.ids = append(r.ids, idx)
 			r.groups = append(r.groups, e.group)
 		}
 	}
@@ -420,7 +435,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 	t.byKey[o.Key] = idx
 	t.stats.Outputs++
 	var g int32
-	t.scan(o.Text, nil, true, &g, func(_ string, _ scrEntry, info *nameInfo) {
+	t.scan(o.Text, nil, true, &g, func(_ string, _ scrEntry, _ int32, info *nameInfo) {
 		if !info.seen {
 			info.seen = true
 			info.owner = int32(idx) + 1
@@ -559,16 +574,20 @@ func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 	w := r.strong
 	best, bestW := "", -1.0
 	// Names of one compound count once, at their best weight; compounds add up.
-	// Sum in order of group number so the result does not depend on map order.
-	idx := make([]int, len(r.names))
-	for i := range idx {
-		idx[i] = i
+	// Sum in order of group number so the result does not depend on map order (the
+	// names come in that order unless a prose word later turned code).
+	idx := t.weighIdx[:0]
+	for i := range r.names {
+		idx = append(idx, i)
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return r.groups[idx[a]] < r.groups[idx[b]] })
+	if !slices.IsSorted(r.groups) {
+		sort.SliceStable(idx, func(a, b int) bool { return r.groups[idx[a]] < r.groups[idx[b]] })
+	}
+	t.weighIdx = idx
 	groupMax := 0.0
 	for k, i := range idx {
 		n := r.names[i]
-		nw := t.nameWeight(n)
+		nw := t.weightOf(r.ids[i])
 		if k > 0 && r.groups[i] != r.groups[idx[k-1]] {
 			w += groupMax
 			groupMax = 0
@@ -590,16 +609,14 @@ func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 	return u
 }
 
-// nameWeight is the IDF weight of a name over the N outputs added so far:
-// ln(N/df)/ln(N), the standard IDF ln(N/df) divided by its largest value ln(N) so
-// that it lies in [0,1]: 1 for a name in one output, 0 for a name in every output.
-// With fewer than two outputs every name weighs 1 (nothing to compare with).
-func (t *Tracker) nameWeight(name string) float64 {
+// weightOf is the IDF weight of the name of index entry i over the N outputs added
+// so far: ln(N/df)/ln(N), the standard IDF ln(N/df) divided by its largest value
+// ln(N) so that it lies in [0,1]: 1 for a name in one output, 0 for a name in every
+// output. With fewer than two outputs every name weighs 1 (nothing to compare with),
+// and so does a name in no output.
+func (t *Tracker) weightOf(i int32) float64 {
 	n := len(t.outs)
-	df := 0
-	if i, ok := t.names[name]; ok {
-		df = int(t.infos[i].df)
-	}
+	df := int(t.infos[i].df)
 	if n < 2 || df < 1 {
 		return 1
 	}
@@ -820,17 +837,47 @@ func walkArgs(v gjson.Result, g *int32, emit emitFunc) {
 	}
 }
 
-func isWordByte(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_'
-}
+// Byte classes of the tokenizer (see Names), as bits of byteClass.
+const (
+	clWord     = 1 << iota // a letter, digit or '_'
+	clCompound             // a word byte or '.', '/', '-', '~'
+	clLetter               // an ASCII letter
+	clUpper                // an upper-case ASCII letter
+	clStop                 // a byte visitNames must look at: compound or '"', '\'', '`'
+)
 
-func isCompoundByte(b byte) bool {
-	return isWordByte(b) || b == '.' || b == '/' || b == '-' || b == '~'
-}
+// byteClass[b] holds the classes of byte b; 0 for every byte the tokenizer skips.
+var byteClass = func() (t [256]uint8) {
+	for b := 0; b < 256; b++ {
+		c := byte(b)
+		var k uint8
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			k |= clLetter
+		}
+		if c >= 'A' && c <= 'Z' {
+			k |= clUpper
+		}
+		if k&clLetter != 0 || c >= '0' && c <= '9' || c == '_' {
+			k |= clWord
+		}
+		if k&clWord != 0 || c == '.' || c == '/' || c == '-' || c == '~' {
+			k |= clCompound
+		}
+		if k&clCompound != 0 || c == '"' || c == '\'' || c == '`' {
+			k |= clStop
+		}
+		t[b] = k
+	}
+	return t
+}()
 
-func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+func isWordByte(b byte) bool { return byteClass[b]&clWord != 0 }
 
-func isUpper(b byte) bool { return b >= 'A' && b <= 'Z' }
+func isCompoundByte(b byte) bool { return byteClass[b]&clCompound != 0 }
+
+func isLetter(b byte) bool { return byteClass[b]&clLetter != 0 }
+
+func isUpper(b byte) bool { return byteClass[b]&clUpper != 0 }
 
 func hasWordByte(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -864,6 +911,10 @@ func visitNames(text string, g *int32, emit emitFunc) {
 	fenceEnd := -1 // index of the closing fence of the open fenced block
 	for i := 0; i < n; {
 		b := text[i]
+		if byteClass[b]&clStop == 0 {
+			i++
+			continue
+		}
 		if b == '`' && strings.HasPrefix(text[i:], fence) {
 			if i == fenceEnd {
 				fenceEnd = -1
@@ -897,10 +948,25 @@ func visitNames(text string, g *int32, emit emitFunc) {
 			drive = true
 			i += 3
 		}
-		for i < n && (isCompoundByte(text[i]) || drive && text[i] == '\\') {
+		// all is the classes every byte of the run has: a run of word bytes alone is
+		// an identifier or number, which needs none of visitCompound's trimming and
+		// splitting.
+		all := uint8(clWord | clLetter)
+		for i < n {
+			k := byteClass[text[i]]
+			if k&clCompound == 0 && !(drive && text[i] == '\\') {
+				break
+			}
+			all &= k
 			i++
 		}
 		*g++
+		if !drive && all&clWord != 0 {
+			if w := text[start:i]; len(w) >= MinNameLen && len(w) <= MaxNameLen {
+				emit(w, *g, start >= codeEnd && all&clLetter != 0 && plainWord(w))
+			}
+			continue
+		}
 		visitCompound(text[start:i], drive, start < codeEnd, *g, emit)
 	}
 }

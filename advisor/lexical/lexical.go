@@ -22,7 +22,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
 )
@@ -85,16 +87,14 @@ func (s *Scorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("lexical: %w", err)
 	}
-	query := distinct(cards.Terms(b.Task + "\n" + b.Now))
+	memo := query(b.Task, b.Now)
+	query, at := memo.terms, memo.at
 	if len(query) == 0 {
 		return out, ErrEmptyQuery
 	}
 	// Only the query's terms count in a document (BM25 sums over them): each card
-	// keeps its count of each query term it holds, in query order, and its length.
-	at := make(map[string]int, len(query))
-	for i, t := range query {
-		at[t] = i
-	}
+	// keeps its count of each query term it holds, in query order, and its length
+	// (at[t] is term t's index in query).
 	type count struct{ term, n int }
 	var (
 		counts  []count
@@ -234,8 +234,8 @@ func distinct(terms []string) []string {
 	return out
 }
 
-// seenPool holds distinct's sets, so that the query of every batch (twice a batch:
-// CardKeep's and Score's) does not build a map of its own; maxPooledTerms bounds
+// seenPool holds distinct's sets, so that the query of a batch does not build a map
+// of its own; maxPooledTerms bounds
 // the size of a set kept (a query of the advisor's batches, the task and now cut to
 // cards.ContextChars each, has at most a few hundred terms).
 var seenPool = sync.Pool{New: func() any { return make(map[string]struct{}, 128) }}
@@ -247,15 +247,46 @@ const maxPooledTerms = 1024
 // replay of ../shared/corpus (measured by TestCardAvgTerms's log line; 2026-12).
 const CardAvgTerms = 85.0
 
-// Query returns the distinct terms of task and now, the query of every card of a
-// batch; nil when they hold none.
-func Query(task, now string) []string {
-	q := distinct(cards.Terms(task + "\n" + now))
-	if len(q) == 0 {
-		return nil
+// Query returns the distinct terms of task and now (cards.Terms of task, a newline
+// and now), the query of every card of a batch; nil when they hold none. The slice
+// is shared: callers must not change it. The last query is kept (lastQuery), so the
+// advisor's Matcher and Score, which both need the query of one batch, and the
+// batches of steps whose task and now did not change, split the text once.
+func Query(task, now string) []string { return query(task, now).terms }
+
+// query returns the memo of Query(task, now): the last one when its task and now
+// are these, else a new one, which becomes the last.
+func query(task, now string) *queryMemo {
+	if m := lastQuery.Load(); m != nil && m.task == task && m.now == now {
+		return m
 	}
-	return q
+	// Copies of task and now: they may be pieces of a session's texts, which the
+	// memo must not keep alive.
+	m := &queryMemo{task: strings.Clone(task), now: strings.Clone(now)}
+	if q := distinct(cards.Terms(task + "\n" + now)); len(q) > 0 {
+		m.terms = q
+		m.at = make(map[string]int, len(q))
+		m.first = make([]int, len(q))
+		for i, t := range q {
+			m.at[t], m.first[i] = i, i
+		}
+	}
+	lastQuery.Store(m)
+	return m
 }
+
+// queryMemo is one Query: its arguments, its terms, and each term's index (the terms
+// are distinct, so first[i] = i), read-only once stored.
+type queryMemo struct {
+	task, now string
+	terms     []string
+	at        map[string]int
+	first     []int
+}
+
+// lastQuery is the last Query computed, shared by all callers (an atomic pointer, so
+// concurrent sessions are safe: each reads a whole memo or computes its own).
+var lastQuery atomic.Pointer[queryMemo]
 
 // CardKeep returns Keep(BM25) of card c for the query (Query) with term rarity from
 // the session's corpus alone (N = corpus.Docs, df = corpus.DF, each at least 1) and
@@ -281,19 +312,26 @@ type Matcher struct {
 // NewMatcher returns CardKeep's scorer for query (the terms CardKeep sums over, in
 // order: Query gives them distinct) with term rarity from corpus (nil: N = df = 1).
 func NewMatcher(query []string, corpus *cards.Corpus) *Matcher {
-	m := &Matcher{query: query, first: make([]int, len(query)), at: make(map[string]int, len(query)),
-		idf: make([]float64, len(query)), tf: make([]int, len(query))}
+	m := &Matcher{query: query, idf: make([]float64, len(query)), tf: make([]int, len(query))}
+	if memo := lastQuery.Load(); memo != nil && len(memo.terms) == len(query) && len(query) > 0 &&
+		&memo.terms[0] == &query[0] {
+		m.at, m.first = memo.at, memo.first // query is Query's: its index is built
+	} else {
+		m.at, m.first = make(map[string]int, len(query)), make([]int, len(query))
+		for i, t := range query {
+			f, ok := m.at[t]
+			if !ok {
+				f = i
+				m.at[t] = i
+			}
+			m.first[i] = f
+		}
+	}
 	n := 1
 	if corpus != nil {
 		n = max(corpus.Docs, 1)
 	}
 	for i, t := range query {
-		f, ok := m.at[t]
-		if !ok {
-			f = i
-			m.at[t] = i
-		}
-		m.first[i] = f
 		df := 1
 		if corpus != nil {
 			df = max(corpus.DF(t), 1)
