@@ -17,8 +17,13 @@ const ledgerColumns = `session_id, step, at, route, provider, model, status, str
 	advised, context_tokens, full_tokens, rewrite, cold, planned_rewrite_usd,
 	paid_usd, keep_all_usd, removed_tokens, rewrite_tokens, rewrite_usd`
 
+// ledgerTable is the ledger's INSERT clause.
+const ledgerTable = "ledger(" + ledgerColumns + ")"
+
 // RecordLedger stores ledger entries (one per upstream response of a proxied model
-// call), all in one transaction (all or none). ErrInvalid, naming the index of the
+// call), all in one transaction (all or none), committed crash-safe as RecordBatch
+// is (the proxy's ledger writer commits a round of responses at a time, off the
+// responses' path: a power failure may lose the last rounds, kill -9 does not). ErrInvalid, naming the index of the
 // first bad one, for an entry without a route or result. Empty entries is a no-op.
 func (db *DB) RecordLedger(ctx context.Context, entries []ledger.Entry) error {
 	if len(entries) == 0 {
@@ -29,8 +34,9 @@ func (db *DB) RecordLedger(ctx context.Context, entries []ledger.Entry) error {
 			return fmt.Errorf("storage: record ledger: entry %d (session %q): %w: route and result are required", i, e.SessionID, ErrInvalid)
 		}
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		return db.insertAll(ctx, tx, "ledger("+ledgerColumns+")", len(entries), func(i int) []any {
+	db.prepareInserts(ctx, ledgerTable, len(entries))
+	err := db.writeAs(ctx, crashSafe, func(tx *sql.Tx) error {
+		return db.insertAll(ctx, tx, ledgerTable, len(entries), func(i int) []any {
 			e := entries[i]
 			u := e.Usage
 			return []any{e.SessionID, e.Step, timeText(e.At), e.Route, string(e.Provider), e.Model, e.Status, e.Stream,

@@ -38,6 +38,9 @@ func (db *DB) RecordBatch(ctx context.Context, asks []advisor.AskRecord, ds []ad
 	if err := errors.Join(checkAsks(asks), checkDecisions(ds), checkSteps(steps)); err != nil {
 		return err
 	}
+	db.prepareInserts(ctx, askColumns, len(asks))
+	db.prepareInserts(ctx, decisionColumns, len(ds))
+	db.prepareInserts(ctx, stepColumns, len(steps))
 	err := db.writeAs(ctx, crashSafe, func(tx *sql.Tx) error {
 		if len(asks) > 0 {
 			if err := db.insertAll(ctx, tx, askColumns, len(asks), func(i int) []any { return askRow(asks[i].SessionID, asks[i]) }); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/ledger"
 	"github.com/pruneadvisor/pruneadvisor/storage/pgtest"
 )
 
@@ -115,6 +116,33 @@ func BenchmarkRecordBatch(b *testing.B) {
 				}
 				steps := []advisor.StepRecord{{SessionID: "bench", Step: step, ContextTokens: 120_000, FullTokens: 219_000}}
 				if err := db.RecordBatch(ctx, asks, ds, steps); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRecordRound writes what the proxy's background writers write after one
+// steady step of a session: a record round of one decision and the step record
+// (RecordBatch, one crash-safe commit) and the response's ledger entry
+// (RecordLedger, one commit).
+func BenchmarkRecordRound(b *testing.B) {
+	for _, f := range fixtures {
+		b.Run(f.name, func(b *testing.B) {
+			db := openDB(b, benchDSN(b, f))
+			ctx := context.Background()
+			step := 0
+			defer reportCPU(b, cpuTime())
+			for b.Loop() {
+				step++
+				ds := []advisor.DecisionRecord{{SessionID: "bench", OutputKey: fmt.Sprintf("call_%04d", step), Step: step, Decision: advisor.DecisionKeep, Reason: "protected", Tokens: 2750}}
+				steps := []advisor.StepRecord{{SessionID: "bench", Step: step, ContextTokens: 120_000, FullTokens: 219_000}}
+				if err := db.RecordBatch(ctx, nil, ds, steps); err != nil {
+					b.Fatal(err)
+				}
+				e := ledger.Entry{SessionID: "bench", Step: step, Route: "anthropic", Provider: "anthropic", Model: "claude-test", Status: 200, Result: ledger.ResultOK}
+				if err := db.RecordLedger(ctx, []ledger.Entry{e}); err != nil {
 					b.Fatal(err)
 				}
 			}

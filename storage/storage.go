@@ -167,7 +167,8 @@ type DB struct {
 	ckpt *checkpointer // SQLite read-write: WAL checkpoints off the commits; nil otherwise
 
 	stmtMu  sync.Mutex
-	version *sql.Stmt // SessionVersion's statement on r, once prepared (versionStmt)
+	version *sql.Stmt            // SessionVersion's statement on r, once prepared (versionStmt)
+	inserts map[string]*sql.Stmt // small INSERTs' statements on w, by text (prepareInserts)
 }
 
 // Open opens the store named by dsn with default Options and brings its schema up to
@@ -204,6 +205,10 @@ func (db *DB) Close() error {
 		errs = append(errs, db.version.Close())
 		db.version = nil
 	}
+	for _, st := range db.inserts {
+		errs = append(errs, st.Close())
+	}
+	db.inserts = nil
 	db.stmtMu.Unlock()
 	if db.ckpt != nil {
 		errs = append(errs, db.ckpt.close())
