@@ -55,6 +55,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -164,8 +165,10 @@ type Tracker struct {
 	runs  map[uint64]int   // hash of tool name + compact args -> outputs of such calls so far
 	part  int32            // number of the part being scanned (scan)
 	order []visited        // scratch: the current part's names in first-seen order
-	ev    map[int]*rawUse  // scratch: evidence of the current assistant message
-	buf   bytes.Buffer     // scratch of cmdHashOf
+	// orderNames is the scratch of scan for the agent's words: the order's names.
+	orderNames []string
+	ev         map[int]*rawUse // scratch: evidence of the current assistant message
+	buf        bytes.Buffer    // scratch of cmdHashOf
 	// weighIdx is the scratch of weigh: the order of a use's names.
 	weighIdx []int
 	step     int // step of the last message added
@@ -264,7 +267,7 @@ func (t *Tracker) Add(m *transcript.Message) ([]Use, error) {
 	}
 	if m.Role != transcript.RoleAssistant && m.Text != "" {
 		var g int32
-		t.scan(m.Text, nil, false, &g, func(_ string, _ scrEntry, _ int32, info *nameInfo) { info.seen = true })
+		t.scan(m.Text, nil, false, false, &g, func(_ string, _ scrEntry, _ int32, info *nameInfo) { info.seen = true })
 	}
 	return uses, nil
 }
@@ -276,24 +279,22 @@ type scrEntry struct {
 }
 
 // visited is the scratch of scan for one distinct name of the part: its index
-// entry, its scrEntry, and its first occurrence (a piece of the part's text, valid
-// during the scan only).
+// entry and its scrEntry (12 bytes).
 type visited struct {
-	idx  int32
-	e    scrEntry
-	name string
+	idx int32
+	e   scrEntry
 }
 
 // scan visits the distinct names of one part (text, or args when args != nil) in
 // order of first appearance: for each it counts the part in the name's document
-// frequency when the part is a tool output (output), and calls f with the name (a
-// piece of the part's text or of a string decoded from args: f copies what it
-// keeps), its scratch entry, and the index and address of its index entry (created
-// when new), which f may change in place. A name seen both as a prose word and in
-// code context takes the code entry. Each occurrence of a name costs one map
-// lookup: the index entry itself marks the part that last visited it, so no
-// per-part set is needed.
-func (t *Tracker) scan(text string, args json.RawMessage, output bool, g *int32, f func(name string, e scrEntry, idx int32, info *nameInfo)) {
+// frequency when the part is a tool output (output), and calls f with the name
+// (when names is set, else ""; a piece of the part's text or of a string decoded
+// from args: f copies what it keeps), its scratch entry, and the index and address
+// of its index entry (created when new), which f may change in place. A name seen
+// both as a prose word and in code context takes the code entry. Each occurrence
+// of a name costs one map lookup: the index entry itself marks the part that last
+// visited it, so no per-part set is needed.
+func (t *Tracker) scan(text string, args json.RawMessage, output, names bool, g *int32, f func(name string, e scrEntry, idx int32, info *nameInfo)) {
 	t.part++
 	visit := func(name string, group int32, prose bool) {
 		idx, ok := t.names[name]
@@ -312,23 +313,31 @@ func (t *Tracker) scan(text string, args json.RawMessage, output bool, g *int32,
 			return
 		}
 		info.part, info.pos = t.part, int32(len(t.order))
-		t.order = append(t.order, visited{idx: idx, e: scrEntry{group: group, prose: prose}, name: name})
+		t.order = append(t.order, visited{idx: idx, e: scrEntry{group: group, prose: prose}})
+		if names {
+			t.orderNames = append(t.orderNames, name)
+		}
 	}
 	if args != nil {
 		visitArgNames(args, g, visit)
 	} else {
 		visitNames(text, g, visit)
 	}
-	for _, v := range t.order {
+	for i, v := range t.order {
 		info := &t.infos[v.idx]
 		if output {
 			info.df++
 		}
-		f(v.name, v.e, v.idx, info)
+		name := ""
+		if names {
+			name = t.orderNames[i]
+		}
+		f(name, v.e, v.idx, info)
 	}
 	t.stats.Names += len(t.order)
-	clear(t.order) // the names are pieces of the text: not kept past the scan
 	t.order = t.order[:0]
+	clear(t.orderNames) // pieces of the text: not kept past the scan
+	t.orderNames = t.orderNames[:0]
 }
 
 // addWords handles an assistant message at step u: re-reads and reruns among its
@@ -394,11 +403,11 @@ func (t *Tracker) nameUses(m *transcript.Message) {
 		}
 	}
 	if m.Text != "" {
-		t.scan(m.Text, nil, false, &g, word)
+		t.scan(m.Text, nil, false, true, &g, word)
 	}
 	for _, c := range m.Calls {
 		if len(c.Args) > 0 {
-			t.scan("", c.Args, false, &g, word)
+			t.scan("", c.Args, false, true, &g, word)
 		}
 	}
 }
@@ -435,7 +444,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 	t.byKey[o.Key] = idx
 	t.stats.Outputs++
 	var g int32
-	t.scan(o.Text, nil, true, &g, func(_ string, _ scrEntry, _ int32, info *nameInfo) {
+	t.scan(o.Text, nil, true, false, &g, func(_ string, _ scrEntry, _ int32, info *nameInfo) {
 		if !info.seen {
 			info.seen = true
 			info.owner = int32(idx) + 1
@@ -601,9 +610,9 @@ func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 	u.Weight = min(w, 1)
 	if r.strong == 0 {
 		u.Kind = UseName
-		u.Proof = fmt.Sprintf("name %q", best)
+		u.Proof = "name " + strconv.Quote(best) // fmt's %q of a string
 		if len(r.names) > 1 {
-			u.Proof += fmt.Sprintf(" +%d more", len(r.names)-1)
+			u.Proof += " +" + strconv.Itoa(len(r.names)-1) + " more"
 		}
 	}
 	return u
@@ -830,7 +839,9 @@ func walkArgs(v gjson.Result, g *int32, emit emitFunc) {
 			fields = append(fields, kv{k.Str, e})
 			return true
 		})
-		sort.Slice(fields, func(i, j int) bool { return fields[i].k < fields[j].k })
+		// The keys are distinct (a repeated key was merged above), so any sort gives
+		// the one order.
+		slices.SortFunc(fields, func(a, b kv) int { return strings.Compare(a.k, b.k) })
 		for _, f := range fields {
 			walkArgs(f.v, g, emit)
 		}

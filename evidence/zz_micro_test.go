@@ -35,7 +35,7 @@ func BenchmarkMicroTrackerOutputsOnly(b *testing.B) {
 		t := NewTracker()
 		for _, x := range texts {
 			var g int32
-			t.scan(x, nil, true, &g, func(_ string, _ scrEntry, _ int32, _ *nameInfo) {})
+			t.scan(x, nil, true, false, &g, func(_ string, _ scrEntry, _ int32, _ *nameInfo) {})
 		}
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
@@ -216,32 +215,6 @@ func Keep(s float64) float64 {
 	return s / (s + HalfScore)
 }
 
-// distinct returns terms without repeats, each at its first place.
-func distinct(terms []string) []string {
-	seen := seenPool.Get().(map[string]struct{})
-	out := terms[:0:0]
-	for _, t := range terms {
-		if _, ok := seen[t]; ok {
-			continue
-		}
-		seen[t] = struct{}{}
-		out = append(out, t)
-	}
-	if len(seen) <= maxPooledTerms {
-		clear(seen)
-		seenPool.Put(seen)
-	}
-	return out
-}
-
-// seenPool holds distinct's sets, so that the query of a batch does not build a map
-// of its own; maxPooledTerms bounds
-// the size of a set kept (a query of the advisor's batches, the task and now cut to
-// cards.ContextChars each, has at most a few hundred terms).
-var seenPool = sync.Pool{New: func() any { return make(map[string]struct{}, 128) }}
-
-const maxPooledTerms = 1024
-
 // CardAvgTerms is the average card length, in terms, that CardKeep normalises by: the
 // mean of len(cards.Terms(Document(card))) over the first-ask cards of a lexical
 // replay of ../shared/corpus (measured by TestCardAvgTerms's log line; 2026-12).
@@ -263,12 +236,21 @@ func query(task, now string) *queryMemo {
 	// Copies of task and now: they may be pieces of a session's texts, which the
 	// memo must not keep alive.
 	m := &queryMemo{task: strings.Clone(task), now: strings.Clone(now)}
-	if q := distinct(cards.Terms(task + "\n" + now)); len(q) > 0 {
+	// The distinct terms, each at its first place, and their index.
+	terms := cards.Terms(task + "\n" + now)
+	if len(terms) > 0 {
+		m.at = make(map[string]int, len(terms))
+		q := terms[:0] // in place: a term is written where one was already read
+		for _, t := range terms {
+			if _, ok := m.at[t]; !ok {
+				m.at[t] = len(q)
+				q = append(q, t)
+			}
+		}
 		m.terms = q
-		m.at = make(map[string]int, len(q))
 		m.first = make([]int, len(q))
-		for i, t := range q {
-			m.at[t], m.first[i] = i, i
+		for i := range m.first {
+			m.first[i] = i
 		}
 	}
 	lastQuery.Store(m)

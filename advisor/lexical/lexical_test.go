@@ -246,6 +246,19 @@ func TestKeepAndIDF(t *testing.T) {
 	}
 }
 
+// distinct returns terms without repeats, each at its first place.
+func distinct(terms []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range terms {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // scoreByMaps is Score as it was written first (a term-frequency map of every term
 // of every card, and of the batch): the definition the one-pass Score keeps to.
 func scoreByMaps(b cards.Batch) []cards.Score {
