@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -41,5 +43,32 @@ func TestExitCodesOfFirstMistakes(t *testing.T) {
 				t.Errorf("%s was created", filepath.Dir(missing))
 			}
 		})
+	}
+}
+
+// A --model-file that is not a model is the command's error (exit 1, naming the
+// file), not a warning over a run with the embedded model; the same file named by
+// a config's model_file is a warning and the run goes on with the embedded model.
+func TestBadModelFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "m.json")
+	if err := os.WriteFile(bad, []byte(`{"format":"something else"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"model_file":`+strconv.Quote(bad)+`}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join("..", "..", "testdata", "sessions", "fix-port.jsonl")
+	var out, errb bytes.Buffer
+	code := run([]string{"advise", "--scorer", "fitted", "--model-file", bad, "--db", filepath.Join(dir, "a.db"), "--plan=false", session}, strings.NewReader(""), &out, &errb)
+	if code != exitError || !strings.Contains(errb.String(), "--model-file") || !strings.Contains(errb.String(), bad) {
+		t.Errorf("--model-file: exit %d, stderr %q; want %d naming --model-file and %s", code, errb.String(), exitError, bad)
+	}
+	out.Reset()
+	errb.Reset()
+	code = run([]string{"advise", "--scorer", "fitted", "--config", cfg, "--db", filepath.Join(dir, "b.db"), "--plan=false", session}, strings.NewReader(""), &out, &errb)
+	if code != exitOK || !strings.Contains(errb.String(), "cannot use the config's model_file") || !regexp.MustCompile(`(?m)^scorer +fitted$`).MatchString(out.String()) {
+		t.Errorf("config's model_file: exit %d, stdout %q, stderr %q; want 0, the embedded fitted scorer and a warning", code, out.String(), errb.String())
 	}
 }

@@ -26,14 +26,15 @@ type scorerFlags struct {
 	prompt    string
 	timeout   time.Duration
 	modelFile string
+	fromCfg   bool // modelFile is the config's model_file, not --model-file
 	fuse      bool
 }
 
 // useConfig takes the config's model file (model_file) when --model-file is not
 // given: the flag overrides the config, as every flag does.
 func (f *scorerFlags) useConfig(cfg advisor.Config) {
-	if f.modelFile == "" {
-		f.modelFile = cfg.ModelFile
+	if f.modelFile == "" && cfg.ModelFile != "" {
+		f.modelFile, f.fromCfg = cfg.ModelFile, true
 	}
 }
 
@@ -100,15 +101,21 @@ func (f *scorerFlags) build(ctx context.Context, e *env) (advisor.Scorer, error)
 }
 
 // fitted returns the fitted scorer over --model-file, or over the embedded model.
-// A model file that cannot be used is an error naming the file and the field, and
-// the embedded model is used instead, said once on stderr: the run goes on.
+// A --model-file that cannot be used is the command's error (exit 1), naming the
+// file and the field: the user asked for that model. A config's model_file that
+// cannot be used is said once on stderr and the embedded model is used instead, so
+// a wrapped agent or a server started from a config whose model went missing still
+// runs.
 func (f *scorerFlags) fitted(e *env) (*fitted.Scorer, error) {
 	if f.modelFile != "" {
 		m, err := fitted.Load(f.modelFile)
 		if err == nil {
 			return fitted.New(m, filepath.Base(f.modelFile)), nil
 		}
-		e.log.Warn("cannot use the model file; using the embedded fitted model", "err", err)
+		if !f.fromCfg {
+			return nil, fmt.Errorf("--model-file: %w", err)
+		}
+		e.log.Warn("cannot use the config's model_file; using the embedded fitted model", "err", err)
 	}
 	return fitted.NewDefault()
 }
