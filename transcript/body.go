@@ -251,7 +251,9 @@ func templateBytes(t *msgTemplate) int64 {
 		}
 		for _, o := range m.Outputs {
 			n += int64(unsafe.Sizeof(*o)) + int64(len(o.Key)+len(o.CallID)+len(o.Text)+len(o.Hash)+len(o.elemPath))
-			n += stringsBytes(o.paths)
+			// The paths, and their copy joined to a prefix (joinedFor: "messages.N."
+			// before each, about 16 bytes).
+			n += 2*stringsBytes(o.paths) + int64(len(o.paths))*16 + int64(unsafe.Sizeof([]string(nil)))
 		}
 	}
 	return n
@@ -277,6 +279,7 @@ type msgTemplate struct {
 	tokens  int      // kindMeasure: the text's token count
 	hash    string   // kindMeasure: the text's hex SHA-256
 	size    int64
+	joined  atomic.Pointer[joinedPaths] // msg's output paths joined to the last prefix (instance)
 }
 
 func (c *MessageCache) get(k bodyKey) *msgTemplate {
@@ -428,35 +431,109 @@ func template(m *Message, prompt string, prefix string) *msgTemplate {
 }
 
 // instance returns a fresh copy of the template's message for the message at path
-// prefix spanning elem of its unit, ready to be linked.
-func (t *msgTemplate) instance(prefix string, elem unit) *Message {
-	m := new(Message)
+// prefix spanning elem of its unit, ready to be linked, its values taken from sl.
+// The outputs' paths are the ones joined for the prefix last time when it is the
+// same (joinedFor): shared, as nothing writes into a session's paths.
+func (t *msgTemplate) instance(prefix string, elem unit, sl *slab) *Message {
+	m := sl.message()
 	*m = *t.msg
 	if len(m.Calls) > 0 {
-		calls := make([]ToolCall, len(m.Calls))
-		m.Calls = make([]*ToolCall, len(calls))
+		calls, ptrs := sl.calls(len(m.Calls))
 		for i, c := range t.msg.Calls {
 			calls[i] = *c
-			m.Calls[i] = &calls[i]
+			ptrs[i] = &calls[i]
 		}
+		m.Calls = ptrs
 	}
 	if len(m.Outputs) > 0 {
-		outs := make([]ToolOutput, len(m.Outputs))
-		m.Outputs = make([]*ToolOutput, len(outs))
+		joined := t.joinedFor(prefix)
+		outs, ptrs := sl.outputs(len(m.Outputs))
 		for i, o := range t.msg.Outputs {
 			outs[i] = *o
 			oc := &outs[i]
-			if len(o.paths) > 0 {
-				oc.paths = make([]string, len(o.paths))
-				for j, rel := range o.paths {
-					oc.paths[j] = prefix + "." + rel
-				}
-			}
+			oc.paths = joined.paths[i]
 			oc.elem, oc.elemPath = elem, prefix
-			m.Outputs[i] = oc
+			ptrs[i] = oc
 		}
+		m.Outputs = ptrs
 	}
 	return m
+}
+
+// joinedPaths is a template's output paths joined to one prefix: paths[i] is
+// output i's, nil when it has none.
+type joinedPaths struct {
+	prefix string
+	paths  [][]string
+}
+
+// joinedFor returns the template's output paths joined to prefix, from the last
+// call when it had the same prefix (a conversation's message keeps its index from
+// request to request), else joined anew and kept for the next call. Safe for
+// concurrent use.
+func (t *msgTemplate) joinedFor(prefix string) *joinedPaths {
+	if j := t.joined.Load(); j != nil && j.prefix == prefix {
+		return j
+	}
+	j := &joinedPaths{prefix: prefix, paths: make([][]string, len(t.msg.Outputs))}
+	for i, o := range t.msg.Outputs {
+		if len(o.paths) > 0 {
+			j.paths[i] = make([]string, len(o.paths))
+			for k, rel := range o.paths {
+				j.paths[i][k] = prefix + "." + rel
+			}
+		}
+	}
+	t.joined.Store(j)
+	return j
+}
+
+// slab hands out the values of a session's message instances a chunk at a time:
+// a steady request of a long conversation copies some 160 messages from their
+// templates, which were five allocations each. Slices it returns have their own
+// capacity, so an append to one cannot reach the next.
+type slab struct {
+	msgs     []Message
+	callVals []ToolCall
+	outVals  []ToolOutput
+	callPtrs []*ToolCall
+	outPtrs  []*ToolOutput
+}
+
+// slabChunk is how many values of a kind a slab allocates at once.
+const slabChunk = 64
+
+func (sl *slab) message() *Message {
+	if len(sl.msgs) == 0 {
+		sl.msgs = make([]Message, slabChunk)
+	}
+	m := &sl.msgs[0]
+	sl.msgs = sl.msgs[1:]
+	return m
+}
+
+// calls returns n ToolCall values and n pointers to fill.
+func (sl *slab) calls(n int) ([]ToolCall, []*ToolCall) {
+	return take(&sl.callVals, n), take(&sl.callPtrs, n)
+}
+
+// outputs returns n ToolOutput values and n pointers to fill.
+func (sl *slab) outputs(n int) ([]ToolOutput, []*ToolOutput) {
+	return take(&sl.outVals, n), take(&sl.outPtrs, n)
+}
+
+// take cuts n values off the front of *pool (a new chunk when it has fewer; a
+// slice of its own past slabChunk), capacity n.
+func take[T any](pool *[]T, n int) []T {
+	if n > slabChunk {
+		return make([]T, n)
+	}
+	if len(*pool) < n {
+		*pool = make([]T, slabChunk)
+	}
+	out := (*pool)[:n:n]
+	*pool = (*pool)[n:]
+	return out
 }
 
 // locate records on m's outputs the span of the message that carries them.
@@ -719,7 +796,7 @@ func anthropicSystem(b *builder, c *MessageCache, sys []byte, k bodyKey) (bodyKe
 		c.put(k, t)
 	}
 	if t.msg != nil {
-		b.link(t.instance("system", unit{}))
+		b.link(t.instance("system", unit{}, &b.slab))
 	}
 	return k, true
 }
@@ -731,7 +808,7 @@ func anthropicSystem(b *builder, c *MessageCache, sys []byte, k bodyKey) (bodyKe
 func anthropicMessage(b *builder, c *MessageCache, raw []byte, k bodyKey, t *msgTemplate, prefix string, span unit, u int) bool {
 	var m *Message
 	if t != nil {
-		m = t.instance(prefix, span)
+		m = t.instance(prefix, span, &b.slab)
 	} else {
 		if !validJSON(raw) {
 			return false
@@ -781,7 +858,7 @@ func readOpenAIBody(name string, data []byte, opts Options) (*Session, bool) {
 		span := unit{el.Start, el.End}
 		k := keyOf(kindOpenAIMessage, raw)
 		if t := c.get(k); t != nil {
-			b.link(t.instance(prefix, span))
+			b.link(t.instance(prefix, span, &b.slab))
 			continue
 		}
 		if !validJSON(raw) {

@@ -23,6 +23,7 @@ type builder struct {
 	// measures, when set, gives output texts' tokens and hashes measured before
 	// (MessageCache.measured); the readers of openai-responses and gemini-api set it.
 	measures *MessageCache
+	slab     slab // the values of messages copied from cached templates
 }
 
 func newBuilder(format Format, name string, raw []byte) *builder {
