@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -135,8 +136,11 @@ func (db *DB) insertAll(ctx context.Context, tx *sql.Tx, table string, n int, ar
 			st.Close()
 		}
 	}()
-	for start := 0; start < n; start += per {
-		rows := min(per, n-start)
+	for start, rows := 0, 0; start < n; start += rows {
+		rows = min(per, n-start)
+		if rows < per && db.cachesInserts() {
+			rows = insertPiece(rows) // a shape prepareInserts keeps
+		}
 		vals := make([]any, 0, rows*cols)
 		for i := start; i < start+rows; i++ {
 			vals = append(vals, args(i)...)
@@ -344,30 +348,43 @@ func (db *DB) query(ctx context.Context, q string, args []any, scan func(*sql.Ro
 }
 
 // cachedInsertRows is the largest row count of an INSERT whose statement the SQLite
-// store keeps prepared (prepareInserts): the proxy's record rounds and ledger
-// entries are a few rows each, and preparing their statements anew was about half
-// of a round's CPU (modernc.org/sqlite parses each statement's text: 0.3 ms of a
-// steady 200,000-token request's 3.4 ms in BenchmarkProxy200k/steady).
-const cachedInsertRows = 8
+// store keeps prepared: rows fewer than a full chunk go in pieces of 32, 16, 8, 4, 2
+// and 1 rows (insertPiece), each from a statement prepareInserts prepared once, so
+// a table has at most six such statements. The proxy's record rounds and ledger
+// entries are a few rows each, and preparing their statements anew was about half of
+// a round's CPU (modernc.org/sqlite parses each statement's text: 0.3 ms of a steady
+// 200,000-token request's 3.4 ms in BenchmarkProxy200k/steady).
+const cachedInsertRows = 32
+
+// cachesInserts reports whether the store keeps small INSERTs prepared: SQLite
+// read-write (PostgreSQL's pgx keeps its own statement cache per connection).
+func (db *DB) cachesInserts() bool { return db.kind == sqliteBackend && !db.readOnly }
+
+// insertPiece is how many of rows (> 0) rows the next cached INSERT takes: the
+// largest power of two no more than rows and cachedInsertRows.
+func insertPiece(rows int) int {
+	return 1 << (bits.Len(uint(min(rows, cachedInsertRows))) - 1)
+}
 
 // prepareInserts prepares, on the writer, the INSERT statements of table (a
-// "name(col, col...)" clause) for each row count in rows up to
-// cachedInsertRows that is not prepared yet, and keeps them until Close. Call it
-// before the transaction that inserts: the SQLite writer has one connection, which
-// the transaction holds, so preparing inside it would wait for itself. A statement
-// that fails to prepare is left to insertAll, which prepares it in the
-// transaction as it did without the cache. PostgreSQL does nothing: pgx keeps its
-// own statement cache per connection.
-func (db *DB) prepareInserts(ctx context.Context, table string, rows ...int) {
-	if db.kind != sqliteBackend || db.readOnly {
+// "name(col, col...)" clause) that inserting n rows, fewer than a full chunk, in
+// pieces (insertPiece) needs and that are not prepared yet, and keeps them until
+// Close. Call it before the transaction that inserts: the SQLite writer has one
+// connection, which the transaction holds, so preparing inside it would wait for
+// itself. A statement that fails to prepare is left to insertAll, which prepares it
+// in the transaction as it did without the cache.
+func (db *DB) prepareInserts(ctx context.Context, table string, n int) {
+	if !db.cachesInserts() {
 		return
 	}
 	cols := strings.Count(table, ",") + 1
-	for _, n := range rows {
-		if n < 1 || n > cachedInsertRows {
-			continue
-		}
-		q := insertSQL(table, cols, n, false)
+	if n >= max(1, maxInsertParams/cols) {
+		return
+	}
+	for n > 0 {
+		rows := insertPiece(n)
+		n -= rows
+		q := insertSQL(table, cols, rows, false)
 		if db.cachedInsert(q) != nil {
 			continue
 		}
