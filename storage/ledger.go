@@ -22,9 +22,10 @@ const ledgerTable = "ledger(" + ledgerColumns + ")"
 
 // RecordLedger stores ledger entries (one per upstream response of a proxied model
 // call), all in one transaction (all or none), committed crash-safe as RecordBatch
-// is (the proxy's ledger writer commits a round of responses at a time, off the
-// responses' path: a power failure may lose the last rounds, kill -9 does not). ErrInvalid, naming the index of the
-// first bad one, for an entry without a route or result. Empty entries is a no-op.
+// is: the proxy's ledger writer commits a round of responses at a time, off the
+// responses' path, and a power failure may lose the last rounds, kill -9 does not.
+// ErrInvalid, naming the index of the first bad one, for an entry without a route
+// or result. Empty entries is a no-op.
 func (db *DB) RecordLedger(ctx context.Context, entries []ledger.Entry) error {
 	if len(entries) == 0 {
 		return nil

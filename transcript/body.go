@@ -503,6 +503,7 @@ type slab struct {
 // slabChunk is how many values of a kind a slab allocates at once.
 const slabChunk = 64
 
+// message returns a Message value to fill.
 func (sl *slab) message() *Message {
 	if len(sl.msgs) == 0 {
 		sl.msgs = make([]Message, slabChunk)
