@@ -952,34 +952,41 @@ func visitNames(text string, g *int32, emit emitFunc) {
 			i++
 			continue
 		}
-		start := i
-		drive := false
-		if isLetter(b) && i+3 < n && text[i+1] == ':' && (text[i+2] == '\\' || text[i+2] == '/') &&
-			(i == 0 || !isWordByte(text[i-1])) && isWordByte(text[i+3]) {
-			drive = true
-			i += 3
-		}
-		// all is the classes every byte of the run has: a run of word bytes alone is
-		// an identifier or number, which needs none of visitCompound's trimming and
-		// splitting.
-		all := uint8(clWord | clLetter)
-		for i < n {
-			k := byteClass[text[i]]
-			if k&clCompound == 0 && !(drive && text[i] == '\\') {
-				break
-			}
-			all &= k
-			i++
-		}
-		*g++
-		if !drive && all&clWord != 0 {
-			if w := text[start:i]; len(w) >= MinNameLen && len(w) <= MaxNameLen {
-				emit(w, *g, start >= codeEnd && all&clLetter != 0 && plainWord(w))
-			}
-			continue
-		}
-		visitCompound(text[start:i], drive, start < codeEnd, *g, emit)
+		i = visitRun(text, i, i < codeEnd, g, emit)
 	}
+}
+
+// visitRun emits the names of the compound run starting at text[i] (a compound
+// byte; code: inside a quoted string or fenced block) and returns the index after
+// the run.
+func visitRun(text string, i int, code bool, g *int32, emit emitFunc) int {
+	n, start, drive := len(text), i, false
+	if isLetter(text[i]) && i+3 < n && text[i+1] == ':' && (text[i+2] == '\\' || text[i+2] == '/') &&
+		(i == 0 || !isWordByte(text[i-1])) && isWordByte(text[i+3]) {
+		drive = true
+		i += 3
+	}
+	// all is the classes every byte of the run has: a run of word bytes alone is an
+	// identifier or number, which needs none of visitCompound's trimming and
+	// splitting.
+	all := uint8(clWord | clLetter)
+	for i < n {
+		k := byteClass[text[i]]
+		if k&clCompound == 0 && !(drive && text[i] == '\\') {
+			break
+		}
+		all &= k
+		i++
+	}
+	*g++
+	if !drive && all&clWord != 0 {
+		if w := text[start:i]; len(w) >= MinNameLen && len(w) <= MaxNameLen {
+			emit(w, *g, !code && all&clLetter != 0 && plainWord(w))
+		}
+		return i
+	}
+	visitCompound(text[start:i], drive, code, *g, emit)
+	return i
 }
 
 // visitQuoted emits the quoted string opening at text[i], if it is one, and
