@@ -18,6 +18,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/rules"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -26,8 +27,9 @@ var updateIndex = flag.Bool("update-index", false, "rewrite testdata/index-diges
 // indexDigestFile holds, per real session, a digest of everything the index phase
 // derives. It was written by the index code before the byte-level rewrite of
 // cards.Terms, the evidence tokenizer, transcript.VisibleRange and the rules'
-// visible ranges (commit 3c53ac7 with this test added, its card template put only
-// for outputs without a fixed protection as the advisor now keeps it; go test
+// visible ranges (commit 3c53ac7 with this test added, its card template, paths,
+// names and hash put only for outputs without a fixed protection as the advisor now
+// keeps them; go test
 // ./advisor -run TestIndexMatchesDigests -update-index), so the test shows the
 // rewrite changed no result.
 const indexDigestFile = "testdata/index-digests.json"
@@ -61,13 +63,17 @@ func indexDigest(t *testing.T, a *Advisor, s *transcript.Session) string {
 		if o.card != nil { // outputs protected for good have no card template
 			put(*o.card)
 		}
-		put([]any{o.dead, o.deadRule, o.deadBy, o.uses, o.lastUse, o.useSteps, o.fixed, o.paths, o.names,
-			o.protectTil, o.protectWhy, o.bytes, o.hash})
+		paths, names, hash := o.paths, o.names, o.hash
+		if o.fixed != "" { // kept only for outputs that may be asked about
+			paths, names, hash = nil, nil, ""
+		}
+		put([]any{o.dead, o.deadRule, o.deadBy, o.uses, o.lastUse, o.useSteps, o.fixed, paths, names,
+			o.protectTil, o.protectWhy, o.bytes, hash})
 		if st.tracker != nil {
 			put([]any{st.tracker.Uses(o.key), st.tracker.Owned(o.key), st.tracker.Runs(o.key)})
 		}
 	}
-	put(st.rules.All())
+	put(rules.Analyze(s)) // the index keeps no decisions; a fresh one over the same messages gives them
 	put([]any{st.steps, st.allUses, st.lastNow, st.ctxTokens, st.lastEdit, st.lastTouch, st.reads})
 	if st.tracker != nil {
 		put(st.tracker.Stats())

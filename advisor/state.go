@@ -29,7 +29,7 @@ type state struct {
 	loaded   bool                   // stubs, recalls and history read since the last reset
 	synced   bool                   // the store was read without error at this step
 	version  int64                  // SessionVersion at the last read
-	frozen   map[string]StubRecord  // stubs in the store, by output key
+	frozen   map[string]StubRecord  // stubs read from the store, by output key (for outputs not indexed yet)
 	recalls  int                    // recall events already applied
 	restored map[string][]AskRecord // asks of the stored history, by output key, until indexed
 	recalled map[string]int         // outputs recalled in the store, not indexed yet: the step of the recall
@@ -67,24 +67,28 @@ type state struct {
 	pendingTokens int         // tokens the pending prunes would free
 	stubs         map[string]string
 
-	warned sync.Map // failure kinds already logged
+	warned sync.Map       // failure kinds already logged
+	small  map[int]string // fixedProtection's reason for a small output, by its tokens
 }
 
 // outState is one tool output's bookkeeping.
 type outState struct {
-	i           int // position in state.outs and state.items
-	key, callID string
-	tool        string
-	summary     string
-	msg, block  int // where the output sits in the session's messages
-	step        int
-	tokens      int
-	bytes       int // length of the text in bytes
-	hash        string
-	retention   transcript.Retention
-	fixed       string   // a protection that never ends (keep, excluded, small), "" if none
-	paths       []string // files the call read or wrote
-	names       []string // what task or now would name it by (paths, base names, command)
+	i          int // position in state.outs and state.items
+	key        string
+	tool       string
+	summary    string
+	msg, block int // where the output sits in the session's messages
+	step       int
+	tokens     int
+	bytes      int    // length of the text in bytes
+	hash       string // the text's hash (transcript.ToolOutput.Hash); "" when fixed
+	retention  transcript.Retention
+	fixed      string // a protection that never ends (keep, excluded, small), "" if none
+	// paths are the files the call read or wrote, names what task or now would name
+	// it by (paths, base names, command); both only for an output that may be asked
+	// about (nil when fixed: most outputs of a long session are small).
+	paths []string
+	names []string
 
 	// card is the card template (Age, use history and signals are set per ask);
 	// nil for an output that can never be asked about: one protected for good
@@ -285,6 +289,9 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 			}
 		}
 	}
+	if os.fixed != "" {
+		os.paths = nil // the maps hold what they need; a fixed output is never asked about
+	}
 	if asks := st.restored[o.Key]; len(asks) > 0 {
 		os.restore(asks)
 		delete(st.restored, o.Key)
@@ -325,8 +332,8 @@ func (a *Advisor) indexReads(st *state, m *transcript.Message) {
 // protections that never end.
 func (a *Advisor) newOut(st *state, m *transcript.Message, bi int, o *transcript.ToolOutput) *outState {
 	os := &outState{
-		i: len(st.outs), key: o.Key, callID: o.CallID, msg: m.Index, block: bi,
-		step: o.Step, tokens: o.Tokens, bytes: len(o.Text), hash: o.Hash,
+		i: len(st.outs), key: o.Key, msg: m.Index, block: bi,
+		step: o.Step, tokens: o.Tokens, bytes: len(o.Text),
 		retention: m.Retention, score: -1, decision: DecisionKeep,
 		recallID: a.recallID(st, o.Key),
 	}
@@ -336,7 +343,6 @@ func (a *Advisor) newOut(st *state, m *transcript.Message, bi int, o *transcript
 		// SWE-agent action inside the model's output), which they would keep alive.
 		os.tool, os.summary = strings.Clone(c.Name), strings.Clone(c.Summary)
 		os.paths = cloneAll(c.Paths)
-		os.names = namesOf(os.paths, c.Command)
 		if orig := a.recalledBy(st, c); orig != nil {
 			// A recall's result holds the original of orig: its stub names the same
 			// recall id (DESIGN.md "Recall"), and it is protected for one back-off
@@ -346,11 +352,16 @@ func (a *Advisor) newOut(st *state, m *transcript.Message, bi int, o *transcript
 			os.protectWhy = fmt.Sprintf("recall of %s at step %d", orig.recallID, o.Step)
 		}
 	}
-	os.fixed = a.fixedProtection(os, m.Retention)
+	os.fixed = a.fixedProtection(st, os, m.Retention)
 	if os.fixed != "" {
-		// Never a candidate: no card (most outputs of a long session are small).
+		// Never a candidate: no card, hash or names (most outputs of a long session
+		// are small); its paths serve indexOutput only.
 		os.decision, os.reason = DecisionProtected, os.fixed
 		return os
+	}
+	os.hash = o.Hash
+	if c := o.Call; c != nil {
+		os.names = namesOf(os.paths, c.Command)
 	}
 	os.card = cardTemplate(o)
 	return os
@@ -372,14 +383,23 @@ func cardTemplate(o *transcript.ToolOutput) *cards.Card {
 // fixedProtection returns the protection of o that never ends (DESIGN.md step 2):
 // the caller's "keep", an excluded tool (unless the caller said "disposable"), or
 // too small a size; "" when none applies.
-func (a *Advisor) fixedProtection(o *outState, r transcript.Retention) string {
+func (a *Advisor) fixedProtection(st *state, o *outState, r transcript.Retention) string {
 	switch {
 	case r == transcript.RetentionKeep:
 		return "caller marked keep"
 	case a.Config.Excluded(o.tool) && r != transcript.RetentionDisposable:
 		return "excluded tool " + o.tool
 	case o.tokens < a.Config.MinCandidateTokens:
-		return fmt.Sprintf("small (%d < %d tokens)", o.tokens, a.Config.MinCandidateTokens)
+		// One string per size, shared by the session's outputs of that size.
+		why, ok := st.small[o.tokens]
+		if !ok {
+			why = fmt.Sprintf("small (%d < %d tokens)", o.tokens, a.Config.MinCandidateTokens)
+			if st.small == nil {
+				st.small = map[int]string{}
+			}
+			st.small[o.tokens] = why
+		}
+		return why
 	}
 	return ""
 }

@@ -581,13 +581,10 @@ func (a *Advisor) apply(ctx context.Context, st *state, sp *stepState, chosen []
 		a.warnOnce(st, "storage-original", "storage: cannot store originals and stubs; pruning stopped", err)
 		return false
 	}
-	if st.frozen == nil {
-		st.frozen = map[string]StubRecord{}
-	}
-	for i, o := range ready {
+	// st.frozen is not added to: it serves outputs not indexed yet, and these are.
+	for _, o := range ready {
 		a.prune(st, o, o.stub, o.stubTokens, o.reason, o.score, sp.T)
 		sp.mark(o)
-		st.frozen[o.key] = prunes[i].Stub
 		sp.changes = append(sp.changes, a.record(st, o, sp.T))
 	}
 	sp.plan.Pruned = len(ready)

@@ -52,12 +52,14 @@ type Death struct {
 // Index finds dead outputs incrementally. Add each message once, in session order,
 // when it appears; each call to Add costs work proportional to the new message plus
 // the live reads of the files it touches (reads are kept per path), never to the
-// session's length. The zero value is not usable; call NewIndex.
+// session's length. It remembers which outputs died, not the decisions: those are
+// what Add returns, for the caller to keep (Analyze collects them), so a long
+// session's index holds a key per dead output, not a Death. The zero value is not
+// usable; call NewIndex.
 type Index struct {
 	files map[string]*fileState // by normalised path
 	dups  map[string]string     // duplicate key -> key of the latest output with it
-	dead  map[string]Death      // by output key
-	all   []Death               // in the order they died
+	dead  map[string]struct{}   // keys of the dead outputs
 	seen  map[string]bool       // keys of the outputs indexed
 	seq   int                   // calls indexed so far; numbers each call for pos
 }
@@ -67,7 +69,7 @@ func NewIndex() *Index {
 	return &Index{
 		files: map[string]*fileState{},
 		dups:  map[string]string{},
-		dead:  map[string]Death{},
+		dead:  map[string]struct{}{},
 		seen:  map[string]bool{},
 	}
 }
@@ -126,24 +128,15 @@ func (x *Index) Add(m *transcript.Message) []Death {
 	return out
 }
 
-// Dead returns the rule decision about the output with key, if it is dead.
-func (x *Index) Dead(key string) (Death, bool) {
-	d, ok := x.dead[key]
-	return d, ok
-}
-
-// All returns every decision so far, in the order the outputs died (a copy).
-func (x *Index) All() []Death {
-	return append([]Death(nil), x.all...)
-}
-
-// Analyze runs a fresh Index over the whole session and returns every decision.
+// Analyze runs a fresh Index over the whole session and returns every decision, in
+// the order the outputs died.
 func Analyze(s *transcript.Session) []Death {
 	x := NewIndex()
+	var all []Death
 	for _, m := range s.Messages {
-		x.Add(m)
+		all = append(all, x.Add(m)...)
 	}
-	return x.All()
+	return all
 }
 
 // output applies both rules to one tool output and returns the deaths it causes.
@@ -286,8 +279,7 @@ func (x *Index) kill(key string, r Rule, by *transcript.ToolCall, o *transcript.
 		return Death{}, false
 	}
 	d := Death{OutputKey: key, Rule: r, By: by.ID, ByOutput: o.Key, Step: by.Step, Path: path}
-	x.dead[key] = d
-	x.all = append(x.all, d)
+	x.dead[key] = struct{}{}
 	return d, true
 }
 
