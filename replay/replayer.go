@@ -240,6 +240,7 @@ type folder struct {
 	times   []time.Time
 	onStep  func(path string, step int)
 	facts   []OutputFacts
+	steps   []stepFact // StepFacts[i] of the record, until finish expands them
 	asked   int
 
 	walked int      // messages walked
@@ -264,6 +265,16 @@ type walked struct {
 
 func newFolder(rec *Record, src *Source, store *memStore, m *meter, consume bool) *folder {
 	f := &folder{rec: rec, src: src, session: src.Session, store: store, meter: m, consume: consume}
+	// The facts of every output and step, sized once: a long session's slices would
+	// otherwise grow by copies, old and new held at once.
+	outs, steps := 0, 0
+	for _, m := range src.Session.Messages {
+		outs += len(m.Outputs)
+		if m.Role == transcript.RoleAssistant {
+			steps++
+		}
+	}
+	f.facts, f.steps = make([]OutputFacts, 0, outs), make([]stepFact, 0, steps)
 	if consume {
 		// Only the messages may lead to the outputs: the calls and orphans would
 		// keep every output alive.
@@ -294,9 +305,9 @@ func (f *folder) walk(msgs []*transcript.Message, end int) {
 
 // step folds the plan of one step, made on view.
 func (f *folder) step(p advisor.Plan, view []*transcript.Message) error {
-	rec, path := f.rec, f.src.Path
-	if p.Step != len(rec.StepFacts)+1 {
-		return fmt.Errorf("replay %s: advisor planned step %d after %d steps", path, p.Step, len(rec.StepFacts))
+	path := f.src.Path
+	if p.Step != len(f.steps)+1 {
+		return fmt.Errorf("replay %s: advisor planned step %d after %d steps", path, p.Step, len(f.steps))
 	}
 	if per := f.meter.perCard(); per > 0 {
 		for i := f.asked; i < len(f.store.asks); i++ {
@@ -307,14 +318,7 @@ func (f *folder) step(p advisor.Plan, view []*transcript.Message) error {
 	if f.onStep != nil {
 		f.onStep(path, p.Step)
 	}
-	sf := StepFacts{
-		Step: p.Step, ContextTokens: p.ContextTokens + p.SavedTokens, AppliedTokens: p.ContextTokens,
-		Asked: p.Asked, OverBudget: p.OverBudget, Rewrite: p.Rewrite, RewriteReason: p.RewriteReason,
-	}
-	if i := p.Step - 1; i < len(f.cold) {
-		sf.Cold, sf.At = f.cold[i], f.times[i]
-	}
-	rec.StepFacts = append(rec.StepFacts, sf)
+	f.steps = append(f.steps, compactStep(p))
 	f.walk(view, len(view))
 	// Fold the new items and the items whose decision changed at this step
 	// (Plan.Changed): the others cannot change a fact, and looking at every item
@@ -333,6 +337,42 @@ func (f *folder) step(p advisor.Plan, view []*transcript.Message) error {
 	}
 	f.drop(len(view))
 	return nil
+}
+
+// stepFact is StepFacts held compactly while the replay goes (a tenth of the
+// record of a long session): the step is its place, the time and the cold mark
+// are the folder's times and cold.
+type stepFact struct {
+	context, applied int64
+	reason           string
+	asked            int32
+	overBudget       bool
+	rewrite          bool
+}
+
+// compactStep returns the compact facts of plan p.
+func compactStep(p advisor.Plan) stepFact {
+	return stepFact{
+		context: int64(p.ContextTokens + p.SavedTokens), applied: int64(p.ContextTokens),
+		reason: p.RewriteReason, asked: int32(p.Asked), overBudget: p.OverBudget, rewrite: p.Rewrite,
+	}
+}
+
+// stepFacts expands the compact facts of every step into the record's StepFacts.
+func (f *folder) stepFacts() []StepFacts {
+	out := make([]StepFacts, len(f.steps))
+	for i, c := range f.steps {
+		sf := StepFacts{
+			Step: i + 1, ContextTokens: int(c.context), AppliedTokens: int(c.applied),
+			Asked: int(c.asked), OverBudget: c.overBudget, Rewrite: c.rewrite, RewriteReason: c.reason,
+		}
+		if i < len(f.cold) {
+			sf.Cold, sf.At = f.cold[i], f.times[i]
+		}
+		out[i] = sf
+	}
+	f.steps = nil
+	return out
 }
 
 // add adds the facts of the plan's new items (those after the facts so far), each
@@ -397,6 +437,7 @@ func (f *folder) drop(end int) {
 // over the whole session).
 func (f *folder) finish(tr *evidence.Tracker) error {
 	rec, msgs := f.rec, f.session.Messages
+	rec.StepFacts = f.stepFacts()
 	rec.Steps = len(rec.StepFacts)
 	if tr == nil {
 		tr = evidence.NewTracker()
