@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// TestMemoryFlag: --max-memory sets the runtime's soft memory limit and restore
-// puts the previous one back; "off" leaves it; GOMEMLIMIT wins over the default
-// but not over the flag given; a malformed size is a usage error.
+// TestMemoryFlag: --max-memory sets the runtime's soft memory limit (the size less
+// a tenth, or less 64 MiB, at least half of it) and restore puts the previous one back; "off" leaves
+// it; GOMEMLIMIT wins over the default but not over the flag given; a malformed
+// size is a usage error.
 func TestMemoryFlag(t *testing.T) {
 	const none = math.MaxInt64
 	tests := []struct {
@@ -19,12 +20,14 @@ func TestMemoryFlag(t *testing.T) {
 		want    int64 // limit while applied
 		bad     bool
 	}{
-		{text: "2GiB", want: 2 << 30},
-		{text: "1500MB", changed: true, want: 1_500_000_000},
+		{text: defaultMaxMemory, want: 1_800_000_000},
+		{text: "2GiB", want: 2<<30 - 2<<30/10},
+		{text: "500MB", changed: true, want: 500_000_000 - 64<<20},
+		{text: "100MiB", changed: true, want: 50 << 20}, // at least half the size
 		{text: "off", changed: true, want: none},
 		{text: "0", changed: true, want: none},
-		{text: "2GiB", env: "3GiB", want: none}, // left to the runtime, which read GOMEMLIMIT at start
-		{text: "1GiB", changed: true, env: "3GiB", want: 1 << 30},
+		{text: "2GB", env: "3GiB", want: none}, // left to the runtime, which read GOMEMLIMIT at start
+		{text: "1GiB", changed: true, env: "3GiB", want: 1<<30 - 1<<30/10},
 		{text: "2XB", changed: true, bad: true},
 		{text: "-1GB", changed: true, bad: true},
 	}
