@@ -536,10 +536,12 @@ func (m *meter) perCard() int {
 
 // memStore is the advisor's store during a replay of one session: asks,
 // decisions and stubs in memory, originals dropped (the session file holds them),
-// no recalls and no history.
+// no recalls and no history. The stubs are a list in the order saved, not a map:
+// the advisor reads them back only when the session's version moved behind its
+// back (never in a replay), and a long session prunes some 10^5 outputs.
 type memStore struct {
 	mu        sync.Mutex
-	stubs     map[string]advisor.StubRecord
+	stubs     []advisor.StubRecord
 	version   int64 // stubs saved
 	asks      []advisor.AskRecord
 	decisions []advisor.DecisionRecord
@@ -547,7 +549,7 @@ type memStore struct {
 
 var _ advisor.Store = (*memStore)(nil)
 
-func newMemStore() *memStore { return &memStore{stubs: map[string]advisor.StubRecord{}} }
+func newMemStore() *memStore { return &memStore{} }
 
 func (s *memStore) SessionVersion(context.Context, string) (int64, error) {
 	s.mu.Lock()
@@ -559,7 +561,7 @@ func (s *memStore) SavePrunes(_ context.Context, prunes []advisor.Prune) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range prunes {
-		s.stubs[p.Stub.OutputKey] = p.Stub
+		s.stubs = append(s.stubs, p.Stub)
 		s.version++
 	}
 	return nil
@@ -585,8 +587,8 @@ func (s *memStore) SessionStubs(context.Context, string) (map[string]advisor.Stu
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[string]advisor.StubRecord, len(s.stubs))
-	for k, v := range s.stubs {
-		out[k] = v
+	for _, v := range s.stubs {
+		out[v.OutputKey] = v // a later stub of the same output replaces the earlier
 	}
 	return out, nil
 }
