@@ -846,8 +846,14 @@ func readOpenAIBody(name string, data []byte, opts Options) (*Session, bool) {
 	if !utf8.Valid(data) {
 		return nil, false
 	}
-	_, _, _, elems, ok := scanMessages(data, c, jsonscan.SkipSpace)
+	_, _, parts, elems, ok := scanMessages(data, c, jsonscan.SkipSpace)
 	if !ok {
+		return nil, false
+	}
+	// scanBody leaves "system" to the Anthropic reader, which decodes it; here it is
+	// just another member, and must be valid JSON as the others are
+	// (FuzzBodyFastPath found a body with a broken system value read as valid).
+	if sys := parts.system; sys.End > 0 && !c.checkValid(data[sys.Start:sys.End]) {
 		return nil, false
 	}
 	b := newBuilder(FormatOpenAI, name, data)
