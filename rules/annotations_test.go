@@ -21,20 +21,27 @@ type realPair struct {
 	Outputs   []string        `json:"outputs"`
 }
 
+// readPair reads the testdata/annotations file source (relative to the repository).
+func readPair(t *testing.T, source string) realPair {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", source))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p realPair
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatalf("%s: %v", source, err)
+	}
+	return p
+}
+
 // TestAnnotationsOnRealText checks every entry of the table on the real text it
 // names: the two outputs differ, each holds the annotation, they are equal once it
 // is removed, and the duplicate rule kills the first.
 func TestAnnotationsOnRealText(t *testing.T) {
 	for _, a := range Annotations {
 		t.Run(a.Agent+" "+a.Marker, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("..", a.Source))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var p realPair
-			if err := json.Unmarshal(data, &p); err != nil {
-				t.Fatal(err)
-			}
+			p := readPair(t, a.Source)
 			if len(p.Outputs) != 2 || p.Outputs[0] == p.Outputs[1] {
 				t.Fatalf("%s: want two outputs that differ", a.Source)
 			}
@@ -155,14 +162,7 @@ func FuzzStripAnnotations(f *testing.F) {
 // on the real annotated outputs.
 func TestStripAnnotationsOnRealText(t *testing.T) {
 	for _, a := range Annotations {
-		data, err := os.ReadFile(filepath.Join("..", a.Source))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var p realPair
-		if err := json.Unmarshal(data, &p); err != nil {
-			t.Fatal(err)
-		}
+		p := readPair(t, a.Source)
 		for i, o := range p.Outputs {
 			if StripAnnotations(o) != stripByRegexps(o) {
 				t.Errorf("%s output %d: StripAnnotations and the regexps differ", a.Source, i)

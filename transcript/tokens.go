@@ -625,17 +625,8 @@ func splitASCII(s string, i int) int {
 	switch asciiClass(s, i) {
 	case asciiLower, asciiUpper:
 		return asciiWord(s, i)
-	case asciiDigit: // 3: up to three digits
-		e := i + 1
-		for ; e < len(s) && e < i+3; e++ {
-			if cl := asciiClass(s, e); cl != asciiDigit {
-				if cl < 0 {
-					return -1 // maybe a digit of another script
-				}
-				break
-			}
-		}
-		return e
+	case asciiDigit: // 3: up to three digits (-1 at a rune that may be a digit)
+		return asciiRun(s[:min(len(s), i+3)], i+1, asciiDigit)
 	case asciiNewline:
 		return asciiSpaceRun(s, i)
 	case asciiPunct, asciiSpace:
@@ -653,14 +644,9 @@ func splitASCII(s string, i int) int {
 		if s[i] == ' ' {
 			j++
 		}
-		e := j
-		for ; e < len(s); e++ {
-			if cl := asciiClass(s, e); cl != asciiPunct {
-				if cl < 0 {
-					return -1
-				}
-				break
-			}
+		e := asciiRun(s, j, asciiPunct)
+		if e < 0 {
+			return -1
 		}
 		if e > j {
 			for e < len(s) && (s[e] == '\r' || s[e] == '\n' || s[e] == '/') {
@@ -675,30 +661,32 @@ func splitASCII(s string, i int) int {
 
 // asciiWord is alternatives 1 and 2 at the letter s[j]: A* B+ C?, else A+ B* C?.
 func asciiWord(s string, j int) int {
-	a := j
-	for ; a < len(s); a++ {
-		if cl := asciiClass(s, a); cl != asciiUpper {
-			if cl < 0 {
-				return -1 // a rune that may be in A or B
-			}
-			break
-		}
+	a := asciiRun(s, j, asciiUpper) // -1 at a rune that may be in A or B
+	if a < 0 {
+		return -1
 	}
-	b := a
-	for ; b < len(s); b++ {
-		if cl := asciiClass(s, b); cl != asciiLower {
+	b := asciiRun(s, a, asciiLower)
+	if b < 0 {
+		return -1
+	}
+	// With lower-case letters after the capitals, 1 matches A* B+; without, 2
+	// matches A+ (and an empty B*): either way the word ends at b. contraction
+	// reads the C? that may follow on any bytes.
+	return contraction(s, b)
+}
+
+// asciiRun is the end of the run of bytes of class at s[j:], or -1 when the run
+// ends at the first byte of a multi-byte rune, whose class splitRunes decides.
+func asciiRun(s string, j, class int) int {
+	for ; j < len(s); j++ {
+		if cl := asciiClass(s, j); cl != class {
 			if cl < 0 {
 				return -1
 			}
 			break
 		}
 	}
-	// With lower-case letters after the capitals, 1 matches A* B+; without, 2
-	// matches A+ (and an empty B*): either way the word ends at b.
-	if b+1 < len(s) && s[b] == '\'' && s[b+1] >= utf8.RuneSelf {
-		return -1 // 'ſ folds to 's
-	}
-	return contraction(s, b)
+	return j
 }
 
 // asciiSpaceRun is spaceRun on ASCII bytes (alternatives 5, 6 and 7), -1 at a
