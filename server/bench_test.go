@@ -50,14 +50,18 @@ const bigHead = `{"model":"claude-test","max_tokens":8192,"stream":false,` +
 
 // turn returns turn k's two messages, the result block left open so a marker can
 // be added.
-func (b *bigSession) turn(k int) string {
+func (b *bigSession) turn(k int) string { return b.reading(k, k) }
+
+// reading returns turn k's two messages when it reads /src/fJ.go, the file turn j
+// reads, and gets turn j's result (turn(k) is reading(k, k)).
+func (b *bigSession) reading(k, j int) string {
 	var out strings.Builder
 	for i := range 4 {
-		out.WriteString(sessionOutput(b.s, 4*k+i+k%2))
+		out.WriteString(sessionOutput(b.s, 4*j+i+j%2))
 	}
 	q, _ := json.Marshal(out.String())
 	return fmt.Sprintf(`,{"role":"assistant","content":[{"type":"text","text":"Step %d: reading f%d.go."},{"type":"tool_use","id":"toolu_%d_%d","name":"Read","input":{"file_path":"/src/f%d.go"}}]}`+
-		`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d_%d","content":%s`, k, k, b.s, k, k, b.s, k, q)
+		`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d_%d","content":%s`, k, j, b.s, k, j, b.s, k, q)
 }
 
 // body returns the request body after n turns, in a new slice of its exact size.
