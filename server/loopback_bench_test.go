@@ -228,14 +228,22 @@ func startBareChild(tb testing.TB, upstream string, skip bool) loopChild {
 }
 
 // pruneadvisorBin returns the pruneadvisor binary the loopback benchmark runs:
-// $PRUNEADVISOR_BIN, else one built with `go build` from the module the working
-// directory is in (into a folder removed when b ends). It skips b when neither
-// works. The build is of the working directory's tree, which need not be the
-// commit the test binary was built from: to compare commits, build each one's
-// binary and name it in PRUNEADVISOR_BIN.
+// $PRUNEADVISOR_BIN, else a file named pruneadvisor beside the test binary, else
+// one built with `go build` from the module the working directory is in (into a
+// folder removed when b ends). It skips b when none works. The build is of the
+// working directory's tree, which need not be the commit the test binary was built
+// from: to compare commits, put each one's pruneadvisor beside its server.test.
 func pruneadvisorBin(b *testing.B) string {
 	if p := os.Getenv("PRUNEADVISOR_BIN"); p != "" {
+		b.Logf("serve: %s ($PRUNEADVISOR_BIN)", p)
 		return p
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "pruneadvisor")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			b.Logf("serve: %s (beside the test binary)", p)
+			return p
+		}
 	}
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	mod := strings.TrimSpace(string(gomod))
@@ -520,8 +528,9 @@ const loopPerSession = 20
 // BenchmarkLoopback200k measures the latency the proxy adds to an Anthropic
 // Messages request of about 200,000 tokens (bigSession, 80 turns and more, 844 KB)
 // as issue 13 measured it: over loopback, with separate processes. The real
-// `pruneadvisor serve --scorer lexical` (PRUNEADVISOR_BIN, else built with go build
-// from the working directory's module: pruneadvisorBin) runs in a process of its
+// `pruneadvisor serve --scorer lexical` ($PRUNEADVISOR_BIN, else a pruneadvisor
+// beside the test binary, else built with go build from the working directory's
+// module: pruneadvisorBin) runs in a process of its
 // own on a new SQLite store, with serve's defaults (200,000-token window, budget
 // 100,000, --max-memory 384MiB, its record queue and ledger) but for --cutoff
 // (loopCutoff: about 40 stubs in a steady body, as in BenchmarkProxy200k); a bare
