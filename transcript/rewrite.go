@@ -2,10 +2,14 @@ package transcript
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -364,11 +368,11 @@ func patchOutput(b []byte, ops, paths []string, stub string, apiShape bool) ([]b
 		var err error
 		switch block, isBlock := strings.CutSuffix(p, ".text"); {
 		case i == 0:
-			b, err = sjson.SetBytesOptions(b, p, stub, setOpts)
+			b, err = setString(b, p, stub)
 		case !apiShape || !isBlock:
-			b, err = sjson.SetBytesOptions(b, p, "", setOpts)
+			b, err = setString(b, p, "")
 		case existsIn(b, block+".cache_control"):
-			b, err = sjson.SetBytesOptions(b, p, PrunedPiece, setOpts)
+			b, err = setString(b, p, PrunedPiece)
 		default:
 			b, err = sjson.DeleteBytes(b, block)
 		}
@@ -379,10 +383,148 @@ func patchOutput(b []byte, ops, paths []string, stub string, apiShape bool) ([]b
 	return b, nil
 }
 
+// setString returns a copy of b with the value at the gjson path p replaced by the
+// JSON string s: the bytes sjson.SetBytesOptions(b, p, s, setOpts) returns, without
+// its gjson walk, which unescapes and copies the value it replaces (a 10 KB tool
+// result). Where spanAt cannot answer as gjson would, or the path names nothing,
+// sjson does it. b is not written to.
+func setString(b []byte, p, s string) ([]byte, error) {
+	start, end, found, exact := spanAt(b, p)
+	if !exact || !found || start == 0 {
+		return sjson.SetBytesOptions(b, p, s, setOpts)
+	}
+	out := make([]byte, 0, len(b)-(end-start)+len(s)+2)
+	out = append(out, b[:start]...)
+	out = appendStringify(out, s)
+	return append(out, b[end:]...), nil
+}
+
+// appendStringify appends s as a JSON string, byte for byte as sjson writes a string
+// value: quoted as is when it holds only bytes from ' ' to 0x7f other than '"' and
+// the backslash, else in encoding/json's encoding (HTML characters escaped).
+func appendStringify(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > 0x7f || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(buf, q...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
 // existsIn reports whether the gjson path p names a value in the JSON b. Unlike
-// gjson.GetBytes(b, p).Exists() it copies nothing: GetBytes copies the value it
-// finds (a tool result of 10 KB, twice per patched output) so that the result may
-// outlive b, and only the answer is kept here, while b is not written to.
+// gjson.GetBytes(b, p).Exists() it copies nothing (GetBytes copies the value it finds,
+// and its walk unescapes a string value it ends on), and b is not written to.
 func existsIn(b []byte, p string) bool {
+	if _, _, found, exact := spanAt(b, p); exact {
+		return found
+	}
 	return gjson.Get(unsafe.String(unsafe.SliceData(b), len(b)), p).Exists()
+}
+
+// spanAt finds the value the gjson path p names in the valid JSON b, as gjson.Get
+// does, without decoding anything: the value's bytes are b[start:end] (gjson's
+// Result.Index and the length of its Raw), found is false when p names nothing.
+// exact is false, and the other results mean nothing, when p or b is outside what it
+// reads as gjson does: a path component other than a key of ASCII letters, digits
+// and '_' (gjson's syntax: wildcards, escapes, '#', '@', '|' ...), an array index with
+// a leading zero or more than 9 digits, or an object key with an escape in it
+// (gjson compares such keys unescaped). Like gjson, a key that occurs twice is
+// followed into each occurrence in turn until the rest of the path is found.
+// TestSpanAtMatchesGjson and FuzzSpanAt compare it with gjson.
+func spanAt(b []byte, p string) (start, end int, found, exact bool) {
+	for rest, more := p, true; more; {
+		var c string
+		c, rest, more = strings.Cut(rest, ".")
+		if !simpleComponent(c) {
+			return 0, 0, false, false
+		}
+	}
+	i := jsonscan.SkipSpace(b, 0)
+	if i >= len(b) || (b[i] != '{' && b[i] != '[') {
+		return 0, 0, false, false // gjson looks for the first bracket wherever it is
+	}
+	return spanFrom(b, i, p)
+}
+
+// simpleComponent reports whether c is a path component spanAt reads: a non-empty
+// key of ASCII letters, digits and '_'.
+func simpleComponent(c string) bool {
+	if c == "" {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		switch ch := c[i]; {
+		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9', ch == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// spanFrom is spanAt for the value that starts at b[i] and the rest of the path p
+// (checked by spanAt).
+func spanFrom(b []byte, i int, p string) (start, end int, found, exact bool) {
+	if p == "" {
+		end = jsonscan.SkipValue(b, i)
+		return i, end, end > i, true
+	}
+	c, rest, _ := strings.Cut(p, ".")
+	if i >= len(b) {
+		return 0, 0, false, true
+	}
+	switch b[i] {
+	case '{':
+		return spanInObject(b, i, c, rest)
+	case '[':
+		return spanInArray(b, i, c, rest)
+	}
+	return 0, 0, false, true
+}
+
+// spanInObject is spanFrom for the object at b[i], its key c and the path rest
+// after it: each member keyed c is followed in turn, as gjson does.
+func spanInObject(b []byte, i int, c, rest string) (start, end int, found, exact bool) {
+	exact = true
+	jsonscan.Members(b, i, func(k, v jsonscan.Span) bool {
+		key := b[k.Start+1 : k.End-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			exact = false
+			return false
+		}
+		if string(key) != c {
+			return true
+		}
+		start, end, found, exact = spanFrom(b, v.Start, rest)
+		return exact && !found
+	})
+	return start, end, found && exact, exact
+}
+
+// spanInArray is spanFrom for the array at b[i], its index c and the path rest
+// after it.
+func spanInArray(b []byte, i int, c, rest string) (start, end int, found, exact bool) {
+	if c[0] < '0' || c[0] > '9' {
+		return 0, 0, false, true // gjson: a key on an array names nothing
+	}
+	if (len(c) > 1 && c[0] == '0') || len(c) > 9 {
+		return 0, 0, false, false
+	}
+	n, err := strconv.Atoi(c)
+	if err != nil {
+		return 0, 0, false, false // a letter after a digit: gjson's parseUint fails too, but say so
+	}
+	exact = true
+	jsonscan.Elements(b, i, func(v jsonscan.Span) bool {
+		if n > 0 {
+			n--
+			return true
+		}
+		start, end, found, exact = spanFrom(b, v.Start, rest)
+		return false
+	})
+	return start, end, found && exact, exact
 }

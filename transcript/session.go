@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unsafe"
 )
 
 // Sentinel errors returned (wrapped) by the readers.
@@ -345,7 +346,9 @@ type ToolOutput struct {
 
 // TextHash returns the hex SHA-256 of s, the content hash used for outputs.
 func TextHash(s string) string {
-	h := sha256.Sum256([]byte(s))
+	// Hashed in place: []byte(s) would copy the text (a tool output, up to
+	// megabytes) for a function that only reads it.
+	h := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
 	return hex.EncodeToString(h[:])
 }
 

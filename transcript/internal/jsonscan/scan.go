@@ -198,6 +198,23 @@ func members(data []byte, i int, fn func(key, value Span) bool) (end int, ok boo
 	})
 }
 
+// Members calls fn with the span of each member's key (quotes included) and of its
+// value, in order, for the object that opens at data[i] ('{'), until fn returns
+// false. Like SkipValue it expects valid JSON: on other input it stops where the
+// object stops making sense.
+func Members(data []byte, i int, fn func(key, value Span) bool) {
+	members(data, i, fn)
+}
+
+// Elements is Members for the array that opens at data[i] ('['): fn gets the span
+// of each element.
+func Elements(data []byte, i int, fn func(value Span) bool) {
+	walkArray(data, i, func(vs int) (int, bool) {
+		ve := SkipValue(data, vs)
+		return ve, ve >= 0 && fn(Span{vs, ve})
+	})
+}
+
 // ScanObject walks the object that opens at data[i] ('{'), checking the bytes
 // between its members, and returns its members in order and the index after it. ok
 // is false when the object is malformed, or a key is escaped, holds a control or
