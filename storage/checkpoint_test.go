@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"encoding/binary"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -49,4 +51,51 @@ func TestCheckpointOffTheCommit(t *testing.T) {
 	if err != nil || o.Text != text {
 		t.Errorf("Original after the checkpoint: %d bytes, %v", len(o.Text), err)
 	}
+}
+
+// Under commits back to back (no moment when the WAL is all copied before the next
+// writer begins), the WAL still restarts from its beginning, at every checkpoint
+// once it holds more than walBoundFrames: the checkpointer's last round runs on the
+// writer's connection. Without catchUp's rounds its checkpoint sequence stayed 0
+// and the file grew by every commit.
+func TestWALRestartsUnderSteadyCommits(t *testing.T) {
+	old := walBoundFrames.Load()
+	walBoundFrames.Store(64)
+	t.Cleanup(func() { walBoundFrames.Store(old) })
+	db, path := openTemp(t)
+	ctx := t.Context()
+	text := strings.Repeat("0123456789abcdef", 11_000/16)
+	deadline := time.Now().Add(10 * checkpointDelay)
+	commits := 0
+	for walSequence(t, path) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("WAL restarted %d times in %v of back-to-back commits (%d); want 2", walSequence(t, path), 10*checkpointDelay, commits)
+		}
+		key := fmt.Sprintf("k%d", commits)
+		if err := db.SavePrunes(ctx, []advisor.Prune{prune("s", key, key+text, "[pruned]")}); err != nil {
+			t.Fatal(err)
+		}
+		commits++
+	}
+	o, err := db.Original(ctx, advisor.RecallID("s", "k0"))
+	if err != nil || o.Text != "k0"+text {
+		t.Errorf("Original(k0) = %d bytes, %v", len(o.Text), err)
+	}
+}
+
+// walSequence is the checkpoint sequence number in the header of path's WAL
+// (https://sqlite.org/fileformat2.html#walformat, bytes 12-15, big-endian): how
+// many times the WAL has been restarted.
+func walSequence(t *testing.T, path string) uint32 {
+	t.Helper()
+	f, err := os.Open(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hdr [16]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	return binary.BigEndian.Uint32(hdr[12:])
 }

@@ -64,7 +64,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	if !db.readOnly {
-		if db.ckpt, err = startCheckpointer(db.dsn(busy, false)); err != nil {
+		if db.ckpt, err = startCheckpointer(db.dsn(busy, false), db.w); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("storage: open %s: %w", abs, err)
 		}
