@@ -288,7 +288,8 @@ var errBodyLength = errors.New("request body is longer than its Content-Length")
 // changed is false when nothing is pruned or advising failed (fail open: logged and
 // counted); out is then nil and body goes as it came. A body that is not JSON gives a
 // *badRequest naming the position. note (may be nil) gets the session and the plan
-// for the ledger.
+// for the ledger. The session read is recycled (transcript.Session.Recycle) once the
+// parts are made: they are slices of the body and of the cache, not of the session.
 func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body []byte, note *ledgerNote) (out [][]byte, changed bool, err error) {
 	route := string(kind)
 	done, err := s.advisingSlot(ctx)
@@ -307,6 +308,8 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		s.failOpen(route, "read", "", err)
 		return nil, false, nil
 	}
+	// Done with once the body to forward is made: the conversation's next request takes its messages.
+	defer sess.Recycle()
 	id, err := proxySessionID(kind, hints.session, sess)
 	if err != nil {
 		return nil, false, &badRequest{msg: err.Error()}

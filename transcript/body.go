@@ -629,6 +629,7 @@ func readAnthropicBody(name string, data []byte, opts Options) (*Session, bool) 
 	}
 	if memo {
 		s.memo = c.remember(head, data, sc)
+		s.memo.resumed = sc.resumed
 	}
 	s.cache = c
 	return s, true
@@ -667,19 +668,19 @@ func scanAnthropicBody(data []byte, c *MessageCache) (sc *bodyScan, head uint64,
 
 // buildAnthropicBody decodes (or takes from c) the system value and the messages sc
 // found in data and links them into a session, completing sc.keys; false when the
-// full path must read the body.
+// full path must read the body. The messages a session recycled into sc's memory
+// holds (carry.go) are taken from it as they are.
 func buildAnthropicBody(name string, data []byte, c *MessageCache, sc *bodyScan) (*Session, bool) {
 	b := newBuilder(FormatAnthropic, name, data)
 	u := b.addUnit(sc.start, sc.end)
-	if sys := data[sc.parts.system.Start:sc.parts.system.End]; sc.parts.system.End > 0 && !jsonscan.Null(sys) {
-		k, ok := anthropicSystem(b, c, sys, sc.sysKey)
-		if !ok {
-			return nil, false
-		}
-		sc.sysKey = k
+	from := 0
+	if r, cr := takeRecycled(sc); r != nil && b.resume(r, cr, sc.kept) {
+		from, sc.resumed = sc.kept, sc.kept
+	} else if !linkSystem(b, c, data, sc) {
+		return nil, false
 	}
 	known := make([]*msgTemplate, len(sc.elems))
-	if len(sc.keys) > 0 {
+	if len(sc.keys) > 0 && (from == 0 || sc.memo.touchDue()) {
 		c.getMany(sc.keys, known)
 	}
 	for i := len(sc.keys); i < len(sc.elems); i++ {
@@ -687,15 +688,21 @@ func buildAnthropicBody(name string, data []byte, c *MessageCache, sc *bodyScan)
 		sc.keys = append(sc.keys, k)
 		known[i] = c.get(k)
 	}
-	decodeNew(b, c, data, sc, known, u)
-	for i, el := range sc.elems {
+	decodeNew(b, c, data, sc, known, from, u)
+	for i := from; i < len(sc.elems); i++ {
+		el := sc.elems[i]
+		b.mark()
 		if !anthropicMessage(b, c, data[el.Start:el.End], sc.keys[i], known[i], msgPrefix(sc.memo, i), unit{el.Start - sc.start, el.End - sc.start}, u) {
 			return nil, false
 		}
 	}
+	b.mark()
 	s, err := b.finish()
 	if err != nil {
 		return nil, false
+	}
+	if c != nil {
+		s.carry = &carry{pending: b.pending, seenIDs: b.seenIDs, outKeys: b.outKeys, marks: b.marks, sysN: b.sysN}
 	}
 	return s, true
 }
@@ -716,15 +723,15 @@ const maxDecoders = 8
 // cwd, which a request body does not set), so the session is the same as decoded
 // in order; the first request of a long session spends most of its time here
 // (token counts).
-func decodeNew(b *builder, c *MessageCache, data []byte, sc *bodyScan, known []*msgTemplate, u int) {
+func decodeNew(b *builder, c *MessageCache, data []byte, sc *bodyScan, known []*msgTemplate, from, u int) {
 	workers := min(runtime.GOMAXPROCS(0), maxDecoders)
 	if c == nil || workers < 2 {
 		return
 	}
 	var todo []int
 	size, first := 0, map[bodyKey]int{}
-	for i, t := range known {
-		if _, seen := first[sc.keys[i]]; t == nil && !seen {
+	for i := from; i < len(known); i++ {
+		if _, seen := first[sc.keys[i]]; known[i] == nil && !seen {
 			first[sc.keys[i]] = i
 			todo = append(todo, i)
 			size += sc.elems[i].End - sc.elems[i].Start
@@ -746,8 +753,8 @@ func decodeNew(b *builder, c *MessageCache, data []byte, sc *bodyScan, known []*
 		}()
 	}
 	wg.Wait()
-	for i, t := range known { // a message repeated within the body, as a cache hit
-		if j, ok := first[sc.keys[i]]; t == nil && ok {
+	for i := from; i < len(known); i++ { // a message repeated within the body, as a cache hit
+		if j, ok := first[sc.keys[i]]; known[i] == nil && ok {
 			known[i] = known[j]
 		}
 	}
@@ -770,6 +777,21 @@ func decodeTemplate(b *builder, c *MessageCache, raw []byte, k bodyKey, prefix s
 		c.put(k, t)
 	}
 	return t
+}
+
+// linkSystem links the system value sc found in data, if any, into b (fresh),
+// completing sc.sysKey, and records how many messages it made (builder.sysN);
+// false when the full path must read the body.
+func linkSystem(b *builder, c *MessageCache, data []byte, sc *bodyScan) bool {
+	if sys := data[sc.parts.system.Start:sc.parts.system.End]; sc.parts.system.End > 0 && !jsonscan.Null(sys) {
+		k, ok := anthropicSystem(b, c, sys, sc.sysKey)
+		if !ok {
+			return false
+		}
+		sc.sysKey = k
+	}
+	b.sysN = len(b.s.Messages)
+	return true
 }
 
 // anthropicSystem links the body's system value (its text blocks joined) into b,

@@ -61,6 +61,11 @@ type bodyMemo struct {
 	sysKey     bodyKey
 	elems      []memoElem
 	gen        uint64 // counts the updates; a Session names the one it read (memoRef)
+	// recycled is the session read from raw and given back (Session.Recycle), for
+	// the next read to take; nil when none.
+	recycled *recycled
+	// resumed counts the reads that took a recycled session (touchDue).
+	resumed int
 
 	// Guarded by the cache's mu.
 	head    uint64
@@ -90,6 +95,9 @@ type memoRef struct {
 	// reused is how many messages, from the first, were found in a memory without
 	// being scanned or hashed (m's, or the memory of the conversation it left).
 	reused int
+	// resumed is how many of those were taken, linked, from the session recycled
+	// into the memory (carry.go); 0 when none was.
+	resumed int
 }
 
 // memoOverhead is the fixed size accounted per memory: the struct, its list
@@ -102,7 +110,24 @@ func (m *bodyMemo) memoBytes() int64 {
 	for _, e := range m.elems {
 		n += int64(len(e.prefix) + cap(e.spec) + cap(e.patched))
 	}
+	if m.recycled != nil {
+		n += m.recycled.size
+	}
 	return n
+}
+
+// touchEvery is how often (in reads that took a recycled session) a read still
+// looks up the templates of the messages it took, so that the cache's recency and
+// frequency keep counting them: were the memory lost, the next read of the
+// conversation finds them in the cache instead of decoding and counting the whole
+// history again.
+const touchEvery = 8
+
+// touchDue counts a read that took a recycled session from m (locked) and reports
+// whether it should look up the templates all the same (touchEvery).
+func (m *bodyMemo) touchDue() bool {
+	m.resumed++
+	return m.resumed%touchEvery == 0
 }
 
 var memoSeed = maphash.MakeSeed()
@@ -305,6 +330,7 @@ type bodyScan struct {
 	kept       int       // how many messages, from the first, the memory had
 	scanned    bool      // the scan came from the memory (scanFromMemo), not the fast path's
 	prefixLen  int       // the common prefix of the body and memo.raw
+	resumed    int       // how many messages the build took from a recycled session
 }
 
 // scanFromMemo finds the parts of data from m (locked; p its common prefix with

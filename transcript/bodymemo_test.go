@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -14,8 +15,19 @@ import (
 // afresh (no cache); it returns the session read through the cache (nil on error).
 func memoCheck(t *testing.T, c *MessageCache, prev, next []byte) *Session {
 	t.Helper()
+	return memoCheckMode(t, c, prev, next, false)
+}
+
+// memoCheckMode is memoCheck; with recycle, prev's session is given back
+// (Session.Recycle) before next is read, so that next takes its messages from it
+// where it can (carry.go).
+func memoCheckMode(t *testing.T, c *MessageCache, prev, next []byte, recycle bool) *Session {
+	t.Helper()
 	if prev != nil {
-		_, _ = Read("body", prev, Options{Format: FormatAnthropic, Cache: c})
+		p, err := Read("body", prev, Options{Format: FormatAnthropic, Cache: c})
+		if recycle && err == nil {
+			p.Recycle()
+		}
 	}
 	want, wantErr := Read("body", next, Options{Format: FormatAnthropic})
 	got, err := Read("body", next, Options{Format: FormatAnthropic, Cache: c})
@@ -40,6 +52,15 @@ func memoCheck(t *testing.T, c *MessageCache, prev, next []byte) *Session {
 		}
 	}
 	return got
+}
+
+// resumed is how many messages of the body's messages array the session took from
+// a recycled session, -1 when it was not recorded in a body memory.
+func resumed(s *Session) int {
+	if s == nil || s.memo == nil {
+		return -1
+	}
+	return s.memo.resumed
 }
 
 // reused is how many messages the session took from a body memory, -1 when it was
@@ -68,6 +89,13 @@ func TestBodyMemoMatchesFresh(t *testing.T) {
 	other := bodyHistory(6, func(k int) string {
 		return fmt.Sprintf("another conversation's output %d\n", k) + strings.Repeat("x", 300)
 	})
+	// dup gives call t2 the id t1: a repeated call id, and t2's result an orphan.
+	dup := func(b []byte) []byte { return replace(b, `"id":"t2"`, `"id":"t1"`) }
+	// orphan6 makes t6's result name no call.
+	orphan6 := func(b []byte) []byte { return replace(b, `"tool_use_id":"t6"`, `"tool_use_id":"t9"`) }
+	moved := func(b []byte) []byte {
+		return replace(replace(b, `,"cache_control":{"type":"ephemeral"}}]}]`, `}]}]`), `"text":"Step 2."}`, `"text":"Step 2.","cache_control":{"type":"ephemeral"}}`)
+	}
 	tests := []struct {
 		name       string
 		prev, next []byte
@@ -91,22 +119,58 @@ func TestBodyMemoMatchesFresh(t *testing.T) {
 		{"broken message", base, replace(base, `"name":"Read","input":{"file_path":"/f6.go"}}`, `"name":"Read","input":{"file_path":"/f6.go"}`), -1},
 		{"text after the body", base, append(bytes.Clone(base), " x"...), -1},
 		{"blanks after the body", base, append(bytes.Clone(base), " \n"...), 0},
+		{"repeated call id and an orphan, next turn", dup(base), dup(bodyHistory(7, nil)), 12},
+		{"repeated call id in a changed message", dup(base), dup(moved(base)), 3},
+		{"orphan in the changed message", orphan6(base), orphan6(bodyHistory(7, nil)), 12},
+		{"task from a changed message", taskBody("Fix A."), taskBody("Fix B."), 2},
+		{"last call left unanswered", base, bytes.Replace(base, base[bytes.LastIndex(base, []byte(`,{"role":"user"`)):len(base)-len(`],"stream":true}`)], []byte(`,{"role":"user","content":"Stop."}`), 1), 12},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := NewMessageCache(0)
-			s := memoCheck(t, c, tt.prev, tt.next)
-			if got := reused(s); got != tt.reused {
-				t.Errorf("%d messages from the memory; want %d", got, tt.reused)
+		for _, recycle := range []bool{false, true} {
+			name := tt.name
+			if recycle {
+				name += "/recycled"
 			}
-			// The memory now holds next: the same body again reads as it should.
-			if s != nil && tt.reused >= 0 {
-				if s = memoCheck(t, c, nil, tt.next); reused(s) != len(s.Messages)-1 {
-					t.Errorf("resent: %d messages from the memory; want %d", reused(s), len(s.Messages)-1)
+			t.Run(name, func(t *testing.T) {
+				c := NewMessageCache(0)
+				s := memoCheckMode(t, c, tt.prev, tt.next, recycle)
+				if got := reused(s); got != tt.reused {
+					t.Errorf("%d messages from the memory; want %d", got, tt.reused)
 				}
-			}
-		})
+				wantResumed := max(tt.reused, 0)
+				if !recycle || tt.reused < 0 {
+					wantResumed = min(tt.reused, 0)
+				}
+				if got := resumed(s); got != wantResumed {
+					t.Errorf("%d messages from the recycled session; want %d", got, wantResumed)
+				}
+				// The memory now holds next: the same body again reads as it should.
+				if s != nil && tt.reused >= 0 {
+					n := len(s.Messages) // the array's messages
+					if s.Messages[0].Role == RoleSystem {
+						n--
+					}
+					if recycle {
+						s.Recycle()
+					}
+					s = memoCheckMode(t, c, nil, tt.next, recycle)
+					if reused(s) != n {
+						t.Errorf("resent: %d messages from the memory; want %d", reused(s), n)
+					}
+					if want := map[bool]int{false: 0, true: n}[recycle]; resumed(s) != want {
+						t.Errorf("resent: %d messages from the recycled session; want %d", resumed(s), want)
+					}
+				}
+			})
+		}
 	}
+}
+
+// taskBody is a body whose first user message is injected context only, so the
+// session's task comes from its last message, prompt.
+func taskBody(prompt string) []byte {
+	return []byte(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"<system-reminder>Context.</system-reminder>"},` +
+		`{"role":"assistant","content":[{"type":"text","text":"Ready."}]},{"role":"user","content":[{"type":"text","text":"` + prompt + `","cache_control":{"type":"ephemeral"}}]}]}`)
 }
 
 // Every single changed byte, anywhere in the body (inside strings, on brackets,
@@ -122,8 +186,9 @@ func TestBodyMemoEveryByte(t *testing.T) {
 			}
 			next := bytes.Clone(body)
 			next[i] = b
-			memoCheck(t, c, body, next)
-			memoCheck(t, c, next, body)
+			recycle := i%2 == 0 // half the bodies read after the previous one's recycled session
+			memoCheckMode(t, c, body, next, recycle)
+			memoCheckMode(t, c, next, body, recycle)
 		}
 	}
 	if st := c.Stats(); st.Conversations == 0 || st.MemoBytes <= 0 {
@@ -139,14 +204,22 @@ func TestBodyMemoRealSessions(t *testing.T) {
 	if len(claude) == 0 {
 		t.Fatal("no real sessions")
 	}
-	c := NewMessageCache(0)
-	for _, p := range claude {
-		full := bodyFromClaude(t, p)
-		steps := bodyPrefixes(t, full, 6)
-		for i, body := range steps {
-			s := memoCheck(t, c, nil, body)
-			if i > 0 && s != nil && reused(s) <= 0 {
-				t.Errorf("%s step %d: nothing taken from the memory", filepath.Base(p), i)
+	for _, recycle := range []bool{false, true} {
+		c := NewMessageCache(0)
+		for _, p := range claude {
+			full := bodyFromClaude(t, p)
+			steps := bodyPrefixes(t, full, 6)
+			for i, body := range steps {
+				s := memoCheckMode(t, c, nil, body, recycle)
+				if i > 0 && s != nil && reused(s) <= 0 {
+					t.Errorf("%s step %d: nothing taken from the memory", filepath.Base(p), i)
+				}
+				if i > 0 && s != nil && recycle && resumed(s) != reused(s) {
+					t.Errorf("%s step %d: %d of %d messages from the recycled session", filepath.Base(p), i, resumed(s), reused(s))
+				}
+				if recycle && s != nil {
+					s.Recycle()
+				}
 			}
 		}
 	}
@@ -179,8 +252,12 @@ func bodyPrefixes(t *testing.T, body []byte, n int) [][]byte {
 func TestBodyMemoBounded(t *testing.T) {
 	c := NewMessageCache(1 << 20)
 	for s := range 20 {
-		if _, err := Read("body", bodyBig(s, 4), Options{Format: FormatAnthropic, Cache: c}); err != nil {
+		sess, err := Read("body", bodyBig(s, 4), Options{Format: FormatAnthropic, Cache: c})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if s%2 == 0 {
+			sess.Recycle() // held by the memory, within its share
 		}
 		st := c.Stats()
 		if st.MemoBytes > c.memoMax || st.Bytes > 1<<20 {
@@ -207,6 +284,7 @@ func FuzzBodyMemo(f *testing.F) {
 	f.Add(bodyHistory(2, nil), bytes.Replace(bodyHistory(2, nil), []byte("Step 1"), []byte("Step 9"), 1))
 	f.Fuzz(func(t *testing.T, prev, next []byte) {
 		memoCheck(t, NewMessageCache(0), prev, next)
+		memoCheckMode(t, NewMessageCache(0), prev, next, true)
 	})
 }
 
@@ -303,6 +381,50 @@ func TestRewritePartsStayValid(t *testing.T) {
 	}
 }
 
+// A recycled session's messages are the next read's, as they are; the recycled
+// session itself no longer rewrites; the memory accounts for what it holds until
+// the next read takes it; a session read without a cache recycles to nothing.
+func TestRecycle(t *testing.T) {
+	c := NewMessageCache(0)
+	opts := Options{Format: FormatAnthropic, Cache: c}
+	s1, err := Read("body", bodyHistory(6, nil), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.Stats().MemoBytes
+	kept := s1.Messages[5] // array message 4: byte-identical in the next body
+	size := recycledBytes(s1, s1.carry)
+	s1.Recycle()
+	s1.Recycle()
+	if got := c.Stats().MemoBytes - before; got != size {
+		t.Errorf("the memory grew by %d bytes with the recycled session; want %d", got, size)
+	}
+	if _, err := s1.Rewrite(map[string]string{"t1": "[pruned]"}); !errors.Is(err, ErrReleased) {
+		t.Errorf("Rewrite after Recycle: %v; want ErrReleased", err)
+	}
+	s2, err := Read("body", bodyHistory(7, nil), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.Messages[5] != kept {
+		t.Error("the next read did not take the recycled session's message")
+	}
+	if resumed(s2) != 12 {
+		t.Errorf("%d messages from the recycled session; want 12", resumed(s2))
+	}
+	if c.Stats().MemoBytes >= before+size {
+		t.Errorf("memory %d bytes after the read took the recycled session; want less than %d", c.Stats().MemoBytes, before+size)
+	}
+	fresh, err := Read("body", bodyHistory(6, nil), Options{Format: FormatAnthropic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.Recycle()
+	if _, err := fresh.Rewrite(map[string]string{"t1": "[pruned]"}); !errors.Is(err, ErrReleased) {
+		t.Errorf("Rewrite after Recycle without a cache: %v; want ErrReleased", err)
+	}
+}
+
 // Reads and rewrites of the same conversations from several goroutines at once
 // (run with -race) read and rewrite as fresh reads do.
 func TestBodyMemoConcurrent(t *testing.T) {
@@ -339,6 +461,9 @@ func TestBodyMemoConcurrent(t *testing.T) {
 				if !bytes.Equal(w, o) {
 					t.Errorf("goroutine %d body %d: rewrite differs", g, n)
 					return
+				}
+				if g >= 2 { // one goroutine of each conversation gives its sessions back
+					got.Recycle()
 				}
 			}
 		}()

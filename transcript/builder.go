@@ -24,6 +24,11 @@ type builder struct {
 	// (MessageCache.measured); the readers of openai-responses and gemini-api set it.
 	measures *MessageCache
 	slab     slab // the values of messages copied from cached templates
+	// marks and sysN are what a request body's session keeps for Recycle (carry):
+	// the state before each message of its messages array, and how many messages
+	// came before the array.
+	marks []linkMark
+	sysN  int
 }
 
 func newBuilder(format Format, name string, raw []byte) *builder {

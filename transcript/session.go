@@ -216,6 +216,9 @@ type Session struct {
 	// read with a cache), where Rewrite finds the stubs the previous body got; nil
 	// when none.
 	memo *memoRef
+	// carry is what Recycle hands to the memo for the next read (carry.go); nil
+	// when the session was not read from a request body with a cache.
+	carry *carry
 }
 
 // ReleaseBytes drops the session's original bytes, which only Rewrite needs: a
@@ -223,7 +226,7 @@ type Session struct {
 // file of hundreds of megabytes) then keeps no copy of the file beside them.
 // Rewrite fails with ErrReleased afterwards; everything else is unchanged.
 func (s *Session) ReleaseBytes() {
-	s.raw, s.units, s.released, s.memo = nil, nil, true, nil
+	s.raw, s.units, s.released, s.memo, s.carry = nil, nil, true, nil, nil
 }
 
 // unit is one JSON value inside Session.raw: a line of a JSONL file, one of two
