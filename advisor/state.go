@@ -35,29 +35,32 @@ type state struct {
 	recalled map[string]int         // outputs recalled in the store, not indexed yet: the step of the recall
 
 	// The index.
-	indexed    int    // messages indexed so far
-	lastPrint  string // fingerprint of the last indexed message
-	steps      int    // assistant messages indexed
-	outs       []*outState
-	items      []Item // outs[i].item(), maintained in place
-	byKey      map[string]*outState
-	byRecall   map[string]*outState // recall id -> output
-	rules      *rules.Index
-	corpus     *cards.Corpus
-	tracker    *evidence.Tracker // the use history (nil after a tracker error)
-	trackErr   error             // the error that stopped the tracker
-	awaiting   []*outState       // outputs whose reaction is not known yet
-	lastRead   map[string]*outState
-	lastEdit   map[string]int // path -> step of its latest successful edit or write
-	lastTouch  map[string]int // path -> step of the latest call touching it
-	allUses    int            // counting uses so far, over every output
-	reads      map[string]int // path -> successful reads so far
-	offsets    []int          // offsets[i]: tokens of messages 0..i-1, nothing pruned
-	saved      fenwick        // tokens the applied stubs remove, by message index
-	ctxTokens  int            // tokens of the indexed messages with applied stubs
-	fullTokens int            // tokens of the indexed messages as sent by the agent
-	lastCall   time.Time
-	lastNow    string // the latest non-empty assistant text
+	indexed   int    // messages indexed so far
+	lastPrint string // fingerprint of the last indexed message
+	steps     int    // assistant messages indexed
+	outs      []*outState
+	items     []Item // outs[i].item(), maintained in place
+	byKey     map[string]*outState
+	byRecall  map[string]*outState // recall id -> output
+	rules     *rules.Index
+	corpus    *cards.Corpus
+	// corpusAhead is set while index has corpusAhead add the outputs' texts to
+	// corpus (indexOutput then does not).
+	corpusAhead bool
+	tracker     *evidence.Tracker // the use history (nil after a tracker error)
+	trackErr    error             // the error that stopped the tracker
+	awaiting    []*outState       // outputs whose reaction is not known yet
+	lastRead    map[string]*outState
+	lastEdit    map[string]int // path -> step of its latest successful edit or write
+	lastTouch   map[string]int // path -> step of the latest call touching it
+	allUses     int            // counting uses so far, over every output
+	reads       map[string]int // path -> successful reads so far
+	offsets     []int          // offsets[i]: tokens of messages 0..i-1, nothing pruned
+	saved       fenwick        // tokens the applied stubs remove, by message index
+	ctxTokens   int            // tokens of the indexed messages with applied stubs
+	fullTokens  int            // tokens of the indexed messages as sent by the agent
+	lastCall    time.Time
+	lastNow     string // the latest non-empty assistant text
 
 	// Incremental decisions.
 	events        eventQueue  // outputs to look at again at a given step
@@ -171,6 +174,10 @@ func fingerprint(m *transcript.Message) string {
 func (a *Advisor) index(st *state, sp *stepState) {
 	msgs := sp.msgs[st.indexed:]
 	uses := trackAhead(st, msgs)
+	if wait := corpusAhead(st, msgs); wait != nil {
+		st.corpusAhead = true
+		defer func() { wait(); st.corpusAhead = false }()
+	}
 	for i, m := range msgs {
 		st.offsets = append(st.offsets, st.offsets[len(st.offsets)-1]+m.Tokens)
 		st.ctxTokens += m.Tokens
@@ -275,7 +282,9 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 	st.byKey[o.Key] = os
 	st.byRecall[os.recallID] = os
 	st.awaiting = append(st.awaiting, os)
-	st.corpus.Add(o.Text)
+	if !st.corpusAhead {
+		st.corpus.Add(o.Text)
+	}
 	st.touched = append(st.touched, os)
 	if c := o.Call; c != nil {
 		for _, p := range os.paths { // the copies: a map assignment stores the key it is given
