@@ -273,14 +273,13 @@ func pruneadvisorBin(b *testing.B) string {
 // 450 KB.
 const loopCutoff = "0.035"
 
-// startServeChild starts `pruneadvisor serve --scorer lexical --cutoff loopCutoff`
-// on a new SQLite store in a temporary folder, forwarding Anthropic requests to
+// startServeChild starts `pruneadvisor serve --scorer lexical` on a new SQLite store in a temporary folder, forwarding Anthropic requests to
 // upstream, with serve's defaults otherwise (its --max-memory, record queue and
 // configuration) and the extra flags given.
 func startServeChild(b *testing.B, bin, upstream string, extra ...string) loopChild {
 	dir := b.TempDir()
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "pa.db"),
-		"--scorer", "lexical", "--cutoff", loopCutoff, "--anthropic-upstream", upstream}, extra...)
+		"--scorer", "lexical", "--anthropic-upstream", upstream}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CACHE_HOME="+dir)
 	return startLoopChild(b, "serve", cmd, true)
@@ -533,8 +532,9 @@ const loopPerSession = 20
 // beside the test binary, else built with go build from the working directory's
 // module: pruneadvisorBin) runs in a process of its
 // own on a new SQLite store, with serve's defaults (200,000-token window, budget
-// 100,000, --max-memory 384MiB, its record queue and ledger) but for --cutoff
-// (loopCutoff: about 40 stubs in a steady body, as in BenchmarkProxy200k); a bare
+// 100,000, --max-memory 384MiB, its record queue and ledger), with --cutoff
+// loopCutoff in the bigSession cases (about 40 stubs in a steady body, as in
+// BenchmarkProxy200k); a bare
 // httputil.ReverseProxy runs in another (TestLoopbackBareChild); the fake upstream
 // (loopUpstream) and the one client run in the benchmark's process. Requests go
 // one at a time on keep-alive connections to 127.0.0.1, and each body is timed, back
@@ -559,6 +559,12 @@ const loopPerSession = 20
 //     plain-p99-ms over the others.
 //   - resent: a steady step sent to serve untimed, then the identical body again,
 //     timed on all three routes (a client retrying a request).
+//   - pi-cold and pi-steady: cold and steady on bodies built from a real pi session
+//     (piSession: the messages of piSessionFile as an Anthropic history, each
+//     session's tool results marked with its number; the first body is its first
+//     messages up to 830 KB, each steady one two messages more), with serve's
+//     default cutoff. They are skipped when ../shared/sessions is not beside the
+//     repository.
 //
 // ns/op is serve's mean; p50-ms, p99-ms and max-ms are serve's percentiles,
 // direct-p50-ms and direct-p99-ms the upstream's straight, bare-p50-ms and
@@ -568,17 +574,19 @@ const loopPerSession = 20
 // peak-rss-MiB serve's peak resident memory (VmHWM) at the end of the run.
 func BenchmarkLoopback200k(b *testing.B) {
 	env := &loopEnv{bin: pruneadvisorBin(b), up: newLoopUpstream(b)}
-	b.Run("cold", func(b *testing.B) { benchLoopCold(b, env) })
-	b.Run("steady", func(b *testing.B) { benchLoopSteady(b, env.harness(b), newBigSession) })
+	cut := []string{"--cutoff", loopCutoff}
+	b.Run("cold", func(b *testing.B) { benchLoopCold(b, env.harness(b, cut...)) })
+	b.Run("steady", func(b *testing.B) { benchLoopSteady(b, env.harness(b, cut...), newBigSession) })
 	b.Run("steady-rewrites", func(b *testing.B) {
-		benchLoopSteady(b, env.harness(b, "--price-forced=false"), rereadSession)
+		benchLoopSteady(b, env.harness(b, append(cut, "--price-forced=false")...), rereadSession)
 	})
-	b.Run("resent", func(b *testing.B) { benchLoopResent(b, env) })
+	b.Run("resent", func(b *testing.B) { benchLoopResent(b, env.harness(b, cut...)) })
+	b.Run("pi-cold", func(b *testing.B) { benchLoopPiCold(b, env) })
+	b.Run("pi-steady", func(b *testing.B) { benchLoopPiSteady(b, env) })
 }
 
-// benchLoopCold is BenchmarkLoopback200k/cold.
-func benchLoopCold(b *testing.B, env *loopEnv) {
-	h := env.harness(b)
+// benchLoopCold is BenchmarkLoopback200k/cold on h.
+func benchLoopCold(b *testing.B, h *loopHarness) {
 	sess := &bigSession{}
 	for i := 0; i < b.N; i++ {
 		sess.s = int(coldSessions.Add(1))
@@ -644,9 +652,8 @@ func benchLoopSteady(b *testing.B, h *loopHarness, session func(s int) *bigSessi
 	b.ReportMetric(float64(stubs), "stubs")
 }
 
-// benchLoopResent is BenchmarkLoopback200k/resent.
-func benchLoopResent(b *testing.B, env *loopEnv) {
-	h := env.harness(b)
+// benchLoopResent is BenchmarkLoopback200k/resent on h.
+func benchLoopResent(b *testing.B, h *loopHarness) {
 	var sess *bigSession
 	var id string
 	for i := 0; i < b.N; i++ {
