@@ -66,6 +66,9 @@ type bodyMemo struct {
 	recycled *recycled
 	// resumed counts the reads that took a recycled session (touchDue).
 	resumed int
+	// rw is the last rewrite of raw, or of a body whose messages it repeats up to
+	// the last stub (repeatRewrite); nil when none.
+	rw *memoRewrite
 
 	// Guarded by the cache's mu.
 	head    uint64
@@ -98,6 +101,9 @@ type memoRef struct {
 	// resumed is how many of those were taken, linked, from the session recycled
 	// into the memory (carry.go); 0 when none was.
 	resumed int
+	// repeats counts the session's rewrites made from the memory's last one
+	// (repeatRewrite).
+	repeats int
 }
 
 // memoOverhead is the fixed size accounted per memory: the struct, its list
@@ -112,6 +118,9 @@ func (m *bodyMemo) memoBytes() int64 {
 	}
 	if m.recycled != nil {
 		n += m.recycled.size
+	}
+	if m.rw != nil {
+		n += m.rw.bytes()
 	}
 	return n
 }
@@ -398,6 +407,11 @@ func (c *MessageCache) remember(head uint64, data []byte, sc *bodyScan) *memoRef
 		m.elems = append(m.elems, memoElem{span: sc.elems[i], key: sc.keys[i], prefix: msgPrefix(nil, i)})
 	}
 	m.gen++
+	if m.rw != nil && m.rw.end() <= sc.prefixLen {
+		m.rw.gen = m.gen // its messages are this body's too
+	} else {
+		m.rw = nil
+	}
 	ref := &memoRef{m: m, gen: m.gen, kept: kept, reused: reused}
 	if fresh {
 		m.mu.Unlock()
@@ -456,4 +470,91 @@ func memoPatch(m *bodyMemo, start int, spec, b []byte) {
 		e := &m.elems[i]
 		e.spec, e.patched = append(e.spec[:0], spec...), b
 	}
+}
+
+// A conversation's requests carry the same stubs from one to the next (frozen
+// stubs), in messages the next body repeats byte for byte. The memory keeps the
+// last rewrite of its body (memoRewrite): the stubs and, per stubbed message, its
+// span in the body and its patched bytes. A rewrite of the next body with exactly
+// the same stubs, all of them in messages within the common prefix of the two
+// bodies, is then those patched bytes between the new body's own bytes, made
+// without grouping the stubs, looking up outputs or comparing specs: the same bytes
+// rewriteCached makes, since the messages, their offsets and their keys are the
+// previous body's (see bodyMemo's "Why the reused part needs no check").
+
+// memoRewrite is the last rewrite of a memory's body (see above).
+type memoRewrite struct {
+	gen   uint64      // the memory's update it holds for (bodyMemo.gen)
+	stubs []stubPair  // the stubs, in key order
+	spans []patchSpan // the patched messages, in body order
+}
+
+// stubPair is one stub of a memoRewrite: the output key and the stub text.
+type stubPair struct{ key, stub string }
+
+// patchSpan is one patched message of a memoRewrite: its span in the body and
+// the bytes that replace it (shared with the memory's memoElem.patched).
+type patchSpan struct {
+	start, end int
+	b          []byte
+}
+
+// end returns where the last patched message ends in the body (0 when none).
+func (rw *memoRewrite) end() int {
+	if len(rw.spans) == 0 {
+		return 0
+	}
+	return rw.spans[len(rw.spans)-1].end
+}
+
+// bytes is what rw holds beyond the patched bytes (the memory counts those in its
+// elements).
+func (rw *memoRewrite) bytes() int64 {
+	n := int64(unsafe.Sizeof(memoRewrite{})) + int64(cap(rw.spans))*int64(unsafe.Sizeof(patchSpan{})) + int64(cap(rw.stubs))*int64(unsafe.Sizeof(stubPair{}))
+	for _, p := range rw.stubs {
+		n += int64(len(p.key) + len(p.stub))
+	}
+	return n
+}
+
+// repeatRewrite is rewriteCached from the memory's last rewrite (m locked, nil when
+// none): ok when m holds a rewrite for this session's body with exactly stubs.
+func (s *Session) repeatRewrite(m *bodyMemo, stubs map[string]string) (parts [][]byte, ok bool) {
+	if m == nil || m.rw == nil || m.rw.gen != s.memo.gen || len(m.rw.stubs) != len(stubs) || len(s.units) != 1 {
+		return nil, false
+	}
+	rw := m.rw
+	for _, p := range rw.stubs {
+		if stub, ok := stubs[p.key]; !ok || stub != p.stub {
+			return nil, false
+		}
+	}
+	parts = make([][]byte, 0, 2*len(rw.spans)+1)
+	pos := 0
+	for _, sp := range rw.spans {
+		parts = appendPart(parts, s.raw[pos:sp.start])
+		parts = appendPart(parts, sp.b)
+		pos = sp.end
+	}
+	s.memo.repeats++
+	return appendPart(parts, s.raw[pos:]), true
+}
+
+// noteRewrite records in m (locked; may be nil) the rewrite with stubs of this
+// session's body whose patched messages elems holds (as rewriteCached builds it),
+// for repeatRewrite.
+func (s *Session) noteRewrite(m *bodyMemo, stubs map[string]string, elems map[int]map[int]*unitPatch) {
+	if m == nil || len(s.units) != 1 {
+		return
+	}
+	rw := &memoRewrite{gen: s.memo.gen, stubs: make([]stubPair, 0, len(stubs))}
+	for _, k := range sortedKeys(stubs) {
+		rw.stubs = append(rw.stubs, stubPair{k, stubs[k]})
+	}
+	base := s.units[0].start
+	for _, p := range elems[0] {
+		rw.spans = append(rw.spans, patchSpan{start: base + p.span.start, end: base + p.span.end, b: p.b})
+	}
+	sort.Slice(rw.spans, func(i, j int) bool { return rw.spans[i].start < rw.spans[j].start })
+	m.rw = rw
 }

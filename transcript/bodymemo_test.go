@@ -381,6 +381,74 @@ func TestRewritePartsStayValid(t *testing.T) {
 	}
 }
 
+// A rewrite of the next body with the previous request's stubs, all in messages the
+// two bodies share, is made from the memory's last rewrite; any other stubs, or a
+// stub in a message that changed, are rewritten as usual; the bytes are a fresh
+// read's rewrite either way.
+func TestRepeatRewrite(t *testing.T) {
+	stubsOf := func(keys ...string) map[string]string {
+		m := map[string]string{}
+		for _, k := range keys {
+			m[k] = "[pruned " + k + "]"
+		}
+		return m
+	}
+	changed := stubsOf("t1", "t2", "t4")
+	changed["t4"] = "[pruned t4, said otherwise]"
+	base := stubsOf("t1", "t2", "t4")
+	tests := []struct {
+		name        string
+		prev, stubs map[string]string // the previous body's stubs, the next one's
+		repeat      bool
+	}{
+		{"same stubs", base, base, true},
+		{"a stub in the message that lost cache_control", stubsOf("t1", "t6"), stubsOf("t1", "t6"), false},
+		{"one more stub", base, stubsOf("t1", "t2", "t4", "t5"), false},
+		{"one stub fewer", base, stubsOf("t1", "t2"), false},
+		{"a stub's text changed", base, changed, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, recycle := range []bool{false, true} {
+				c := NewMessageCache(0)
+				opts := Options{Format: FormatAnthropic, Cache: c}
+				prev, err := Read("body", bodyHistory(6, nil), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := prev.Rewrite(tt.prev); err != nil {
+					t.Fatal(err)
+				}
+				if recycle {
+					prev.Recycle()
+				}
+				next := bodyHistory(7, nil)
+				got, err := Read("body", next, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fresh, err := Read("body", next, Options{Format: FormatAnthropic})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := fresh.Rewrite(tt.stubs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range 2 { // the second time from the rewrite just made
+					out, err := got.Rewrite(tt.stubs)
+					if err != nil || !bytes.Equal(out, want) {
+						t.Fatalf("recycle %v, rewrite %d: %v\n%s\nwant\n%s", recycle, i, err, clipBytes(out), clipBytes(want))
+					}
+					if wantRepeats := map[bool]int{false: i, true: i + 1}[tt.repeat]; got.memo.repeats != wantRepeats {
+						t.Errorf("recycle %v, rewrite %d: %d rewrites from the memory's last one; want %d", recycle, i, got.memo.repeats, wantRepeats)
+					}
+				}
+			}
+		})
+	}
+}
+
 // A recycled session's messages are the next read's, as they are; the recycled
 // session itself no longer rewrites; the memory accounts for what it holds until
 // the next read takes it; a session read without a cache recycles to nothing.

@@ -209,14 +209,22 @@ type stubPiece struct {
 // rewrite that way or a patch fails: rewrite then does the work (and names the
 // error, as it would have).
 func (s *Session) rewriteCached(stubs map[string]string) (parts [][]byte, ok bool) {
+	m := s.lockMemo()
+	defer s.cache.returnMemo(m)
+	if parts, ok := s.repeatRewrite(m, stubs); ok {
+		return parts, true
+	}
 	groups, ok := s.stubGroups(stubs)
 	if !ok {
 		return nil, false
 	}
 	apiShape := s.Format == FormatAnthropic || s.Format == FormatClaudeCode
 	elems := map[int]map[int]*unitPatch{}
-	m := s.lockMemo()
-	defer s.cache.returnMemo(m)
+	defer func() {
+		if ok {
+			s.noteRewrite(m, stubs, elems)
+		}
+	}()
 	var spec []byte
 	for _, g := range groups {
 		spec = groupSpec(g, spec, apiShape)
