@@ -437,9 +437,10 @@ func existsIn(b []byte, p string) bool {
 // Result.Index and the length of its Raw), found is false when p names nothing.
 // exact is false, and the other results mean nothing, when p or b is outside what it
 // reads as gjson does: a path component other than a key of ASCII letters, digits
-// and '_' (gjson's syntax: wildcards, escapes, '#', '@', '|' ...), an array index with
-// a leading zero or more than 9 digits, or an object key with an escape in it
-// (gjson compares such keys unescaped). Like gjson, a key that occurs twice is
+// and '_' (gjson's syntax: wildcards, escapes, '#', '@', '|' ...), a component on an
+// array that starts with a digit but is not a number of at most 9 digits without a
+// leading zero, or an object key with an escape in it (gjson compares such keys
+// unescaped), or b not starting with an object or array. Like gjson, a key that occurs twice is
 // followed into each occurrence in turn until the rest of the path is found.
 // TestSpanAtMatchesGjson and FuzzSpanAt compare it with gjson.
 func spanAt(b []byte, p string) (start, end int, found, exact bool) {
