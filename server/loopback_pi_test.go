@@ -28,13 +28,41 @@ const piBodyBytes = 830_000
 // earlier session's texts helps), as bigSession's are.
 const piSessionMark = "\x00session\x00"
 
-// piMessages is the pi session of piSessionFile as Anthropic Messages messages
-// (piToAnthropic), read once; piMessagesErr is why it could not be.
+// The pi session of piSessionFile, read once by loadPi: piMessages holds its
+// messages as Anthropic Messages messages (piToAnthropic), each cut at the session
+// marks; piFirst is how many make the first body; piErr is why they could not be
+// read.
 var (
-	piMessagesOnce sync.Once
-	piMessages     []string
-	piMessagesErr  error
+	piOnce     sync.Once
+	piMessages [][]string
+	piFirst    int
+	piErr      error
+	piMarkJSON = func() string { q, _ := json.Marshal(piSessionMark); return string(q[1 : len(q)-1]) }()
 )
+
+// loadPi reads the pi session once: piMessages, and piFirst, the fewest messages
+// that make at least piBodyBytes and end in a user message.
+func loadPi() error {
+	piOnce.Do(func() {
+		msgs, err := piToAnthropic(filepath.FromSlash(piSessionFile))
+		if err != nil {
+			piErr = err
+			return
+		}
+		size := 0
+		for i, m := range msgs {
+			piMessages = append(piMessages, strings.Split(m, piMarkJSON))
+			size += len(m) + 1
+			if piFirst == 0 && size >= piBodyBytes && strings.HasPrefix(m, `{"role":"user"`) {
+				piFirst = i + 1
+			}
+		}
+		if piFirst == 0 || piFirst+2*loopPerSession > len(msgs) {
+			piErr = fmt.Errorf("%s: %d messages (%d bytes): too few for the pi cases", piSessionFile, len(msgs), size)
+		}
+	})
+	return piErr
+}
 
 // piToAnthropic converts a pi session (JSON Lines, TRANSCRIPT-FORMATS.md) into the
 // messages of the Messages API request that would carry its history: user text,
@@ -137,60 +165,53 @@ func piBlocks(m gjson.Result) (string, []string, error) {
 }
 
 // piSession builds the request bodies of session s of the pi session: its first
-// first messages are the first body (at least piBodyBytes, ending in a user
+// piFirst messages are the first body (at least piBodyBytes, ending in a user
 // message), and each later body has two messages more (an assistant turn and the
-// user message of its results). The last message's last block carries a
-// cache_control marker, which moves on with the next body, as Claude Code's does.
+// user message of its results). Every tool result starts with "[session S] ". The
+// last message's last block carries a cache_control marker, which moves on with
+// the next body, as Claude Code's does.
 type piSession struct {
-	s     int
-	msgs  []string // the session's messages, its number written in
-	first int
-	buf   []byte
+	s   int
+	num string // "[session S] "
+	buf []byte // reuse's buffer
 }
 
-// newPiSession returns session s of the pi session, or skips b when the session
+// newPiSession returns session s of the pi session, or skips tb when the session
 // file cannot be read (the pi- cases need ../shared beside the repository).
-func newPiSession(b testing.TB, s int) *piSession {
-	piMessagesOnce.Do(func() { piMessages, piMessagesErr = piToAnthropic(filepath.FromSlash(piSessionFile)) })
-	if piMessagesErr != nil {
-		b.Skipf("the pi cases' session: %v", piMessagesErr)
+func newPiSession(tb testing.TB, s int) *piSession {
+	if err := loadPi(); err != nil {
+		tb.Skipf("the pi cases' session: %v", err)
 	}
-	p := &piSession{s: s, msgs: make([]string, len(piMessages))}
-	mark, _ := json.Marshal(piSessionMark)
-	num := fmt.Sprintf("[session %d] ", s)
-	size := 0
-	for i, m := range piMessages {
-		p.msgs[i] = strings.ReplaceAll(m, string(mark[1:len(mark)-1]), num)
-		size += len(p.msgs[i]) + 1
-		if p.first == 0 && size >= piBodyBytes && strings.HasPrefix(m, `{"role":"user"`) {
-			p.first = i + 1
-		}
-	}
-	if p.first == 0 || p.first+2*loopPerSession > len(p.msgs) {
-		b.Skipf("the pi session has %d messages (%d bytes): too few for the pi cases", len(p.msgs), size)
-	}
+	p := &piSession{}
+	p.renumber(s)
 	return p
 }
 
+// renumber makes p session s, keeping its buffer.
+func (p *piSession) renumber(s int) { p.s, p.num = s, fmt.Sprintf("[session %d] ", s) }
+
 // reuse returns the body of the session's request step (0: the first) in the
-// session's buffer, which the next call overwrites.
+// session's buffer, which the next call overwrites, writing the session's number
+// in as it goes (so that building a body makes no garbage beyond the buffer's
+// growth).
 func (p *piSession) reuse(step int) []byte {
-	const marker = `,"cache_control":{"type":"ephemeral"}`
-	n := p.first + 2*step
+	const marker, closing = `,"cache_control":{"type":"ephemeral"}`, `}]}`
+	n := piFirst + 2*step
 	dst := append(p.buf[:0], bigHead[:strings.Index(bigHead, `"messages":[`)]...)
 	dst = append(dst, `"messages":[`...)
-	for i, m := range p.msgs[:n] {
+	for i, parts := range piMessages[:n] {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if i == n-1 {
-			dst = append(dst, m[:len(m)-3]...)
-			dst = append(dst, marker...)
-			dst = append(dst, m[len(m)-3:]...)
-			continue
+		for j, part := range parts {
+			if j > 0 {
+				dst = append(dst, p.num...)
+			}
+			dst = append(dst, part...)
 		}
-		dst = append(dst, m...)
 	}
+	dst = append(dst[:len(dst)-len(closing)], marker...) // every message ends in closing
+	dst = append(dst, closing...)
 	p.buf = append(dst, `]}`...)
 	return p.buf
 }
@@ -198,11 +219,11 @@ func (p *piSession) reuse(step int) []byte {
 // benchLoopPiCold is BenchmarkLoopback200k/pi-cold: the first request of a session
 // built from the real pi session, a new session each time.
 func benchLoopPiCold(b *testing.B, env *loopEnv) {
-	newPiSession(b, 0)
+	sess := newPiSession(b, 0)
 	h := env.harness(b)
 	for i := 0; i < b.N; i++ {
-		s := int(coldSessions.Add(1))
-		h.step(b, fmt.Sprintf("loop-pi-cold-%d", s), newPiSession(b, s).reuse(0))
+		sess.renumber(int(coldSessions.Add(1)))
+		h.step(b, fmt.Sprintf("loop-pi-cold-%d", sess.s), sess.reuse(0))
 	}
 	h.report(b)
 }
@@ -274,7 +295,6 @@ func TestPiToAnthropic(t *testing.T) {
 	if results != 448 || errs != 12 {
 		t.Errorf("%d tool results, %d errors; want 448 and 12", results, errs)
 	}
-	piMessagesOnce.Do(func() { piMessages, piMessagesErr = msgs, nil })
 	p := newPiSession(t, 7)
 	for _, step := range []int{0, loopPerSession} {
 		body := p.reuse(step)
