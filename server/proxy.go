@@ -300,6 +300,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		return nil, false, nil
 	}
 	defer done()
+	ctx = s.records.prefetchVersion(ctx, hints.session) // beside the read
 	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format(), Cache: s.msgCache})
 	if err != nil {
 		if at := jsonErrorAt(body); at != "" {
@@ -308,8 +309,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		s.failOpen(route, "read", "", err)
 		return nil, false, nil
 	}
-	// Done with once the body to forward is made: the conversation's next request takes its messages.
-	defer sess.Recycle()
+	defer sess.Recycle() // done with once the parts are made: the next request takes its messages
 	id, err := proxySessionID(kind, hints.session, sess)
 	if err != nil {
 		return nil, false, &badRequest{msg: err.Error()}

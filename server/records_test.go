@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,5 +149,46 @@ func TestRecordQueueCollectsAStep(t *testing.T) {
 	}
 	if q.mark() != 2 {
 		t.Errorf("mark after an ask outside the step = %d, want 2 (queued at once)", q.mark())
+	}
+}
+
+// versionStore is a MemoryStore counting its SessionVersion calls.
+type versionStore struct {
+	*advisor.MemoryStore
+	calls atomic.Int32
+}
+
+func (s *versionStore) SessionVersion(ctx context.Context, id string) (int64, error) {
+	s.calls.Add(1)
+	return s.MemoryStore.SessionVersion(ctx, id)
+}
+
+// A version read ahead answers the step's first SessionVersion call of that
+// session, once, with what the store said when it was read; later calls, and calls
+// for another session or without one read ahead, go to the store.
+func TestVersionPrefetched(t *testing.T) {
+	st := &versionStore{MemoryStore: advisor.NewMemoryStore()}
+	adv, q := newRecordQueue(st, slog.New(slog.DiscardHandler))
+	if ctx := q.prefetchVersion(context.Background(), ""); ctx != context.Background() {
+		t.Error("a request without a session header read a version ahead")
+	}
+	ctx := q.prefetchVersion(context.Background(), "s")
+	<-ctx.Value(versionKey{}).(*versionAhead).done
+	if err := st.RecordRecall(ctx, advisor.RecallEvent{SessionID: "s", RecallID: "o_0123456789", Step: 3}); err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, id := range []string{"s", "s", "other"} {
+		v, err := adv.SessionVersion(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	if d := cmp.Diff([]int64{0, 1, 0}, got); d != "" {
+		t.Errorf("versions of s, s, other (-want +got):\n%s", d)
+	}
+	if n := st.calls.Load(); n != 3 {
+		t.Errorf("%d SessionVersion calls reached the store; want 3 (the read ahead, the second s, other)", n)
 	}
 }
