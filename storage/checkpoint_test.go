@@ -40,7 +40,7 @@ func TestCheckpointOffTheCommit(t *testing.T) {
 	if got := size(); got > before+1<<20 {
 		t.Errorf("database file grew from %d to %d bytes in the commit: the commit checkpointed", before, got)
 	}
-	deadline := time.Now().Add(10 * checkpointDelay)
+	deadline := time.Now().Add(20 * checkpointDelay)
 	for size() < int64(len(text)) {
 		if time.Now().After(deadline) {
 			t.Fatalf("database file is %d bytes %v after the commit; want the %d-byte text checkpointed into it", size(), 10*checkpointDelay, len(text))
@@ -65,11 +65,11 @@ func TestWALRestartsUnderSteadyCommits(t *testing.T) {
 	db, path := openTemp(t)
 	ctx := t.Context()
 	text := strings.Repeat("0123456789abcdef", 11_000/16)
-	deadline := time.Now().Add(10 * checkpointDelay)
+	deadline := time.Now().Add(20 * checkpointDelay)
 	commits := 0
 	for walSequence(t, path) < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("WAL restarted %d times in %v of back-to-back commits (%d); want 2", walSequence(t, path), 10*checkpointDelay, commits)
+			t.Fatalf("WAL restarted %d times in %v of back-to-back commits (%d); want 2", walSequence(t, path), 20*checkpointDelay, commits)
 		}
 		key := fmt.Sprintf("k%d", commits)
 		if err := db.SavePrunes(ctx, []advisor.Prune{prune("s", key, key+text, "[pruned]")}); err != nil {
