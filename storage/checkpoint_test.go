@@ -40,7 +40,7 @@ func TestCheckpointOffTheCommit(t *testing.T) {
 	if got := size(); got > before+1<<20 {
 		t.Errorf("database file grew from %d to %d bytes in the commit: the commit checkpointed", before, got)
 	}
-	deadline := time.Now().Add(20 * checkpointDelay)
+	deadline := time.Now().Add(10 * checkpointDelay)
 	for size() < int64(len(text)) {
 		if time.Now().After(deadline) {
 			t.Fatalf("database file is %d bytes %v after the commit; want the %d-byte text checkpointed into it", size(), 10*checkpointDelay, len(text))
