@@ -21,13 +21,13 @@ const checkpointDelay = 500 * time.Millisecond
 // after commits this goroutine runs passive checkpoints (catchUp) on a connection
 // of its own, checkpointDelay after the first commit it has not checkpointed yet:
 // they wait for no reader or writer, and what a reader holds back is copied on a
-// later round, as with the automatic checkpoint; they also let the WAL restart
-// under a steady stream of commits. A failed checkpoint is tried again after the
+// later round, as with the automatic checkpoint; past a bound, one runs on the
+// writer's connection so that the WAL restarts under a steady stream of commits. A failed checkpoint is tried again after the
 // next commit. Close stops it; closing the last connection to the file
 // checkpoints what is left (SQLite does it).
 type checkpointer struct {
 	h    *sql.DB       // one connection
-	w    *sql.DB       // the writer pool, for catchUp's last round
+	w    *sql.DB       // the writer pool, for catchUp's second round
 	kick chan struct{} // a commit happened (capacity 1)
 	stop chan struct{} // closed by close
 	done sync.WaitGroup
@@ -87,66 +87,33 @@ func (c *checkpointer) run() {
 	}
 }
 
-// catchUpRounds bounds the passive checkpoints of one catchUp.
-const catchUpRounds = 16
-
-// catchUpPause is how long catchUp waits, the WAL all copied, for a writer to begin
-// (and restart it) before it checks again.
-const catchUpPause = 2 * time.Millisecond
-
 // walBoundFrames is the WAL's size, in frames (a page and a 24-byte header: about
-// 16 MiB at 4 KiB pages), past which catchUp, when its passive rounds saw no
-// restart, runs one more on the writer's own connection. Tests lower it.
+// 64 MiB at 4 KiB pages), past which catchUp runs a second round on the writer's
+// own connection. Tests lower it.
 var walBoundFrames atomic.Int64
 
-func init() { walBoundFrames.Store(4096) }
+func init() { walBoundFrames.Store(16384) }
 
-// catchUp copies the WAL into the database file so that the next writer can
-// restart it from its beginning, overwriting the file instead of extending it.
+// catchUp runs a passive checkpoint, and when the WAL holds more than
+// walBoundFrames, a second one on the writer's connection (w, nil for none), so
+// that the WAL restarts from its beginning and stays bounded.
 //
 // A passive checkpoint copies the frames that were there when it began. Under a
 // steady stream of commits more come meanwhile, the WAL is never all copied when
 // the next writer begins, and SQLite never restarts it
 // (https://sqlite.org/wal.html#avoiding_excessively_large_wal_files): the WAL grows
-// without bound, and each commit's frames extend the file, whose fsync then also
-// commits the file's new size. On this VM's ext4, 72 frames and an fdatasync took
-// 2.6 ms at p50 appended, 1.4 ms overwritten (docs/PERFORMANCE.md, "The prune
-// commit (H25)").
-//
-// So catchUp runs passive rounds one after the other (a round finding nothing new
-// waits catchUpPause), each copying only the commits made during the one before,
-// until one sees the WAL restarted (fewer frames than the round before), a reader
-// holds the rest back, or catchUpRounds have run. They make no writer or reader
-// wait (a RESTART checkpoint would: the 62 ms stalls in docs/PERFORMANCE.md). A
-// writer restarts the WAL only when it begins with every frame copied, and one that
-// began before the last round appends; when no round saw a restart and the WAL holds
-// more than walBoundFrames, a last round runs on the writer's connection (w, nil
-// for none), which no writer of this process can begin during: the next one
-// restarts the WAL unless another process wrote meanwhile or a reader was still
-// reading. That round makes this process's writers wait while it copies the
-// frames of the commits since the round before it, and the WAL stays bounded.
+// without bound (403 MB after 1,000 ten-prune rewrites in BenchmarkSavePrunesSteady),
+// and each commit's frames extend the file. No writer of this process can begin
+// during the second round, so the next one restarts the WAL unless another process
+// wrote meanwhile or a reader was still reading. That round makes this process's
+// writers wait while it copies the commits made during the first; so it runs only
+// past the bound, not at every checkpoint: at 4,096 frames, or with passive rounds
+// repeated until one saw a restart, the commits' p99 went from 12 to 28-47 ms
+// (docs/PERFORMANCE.md, "The prune commit (H25)").
 func (c *checkpointer) catchUp(ctx context.Context) error {
-	prevLog, prevDone := -1, -1
-	for range catchUpRounds {
-		log, done, err := checkpoint(ctx, c.h)
-		switch {
-		case err != nil:
-			return err
-		case log < prevLog: // a writer restarted the WAL
-			return nil
-		case done < log && done == prevDone: // a reader holds the rest back
-			return nil
-		case log == prevLog: // all copied, no commit since the round before
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(catchUpPause):
-			}
-		}
-		prevLog, prevDone = log, done
-	}
-	if c.w == nil || int64(prevLog) <= walBoundFrames.Load() {
-		return nil
+	log, _, err := checkpoint(ctx, c.h)
+	if err != nil || c.w == nil || int64(log) <= walBoundFrames.Load() {
+		return err
 	}
 	conn, err := c.w.Conn(ctx)
 	if err != nil {

@@ -55,9 +55,9 @@ func TestCheckpointOffTheCommit(t *testing.T) {
 
 // Under commits back to back (no moment when the WAL is all copied before the next
 // writer begins), the WAL still restarts from its beginning, at every checkpoint
-// once it holds more than walBoundFrames: the checkpointer's last round runs on the
-// writer's connection. Without catchUp's rounds its checkpoint sequence stayed 0
-// and the file grew by every commit.
+// once it holds more than walBoundFrames: the checkpointer's second round runs on
+// the writer's connection. With a passive checkpoint alone its checkpoint sequence
+// stayed 0 and the file grew by every commit.
 func TestWALRestartsUnderSteadyCommits(t *testing.T) {
 	old := walBoundFrames.Load()
 	walBoundFrames.Store(64)
