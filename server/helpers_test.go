@@ -151,6 +151,8 @@ type proxyEnv struct {
 	log   *syncBuffer
 }
 
+// syncBuffer is a bytes.Buffer that one goroutine (a logger, a child process's
+// output) writes while the test reads it.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

@@ -100,25 +100,6 @@ type loopChild struct {
 	pid int
 }
 
-// lockedBuffer is a bytes.Buffer a child's output goroutine writes while the
-// benchmark reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // servingOn is the line serve prints to stderr once it listens (and the bare
 // child prints the same).
 var servingOn = regexp.MustCompile(`serving on (http://[0-9.:]+)`)
@@ -133,7 +114,7 @@ func startLoopChild(tb testing.TB, name string, cmd *exec.Cmd, skip bool) loopCh
 	if skip {
 		fail = tb.Skipf
 	}
-	out := &lockedBuffer{}
+	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		fail("start %s: %v", name, err)
@@ -162,7 +143,7 @@ func startLoopChild(tb testing.TB, name string, cmd *exec.Cmd, skip bool) loopCh
 // stopLoopChild sends SIGTERM to cmd (serve shuts down gracefully, writing its
 // record queue) and waits up to 15 s, then kills it. A child that never listened
 // (startLoopChild failed or skipped) is killed without a word.
-func stopLoopChild(tb testing.TB, name string, cmd *exec.Cmd, done chan error, out *lockedBuffer, listening bool) {
+func stopLoopChild(tb testing.TB, name string, cmd *exec.Cmd, done chan error, out *syncBuffer, listening bool) {
 	if !listening {
 		_ = cmd.Process.Kill()
 		<-done

@@ -240,21 +240,28 @@ const entryOverhead = int64(unsafe.Sizeof(bodyKey{})+unsafe.Sizeof(&list.Element
 func templateBytes(t *msgTemplate) int64 {
 	n := entryOverhead + int64(len(t.prompt)+len(t.patched)+len(t.hash))
 	if m := t.msg; m != nil {
-		n += int64(unsafe.Sizeof(*m)) + int64(len(m.Text))
-		n += int64(len(m.Calls)+len(m.Outputs)) * int64(unsafe.Sizeof(uintptr(0)))
-		for _, c := range m.Calls {
-			n += int64(unsafe.Sizeof(*c)) + int64(len(c.ID)+len(c.Name)+len(c.Args)+len(c.Path)+len(c.Content)+len(c.Command)+len(c.Summary))
-			n += stringsBytes(c.Paths)
-			for _, op := range c.Ops {
-				n += int64(unsafe.Sizeof(op)) + int64(len(op.Path)+len(op.Content))
-			}
+		n += messageBytes(m)
+	}
+	return n
+}
+
+// messageBytes is what a decoded message holds, as templateBytes counts it: its
+// struct, texts, calls and outputs with their strings and pointer slots, and its
+// outputs' paths twice (joinedFor's copy joined to a prefix, "messages.N." before
+// each, about 16 bytes).
+func messageBytes(m *Message) int64 {
+	n := int64(unsafe.Sizeof(*m)) + int64(len(m.Text))
+	n += int64(len(m.Calls)+len(m.Outputs)) * int64(unsafe.Sizeof(uintptr(0)))
+	for _, c := range m.Calls {
+		n += int64(unsafe.Sizeof(*c)) + int64(len(c.ID)+len(c.Name)+len(c.Args)+len(c.Path)+len(c.Content)+len(c.Command)+len(c.Summary))
+		n += stringsBytes(c.Paths)
+		for _, op := range c.Ops {
+			n += int64(unsafe.Sizeof(op)) + int64(len(op.Path)+len(op.Content))
 		}
-		for _, o := range m.Outputs {
-			n += int64(unsafe.Sizeof(*o)) + int64(len(o.Key)+len(o.CallID)+len(o.Text)+len(o.Hash)+len(o.elemPath))
-			// The paths, and their copy joined to a prefix (joinedFor: "messages.N."
-			// before each, about 16 bytes).
-			n += 2*stringsBytes(o.paths) + int64(len(o.paths))*16 + int64(unsafe.Sizeof([]string(nil)))
-		}
+	}
+	for _, o := range m.Outputs {
+		n += int64(unsafe.Sizeof(*o)) + int64(len(o.Key)+len(o.CallID)+len(o.Text)+len(o.Hash)+len(o.elemPath))
+		n += 2*stringsBytes(o.paths) + int64(len(o.paths))*16 + int64(unsafe.Sizeof([]string(nil)))
 	}
 	return n
 }

@@ -64,8 +64,8 @@ type bodyMemo struct {
 	// recycled is the session read from raw and given back (Session.Recycle), for
 	// the next read to take; nil when none.
 	recycled *recycled
-	// resumed counts the reads that took a recycled session (touchDue).
-	resumed int
+	// takes counts the reads that took a recycled session (touchDue).
+	takes int
 	// rw is the last rewrite of raw, or of a body whose messages it repeats up to
 	// the last stub (repeatRewrite); nil when none.
 	rw *memoRewrite
@@ -135,8 +135,8 @@ const touchEvery = 8
 // touchDue counts a read that took a recycled session from m (locked) and reports
 // whether it should look up the templates all the same (touchEvery).
 func (m *bodyMemo) touchDue() bool {
-	m.resumed++
-	return m.resumed%touchEvery == 0
+	m.takes++
+	return m.takes%touchEvery == 0
 }
 
 var memoSeed = maphash.MakeSeed()

@@ -493,6 +493,35 @@ func TestRecycle(t *testing.T) {
 	}
 }
 
+// A read that takes a recycled session looks the taken messages' templates up in
+// the cache only every touchEvery-th time, so the cache keeps counting them.
+func TestRecycleTouchesTemplates(t *testing.T) {
+	c := NewMessageCache(0)
+	var lookups []int64
+	for n := 2; n <= 2+2*touchEvery; n++ {
+		before := c.Stats()
+		s, err := Read("body", bodyHistory(n, nil), Options{Format: FormatAnthropic, Cache: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := c.Stats()
+		lookups = append(lookups, after.Hits+after.Misses-before.Hits-before.Misses)
+		s.Recycle()
+	}
+	for i, l := range lookups[1:] { // the first read took nothing
+		// The new turn and the message that lost its marker are looked up each time
+		// (3); the taken ones (the previous body's 2n-1 array messages less the one
+		// that lost its marker, n = i+3 turns now) every touchEvery-th read.
+		want := int64(3)
+		if (i+1)%touchEvery == 0 {
+			want += int64(2*(i+3) - 2)
+		}
+		if l != want {
+			t.Errorf("read %d: %d cache lookups; want %d", i+2, l, want)
+		}
+	}
+}
+
 // Reads and rewrites of the same conversations from several goroutines at once
 // (run with -race) read and rewrite as fresh reads do.
 func TestBodyMemoConcurrent(t *testing.T) {

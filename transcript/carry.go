@@ -165,28 +165,21 @@ func (b *builder) mark() {
 }
 
 // recycledBytes is what a recycled session holds, for its memory's bound: its
-// values and their texts (most texts are shared with the cache's templates and
-// counted there as well: an upper bound).
+// messages as the cache counts a template's (messageBytes), their slots in the
+// session's slices, and the carry's marks and map entries (mapEntryBytes each).
+// Most texts are shared with the cache's templates and counted there as well: an
+// upper bound.
 func recycledBytes(s *Session, cr *carry) int64 {
-	const (
-		msgSize  = int64(unsafe.Sizeof(Message{}) + unsafe.Sizeof(uintptr(0)))
-		callSize = int64(unsafe.Sizeof(ToolCall{}) + 2*unsafe.Sizeof(uintptr(0)))
-		outSize  = int64(unsafe.Sizeof(ToolOutput{}) + 2*unsafe.Sizeof(uintptr(0)))
-		mapSlot  = 64 // a map entry with its string key, as stringsBytes counts
-	)
-	n := int64(len(s.Task))
+	ptr := int64(unsafe.Sizeof(uintptr(0)))
+	n := int64(len(s.Task)) + int64(len(s.Messages)+len(s.Calls)+len(s.Orphans))*ptr + stringsBytes(s.Warnings)
 	for _, m := range s.Messages {
-		n += msgSize + int64(len(m.Text))
-		for _, c := range m.Calls {
-			n += callSize + int64(len(c.ID)+len(c.Name)+len(c.Args)+len(c.Path)+len(c.Content)+len(c.Command)+len(c.Summary)) +
-				stringsBytes(c.Paths) + int64(len(c.Ops))*int64(unsafe.Sizeof(FileOp{}))
-		}
-		for _, o := range m.Outputs {
-			n += outSize + int64(len(o.Key)+len(o.CallID)+len(o.Text)+len(o.Hash)) + 2*mapSlot
-		}
+		n += messageBytes(m)
 	}
-	if cr != nil {
-		n += int64(cap(cr.marks))*int64(unsafe.Sizeof(linkMark{})) + int64(len(cr.pending)+len(cr.seenIDs)+len(cr.outKeys))*mapSlot
-	}
-	return n
+	return n + int64(cap(cr.marks))*int64(unsafe.Sizeof(linkMark{})) + int64(len(cr.pending)+len(cr.seenIDs)+len(cr.outKeys))*mapEntryBytes
 }
+
+// mapEntryBytes is what one entry of the carry's maps is counted as: its string
+// key's header (16 bytes), a value of at most a slice header (24) and the slot's
+// control byte and padding in Go's swiss-table maps, rounded up to 64 (an
+// estimate; the keys' bytes are the calls' ids, counted with the calls).
+const mapEntryBytes = 64
