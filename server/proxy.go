@@ -114,7 +114,9 @@ func (s *Server) gemini(advise, pass http.Handler) http.HandlerFunc {
 func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		fail := func(code int, msg string) { writeAPIError(w, kind, code, errType(code), msg) }
-		body, buf, ok := s.readBody(w, r, fail)
+		hints := requestHints(r)
+		hints.prefix = s.prefixFeed(kind, r)
+		body, buf, ok := s.readBody(w, r, fail, hints.prefix)
 		if !ok {
 			return
 		}
@@ -136,7 +138,7 @@ func (s *Server) proxy(kind apiKind) http.HandlerFunc {
 			s.forward(w, r, kind, body, buf, note)
 			return
 		}
-		out, changed, err := s.adviseBody(r.Context(), kind, requestHints(r), plain, note)
+		out, changed, err := s.adviseBody(r.Context(), kind, hints, plain, note)
 		if changed && enc != nil {
 			encoded, eerr := enc.encode(bytes.Join(out, nil))
 			if eerr != nil {
@@ -222,8 +224,9 @@ func (e *badRequest) Error() string { return e.msg }
 // fail (413 over the limit, 400 otherwise, 408 for a body not sent in time) and
 // returns false. A body of known length is read into one buffer of exactly that
 // length from the body pool (readSized; buf holds it: release it when the request is
-// done, see bodypool.go); a chunked one grows a buffer as it comes (buf nil).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code int, msg string)) (body []byte, buf *bodyBuf, ok bool) {
+// done, see bodypool.go), each read handed to feed (may be nil); a chunked one grows
+// a buffer as it comes (buf nil).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code int, msg string), feed *transcript.PrefixFeed) (body []byte, buf *bodyBuf, ok bool) {
 	if r.ContentLength > s.maxBody {
 		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d bytes (--max-body)", r.ContentLength, s.maxBody))
 		return nil, nil, false
@@ -231,7 +234,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code
 	var err error
 	if r.ContentLength > 0 {
 		buf = s.bodies.get(r.ContentLength)
-		body, err = readSized(http.MaxBytesReader(w, r.Body, s.maxBody), buf.b)
+		body, err = readSized(http.MaxBytesReader(w, r.Body, s.maxBody), buf.b, feed)
 		if err != nil {
 			buf.release()
 			buf = nil
@@ -260,13 +263,24 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(code
 // then makes sure the body ends there. (bytes.Buffer.ReadFrom on a buffer grown to
 // the length needs room for the read that sees the end, so it allocated and copied a
 // second buffer of twice the size for every body: measured as 10% of a steady
-// 844 KB request's CPU.) A body shorter than body fails with io.ErrUnexpectedEOF, a
+// 844 KB request's CPU.) After each read feed (may be nil) compares what came with
+// the conversation's previous body, while the next bytes are on their way. A body
+// shorter than body fails with io.ErrUnexpectedEOF (io.EOF when it is empty), a
 // longer one with errBodyLength; on an error the bytes read so far are returned with
 // it.
-func readSized(r io.Reader, body []byte) ([]byte, error) {
-	got, err := io.ReadFull(r, body)
-	if err != nil {
-		return body[:got], err
+func readSized(r io.Reader, body []byte, feed *transcript.PrefixFeed) ([]byte, error) {
+	got := 0
+	for got < len(body) {
+		n, err := r.Read(body[got:])
+		if got += n; n > 0 {
+			feed.Add(body[:got])
+		}
+		switch {
+		case err == io.EOF && got < len(body) && got > 0:
+			return body[:got], io.ErrUnexpectedEOF
+		case err != nil && (err != io.EOF || got < len(body)):
+			return body[:got], err
+		}
 	}
 	var one [1]byte
 	switch extra, err := r.Read(one[:]); {
@@ -301,7 +315,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	}
 	defer done()
 	ctx = s.records.prefetchVersion(ctx, hints.session) // beside the read
-	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format(), Cache: s.msgCache})
+	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format(), Cache: s.msgCache, Prefix: hints.prefix})
 	if err != nil {
 		if at := jsonErrorAt(body); at != "" {
 			return nil, false, &badRequest{msg: at, json: true}
@@ -393,6 +407,19 @@ const maxRecallToolHeader = 128
 type hints struct {
 	session    string // X-Pruneadvisor-Session
 	recallTool string // X-Pruneadvisor-Recall-Tool
+	// prefix compared the body with the conversation's previous one as it was read
+	// (prefixFeed); nil when it did not.
+	prefix *transcript.PrefixFeed
+}
+
+// prefixFeed returns a feed of the message cache for r's body when the body memory
+// can use it: an Anthropic Messages body sent plain (a compressed body's bytes are
+// not the JSON the memory holds); nil otherwise.
+func (s *Server) prefixFeed(kind apiKind, r *http.Request) *transcript.PrefixFeed {
+	if kind != kindAnthropic || r.Header.Get("Content-Encoding") != "" {
+		return nil
+	}
+	return s.msgCache.NewPrefixFeed()
 }
 
 func requestHints(r *http.Request) hints {

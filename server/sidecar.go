@@ -60,7 +60,7 @@ var validate = sync.OnceValue(func() *validator.Validate {
 // validation naming the field, messages the reader cannot read) give 400; an advisor
 // failure gives 500 with the reason.
 func (s *Server) advise(w http.ResponseWriter, r *http.Request) {
-	body, buf, ok := s.readBody(w, r, func(code int, msg string) { writeError(w, code, "%s", msg) })
+	body, buf, ok := s.readBody(w, r, func(code int, msg string) { writeError(w, code, "%s", msg) }, nil)
 	if !ok {
 		return
 	}

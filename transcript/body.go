@@ -625,7 +625,7 @@ func scanMessages(data []byte, c *MessageCache, skip func([]byte, int) int) (sta
 // body in the cache's body memory (see bodymemo.go) and records this one there.
 func readAnthropicBody(name string, data []byte, opts Options) (*Session, bool) {
 	c := opts.Cache
-	sc, head, memo := scanAnthropicBody(data, c)
+	sc, head, memo := scanAnthropicBody(data, c, opts.Prefix)
 	if sc == nil {
 		return nil, false
 	}
@@ -646,12 +646,12 @@ func readAnthropicBody(name string, data []byte, opts Options) (*Session, bool) 
 // holds the conversation's previous body (sc.memo, locked, is then set), else by the
 // fast path's scan. memo reports whether the body can be remembered (under head);
 // sc is nil when the full path must read the body.
-func scanAnthropicBody(data []byte, c *MessageCache) (sc *bodyScan, head uint64, memo bool) {
+func scanAnthropicBody(data []byte, c *MessageCache, feed *PrefixFeed) (sc *bodyScan, head uint64, memo bool) {
 	var m *bodyMemo
 	p := 0
 	if c != nil {
 		if head, memo = anthropicHead(data); memo {
-			m, p = c.checkoutMemo(head, data)
+			m, p = c.checkoutMemo(head, data, feed)
 		}
 	}
 	if m != nil {

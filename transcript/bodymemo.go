@@ -201,8 +201,9 @@ func commonPrefix(a, b []byte) int {
 
 // checkoutMemo returns, locked, the memory of head's conversations with the
 // longest common prefix with data, and that prefix's length; nil when there is
-// none free. The caller gives it back with returnMemo.
-func (c *MessageCache) checkoutMemo(head uint64, data []byte) (*bodyMemo, int) {
+// none free. The comparison with a memory starts where feed (may be nil) left it.
+// The caller gives it back with returnMemo.
+func (c *MessageCache) checkoutMemo(head uint64, data []byte, feed *PrefixFeed) (*bodyMemo, int) {
 	c.mu.Lock()
 	cands := append([]*bodyMemo(nil), c.memos[head]...)
 	c.mu.Unlock()
@@ -212,7 +213,11 @@ func (c *MessageCache) checkoutMemo(head uint64, data []byte) (*bodyMemo, int) {
 		if !m.mu.TryLock() {
 			continue
 		}
-		if p := commonPrefix(m.raw, data); p > bestP {
+		p, final := feed.known(head, m)
+		if !final {
+			p += commonPrefix(m.raw[p:], data[p:])
+		}
+		if p > bestP {
 			if best != nil {
 				best.mu.Unlock()
 			}

@@ -20,7 +20,8 @@ func memoCheck(t *testing.T, c *MessageCache, prev, next []byte) *Session {
 
 // memoCheckMode is memoCheck; with recycle, prev's session is given back
 // (Session.Recycle) before next is read, so that next takes its messages from it
-// where it can (carry.go).
+// where it can (carry.go). A next of even length is read through a PrefixFeed
+// given it in one to five pieces (feedBody), as a proxy reads a body off a socket.
 func memoCheckMode(t *testing.T, c *MessageCache, prev, next []byte, recycle bool) *Session {
 	t.Helper()
 	if prev != nil {
@@ -30,7 +31,11 @@ func memoCheckMode(t *testing.T, c *MessageCache, prev, next []byte, recycle boo
 		}
 	}
 	want, wantErr := Read("body", next, Options{Format: FormatAnthropic})
-	got, err := Read("body", next, Options{Format: FormatAnthropic, Cache: c})
+	var feed *PrefixFeed
+	if len(next)%2 == 0 {
+		feed = feedBody(c, next, 1+len(next)/2%5)
+	}
+	got, err := Read("body", next, Options{Format: FormatAnthropic, Cache: c, Prefix: feed})
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 		t.Fatalf("error %v; read afresh %v", err, wantErr)
 	}
@@ -52,6 +57,16 @@ func memoCheckMode(t *testing.T, c *MessageCache, prev, next []byte, recycle boo
 		}
 	}
 	return got
+}
+
+// feedBody gives body to a new feed of c in n pieces of about equal length, as
+// the reads of a socket would.
+func feedBody(c *MessageCache, body []byte, n int) *PrefixFeed {
+	f := c.NewPrefixFeed()
+	for i := 1; i <= n; i++ {
+		f.Add(body[:len(body)*i/n])
+	}
+	return f
 }
 
 // resumed is how many messages of the body's messages array the session took from
@@ -229,7 +244,7 @@ func TestBodyMemoRealSessions(t *testing.T) {
 // the way a conversation grows.
 func bodyPrefixes(t *testing.T, body []byte, n int) [][]byte {
 	t.Helper()
-	sc, _, _ := scanAnthropicBody(body, nil)
+	sc, _, _ := scanAnthropicBody(body, nil, nil)
 	if sc == nil {
 		t.Fatal("the fast path declines the body")
 	}

@@ -24,6 +24,11 @@ type Options struct {
 	// they measured before from it. Other formats ignore it. The session read is the
 	// same with or without it.
 	Cache *MessageCache
+	// Prefix, when set, is the feed (of Cache) that compared this body with the
+	// cache's body memories while it was read (PrefixFeed); Read goes on from where
+	// it stopped. Anthropic request bodies only; the session read is the same with
+	// or without it.
+	Prefix *PrefixFeed
 }
 
 // reader is one format's reader.
