@@ -15,11 +15,12 @@ func TestMigrationDropsOutputsHash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		old := wantVersion[db.kind]
+		// The migration that drops the index, and those after it, are undone.
+		drops := map[backend]int{sqliteBackend: 8, postgresBackend: 3}[db.kind]
 		if _, err := db.w.ExecContext(ctx, `CREATE INDEX outputs_hash ON outputs(hash)`); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.w.ExecContext(ctx, `DELETE FROM schema_version WHERE version = $1`, old); err != nil {
+		if _, err := db.w.ExecContext(ctx, `DELETE FROM schema_version WHERE version >= $1`, drops); err != nil {
 			t.Fatal(err)
 		}
 		p := prune("s", "k", "the original, byte for byte: é\x00\n", "[pruned]")
@@ -34,8 +35,8 @@ func TestMigrationDropsOutputsHash(t *testing.T) {
 		}
 
 		db = openDB(t, dsn)
-		if v, err := db.SchemaVersion(ctx); err != nil || v != old {
-			t.Errorf("SchemaVersion = %d, %v; want %d", v, err, old)
+		if v, err := db.SchemaVersion(ctx); err != nil || v != wantVersion[db.kind] {
+			t.Errorf("SchemaVersion = %d, %v; want %d", v, err, wantVersion[db.kind])
 		}
 		if hasIndex(t, db, "outputs_hash") {
 			t.Error("outputs_hash still there after the migration")

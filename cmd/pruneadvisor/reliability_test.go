@@ -120,6 +120,12 @@ func (p *proc) wait(bound time.Duration) int {
 		<-p.done
 		return -1
 	}
+	return p.exitCode()
+}
+
+// exitCode is the exit code of the process, which has ended: 128 + the signal for
+// one killed by a signal, -2 when it could not be waited for.
+func (p *proc) exitCode() int {
 	if p.err == nil {
 		return 0
 	}
@@ -312,8 +318,10 @@ type badCase struct {
 	// gen makes the input at run time in dir and returns its path (large inputs and
 	// file-system tricks are not committed).
 	gen func(t *testing.T, dir string) string
-	// heavy cases are skipped under -short and get a longer bound.
+	// heavy cases are skipped under -short and are bounded by their work
+	// (workBound), against the same channel's on tenth, a tenth of gen's input.
 	heavy bool
+	tenth func(t *testing.T, dir string) string
 	// api is the wire shape for the HTTP routes: "anthropic" (POST /v1/messages) or
 	// "openai" (POST /v1/chat/completions). "" picks openai for openai-* files.
 	api string
@@ -332,7 +340,9 @@ type badCase struct {
 	inspect, advise, replay, sidecar, proxy want
 }
 
-// Bounds: no command may take longer on one input.
+// Wall bounds: no light case's command may take longer on one input (the heavy
+// cases are bounded by their work: workBound); heavyBound is other tests' for
+// commands on large inputs.
 const (
 	lightBound = 30 * time.Second
 	heavyBound = 120 * time.Second
@@ -661,19 +671,19 @@ func badCases() []badCase {
 			sidecar: invalidJSON("line 1, column 1600"), proxy: want{400, "invalid JSON at line 1, column 1517 (byte offset 1516): unexpected end of JSON input (in the body decoded from gzip)", ""}},
 
 		// Size, length and the file system, made at run time.
-		{name: "50MB-output", heavy: true, gen: genBigOutput, adviseArgs: []string{"--cutoff", "0.99"}, verify: recallBig,
+		{name: "50MB-output", heavy: true, gen: genBigOutput(50 << 20), tenth: genBigOutput(5 << 20), adviseArgs: []string{"--cutoff", "0.99"}, verify: recallBig,
 			inspect: want{0, "output tokens     19820805", ""},
 			advise:  want{0, "pruned               1                          score 1", ""},
 			replay:  want{0, "replayed  1 sessions", ""},
 			sidecar: want{413, "over the limit of 33554432 bytes (--max-body)", ""},
 			proxy:   want{413, "over the limit of 33554432 bytes (--max-body)", ""}},
-		{name: "100k-steps", heavy: true, gen: genLongSession,
+		{name: "100k-steps", heavy: true, gen: genLongSession(100_000), tenth: genLongSession(10_000),
 			inspect: want{0, "steps             100000  (200001 messages)", ""},
 			advise:  want{0, "(anthropic, 100000 steps)", ""},
 			replay:  want{0, "replayed  1 sessions  100000 steps", ""},
 			sidecar: want{200, `"step":100001`, ""},
 			proxy:   forwarded},
-		{name: "10000-sessions", heavy: true, gen: genManySessions,
+		{name: "10000-sessions", heavy: true, gen: genManySessions(10_000), tenth: genManySessions(1_000),
 			inspect: want{1, "is a directory", ""},
 			advise:  want{1, "is a directory", ""},
 			replay:  want{0, "replayed  10000 sessions", ""},
@@ -724,10 +734,6 @@ func TestBadInputs(t *testing.T) {
 				}
 				t.Parallel()
 			}
-			bound := lightBound
-			if c.heavy {
-				bound = heavyBound
-			}
 			dir := t.TempDir()
 			path := filepath.Join(bad, c.name)
 			if c.file != "" {
@@ -736,8 +742,14 @@ func TestBadInputs(t *testing.T) {
 			if c.gen != nil {
 				path = c.gen(t, dir)
 			}
+			tenth := ""
+			if c.heavy {
+				tenth = c.tenth(t, t.TempDir())
+			}
 			env := testEnv(t)
-			check := func(channel string, w want, got func() (int, string)) {
+			// check runs one channel on the input; a heavy case's first on the
+			// tenth of it, whose CPU time sets its workBound.
+			check := func(channel string, w want, light workBound, ratio int, got func(path, tag string, b workBound) ran) {
 				t.Run(channel, func(t *testing.T) {
 					if w.code == na.code {
 						t.Skip("does not apply")
@@ -745,12 +757,17 @@ func TestBadInputs(t *testing.T) {
 					if w.bug != "" {
 						t.Skip(w.bug)
 					}
-					start := time.Now()
-					code, out := got()
-					if code == -1 {
-						t.Fatalf("hung: no answer within %s", bound)
+					b := light
+					if c.heavy {
+						b = tenthBound(t, tenth, ratio, got)
 					}
-					t.Logf("exit/status %d in %.2fs:\n%s", code, time.Since(start).Seconds(), cutOut(out, 1500))
+					start := time.Now()
+					r := got(path, "", b)
+					if r.code == -1 {
+						t.Fatalf("%s (bound: %s); output:\n%s", r.why, b, cutOut(r.out, 1500))
+					}
+					code, out := r.code, r.out
+					t.Logf("exit/status %d in %.2fs, %s of CPU (bound: %s):\n%s", code, time.Since(start).Seconds(), r.cpu.Round(time.Millisecond), b, cutOut(out, 1500))
 					if code != w.code || !strings.Contains(squeeze(out), squeeze(w.text)) {
 						t.Errorf("got %d after %.1fs with:\n%s\nwant %d with %q", code, time.Since(start).Seconds(), cutOut(out, 3000), w.code, w.text)
 					}
@@ -761,25 +778,21 @@ func TestBadInputs(t *testing.T) {
 					}
 				})
 			}
-			check("inspect", c.inspect, func() (int, string) {
-				return runPA(t, bound, env, "inspect", path)
+			cli := workBound{wall: lightBound}
+			check("inspect", c.inspect, cli, commandCPURatio, func(path, _ string, b workBound) ran {
+				return startPA(t, "", env, "inspect", path).bounded(t, b)
 			})
-			check("advise", c.advise, func() (int, string) {
-				return runPA(t, bound, env, append([]string{"advise", path, "--db", filepath.Join(dir, "advise.db"),
-					"--scorer", "lexical", "--budget", "4000", "--plan=false"}, c.adviseArgs...)...)
+			check("advise", c.advise, cli, commandCPURatio, func(path, tag string, b workBound) ran {
+				return startPA(t, "", env, append([]string{"advise", path, "--db", filepath.Join(dir, "advise"+tag+".db"),
+					"--scorer", "lexical", "--budget", "4000", "--plan=false"}, c.adviseArgs...)...).bounded(t, b)
 			})
-			check("replay", c.replay, func() (int, string) {
-				p := startPA(t, "", env, "replay", path, "--db", filepath.Join(dir, "replay.db"),
+			check("replay", c.replay, cli, commandCPURatio, func(path, tag string, b workBound) ran {
+				p := startPA(t, "", env, "replay", path, "--db", filepath.Join(dir, "replay"+tag+".db"),
 					"--scorer", "lexical", "--progress", "log", "--workers", "1")
-				if c.during != nil {
+				if c.during != nil && tag == "" {
 					c.during(t, p, path)
 				}
-				code := p.wait(bound)
-				out := p.output()
-				if panicked.MatchString(out) {
-					t.Errorf("replay panicked:\n%s", cutOut(out, 4000))
-				}
-				return code, out
+				return p.bounded(t, b)
 			})
 			api := c.api
 			if api == "" {
@@ -788,36 +801,38 @@ func TestBadInputs(t *testing.T) {
 					api = "openai"
 				}
 			}
-			var body []byte
-			if c.sidecar.code != na.code || c.proxy.code != na.code {
-				if body, err = os.ReadFile(path); err != nil {
-					t.Fatal(err)
-				}
-			}
 			var header []string
 			encode := func(b []byte) []byte { return b }
 			if c.encoding != "" {
 				header = []string{"Content-Encoding", c.encoding}
 				encode = func(b []byte) []byte { return encodeBody(t, c.encoding, b) }
 			}
-			check("sidecar", c.sidecar, func() (int, string) {
-				return srv.post(t, "/v1/advise", encode(sidecarBody(c.name, api, body)), header...)
+			read := func(path string) []byte {
+				body, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return body
+			}
+			request := workBound{wall: httpClient.Timeout}
+			check("sidecar", c.sidecar, request, requestCPURatio, func(path, tag string, b workBound) ran {
+				return srv.postWork(t, "/v1/advise", encode(sidecarBody(c.name+tag, api, read(path))), b, header...)
 			})
-			check("proxy", c.proxy, func() (int, string) {
+			check("proxy", c.proxy, request, requestCPURatio, func(path, tag string, b workBound) ran {
 				route := "/v1/messages"
 				if api == "openai" {
 					route = "/v1/chat/completions"
 				}
-				sent := encode(body)
-				code, out := srv.post(t, route, sent, append(header, "X-Pruneadvisor-Session", "bad-"+c.name)...)
-				if got := gjson.Get(out, "upstream_sha256"); got.Exists() {
+				sent := encode(read(path))
+				r := srv.postWork(t, route, sent, b, append(header, "X-Pruneadvisor-Session", "bad-"+c.name+tag)...)
+				if got := gjson.Get(r.out, "upstream_sha256"); got.Exists() {
 					if got.String() == sha(sent) {
-						out += " [upstream: unchanged]"
+						r.out += " [upstream: unchanged]"
 					} else {
-						out += " [upstream: rewritten]"
+						r.out += " [upstream: rewritten]"
 					}
 				}
-				return code, out
+				return r
 			})
 			if c.verify != nil {
 				c.verify(t, filepath.Join(dir, "advise.db"))
@@ -899,31 +914,35 @@ func encodeBody(t *testing.T, coding string, b []byte) []byte {
 // listingRow is one line of a long log, about 80 bytes.
 const listingRow = "2026-11-02T10:00:00Z INFO request served path=/api/v1/items id=%07d status=200\n"
 
-// genBigOutput writes an Anthropic Messages request body whose first tool result is
-// one 50 MB output, followed by five small steps.
-func genBigOutput(t *testing.T, dir string) string {
-	big, _ := json.Marshal(bigText())
-	var b bytes.Buffer
-	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"Dump the log."},`)
-	b.WriteString(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_big","name":"Bash","input":{"command":"cat big.log"}}]},`)
-	b.WriteString(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_big","content":`)
-	b.Write(big)
-	b.WriteString(`}]}`)
-	for i := range 5 {
-		fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%d","name":"Bash","input":{"command":"echo %d"}}]}`, i, i)
-		fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":"%d"}]}`, i, i)
+// genBigOutput returns a generator of an Anthropic Messages request body whose
+// first tool result is one output of size bytes (bigText), followed by five small
+// steps.
+func genBigOutput(size int) func(t *testing.T, dir string) string {
+	return func(t *testing.T, dir string) string {
+		big, _ := json.Marshal(bigText(size))
+		var b bytes.Buffer
+		b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"Dump the log."},`)
+		b.WriteString(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_big","name":"Bash","input":{"command":"cat big.log"}}]},`)
+		b.WriteString(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_big","content":`)
+		b.Write(big)
+		b.WriteString(`}]}`)
+		for i := range 5 {
+			fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%d","name":"Bash","input":{"command":"echo %d"}}]}`, i, i)
+			fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":"%d"}]}`, i, i)
+		}
+		b.WriteString(`]}`)
+		return writeFile(t, filepath.Join(dir, "big.json"), b.Bytes())
 	}
-	b.WriteString(`]}`)
-	return writeFile(t, filepath.Join(dir, "big.json"), b.Bytes())
 }
 
-// bigText is the 50 MB output genBigOutput puts in its session.
-func bigText() string {
+// bigText is a log of size bytes: the 50 MB (50 << 20) output of the 50MB-output
+// case.
+func bigText(size int) string {
 	var text strings.Builder
-	for i := 0; text.Len() < 50<<20; i++ {
+	for i := 0; text.Len() < size; i++ {
 		fmt.Fprintf(&text, listingRow, i)
 	}
-	return text.String()[:50<<20]
+	return text.String()[:size]
 }
 
 // recallBig checks that `recall` gives the pruned 50 MB output back byte for byte.
@@ -936,7 +955,7 @@ func recallBig(t *testing.T, db string) {
 	if code := p.wait(heavyBound); code != 0 {
 		t.Fatalf("recall %s: exit %d: %s", rows[0][0], code, cutOut(p.stderr.String(), 2000))
 	}
-	if got, want := sha([]byte(p.stdout.String())), sha([]byte(bigText())); got != want {
+	if got, want := sha([]byte(p.stdout.String())), sha([]byte(bigText(50<<20))); got != want {
 		t.Errorf("recall gave %d bytes with SHA-256 %s; want the original's %d bytes, %s", p.stdout.b.Len(), got, 50<<20, want)
 	}
 }
@@ -981,33 +1000,37 @@ func querySQL(t testing.TB, db, q string, args ...any) [][]string {
 	return out
 }
 
-// genLongSession writes an Anthropic Messages request body of 100,000 steps, each
-// one small tool call and its result (about 20 MB).
-func genLongSession(t *testing.T, dir string) string {
-	var b bytes.Buffer
-	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"Count to 100000."}`)
-	for i := range 100000 {
-		fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"echo %d"}}]}`, i, i)
-		fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":"%d"}]}`, i, i)
+// genLongSession returns a generator of an Anthropic Messages request body of
+// steps steps, each one small tool call and its result (about 20 MB for 100,000).
+func genLongSession(steps int) func(t *testing.T, dir string) string {
+	return func(t *testing.T, dir string) string {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, `{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"Count to %d."}`, steps)
+		for i := range steps {
+			fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"echo %d"}}]}`, i, i)
+			fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":"%d"}]}`, i, i)
+		}
+		b.WriteString(`]}`)
+		return writeFile(t, filepath.Join(dir, "long.json"), b.Bytes())
 	}
-	b.WriteString(`]}`)
-	return writeFile(t, filepath.Join(dir, "long.json"), b.Bytes())
 }
 
-// genManySessions writes 10,000 two-message sessions in 100 folders.
-func genManySessions(t *testing.T, dir string) string {
-	root := filepath.Join(dir, "sessions")
-	for i := range 10000 {
-		sub := filepath.Join(root, fmt.Sprintf("d%02d", i%100))
-		if i < 100 {
-			if err := os.MkdirAll(sub, 0o755); err != nil {
-				t.Fatal(err)
+// genManySessions returns a generator of n two-message sessions in 100 folders.
+func genManySessions(n int) func(t *testing.T, dir string) string {
+	return func(t *testing.T, dir string) string {
+		root := filepath.Join(dir, "sessions")
+		for i := range n {
+			sub := filepath.Join(root, fmt.Sprintf("d%02d", i%100))
+			if i < 100 {
+				if err := os.MkdirAll(sub, 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
+			writeFile(t, filepath.Join(sub, fmt.Sprintf("s%05d.json", i)),
+				fmt.Appendf(nil, `[{"role":"user","content":"task %d"},{"role":"assistant","content":"done %d"}]`, i, i))
 		}
-		writeFile(t, filepath.Join(sub, fmt.Sprintf("s%05d.json", i)),
-			fmt.Appendf(nil, `[{"role":"user","content":"task %d"},{"role":"assistant","content":"done %d"}]`, i, i))
+		return root
 	}
-	return root
 }
 
 // genSymlinkLoop writes a folder holding one session and a link back to itself.
