@@ -204,27 +204,33 @@ func (c *tokenLRU) putLocked(k tokenKey, n int) {
 // compares the pieces with the engine's own.
 
 // countSplit counts the tokens of the valid UTF-8 text s piece by piece: the pieces
-// pieceCache holds from its lookups, the others from the tokenizer (and kept).
+// pieceCache holds from its lookups, the others from the tokenizer (and kept). The
+// pieces are cut with no lock held and looked up in batches under the cache's read
+// lock, so that the decoder goroutines (decodeNew) count at the same time: under
+// one lock held for the whole text they took turns.
 func countSplit(s string) int {
 	total := 0
-	var miss []string
-	pieceCache.mu.Lock()
+	var batch [splitBatch]pieceSpan
+	var rest []string
 	for i := 0; i < len(s); {
-		j := splitO200k(s, i)
-		if j == i {
-			i++ // DEL: no piece
-			continue
+		n := 0
+		for ; n < len(batch) && i < len(s); i++ {
+			j := splitO200k(s, i)
+			if j == i {
+				continue // DEL: no piece
+			}
+			batch[n] = pieceSpan{int32(i), int32(j)}
+			n++
+			i = j - 1
 		}
-		p := s[i:j]
-		i = j
-		n, ok := pieceCache.getLocked(p)
-		if !ok {
-			miss = append(miss, p)
-			continue
-		}
-		total += int(n)
+		var t int
+		t, rest = pieceCache.lookup(s, batch[:n], rest)
+		total += t
 	}
-	pieceCache.mu.Unlock()
+	if len(rest) == 0 {
+		return total
+	}
+	miss := pieceCache.settle(rest, &total)
 	if len(miss) > 0 && loadCodec() != nil {
 		return total + (len(strings.Join(miss, ""))+3)/4
 	}
@@ -237,6 +243,60 @@ func countSplit(s string) int {
 		pieceCache.put(p, int32(n))
 	}
 	return total
+}
+
+// splitBatch is how many pieces countSplit cuts before it looks them up at once.
+const splitBatch = 256
+
+// pieceSpan is a piece of countSplit's text: its byte offsets [start, end).
+type pieceSpan struct{ start, end int32 }
+
+// lookup adds up the counts of the pieces ps of s that c holds in its short table,
+// or (longer pieces) in its current generation, under the read lock, and returns
+// the sum t. The other pieces (not held there, or held in the current generation
+// but missing from the short table, which only the write lock fills) are appended
+// to rest, for settle.
+func (c *pieceLRU) lookup(s string, ps []pieceSpan, rest []string) (t int, _ []string) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, sp := range ps {
+		p := s[sp.start:sp.end]
+		switch {
+		case len(p) > pieceCacheMaxBytes:
+			rest = append(rest, p)
+		case len(p) <= 8:
+			k := packPiece(p)
+			if slot := c.shortSlot(k, len(p)); slot.key == k && int(slot.size) == len(p) {
+				t += int(slot.count)
+			} else {
+				rest = append(rest, p)
+			}
+		default:
+			if n, ok := c.cur[p]; ok {
+				t += int(n)
+			} else {
+				rest = append(rest, p)
+			}
+		}
+	}
+	return t, rest
+}
+
+// settle looks up the pieces lookup left (getLocked, which fills the short table
+// and promotes from the previous generation) under the write lock, adds the counts
+// it finds to *total, and returns the pieces still unknown, for the tokenizer.
+func (c *pieceLRU) settle(rest []string, total *int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	miss := rest[:0]
+	for _, p := range rest {
+		if n, ok := c.getLocked(p); ok {
+			*total += int(n)
+			continue
+		}
+		miss = append(miss, p)
+	}
+	return miss
 }
 
 // pieceCacheMaxBytes is the longest piece pieceCache keeps; longer ones (long words,
@@ -257,7 +317,7 @@ var pieceCache = &pieceLRU{cur: map[string]int32{}}
 // taking the slot over. The map lookups it saves were 60% of counting a text whose
 // pieces are all known. Safe for concurrent use.
 type pieceLRU struct {
-	mu        sync.Mutex
+	mu        sync.RWMutex
 	cur, prev map[string]int32
 	short     [1 << pieceShortBits]shortPiece
 }
@@ -289,7 +349,8 @@ func (c *pieceLRU) shortSlot(k uint64, size int) *shortPiece {
 	return &c.short[h>>(64-pieceShortBits)]
 }
 
-// getLocked looks p up (promoting it from the previous generation); c.mu is held.
+// getLocked looks p up (promoting it from the previous generation, and giving a
+// piece of at most 8 bytes its slot of the short table); c.mu is held for writing.
 func (c *pieceLRU) getLocked(p string) (int32, bool) {
 	if len(p) > pieceCacheMaxBytes {
 		return 0, false
