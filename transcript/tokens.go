@@ -205,36 +205,44 @@ func (c *tokenLRU) putLocked(k tokenKey, n int) {
 
 // countSplit counts the tokens of the valid UTF-8 text s piece by piece: the pieces
 // pieceCache holds from its lookups, the others from the tokenizer (and kept). The
-// pieces are cut with no lock held and looked up in batches under the cache's read
-// lock, so that the decoder goroutines (decodeNew) count at the same time: under
-// one lock held for the whole text they took turns.
+// lookups hold the cache's read lock only, so that the decoder goroutines
+// (decodeNew) count at the same time (under one exclusive lock they took turns);
+// what must change the cache (a short slot to fill, a piece to promote or to add)
+// waits until the text is split.
 func countSplit(s string) int {
 	total := 0
-	var batch [splitBatch]pieceSpan
+	var fill []pieceCount
 	var rest []string
+	pieceCache.mu.RLock()
 	for i := 0; i < len(s); {
-		n := 0
-		for ; n < len(batch) && i < len(s); i++ {
-			j := splitO200k(s, i)
-			if j == i {
-				continue // DEL: no piece
-			}
-			batch[n] = pieceSpan{int32(i), int32(j)}
-			n++
-			i = j - 1
+		j := splitO200k(s, i)
+		if j == i {
+			i++ // DEL: no piece
+			continue
 		}
-		var t int
-		t, rest = pieceCache.lookup(s, batch[:n], rest)
-		total += t
+		p := s[i:j]
+		i = j
+		n, where := pieceCache.lookup(p)
+		switch where {
+		case inShort:
+			total += int(n)
+		case inCurrent:
+			total += int(n)
+			if len(p) <= 8 {
+				fill = append(fill, pieceCount{p, n})
+			}
+		default:
+			rest = append(rest, p)
+		}
 	}
-	if len(rest) == 0 {
-		return total
+	pieceCache.mu.RUnlock()
+	if len(fill) > 0 || len(rest) > 0 {
+		rest = pieceCache.settle(fill, rest, &total)
 	}
-	miss := pieceCache.settle(rest, &total)
-	if len(miss) > 0 && loadCodec() != nil {
-		return total + (len(strings.Join(miss, ""))+3)/4
+	if len(rest) > 0 && loadCodec() != nil {
+		return total + (len(strings.Join(rest, ""))+3)/4
 	}
-	for _, p := range miss {
+	for _, p := range rest {
 		n, err := codec.Count(p)
 		if err != nil {
 			n = (len(p) + 3) / 4
@@ -245,49 +253,49 @@ func countSplit(s string) int {
 	return total
 }
 
-// splitBatch is how many pieces countSplit cuts before it looks them up at once.
-const splitBatch = 256
-
-// pieceSpan is a piece of countSplit's text: its byte offsets [start, end).
-type pieceSpan struct{ start, end int32 }
-
-// lookup adds up the counts of the pieces ps of s that c holds in its short table,
-// or (longer pieces) in its current generation, under the read lock, and returns
-// the sum t. The other pieces (not held there, or held in the current generation
-// but missing from the short table, which only the write lock fills) are appended
-// to rest, for settle.
-func (c *pieceLRU) lookup(s string, ps []pieceSpan, rest []string) (t int, _ []string) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, sp := range ps {
-		p := s[sp.start:sp.end]
-		switch {
-		case len(p) > pieceCacheMaxBytes:
-			rest = append(rest, p)
-		case len(p) <= 8:
-			k := packPiece(p)
-			if slot := c.shortSlot(k, len(p)); slot.key == k && int(slot.size) == len(p) {
-				t += int(slot.count)
-			} else {
-				rest = append(rest, p)
-			}
-		default:
-			if n, ok := c.cur[p]; ok {
-				t += int(n)
-			} else {
-				rest = append(rest, p)
-			}
-		}
-	}
-	return t, rest
+// pieceCount is a piece of countSplit's text and its count.
+type pieceCount struct {
+	piece string
+	count int32
 }
 
-// settle looks up the pieces lookup left (getLocked, which fills the short table
-// and promotes from the previous generation) under the write lock, adds the counts
-// it finds to *total, and returns the pieces still unknown, for the tokenizer.
-func (c *pieceLRU) settle(rest []string, total *int) []string {
+// Where lookup found a piece: its short slot, the current generation, or neither.
+const (
+	inNeither = iota
+	inShort
+	inCurrent
+)
+
+// lookup looks p up in the short table, then in the current generation; c.mu is
+// held for reading (so it fills no slot and promotes nothing: settle does).
+func (c *pieceLRU) lookup(p string) (int32, int) {
+	if len(p) > pieceCacheMaxBytes {
+		return 0, inNeither
+	}
+	if len(p) <= 8 {
+		k := packPiece(p)
+		if slot := c.shortSlot(k, len(p)); slot.key == k && int(slot.size) == len(p) {
+			return slot.count, inShort
+		}
+	}
+	if n, ok := c.cur[p]; ok {
+		return n, inCurrent
+	}
+	return 0, inNeither
+}
+
+// settle does what countSplit's lookups left, under the write lock: each piece of
+// fill (counted already) gets its short slot, and each piece of rest is looked up
+// again (getLocked: another goroutine may have added it, or it is in the previous
+// generation), its count added to *total. It returns the pieces still unknown,
+// for the tokenizer.
+func (c *pieceLRU) settle(fill []pieceCount, rest []string, total *int) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, f := range fill {
+		k := packPiece(f.piece)
+		*c.shortSlot(k, len(f.piece)) = shortPiece{key: k, count: f.count, size: uint8(len(f.piece))}
+	}
 	miss := rest[:0]
 	for _, p := range rest {
 		if n, ok := c.getLocked(p); ok {
