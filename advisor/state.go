@@ -29,6 +29,7 @@ type state struct {
 	loaded   bool                   // stubs, recalls and history read since the last reset
 	synced   bool                   // the store was read without error at this step
 	version  int64                  // SessionVersion at the last read
+	own      int64                  // stubs this process saved since that read (apply): the version moved by them
 	frozen   map[string]StubRecord  // stubs read from the store, by output key (for outputs not indexed yet)
 	recalls  int                    // recall events already applied
 	restored map[string][]AskRecord // asks of the stored history, by output key, until indexed
@@ -143,7 +144,7 @@ func newState(id string) *state {
 // The mutex, the session id, the last call time and the logged failure kinds
 // survive.
 func (st *state) clear() {
-	st.loaded, st.synced, st.version = false, false, 0
+	st.loaded, st.synced, st.version, st.own = false, false, 0, 0
 	st.frozen, st.recalls, st.restored, st.recalled = nil, 0, nil, nil
 	st.indexed, st.lastPrint, st.steps = 0, "", 0
 	st.outs, st.items, st.byKey, st.byRecall = nil, nil, map[string]*outState{}, map[string]*outState{}

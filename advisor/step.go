@@ -97,6 +97,9 @@ func (a *Advisor) begin(ctx context.Context, st *state, s *transcript.Session) (
 // last read mark their outputs, stubs applied by another process are adopted so every
 // process sends the same bytes, and stored asks restore scores and the back-off. On a
 // read error it sets plan.StorageError and st.synced = false: nothing new is pruned.
+// A version that moved by exactly the stubs this process saved since the last read
+// (st.own) moved by nobody else's writes: the version counts every stub and recall
+// once, so another process's write would move it further.
 func (a *Advisor) syncStore(ctx context.Context, st *state, sp *stepState) {
 	st.synced = false
 	fail := func(what string, err error) {
@@ -108,8 +111,8 @@ func (a *Advisor) syncStore(ctx context.Context, st *state, sp *stepState) {
 		fail("the session version", err)
 		return
 	}
-	if st.loaded && v == st.version {
-		st.synced = true
+	if st.loaded && v == st.version+st.own {
+		st.version, st.own, st.synced = v, 0, true
 		return
 	}
 	if !st.loaded {
@@ -131,7 +134,7 @@ func (a *Advisor) syncStore(ctx context.Context, st *state, sp *stepState) {
 		return
 	}
 	a.adopt(st, sp, stubs, evs)
-	st.loaded, st.synced, st.version = true, true, v
+	st.loaded, st.synced, st.version, st.own = true, true, v, 0
 }
 
 // restoreHistory keeps the stored asks until their outputs are indexed, and the time
@@ -588,11 +591,10 @@ func (a *Advisor) apply(ctx context.Context, st *state, sp *stepState, chosen []
 		sp.changes = append(sp.changes, a.record(st, o, sp.T))
 	}
 	sp.plan.Pruned = len(ready)
-	// Our own stubs moved the store's version by one each; when nobody else wrote
-	// meanwhile, the next step need not read the stubs back.
-	if v, err := a.Store.SessionVersion(ctx, st.id); err == nil && v == st.version+int64(len(ready)) {
-		st.version = v
-	}
+	// Our own stubs moved the store's version by one each: the next step's version
+	// read (syncStore) tells whether anybody else wrote too, so this step need not
+	// read it again.
+	st.own += int64(len(ready))
 	return true
 }
 

@@ -141,10 +141,11 @@ type versionAhead struct {
 // instead of querying, so the query (a read transaction, 0.15-0.25 ms) runs beside
 // reading the body into a session rather than after it. Any read of the version is
 // of some moment of the request: a stub another process saves after it is seen at
-// the next step, as one saved just after a later read would be; and the advisor
-// reads the version again, itself, before it applies stubs of its own
-// (advisor.Store.SessionVersion's second call in a step goes to the store). id ""
-// (no session header: the id comes from the body) prefetches nothing.
+// the next step, as one saved just after a later read would be; a stub of its own
+// that another process stored first fails the advisor's SavePrunes (first writer
+// wins), and the advisor then reads the stubs back itself (a second SessionVersion
+// call in a step goes to the store). id "" (no session header: the id comes from
+// the body) prefetches nothing.
 func (q *recordQueue) prefetchVersion(ctx context.Context, id string) context.Context {
 	if id == "" {
 		return ctx
