@@ -887,22 +887,47 @@ var elisions = []string{
 	"the output of your last command was too long",
 }
 
-// elisionAnchors[i] is the byte of elisions[i] hasElision looks for first: one
-// that is rare in tool output (a bracket, or a letter less common than the
-// marker's first), so that few places need a comparison.
-var elisionAnchors = func() []int {
-	rare := []byte{']', '<', '[', 'k', 'y', 'p', 'm', 'u'}
-	out := make([]int, len(elisions))
-	for i, e := range elisions {
-		for _, r := range rare {
-			if k := strings.IndexByte(e, r); k >= 0 {
-				out[i] = k
-				break
-			}
+// elisionMin is the length of the shortest elision marker: the window of
+// hasElision's scan.
+var elisionMin = func() int {
+	m := len(elisions[0])
+	for _, e := range elisions {
+		m = min(m, len(e))
+	}
+	return m
+}()
+
+// elisionShift is the scan's shift table (Wu and Manber, "A fast algorithm for
+// multi-pattern searching", TR-94-17, University of Arizona, 1994, with blocks of
+// two bytes): for the two bytes that end the window, ASCII letters lowered (a
+// block, foldBlock), how far the window may move on without passing the start of
+// a marker. For a block in no marker's first elisionMin bytes that is
+// elisionMin-1; 0 when it ends some marker's first elisionMin bytes, where the
+// markers are compared.
+var elisionShift = func() (t [1 << 16]uint8) {
+	m := elisionMin
+	for i := range t {
+		t[i] = uint8(m - 1)
+	}
+	for _, e := range elisions {
+		for q := 2; q <= m; q++ { // the block e[q-2:q] ends q bytes into the window
+			k := foldBlock(e[q-2], e[q-1])
+			t[k] = min(t[k], uint8(m-q))
 		}
 	}
-	return out
+	return t
 }()
+
+// foldBlock is the block of the bytes a, b: each lowered when an ASCII letter.
+func foldBlock(a, b byte) int { return int(lowerASCII(a))<<8 | int(lowerASCII(b)) }
+
+// lowerASCII lowers an ASCII upper-case letter, and returns any other byte as is.
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
 
 // VisibleRange returns the lines of a read the output text really shows, given the
 // range r the call asked for: a "Showing lines A-B of N" note (pi read and bash,
@@ -953,53 +978,30 @@ func hasElision(text string) bool {
 		}
 		return false
 	}
-	for i, e := range elisions {
-		if containsASCIIFold(text, e, elisionAnchors[i]) {
-			return true
-		}
-	}
-	return false
+	return hasElisionFold(text)
 }
 
-// containsASCIIFold reports whether text contains pat (ASCII lower case) with the
-// ASCII letters of text lowered. It jumps (IndexByte) to the next byte that is
-// pat[k] in either case and compares pat with the text around it, so the cost is one
-// pass plus a comparison where pat[k] occurs.
-func containsASCIIFold(text, pat string, k int) bool {
-	// the anchor of a match starting at j is at j+k; starts run over [0, n)
-	n := len(text) - len(pat) + 1
-	if n <= 0 {
-		return false
-	}
-	lo, up := pat[k], pat[k]
-	if 'a' <= lo && lo <= 'z' {
-		up = lo - 'a' + 'A'
-	}
-	next := func(j int, c byte) int { // the first start >= j whose anchor byte is c, n if none
-		if i := strings.IndexByte(text[j+k:n+k], c); i >= 0 {
-			return j + i
+// hasElisionFold reports whether text, with its ASCII letters lowered, contains one
+// of the elisions. A window of elisionMin bytes moves over text by the shift of
+// the block that ends it (elisionShift), and only where that is 0 are the markers
+// compared with the text from the window's start: one pass that looks at one block
+// in several bytes. The nine passes before, one per marker from a rarer anchor
+// byte, stopped at about one byte in ten of tool output ('u', 'm', 'p', 'y', 'k'
+// in both cases): 2.2 of the rules' 3.1 ms on a first request of 200,000 tokens.
+func hasElisionFold(text string) bool {
+	m := elisionMin
+	for end := m - 1; end < len(text); {
+		if s := elisionShift[foldBlock(text[end-1], text[end])]; s > 0 {
+			end += int(s)
+			continue
 		}
-		return n
-	}
-	pl, pu := -1, -1 // the next start at or after j with the anchor in each case
-	if lo == up {
-		pu = n
-	}
-	for j := 0; j < n; {
-		if pl < j {
-			pl = next(j, lo)
+		start := end - m + 1
+		for _, e := range elisions {
+			if start+len(e) <= len(text) && equalASCIIFold(text[start:start+len(e)], e) {
+				return true
+			}
 		}
-		if pu < j {
-			pu = next(j, up)
-		}
-		j = min(pl, pu)
-		if j >= n {
-			return false
-		}
-		if equalASCIIFold(text[j:j+len(pat)], pat) {
-			return true
-		}
-		j++
+		end++
 	}
 	return false
 }

@@ -51,8 +51,16 @@ var elisionCases = []string{
 }
 
 func TestHasElisionMatchesLowerCopy(t *testing.T) {
-	if elisionAnchors[0] != 20 || elisionAnchors[2] != 2 || elisionAnchors[8] != 14 {
-		t.Errorf("anchors %v: want ']' of the first marker, 'k' of tokens, 'y' of your", elisionAnchors)
+	// The shift table by hand: the markers' shortest is "[... omitted" (12 bytes);
+	// "ed" ends it; "om" ends "lines om" (4 bytes to the window's end), "s " ends
+	// "characters " (1 byte to go); "zq" is in no marker.
+	for _, c := range []struct {
+		block string
+		shift uint8
+	}{{"ed", 0}, {"ED", 0}, {"om", 4}, {"zq", 11}, {"s ", 1}} {
+		if got := elisionShift[foldBlock(c.block[0], c.block[1])]; elisionMin != 12 || got != c.shift {
+			t.Errorf("shift of %q = %d (window %d), want %d (window 12)", c.block, got, elisionMin, c.shift)
+		}
 	}
 	texts := append([]string(nil), elisionCases...)
 	files := sessionfiles.Sample("../../shared")
@@ -99,4 +107,31 @@ func FuzzHasElision(f *testing.F) {
 			t.Errorf("hasElision(%q) = %v, the lowered copy says %v", text, got, want)
 		}
 	})
+}
+
+// BenchmarkHasElision runs hasElision over the outputs of two real pi sessions that
+// hold no marker (so every text is scanned to its end), 1.3 MB in all.
+func BenchmarkHasElision(b *testing.B) {
+	var texts []string
+	n := 0
+	for _, f := range []string{"../../shared/sessions/pi/session.jsonl", "../../shared/sessions/pi/before-compaction.jsonl"} {
+		s, err := ReadFile(f, Options{Lenient: true})
+		if err != nil {
+			b.Skip(err)
+		}
+		for _, o := range s.Outputs() {
+			if !oldHasElision(o.Text) {
+				texts = append(texts, o.Text)
+				n += len(o.Text)
+			}
+		}
+	}
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		for _, t := range texts {
+			if hasElision(t) {
+				b.Fatal("found a marker the lowered copy does not hold")
+			}
+		}
+	}
 }
