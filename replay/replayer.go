@@ -212,6 +212,7 @@ func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Reco
 	if err != nil {
 		return nil, err
 	}
+	rec.Asks, rec.Decisions = store.asks, store.decisions
 	// The advisor's state is done with; its use history holds the session's
 	// later-use evidence but for the messages after the last step.
 	tr, err := adv.ForgetTracker(rec.ID)
@@ -221,9 +222,6 @@ func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Reco
 	if err := f.finish(tr); err != nil {
 		return nil, err
 	}
-	// Only now, with the advisor's state and its use history let go of, the asks
-	// and decisions are laid out as the record's slices.
-	rec.Asks, rec.Decisions = store.asks.flat(), store.decisionRecords(rec.ID)
 	rec.Finished = time.Now()
 	return rec, nil
 }
@@ -312,11 +310,11 @@ func (f *folder) step(p advisor.Plan, view []*transcript.Message) error {
 		return fmt.Errorf("replay %s: advisor planned step %d after %d steps", path, p.Step, len(f.steps))
 	}
 	if per := f.meter.perCard(); per > 0 {
-		for i := f.asked; i < f.store.asks.n; i++ {
-			f.store.asks.at(i).Tokens = per
+		for i := f.asked; i < len(f.store.asks); i++ {
+			f.store.asks[i].Tokens = per
 		}
 	}
-	f.asked = f.store.asks.n
+	f.asked = len(f.store.asks)
 	if f.onStep != nil {
 		f.onStep(path, p.Step)
 	}
@@ -540,85 +538,13 @@ func (m *meter) perCard() int {
 // decisions and stubs in memory, originals dropped (the session file holds them),
 // no recalls and no history. The stubs are a list in the order saved, not a map:
 // the advisor reads them back only when the session's version moved behind its
-// back (never in a replay), and a long session prunes some 10^5 outputs. The asks
-// and decisions are kept in blocks (a replay of 10^6 messages records 10^5 asks
-// and 5.5 x 10^5 decisions), the decisions without their session id, until the
-// replay lays them out as the record's slices (decisionRecords).
+// back (never in a replay), and a long session prunes some 10^5 outputs.
 type memStore struct {
 	mu        sync.Mutex
 	stubs     []advisor.StubRecord
 	version   int64 // stubs saved
-	asks      blocks[advisor.AskRecord]
-	decisions blocks[decision]
-}
-
-// decision is an advisor.DecisionRecord of the replayed session without its
-// session id (the record's), 88 bytes rather than 104.
-type decision struct {
-	key, reason, superseder string
-	decision                advisor.Decision
-	score                   float64
-	step, tokens            int
-}
-
-// blockLen is the number of records in one block of a memStore's list.
-const blockLen = 4096
-
-// blocks is a list that grows by blocks of blockLen records, never by copying
-// what it holds: a slice's append holds the old and the new array at once, which
-// for 5.5 x 10^5 decisions is 66 MB beside 82.
-type blocks[T any] struct {
-	b [][]T
-	n int // records held
-}
-
-// add appends v.
-func (l *blocks[T]) add(v T) {
-	if l.n%blockLen == 0 {
-		l.b = append(l.b, make([]T, 0, blockLen))
-	}
-	last := &l.b[len(l.b)-1]
-	*last = append(*last, v)
-	l.n++
-}
-
-// at returns the i-th record, 0 <= i < l.n.
-func (l *blocks[T]) at(i int) *T { return &l.b[i/blockLen][i%blockLen] }
-
-// flat returns every record in order in one slice (nil for none) and empties the
-// list, letting go of each block once copied.
-func (l *blocks[T]) flat() []T {
-	return flatMap(l, func(v T) T { return v })
-}
-
-// flatMap returns f of every record of l in order in one slice (nil for none) and
-// empties l, letting go of each block once mapped.
-func flatMap[T, U any](l *blocks[T], f func(T) U) []U {
-	if l.n == 0 {
-		return nil
-	}
-	out := make([]U, 0, l.n)
-	for i, b := range l.b {
-		for _, v := range b {
-			out = append(out, f(v))
-		}
-		l.b[i] = nil
-	}
-	*l = blocks[T]{}
-	return out
-}
-
-// decisionRecords returns the decisions recorded, in order, as the advisor gave
-// them (of session id), and empties the list.
-func (s *memStore) decisionRecords(id string) []advisor.DecisionRecord {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return flatMap(&s.decisions, func(d decision) advisor.DecisionRecord {
-		return advisor.DecisionRecord{
-			SessionID: id, OutputKey: d.key, Step: int(d.step), Decision: d.decision, Reason: d.reason,
-			Score: d.score, Superseder: d.superseder, Tokens: int(d.tokens),
-		}
-	})
+	asks      []advisor.AskRecord
+	decisions []advisor.DecisionRecord
 }
 
 var _ advisor.Store = (*memStore)(nil)
@@ -644,21 +570,14 @@ func (s *memStore) SavePrunes(_ context.Context, prunes []advisor.Prune) error {
 func (s *memStore) RecordAsks(_ context.Context, asks []advisor.AskRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, a := range asks {
-		s.asks.add(a)
-	}
+	s.asks = append(s.asks, asks...)
 	return nil
 }
 
 func (s *memStore) RecordDecisions(_ context.Context, ds []advisor.DecisionRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, d := range ds {
-		s.decisions.add(decision{
-			key: d.OutputKey, reason: d.Reason, superseder: d.Superseder, decision: d.Decision,
-			score: d.Score, step: d.Step, tokens: d.Tokens,
-		})
-	}
+	s.decisions = append(s.decisions, ds...)
 	return nil
 }
 
