@@ -38,16 +38,7 @@ func (s *served) send(t testing.TB, method, path, host string, body []byte, head
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err.Error()
-	}
-	return resp.StatusCode, string(b)
+	return doRequest(httpClient, req)
 }
 
 // adviseBody is a POST /v1/advise request for session over faultMessages.

@@ -238,16 +238,7 @@ func (s *served) post(t testing.TB, path string, body []byte, header ...string) 
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err.Error()
-	}
-	return resp.StatusCode, string(b)
+	return doRequest(httpClient, req)
 }
 
 // get fetches path and returns the status and body (0 and the error on failure).

@@ -203,8 +203,12 @@ func (s *served) postWork(t testing.TB, path string, body []byte, b workBound, h
 
 // send does req with no client timeout (the caller bounds it) and returns the
 // status and body, or 0 and the error.
-func send(req *http.Request) (int, string) {
-	resp, err := http.DefaultClient.Do(req)
+func send(req *http.Request) (int, string) { return doRequest(http.DefaultClient, req) }
+
+// doRequest does req through c and returns the status and the whole body, or 0
+// and the error's text.
+func doRequest(c *http.Client, req *http.Request) (int, string) {
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}
