@@ -309,6 +309,7 @@ func TestLoadMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	rss, _ := procStatus(pid, "VmRSS")
+	rssFile, _ := procStatus(pid, "RssFile") // file-backed pages (the binary, shared libraries)
 	metrics := scrape(t, base)
 
 	target, _ := url.Parse(up.URL)
@@ -318,9 +319,9 @@ func TestLoadMemory(t *testing.T) {
 
 	n := l.sessions * l.requests
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
-	t.Logf("%d sessions x %d requests (the last of %d turns), concurrency %d: proxy %.1f req/s, bare %.1f req/s; errors %d; peak RSS %d MiB, RSS at the end %d MiB",
+	t.Logf("%d sessions x %d requests (the last of %d turns), concurrency %d: proxy %.1f req/s, bare %.1f req/s; errors %d; peak RSS %d MiB, RSS at the end %d MiB (%d MiB of it file-backed)",
 		l.sessions, l.requests, l.turns, l.concurrency, float64(n)/proxied.wall.Seconds(), float64(n)/direct.wall.Seconds(),
-		proxied.errs, hwm>>20, rss>>20)
+		proxied.errs, hwm>>20, rss>>20, rssFile>>20)
 	t.Logf("ms          p50 proxy  p50 bare  p99 proxy  p99 bare")
 	for _, row := range []struct {
 		name string

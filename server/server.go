@@ -180,15 +180,17 @@ type Options struct {
 	// hashes and structs: transcript.MessageCache), the proxied request messages kept
 	// decoded from one request to the next (one cache shared by every session): a
 	// request whose history the proxy has seen costs reading its new messages, not
-	// the whole history. Zero means half of GoMemoryLimit(MaxMemory) (of
-	// DefaultMaxMemory when MaxMemory is zero: 160 MiB, the decoded history of about
-	// 190 sessions of 200,000 tokens); negative turns the cache off.
+	// the whole history. Zero means 3/8 of GoMemoryLimit(MaxMemory) (of
+	// DefaultMaxMemory when MaxMemory is zero: 120 MiB, the decoded history of about
+	// 140 sessions of 200,000 tokens; a half left the live heap so close to the limit
+	// that the collector's CPU cap let the heap pass it: docs/PERFORMANCE.md,
+	// "Staying under --max-memory, again"); negative turns the cache off.
 	MessageCacheBytes int64
 	// MaxMemory is the memory, in bytes, the process is meant to stay under: the
 	// serve command sets the Go runtime's soft memory limit to GoMemoryLimit of it
 	// (debug.SetMemoryLimit, serve --max-memory), so the collector works harder
 	// before the heap passes it; New itself changes no process-wide setting. Here it
-	// sizes the message cache: half of GoMemoryLimit(MaxMemory) (of
+	// sizes the message cache: 3/8 of GoMemoryLimit(MaxMemory) (of
 	// DefaultMaxMemory when zero) unless MessageCacheBytes is set.
 	MaxMemory int64
 	// SessionIdle is how long (on the wall clock, not Clock) a session's advisor
@@ -298,7 +300,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if cacheBytes := opts.MessageCacheBytes; cacheBytes >= 0 {
 		if cacheBytes == 0 {
-			cacheBytes = GoMemoryLimit(cmp.Or(opts.MaxMemory, DefaultMaxMemory)) / 2
+			cacheBytes = GoMemoryLimit(cmp.Or(opts.MaxMemory, DefaultMaxMemory)) * 3 / 8
 		}
 		s.msgCache = transcript.NewMessageCache(cacheBytes)
 	}

@@ -90,7 +90,7 @@ The usage every proxied response reports is recorded in the database's ledger
 	c.Flags().StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names besides loopback ones that requests may name when no --token is set (comma-separated; *.example.com for every name under it)")
 	c.Flags().Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	c.Flags().IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "sessions whose advisor state is kept in memory (least recently used idle ones are dropped; their stubs stay in the database)")
-	c.Flags().StringVar(&f.maxMemory, "max-memory", "384MiB", "memory the process stays under (e.g. 384MiB, 1GB): the Go runtime's soft limit is this less 64 MiB for SQLite's allocations outside the Go heap (GOMEMLIMIT wins when set and the flag is not given), half of that limit for the message cache")
+	c.Flags().StringVar(&f.maxMemory, "max-memory", "384MiB", "memory the process stays under (e.g. 384MiB, 1GB): the Go runtime's soft limit is this less 64 MiB for SQLite's allocations outside the Go heap (GOMEMLIMIT wins when set and the flag is not given), 3/8 of that limit for the message cache")
 	c.Flags().DurationVar(&f.sessionIdle, "session-idle", server.DefaultSessionIdle, "how long a session's advisor state stays in memory without a request (its stubs stay in the database)")
 	c.Flags().IntVar(&f.maxAdvising, "max-advising", 0, "requests advised at once, the others wait their turn within --advise-timeout (default: the number of CPUs)")
 	c.Flags().DurationVar(&f.adviseTimeout, "advise-timeout", server.DefaultAdviseTimeout, "longest time spent advising one request before forwarding it unchanged")
