@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
 	"math"
 	"slices"
 	"sort"
@@ -156,7 +157,7 @@ type TrackerStats struct {
 // when added, against an index of names, reads and commands built as messages
 // arrive; queries only read the index. Not safe for concurrent use.
 type Tracker struct {
-	names map[string]int32 // name -> index of its entry in infos
+	names map[uint64]int32 // nameKey(name) -> index of its entry in infos
 	infos []nameInfo
 	outs  []*outEvidence
 	byKey map[string]int
@@ -175,8 +176,21 @@ type Tracker struct {
 	stats    TrackerStats
 }
 
-// nameInfo is the index entry of one name (the name itself is only the key of
-// Tracker.names: 20 bytes a name here).
+// nameSeed seeds nameKey, once per process.
+var nameSeed = maphash.MakeSeed()
+
+// nameKey identifies a name in Tracker.names by its 64-bit maphash: the names
+// themselves are not kept. A map of every name a session has seen holds millions of
+// them at 10^6 messages, and a string key costs a slot of 24 bytes, a copy of the
+// name, and a second cache miss on the key's bytes for each lookup that finds it
+// (docs/PERFORMANCE.md, "Does a step's cost grow with the session?"); a uint64 key,
+// a slot of 16 bytes and none of that. Two names sharing a key would share an entry:
+// for n distinct names the odds are about n^2/2^65 (3 x 10^-6 for 10^7 names, 3 x
+// 10^-12 for the 10^4 of a long real session).
+func nameKey(name string) uint64 { return maphash.String(nameSeed, name) }
+
+// nameInfo is the index entry of one name (the name itself is not kept: nameKey;
+// 20 bytes a name here).
 type nameInfo struct {
 	owner int32 // 1 + index of the output the name is distinctive for; 0 = none
 	df    int32 // outputs whose text holds the name
@@ -213,7 +227,7 @@ type rawUse struct {
 // NewTracker returns an empty tracker for one session.
 func NewTracker() *Tracker {
 	return &Tracker{
-		names: map[string]int32{},
+		names: map[uint64]int32{},
 		byKey: map[string]int{},
 		reads: map[string][]int{},
 		cmds:  map[uint64]int{},
@@ -297,13 +311,12 @@ type visited struct {
 func (t *Tracker) scan(text string, args json.RawMessage, output, names bool, g *int32, f func(name string, e scrEntry, idx int32, info *nameInfo)) {
 	t.part++
 	visit := func(name string, group int32, prose bool) {
-		idx, ok := t.names[name]
+		k := nameKey(name)
+		idx, ok := t.names[k]
 		if !ok {
 			idx = int32(len(t.infos))
 			t.infos = append(t.infos, nameInfo{})
-			// A name may be a piece of the text: a copy, so the tracker does not
-			// keep the whole output alive.
-			t.names[strings.Clone(name)] = idx
+			t.names[k] = idx
 		}
 		info := &t.infos[idx]
 		if info.part == t.part {
