@@ -175,7 +175,7 @@ func TestSlowStreamOutlivesTimeouts(t *testing.T) {
 			got, err := io.ReadAll(resp.Body)
 			took := time.Since(start)
 			if err != nil {
-				t.Fatalf("stream cut after %s: %v (%d bytes: %q)", took, err, len(got), got)
+				t.Fatalf("stream cut after %s: %v (%d bytes: %q); the server's log:\n%s", took, err, len(got), got, env.log.String())
 			}
 			if n := strings.Count(string(got), "event: delta\n"); n != events || !strings.HasSuffix(string(got), "data: [DONE]\n\n") {
 				t.Errorf("got %d of %d events (done %v) in %s; the server's log:\n%s", n, events, strings.HasSuffix(string(got), "[DONE]\n\n"), took, env.log.String())
