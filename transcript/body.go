@@ -78,6 +78,7 @@ type MessageCache struct {
 	entries map[bodyKey]*list.Element // of *cacheEntry, in window or main
 	freq    *freqSketch
 	rand    uint64 // tieWins' state
+	max     int64  // the bound, in bytes (Stats)
 
 	hits, misses, rejected atomic.Int64
 
@@ -127,7 +128,7 @@ func NewMessageCache(maxBytes int64) *MessageCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMessageCacheBytes
 	}
-	c := &MessageCache{entries: map[bodyKey]*list.Element{}, freq: newFreqSketch(maxBytes), rand: 0x9e3779b97f4a7c15}
+	c := &MessageCache{entries: map[bodyKey]*list.Element{}, freq: newFreqSketch(maxBytes), rand: 0x9e3779b97f4a7c15, max: maxBytes}
 	room := max(maxBytes-c.freq.size(), 0)
 	c.memos, c.memoLRU, c.memoMax = map[uint64][]*bodyMemo{}, list.New(), int64(float64(room)*memoShare)
 	c.window = cacheSegment{list: list.New(), max: int64(float64(room) * windowShare)}
@@ -147,6 +148,9 @@ type MessageCacheStats struct {
 	// patched messages; at most memoShare of the bound).
 	Conversations int
 	MemoBytes     int64
+	// Max is the bound Bytes is kept under, in bytes (NewMessageCache's maxBytes,
+	// or DefaultMessageCacheBytes).
+	Max int64
 }
 
 // Stats returns the cache's counters.
@@ -156,7 +160,7 @@ func (c *MessageCache) Stats() MessageCacheStats {
 	return MessageCacheStats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Rejected: c.rejected.Load(),
 		Entries: len(c.entries), Bytes: c.window.bytes + c.main.bytes + c.freq.size() + c.memoBytes,
-		Conversations: c.memoLRU.Len(), MemoBytes: c.memoBytes,
+		Conversations: c.memoLRU.Len(), MemoBytes: c.memoBytes, Max: c.max,
 	}
 }
 
