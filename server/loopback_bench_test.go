@@ -57,7 +57,14 @@ type loopUpstream struct {
 	stubs map[string]int
 	last  map[string][]byte // with keep: each route's last body
 	keep  bool
+	// rate, when not 0, is the bytes per second the upstream reads a body at (a
+	// link of that speed between the proxy and the upstream: loopUplink).
+	rate float64
 }
+
+// loopUplink is the rate of steady-100mbit's upstream link in bytes per second:
+// 100 Mbit/s, an office's or a home's uplink (an 844 KB body takes 68 ms).
+const loopUplink = 100e6 / 8
 
 func newLoopUpstream(tb testing.TB) *loopUpstream {
 	u := &loopUpstream{seen: map[string]int{}, stubs: map[string]int{}, last: map[string][]byte{}}
@@ -69,7 +76,7 @@ func newLoopUpstream(tb testing.TB) *loopUpstream {
 func (u *loopUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.buf.Reset()
-	_, err := u.buf.ReadFrom(r.Body)
+	err := u.read(r.Body)
 	route := r.Header.Get(loopRouteHeader)
 	u.seen[route]++
 	u.stubs[route] = bytes.Count(u.buf.Bytes(), []byte("[pruned: "))
@@ -84,6 +91,28 @@ func (u *loopUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(loopReply)))
 	_, _ = io.WriteString(w, loopReply)
+}
+
+// read reads body into u.buf (u.mu held), at u.rate when it is set: 16 KiB at a
+// time, each read once the rate allows the bytes before it.
+func (u *loopUpstream) read(body io.Reader) error {
+	if u.rate == 0 {
+		_, err := u.buf.ReadFrom(body)
+		return err
+	}
+	start := time.Now()
+	var chunk [16 << 10]byte
+	for {
+		time.Sleep(time.Until(start.Add(time.Duration(float64(u.buf.Len()) / u.rate * float64(time.Second)))))
+		n, err := body.Read(chunk[:])
+		u.buf.Write(chunk[:n])
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // counts returns the requests route sent so far and the stubs in its last body.
@@ -538,6 +567,10 @@ const loopPerSession = 20
 //     stubs than in its previous request), rw-added-p50-ms and rw-added-p99-ms
 //     those less the bare proxy's percentiles over the same steps, plain-p50-ms and
 //     plain-p99-ms over the others.
+//   - steady-100mbit: steady with the upstream reading each body at 100 Mbit/s
+//     (loopUplink), as over a real link to the provider: the bare proxy and the
+//     direct route send the whole body at that rate, serve its advised body, with
+//     its stubs in (about 60% of the bytes).
 //   - resent: a steady step sent to serve untimed, then the identical body again,
 //     timed on all three routes (a client retrying a request).
 //   - pi-cold and pi-steady: cold and steady on bodies built from a real pi session
@@ -560,6 +593,11 @@ func BenchmarkLoopback200k(b *testing.B) {
 	b.Run("steady", func(b *testing.B) { benchLoopSteady(b, env.harness(b, cut...), newBigSession) })
 	b.Run("steady-rewrites", func(b *testing.B) {
 		benchLoopSteady(b, env.harness(b, append(cut, "--price-forced=false")...), rereadSession)
+	})
+	b.Run("steady-100mbit", func(b *testing.B) {
+		env.up.rate = loopUplink
+		defer func() { env.up.rate = 0 }()
+		benchLoopSteady(b, env.harness(b, cut...), newBigSession)
 	})
 	b.Run("resent", func(b *testing.B) { benchLoopResent(b, env.harness(b, cut...)) })
 	b.Run("pi-cold", func(b *testing.B) { benchLoopPiCold(b, env) })
