@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,5 +58,94 @@ func TestBatchQueueMark(t *testing.T) {
 	}
 	if err := q.writtenUpTo(short(), q.mark()); err != nil {
 		t.Errorf("writtenUpTo(now) when idle = %v; want nil", err)
+	}
+}
+
+// writerAlive reports whether q's writer goroutine runs (writing or lingering).
+func writerAlive[T any](q *batchQueue[T]) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.alive
+}
+
+// waitWriterEnd waits up to 5 seconds for q's writer to end and says whether it did.
+func waitWriterEnd[T any](q *batchQueue[T]) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if !writerAlive(q) {
+			return true
+		}
+	}
+	return false
+}
+
+// The writer stays after its queue empties (flush returns: it is idle, not gone),
+// writes what comes meanwhile, ends once the linger passes with nothing queued, and
+// starts again for the next add.
+func TestBatchQueueLinger(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	q := newBatchQueue(10, func(batch []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, batch...)
+	})
+	q.linger = 200 * time.Millisecond
+	ctx := context.Background()
+	q.add(nil, "a")
+	if err := q.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !writerAlive(q) {
+		t.Fatal("writer ended as soon as its queue emptied; want it lingering")
+	}
+	q.add(nil, "b") // taken by the lingering writer
+	if err := q.writtenUpTo(ctx, q.mark()); err != nil {
+		t.Fatal(err)
+	}
+	if !waitWriterEnd(q) {
+		t.Fatalf("writer still running 5 s after its queue emptied (linger %v)", q.linger)
+	}
+	q.add(nil, "c")
+	if err := q.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if d := cmp.Diff([]string{"a", "b", "c"}, got); d != "" {
+		t.Errorf("written (-want +got):\n%s", d)
+	}
+}
+
+// stop ends a lingering writer at once; an add after it is still written, by a
+// writer that ends when it is done.
+func TestBatchQueueStop(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	q := newBatchQueue(10, func(batch []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, batch...)
+	})
+	q.linger = time.Hour
+	ctx := context.Background()
+	q.add(nil, "a")
+	if err := q.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q.stop()
+	if !waitWriterEnd(q) {
+		t.Fatal("writer still lingering 5 s after stop")
+	}
+	q.add(nil, "b")
+	if err := q.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !waitWriterEnd(q) {
+		t.Fatal("writer started after stop still running 5 s after its write")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if d := cmp.Diff([]string{"a", "b"}, got); d != "" {
+		t.Errorf("written (-want +got):\n%s", d)
 	}
 }
