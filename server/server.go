@@ -229,7 +229,9 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Transport forwards requests upstream. Default: a clone of
 	// http.DefaultTransport with compression handling off (Accept-Encoding and
-	// compressed bodies pass through untouched) and 256 idle connections per host.
+	// compressed bodies pass through untouched), 256 idle connections per host, and
+	// TCP connections that write an advised body's parts in one writev
+	// (upstreamconn.go).
 	Transport http.RoundTripper
 	// Clock is the advisors' clock for the cache-TTL rule. Default time.Now.
 	Clock func() time.Time
@@ -253,6 +255,7 @@ type Server struct {
 	registry      *prometheus.Registry
 	metrics       *metrics
 	transport     http.RoundTripper
+	dialer        *bodyDialer            // the default transport's; nil with Options.Transport
 	forwarder     *httputil.ReverseProxy // every proxied request goes upstream through it (forward.go)
 	sessions      *sessionTable
 	advising      chan struct{}            // a slot per request being advised (Options.MaxAdvising)
@@ -322,6 +325,8 @@ func New(opts Options) (*Server, error) {
 		t.DisableCompression = true
 		t.MaxIdleConns = 1024
 		t.MaxIdleConnsPerHost = 256
+		s.dialer = newBodyDialer()
+		t.DialContext = s.dialer.DialContext
 		s.transport = t
 	}
 	for kind, raw := range map[apiKind]string{kindOpenAI: opts.OpenAIUpstream, kindAnthropic: opts.AnthropicUpstream, kindGemini: opts.GeminiUpstream} {
@@ -579,6 +584,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		fctx, cancel := context.WithTimeout(context.Background(), s.shutdown)
 		defer cancel()
 		_ = s.Flush(fctx)
+		s.stopWriters()
 		return err
 	case <-ctx.Done():
 	}
@@ -593,7 +599,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.Flush(sctx); err != nil {
 		s.log.Warn("shutdown: asks, decisions and ledger entries not all written", "err", err)
 	}
+	s.stopWriters()
 	return nil
+}
+
+// stopWriters ends the record queue's and the ledger's writer goroutines once they
+// are idle (batchQueue.stop); a write queued later still happens.
+func (s *Server) stopWriters() {
+	s.records.stop()
+	s.ledger.queue.stop()
 }
 
 // Flush waits until the asks and decisions the advisors recorded so far are in the
