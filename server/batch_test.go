@@ -61,6 +61,23 @@ func TestBatchQueueMark(t *testing.T) {
 	}
 }
 
+// recordingQueue returns a queue of at most 10 items whose writer keeps what it
+// writes, and the function that returns it so far.
+func recordingQueue() (*batchQueue[string], func() []string) {
+	var mu sync.Mutex
+	var got []string
+	q := newBatchQueue(10, func(batch []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, batch...)
+	})
+	return q, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
 // writerAlive reports whether q's writer goroutine runs (writing or lingering).
 func writerAlive[T any](q *batchQueue[T]) bool {
 	q.mu.Lock()
@@ -82,13 +99,7 @@ func waitWriterEnd[T any](q *batchQueue[T]) bool {
 // writes what comes meanwhile, ends once the linger passes with nothing queued, and
 // starts again for the next add.
 func TestBatchQueueLinger(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	q := newBatchQueue(10, func(batch []string) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, batch...)
-	})
+	q, written := recordingQueue()
 	q.linger = 200 * time.Millisecond
 	ctx := context.Background()
 	q.add(nil, "a")
@@ -109,9 +120,7 @@ func TestBatchQueueLinger(t *testing.T) {
 	if err := q.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if d := cmp.Diff([]string{"a", "b", "c"}, got); d != "" {
+	if d := cmp.Diff([]string{"a", "b", "c"}, written()); d != "" {
 		t.Errorf("written (-want +got):\n%s", d)
 	}
 }
@@ -119,13 +128,7 @@ func TestBatchQueueLinger(t *testing.T) {
 // stop ends a lingering writer at once; an add after it is still written, by a
 // writer that ends when it is done.
 func TestBatchQueueStop(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	q := newBatchQueue(10, func(batch []string) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, batch...)
-	})
+	q, written := recordingQueue()
 	q.linger = time.Hour
 	ctx := context.Background()
 	q.add(nil, "a")
@@ -143,9 +146,7 @@ func TestBatchQueueStop(t *testing.T) {
 	if !waitWriterEnd(q) {
 		t.Fatal("writer started after stop still running 5 s after its write")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if d := cmp.Diff([]string{"a", "b"}, got); d != "" {
+	if d := cmp.Diff([]string{"a", "b"}, written()); d != "" {
 		t.Errorf("written (-want +got):\n%s", d)
 	}
 }
