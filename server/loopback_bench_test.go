@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +61,9 @@ type loopUpstream struct {
 	// rate, when not 0, is the bytes per second the upstream reads a body at (a
 	// link of that speed between the proxy and the upstream: loopUplink).
 	rate float64
+	// h2 makes the upstream refuse (505) a request that is not HTTP/2: the TLS
+	// upstream's check that every route speaks it.
+	h2 bool
 }
 
 // loopUplink is the rate of steady-100mbit's upstream link in bytes per second:
@@ -73,7 +77,29 @@ func newLoopUpstream(tb testing.TB) *loopUpstream {
 	return u
 }
 
+// newLoopUpstreamTLS is newLoopUpstream over TLS with HTTP/2, as a provider's API
+// is reached: httptest's certificate for 127.0.0.1, written to a PEM file whose
+// path it returns, for the proxies' SSL_CERT_FILE (crypto/x509 reads it for the
+// system roots on Linux).
+func newLoopUpstreamTLS(tb testing.TB) (*loopUpstream, string) {
+	u := &loopUpstream{seen: map[string]int{}, stubs: map[string]int{}, last: map[string][]byte{}}
+	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(u.serve))
+	u.EnableHTTP2, u.h2 = true, true
+	u.StartTLS()
+	tb.Cleanup(u.Close)
+	certFile := filepath.Join(tb.TempDir(), "upstream.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: u.Certificate().Raw})
+	if err := os.WriteFile(certFile, pemBytes, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return u, certFile
+}
+
 func (u *loopUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	if u.h2 && r.ProtoMajor != 2 {
+		http.Error(w, "HTTP/2 only, got "+r.Proto, http.StatusHTTPVersionNotSupported)
+		return
+	}
 	u.mu.Lock()
 	u.buf.Reset()
 	err := u.read(r.Body)
@@ -231,9 +257,9 @@ func TestLoopbackBareChild(t *testing.T) {
 
 // startBareChild starts TestLoopbackBareChild in a process of its own, forwarding
 // to upstream.
-func startBareChild(tb testing.TB, upstream string, skip bool) loopChild {
+func startBareChild(tb testing.TB, upstream string, skip bool, env ...string) loopChild {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLoopbackBareChild$", "-test.timeout=0")
-	cmd.Env = append(os.Environ(), "PRUNEADVISOR_LOOPBACK_BARE="+upstream)
+	cmd.Env = append(append(os.Environ(), "PRUNEADVISOR_LOOPBACK_BARE="+upstream), env...)
 	return startLoopChild(tb, "bare proxy", cmd, skip)
 }
 
@@ -286,12 +312,12 @@ const loopCutoff = "0.035"
 // startServeChild starts `pruneadvisor serve --scorer lexical` on a new SQLite store in a temporary folder, forwarding Anthropic requests to
 // upstream, with serve's defaults otherwise (its --max-memory, record queue and
 // configuration) and the extra flags given.
-func startServeChild(b *testing.B, bin, upstream string, extra ...string) loopChild {
+func startServeChild(b *testing.B, bin, upstream string, env []string, extra ...string) loopChild {
 	dir := b.TempDir()
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "pa.db"),
 		"--scorer", "lexical", "--anthropic-upstream", upstream}, extra...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CACHE_HOME="+dir)
+	cmd.Env = append(append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CACHE_HOME="+dir), env...)
 	return startLoopChild(b, "serve", cmd, true)
 }
 
@@ -387,6 +413,10 @@ type loopHarness struct {
 
 func newLoopHarness(tb testing.TB, up *loopUpstream, bare, serve loopChild) *loopHarness {
 	tr := &http.Transport{MaxIdleConnsPerHost: 2, DisableCompression: true, IdleConnTimeout: 5 * time.Minute}
+	if up.TLS != nil { // the direct route: the upstream's certificate, HTTP/2 as the proxies use
+		tr.TLSClientConfig = up.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+		tr.ForceAttemptHTTP2 = true
+	}
 	tb.Cleanup(tr.CloseIdleConnections)
 	h := &loopHarness{client: &http.Client{Transport: tr, Timeout: 2 * time.Minute}, up: up, bare: bare, serve: serve}
 	h.bareCPU.pid, h.serveCPU.pid = bare.pid, serve.pid
@@ -518,14 +548,15 @@ func reportAddedAs(b *testing.B, prefix string, lat, bare []time.Duration) {
 type loopEnv struct {
 	bin string
 	up  *loopUpstream
+	env []string // the proxies' extra environment (SSL_CERT_FILE for a TLS upstream)
 }
 
 // harness starts a bare proxy process and a serve process (with the extra serve
 // flags) for one run of a sub-benchmark, and warms them up.
 func (e *loopEnv) harness(b *testing.B, extra ...string) *loopHarness {
 	b.StopTimer()
-	bare := startBareChild(b, e.up.URL, true)
-	serve := startServeChild(b, e.bin, e.up.URL, extra...)
+	bare := startBareChild(b, e.up.URL, true, e.env...)
+	serve := startServeChild(b, e.bin, e.up.URL, e.env, extra...)
 	h := newLoopHarness(b, e.up, bare, serve)
 	h.warm(b, int(coldSessions.Add(1)))
 	return h
@@ -573,6 +604,10 @@ const loopPerSession = 20
 //     its stubs in (about 60% of the bytes).
 //   - resent: a steady step sent to serve untimed, then the identical body again,
 //     timed on all three routes (a client retrying a request).
+//   - steady-tls: steady with the upstream over TLS and HTTP/2 (newLoopUpstreamTLS),
+//     as a provider's API is reached; both proxies and the direct route speak h2 to
+//     it, and the proxies trust its certificate through SSL_CERT_FILE. serve's
+//     body then goes through TLS records and HTTP/2 frames, not bodyConn's writev.
 //   - pi-cold and pi-steady: cold and steady on bodies built from a real pi session
 //     (piSession: the messages of piSessionFile as an Anthropic history, each
 //     session's tool results marked with its number; the first body is its first
@@ -602,6 +637,11 @@ func BenchmarkLoopback200k(b *testing.B) {
 	b.Run("resent", func(b *testing.B) { benchLoopResent(b, env.harness(b, cut...)) })
 	b.Run("pi-cold", func(b *testing.B) { benchLoopPiCold(b, env) })
 	b.Run("pi-steady", func(b *testing.B) { benchLoopPiSteady(b, env) })
+	b.Run("steady-tls", func(b *testing.B) {
+		up, certFile := newLoopUpstreamTLS(b)
+		tenv := &loopEnv{bin: env.bin, up: up, env: []string{"SSL_CERT_FILE=" + certFile}}
+		benchLoopSteady(b, tenv.harness(b, cut...), newBigSession)
+	})
 }
 
 // benchLoopCold is BenchmarkLoopback200k/cold on h.
