@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -271,22 +272,28 @@ var hopHeaders = append([]string{
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }, ownHeaders...)
 
+// hopSet is hopHeaders as a set, made once.
+var hopSet = func() map[string]bool {
+	m := make(map[string]bool, len(hopHeaders))
+	for _, h := range hopHeaders {
+		m[h] = true
+	}
+	return m
+}()
+
 // copyHeader copies src into dst without hop-by-hop headers (including those the
 // Connection header names).
 func copyHeader(dst, src http.Header) {
-	drop := map[string]bool{}
-	for _, h := range hopHeaders {
-		drop[h] = true
-	}
+	var named []string // the headers Connection names, canonical
 	for _, v := range src.Values("Connection") {
 		for _, f := range strings.Split(v, ",") {
 			if f = strings.TrimSpace(f); f != "" {
-				drop[textproto.CanonicalMIMEHeaderKey(f)] = true
+				named = append(named, textproto.CanonicalMIMEHeaderKey(f))
 			}
 		}
 	}
 	for k, vs := range src {
-		if drop[k] {
+		if hopSet[k] || slices.Contains(named, k) {
 			continue
 		}
 		dst[k] = append([]string(nil), vs...)
