@@ -48,8 +48,14 @@ type recordSet struct {
 func newRecordQueue(store Store, log *slog.Logger) (advisor.Store, *recordQueue) {
 	q := &recordQueue{Store: store}
 	q.batchQueue = newBatchQueue(maxQueuedRecordSets, func(sets []recordSet) {
-		var all recordSet
-		for _, s := range sets {
+		if len(sets) == 0 {
+			return
+		}
+		// The sets are the queue's own (collect and the Record methods copy), so the
+		// first takes the others' records: a round of one set (a sequential
+		// client's) is written without a copy.
+		all := sets[0]
+		for _, s := range sets[1:] {
 			all.asks = append(all.asks, s.asks...)
 			all.decisions = append(all.decisions, s.decisions...)
 			all.steps = append(all.steps, s.steps...)
