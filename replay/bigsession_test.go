@@ -16,6 +16,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
+	"github.com/pruneadvisor/pruneadvisor/internal/memtest"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -129,7 +130,7 @@ func TestReplayBigSession(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "big.jsonl")
 	writeBigFile(t, path, n)
 	transcript.CountTokens("warm") // the o200k vocabulary is not the session's
-	base := liveHeap()
+	base := memtest.LiveHeap()
 	start := time.Now()
 	src, err := Load(path, false)
 	if err != nil {
@@ -152,13 +153,13 @@ func TestReplayBigSession(t *testing.T) {
 	hp := os.Getenv("PRUNEADVISOR_BIG_HEAPPROFILE")
 	tenth := max(steps/10, 1)
 	marks := map[int]time.Time{}
-	var live uint64
+	var live int64
 	r.OnStep = func(_ string, step int) {
 		if step == tenth || step == 2*tenth || step == steps-tenth || step == steps {
 			marks[step] = time.Now()
 		}
 		if step == steps-1 {
-			live = liveHeap()
+			live = memtest.LiveHeap()
 			if hp != "" {
 				writeHeapProfile(t, hp)
 			}
@@ -207,14 +208,6 @@ func TestReplayBigSession(t *testing.T) {
 // shrank (H22), 2,420 before the advisor shed card templates and the replay let go
 // of the messages it no longer needed.
 const maxLiveBytesPerMessage = 1_450
-
-// liveHeap returns the bytes of live heap objects after a collection.
-func liveHeap() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
 
 // writeHeapProfile writes the live heap to path.
 func writeHeapProfile(t *testing.T, path string) {

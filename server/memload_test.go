@@ -27,6 +27,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
+	"github.com/pruneadvisor/pruneadvisor/internal/memtest"
 	"github.com/pruneadvisor/pruneadvisor/server"
 	"github.com/pruneadvisor/pruneadvisor/storage"
 )
@@ -353,15 +354,6 @@ func tail(s string, n int) string {
 	return s
 }
 
-// liveHeap is the live heap after full collections, in bytes.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
-}
-
 // What the proxy keeps of a session between requests, the message cache off, is
 // the advisors' bookkeeping, not the outputs' texts: eight 200k-token sessions
 // (bigSession, 80 turns, 844 KB each) leave under 0.5 of their bodies' size on the
@@ -373,14 +365,14 @@ func TestProxyKeepsNoTexts(t *testing.T) {
 		AnthropicUpstream: "http://upstream.invalid", Transport: &discardTransport{}, MessageCacheBytes: -1})
 	h := env.srv.Handler()
 	send(t, h, "warm", (&bigSession{s: 40000}).body(20)) // the tokenizer's tables
-	base := liveHeap()
+	base := memtest.LiveHeap()
 	total := 0
 	for s := range 8 {
 		body := (&bigSession{s: 40001 + s}).body(bigTurns)
 		total += len(body)
 		send(t, h, fmt.Sprint("keep-", s), body)
 	}
-	held := liveHeap() - base
+	held := memtest.LiveHeap() - base
 	runtime.KeepAlive(env)
 	t.Logf("%d sessions of %d bytes: %d bytes held (%.2f of the bodies)", 8, total/8, held, float64(held)/float64(total))
 	// 0.40 measured (the sessions' indexes: card terms, names, rules).

@@ -3,16 +3,9 @@ package transcript
 import (
 	"runtime"
 	"testing"
-)
 
-// heapInUse is the live heap after a full collection, in bytes.
-func heapInUse() int64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
-}
+	"github.com/pruneadvisor/pruneadvisor/internal/memtest"
+)
 
 // The cache's accounted bytes are what its entries really hold on the heap
 // (measured as the live heap it adds, the sessions and bodies read through it
@@ -33,10 +26,10 @@ func TestMessageCacheAccountsHeap(t *testing.T) {
 		sessions int
 	}{{"unbounded", 1 << 30, 8}, {"bounded", 2 << 20, 8}} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := heapInUse()
+			base := memtest.LiveHeap()
 			c := NewMessageCache(tc.bound)
 			read(c, tc.sessions)
-			held := heapInUse() - base
+			held := memtest.LiveHeap() - base
 			st := c.Stats()
 			runtime.KeepAlive(c)
 			t.Logf("%d entries: accounted %d bytes, heap %d bytes", st.Entries, st.Bytes, held)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/internal/memtest"
 )
 
 // piStreamInputs returns the real pi sessions and variants of one of them that
@@ -147,22 +148,15 @@ func TestReadFileStreamed(t *testing.T) {
 // its reader reports the end of the file.
 type heapAtEOF struct {
 	io.ReadSeeker
-	live []uint64
+	live []int64
 }
 
 func (h *heapAtEOF) Read(p []byte) (int, error) {
 	n, err := h.ReadSeeker.Read(p)
 	if err == io.EOF {
-		h.live = append(h.live, liveHeap())
+		h.live = append(h.live, memtest.LiveHeap())
 	}
 	return n, err
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 // TestPiStreamHoldsNoFile fails when streaming holds the file again: at the end of
@@ -181,20 +175,20 @@ func TestPiStreamHoldsNoFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	before := liveHeap()
+	before := memtest.LiveHeap()
 	h := &heapAtEOF{ReadSeeker: f}
 	s, err := readPiStream(path, h, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := liveHeap() // the session and nothing else of the read
+	after := memtest.LiveHeap() // the session and nothing else of the read
 	runtime.KeepAlive(s)
 	if len(h.live) != 2 {
 		t.Fatalf("%d ends of file seen, want 2 (two passes)", len(h.live))
 	}
-	session := int64(after) - int64(before)
+	session := after - before
 	for pass, live := range h.live {
-		extra := int64(live) - int64(before)
+		extra := live - before
 		if pass == 1 {
 			extra -= session // the session is built in the second pass
 		}
