@@ -596,8 +596,9 @@ const loopPerSession = 20
 //     every other request applies a rewrite of two outputs: rw-p50-ms and
 //     rw-p99-ms are over the requests that applied a rewrite (serve forwarded more
 //     stubs than in its previous request), rw-added-p50-ms and rw-added-p99-ms
-//     those less the bare proxy's percentiles over the same steps, plain-p50-ms and
-//     plain-p99-ms over the others.
+//     those less the bare proxy's percentiles over the same steps, plain-p50-ms,
+//     plain-p99-ms, plain-added-p50-ms and plain-added-p99-ms over the others (the
+//     steady cases all report these: rewriteSplit).
 //   - steady-100mbit: steady with the upstream reading each body at 100 Mbit/s
 //     (loopUplink), as over a real link to the provider: the bare proxy and the
 //     direct route send the whole body at that rate, serve its advised body, with
@@ -680,7 +681,7 @@ func rereadSession(s int) *bigSession {
 // benchLoopSteady is BenchmarkLoopback200k/steady and steady-rewrites on h, with
 // sessions made by session.
 func benchLoopSteady(b *testing.B, h *loopHarness, session func(s int) *bigSession) {
-	var plain, rw, plainBare, rwBare []time.Duration
+	var split rewriteSplit
 	var sess *bigSession
 	var id string
 	for i := 0; i < b.N; i++ {
@@ -692,22 +693,41 @@ func benchLoopSteady(b *testing.B, h *loopHarness, session func(s int) *bigSessi
 				b.Fatalf("%d stubs in serve's first body of a session; want about 40 (loopCutoff)", n)
 			}
 		}
-		_, before := h.up.counts(routeServe)
-		h.step(b, id, sess.reuse(bigTurns+1+i%loopPerSession))
-		d, bare := h.viaServe[len(h.viaServe)-1], h.viaBr[len(h.viaBr)-1]
-		if _, after := h.up.counts(routeServe); after > before {
-			rw, rwBare = append(rw, d), append(rwBare, bare)
-		} else {
-			plain, plainBare = append(plain, d), append(plainBare, bare)
-		}
+		split.step(b, h, id, sess.reuse(bigTurns+1+i%loopPerSession))
 	}
 	h.report(b)
-	reportLatency(b, "plain-", plain)
-	reportLatency(b, "rw-", rw)
-	reportAddedAs(b, "rw-", rw, rwBare)
-	b.ReportMetric(float64(len(rw))/float64(b.N), "rewrites/op")
+	split.report(b)
 	_, stubs := h.up.counts(routeServe)
 	b.ReportMetric(float64(stubs), "stubs")
+}
+
+// rewriteSplit sorts a steady benchmark's timed requests by whether serve applied
+// a rewrite in them (forwarded more stubs than in its previous request), with the
+// bare proxy's time of the same step beside each.
+type rewriteSplit struct {
+	plain, rw, plainBare, rwBare []time.Duration
+}
+
+// step times one steady request on h (loopHarness.step) and files it.
+func (s *rewriteSplit) step(b *testing.B, h *loopHarness, id string, body []byte) {
+	_, before := h.up.counts(routeServe)
+	h.step(b, id, body)
+	d, bare := h.viaServe[len(h.viaServe)-1], h.viaBr[len(h.viaBr)-1]
+	if _, after := h.up.counts(routeServe); after > before {
+		s.rw, s.rwBare = append(s.rw, d), append(s.rwBare, bare)
+	} else {
+		s.plain, s.plainBare = append(s.plain, d), append(s.plainBare, bare)
+	}
+}
+
+// report reports plain- and rw- latencies (reportLatency) and what serve added
+// over the bare proxy in each (reportAddedAs), and rewrites/op.
+func (s *rewriteSplit) report(b *testing.B) {
+	reportLatency(b, "plain-", s.plain)
+	reportLatency(b, "rw-", s.rw)
+	reportAddedAs(b, "plain-", s.plain, s.plainBare)
+	reportAddedAs(b, "rw-", s.rw, s.rwBare)
+	b.ReportMetric(float64(len(s.rw))/float64(len(s.rw)+len(s.plain)), "rewrites/op")
 }
 
 // benchLoopResent is BenchmarkLoopback200k/resent on h.

@@ -229,27 +229,24 @@ func benchLoopPiCold(b *testing.B, env *loopEnv) {
 }
 
 // benchLoopPiSteady is BenchmarkLoopback200k/pi-steady: requests 2 to 21 of
-// sessions built from the real pi session, two messages more each.
+// sessions built from the real pi session, two messages more each, split by
+// whether serve applied a rewrite (rewriteSplit), as the steady cases are.
 func benchLoopPiSteady(b *testing.B, env *loopEnv) {
 	newPiSession(b, 0)
 	h := env.harness(b)
+	var split rewriteSplit
 	var sess *piSession
 	var id string
-	rewrites := 0
 	for i := 0; i < b.N; i++ {
 		if i%loopPerSession == 0 {
 			sess = newPiSession(b, int(coldSessions.Add(1)))
 			id = fmt.Sprintf("loop-pi-steady-%d", sess.s)
 			h.untimed(b, id, sess.reuse(0))
 		}
-		_, before := h.up.counts(routeServe)
-		h.step(b, id, sess.reuse(1+i%loopPerSession))
-		if _, after := h.up.counts(routeServe); after > before {
-			rewrites++
-		}
+		split.step(b, h, id, sess.reuse(1+i%loopPerSession))
 	}
 	h.report(b)
-	b.ReportMetric(float64(rewrites)/float64(b.N), "rewrites/op")
+	split.report(b)
 	_, stubs := h.up.counts(routeServe)
 	b.ReportMetric(float64(stubs), "stubs")
 }
