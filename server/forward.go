@@ -142,13 +142,7 @@ func (s *Server) rewriteOut(pr *httputil.ProxyRequest) {
 }
 
 // bodySize is the length in bytes of the body f sends (its parts together).
-func (f *forwarding) bodySize() int64 {
-	var n int64
-	for _, p := range f.body {
-		n += int64(len(p))
-	}
-	return n
-}
+func (f *forwarding) bodySize() int64 { return buffersLen(f.body) }
 
 // forwardResponse is the forwarder's ModifyResponse, run before the response's
 // headers go to the client.

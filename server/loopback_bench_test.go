@@ -71,9 +71,16 @@ type loopUpstream struct {
 const loopUplink = 100e6 / 8
 
 func newLoopUpstream(tb testing.TB) *loopUpstream {
-	u := &loopUpstream{seen: map[string]int{}, stubs: map[string]int{}, last: map[string][]byte{}}
-	u.Server = httptest.NewServer(http.HandlerFunc(u.serve))
+	u := unstartedLoopUpstream()
+	u.Start()
 	tb.Cleanup(u.Close)
+	return u
+}
+
+// unstartedLoopUpstream is a loopUpstream whose server is not started yet.
+func unstartedLoopUpstream() *loopUpstream {
+	u := &loopUpstream{seen: map[string]int{}, stubs: map[string]int{}, last: map[string][]byte{}}
+	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(u.serve))
 	return u
 }
 
@@ -82,8 +89,7 @@ func newLoopUpstream(tb testing.TB) *loopUpstream {
 // path it returns, for the proxies' SSL_CERT_FILE (crypto/x509 reads it for the
 // system roots on Linux).
 func newLoopUpstreamTLS(tb testing.TB) (*loopUpstream, string) {
-	u := &loopUpstream{seen: map[string]int{}, stubs: map[string]int{}, last: map[string][]byte{}}
-	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(u.serve))
+	u := unstartedLoopUpstream()
 	u.EnableHTTP2, u.h2 = true, true
 	u.StartTLS()
 	tb.Cleanup(u.Close)
