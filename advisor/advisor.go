@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/backoff"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/prices"
@@ -45,6 +46,12 @@ type Advisor struct {
 	// default) means the unkeyed RecallID. Stubs already stored keep their ids. Do not
 	// change it after the first Advise call.
 	RecallSecret []byte
+	// Background is the plain-word statistics the use history is found under
+	// (evidence.Tracker.Background: the later-use evidence's clause Specific).
+	// New sets the embedded default model's (fitted.DefaultBackground); a caller
+	// scoring with a model file of its own sets that model's. Do not change it
+	// after the first Advise call.
+	Background *evidence.Background
 
 	schedule backoff.Schedule
 	cutoff   float64 // Config.CutoffFor the scorer, fixed at the first step
@@ -68,13 +75,14 @@ func New(cfg Config, scorer Scorer, store Store) (*Advisor, error) {
 		return nil, fmt.Errorf("%w: a store is required (originals are committed before any stub)", ErrConfig)
 	}
 	return &Advisor{
-		Config:   cfg,
-		Scorer:   scorer,
-		Store:    store,
-		Logger:   slog.Default(),
-		Clock:    time.Now,
-		schedule: sched,
-		sessions: map[string]*state{},
+		Config:     cfg,
+		Scorer:     scorer,
+		Store:      store,
+		Logger:     slog.Default(),
+		Clock:      time.Now,
+		Background: fitted.DefaultBackground(),
+		schedule:   sched,
+		sessions:   map[string]*state{},
 	}, nil
 }
 
@@ -122,7 +130,7 @@ func (a *Advisor) state(id string) *state {
 	defer a.mu.Unlock()
 	st, ok := a.sessions[id]
 	if !ok {
-		st = newState(id)
+		st = newState(id, a.Background)
 		a.sessions[id] = st
 	}
 	return st

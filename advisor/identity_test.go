@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
@@ -48,7 +49,7 @@ func identitySessions(t *testing.T) []string {
 // session (evidence.Of, what replay labels with); the corpus counts of every term.
 func indexDigest(t *testing.T, a *Advisor, s *transcript.Session) string {
 	t.Helper()
-	st := newState(SessionKey(s))
+	st := newState(SessionKey(s), fitted.DefaultBackground())
 	sp := &stepState{s: s, msgs: s.Messages, T: len(s.Messages)}
 	a.index(st, sp)
 	var b strings.Builder
@@ -78,7 +79,7 @@ func indexDigest(t *testing.T, a *Advisor, s *transcript.Session) string {
 	if st.tracker != nil {
 		put(st.tracker.Stats())
 	}
-	uses, err := evidence.Of(s)
+	uses, err := evidence.Of(s, fitted.DefaultBackground())
 	put([]any{uses, fmt.Sprint(err)})
 	terms := map[string]bool{}
 	for _, o := range s.Outputs() {

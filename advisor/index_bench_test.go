@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -33,7 +34,7 @@ func BenchmarkIndex(b *testing.B) {
 	b.ReportAllocs()
 	cpu := cpuTime(b)
 	for b.Loop() {
-		st := newState(SessionKey(s))
+		st := newState(SessionKey(s), fitted.DefaultBackground())
 		sp := &stepState{s: s, msgs: s.Messages, T: len(s.Messages)}
 		a.index(st, sp)
 	}

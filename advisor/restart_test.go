@@ -46,9 +46,12 @@ func restartCases(t *testing.T) []restartCase {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fitCfg := cfg
+	// Above the default 0.05, so that this session has a stub to recall early.
+	fitCfg.ScorerCutoffs = map[string]float64{"fitted": 0.2}
 	return append(cases,
 		restartCase{"real/lexical", s, lex, func() advisor.Scorer { return lexical.New() }},
-		restartCase{"real/fitted", s, cfg, func() advisor.Scorer { return fit }})
+		restartCase{"real/fitted", s, fitCfg, func() advisor.Scorer { return fit }})
 }
 
 // plansEqual compares two plans of one step. Two fields differ by design: Changed

@@ -24,6 +24,7 @@ import (
 type state struct {
 	mu sync.Mutex
 	id string
+	bg *evidence.Background // the use history's word statistics (Advisor.Background)
 
 	// What the store holds for the session (possibly written by other processes).
 	loaded   bool                   // stubs, recalls and history read since the last reset
@@ -133,8 +134,8 @@ type outState struct {
 	inDue     bool
 }
 
-func newState(id string) *state {
-	st := &state{id: id}
+func newState(id string, bg *evidence.Background) *state {
+	st := &state{id: id, bg: bg}
 	st.clear()
 	return st
 }
@@ -149,6 +150,7 @@ func (st *state) clear() {
 	st.indexed, st.lastPrint, st.steps = 0, "", 0
 	st.outs, st.items, st.byKey, st.byRecall = nil, nil, map[string]*outState{}, map[string]*outState{}
 	st.rules, st.corpus, st.tracker, st.awaiting = rules.NewIndex(), cards.NewCorpus(), evidence.NewTracker(), nil
+	st.tracker.Background = st.bg
 	st.trackErr = nil
 	st.lastRead, st.lastEdit = map[string]*outState{}, map[string]int{}
 	st.lastTouch, st.reads = map[string]int{}, map[string]int{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -35,7 +36,7 @@ func TestTrackAheadMatchesInOrder(t *testing.T) {
 		if !ahead {
 			trackAheadMessages = 1 << 30
 		}
-		st := newState(SessionKey(s))
+		st := newState(SessionKey(s), fitted.DefaultBackground())
 		sp := &stepState{s: s, msgs: s.Messages, T: len(s.Messages)}
 		d := indexDigest(t, a, s)
 		a.index(st, sp)

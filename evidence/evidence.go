@@ -2,18 +2,49 @@
 // later-use evidence"), with two uses: replay records, for every output, the steps at
 // which the agent used it over the whole session (the labels calibration and fitting
 // learn from), and the advisor runs the same Tracker live, as messages arrive, to give
-// every card its use history (the steps so far at which the agent named one of the
-// output's distinctive names). A Tracker processes each message once, when it is
-// added; at any moment its answers depend only on the messages added so far.
+// every card its use history (the steps so far at which the agent used the output).
+// A Tracker processes each message once, when it is added; at any moment its answers
+// depend only on the messages added so far.
 //
-// An output O was used later than step t if, at some step u > t, the agent's own words
-// (its assistant Text or its tool-call Args) contain a distinctive name of O: a name
-// (see Names) that appears in O, did not appear in any message before O, and is not a
-// name the agent had already written itself before u. A later read of the same file
-// (same normalised Path, overlapping Range) or a later identical call (same tool, same
-// arguments) also counts, and so does a recall (AddRecall). Names that occur in many
-// outputs carry little evidence: each name is weighted by its IDF over the session's
-// outputs (weightOf), with no stop list.
+// An output O was used at step u when the agent's own words at u (its assistant
+// Text or its tool-call Args) hold a name (see Names) for which every clause holds:
+//
+//   - Specific. By shape: a digit or one of `_ . / \ : - @ # =` (names have at
+//     least MinNameLen characters), or a quoted phrase of several words; or a plain
+//     word (letters only, any case: Plain) that agents rarely write anyway: one the
+//     Tracker's Background does not report Common (written by the agent in under
+//     DefaultMinShare of a background set of sessions; the statistics ship in the
+//     fitted model file, made by `fit` from the sessions it fits on). Letters-only
+//     names with inner capitals are plain words here too: "GitHub" and
+//     "JavaScript" are written in many sessions, a rare "BetterDis" passes the
+//     statistics anyway. A plain word of the agent's prose (outside quotes and
+//     code fences) is never evidence (see Names).
+//   - Whole names. A name matches only as a whole token: the pieces the tokenizer
+//     splits at '.' and '-' ("code" of "claude-code", "history" of
+//     "history.jsonl") neither carry a name for an output nor are evidence. Path
+//     suffixes at '/' ("src/a.go" of "/r/src/a.go") are whole names.
+//   - New in O. The name appeared in no message before O: not the user's or
+//     system's words, not an earlier output, not the agent's text, arguments or
+//     thinking, allowing for the spellings people write (variants: a path's
+//     directory prefixes, a leading dot dropped, a quoted string's core without the
+//     punctuation around it).
+//   - Latest carrier. The use is credited to the latest output, before u, holding
+//     the name as a whole token: with O pruned the agent still had the name from
+//     that later output. A user or system message holding the name (after O too)
+//     is a carrier no output is credited for.
+//   - Not carried by the agent. The agent had not written the name (text or
+//     arguments) since it appeared: its own words stay in context. Thinking is not
+//     carried: providers drop earlier turns' thinking from the context, so thinking
+//     counts only for New in O.
+//   - Re-reads are not uses. A later read of the same file or a later identical
+//     call fetches the information again and costs the same whether O was pruned
+//     or not: it is no use of O (it becomes the latest carrier of what it shows).
+//   - A recall (AddRecall) is always a use, the strongest there is.
+//
+// Names that occur in many outputs carry less evidence: each name weighs its IDF
+// over the outputs added when the use is found (weightOf); names of one compound
+// of the agent's words count once, separate compounds add up, and the use counts
+// at UseThreshold. A use's weight is fixed when it is found.
 //
 // Steps. A use at step u means the assistant message of step u (written by the model
 // call u) holds the evidence. The advisor's plan for step T runs before model call T,
@@ -21,29 +52,16 @@
 // prune misses when the output is used at a step >= T, i.e. when UsedAfter(key, T-1)
 // holds. A use before the decision step never counts against it.
 //
-// Evidence by name skips prose: a plain word the agent writes outside quotes or a
-// code fence ("found", "should", "Config") marks the word as written but is not
-// evidence (see Names). Without that rule, ordinary words written for the first time
-// were most of the name uses in the real Claude Code sessions, and IDF cannot catch
-// them: they are rare in tool outputs, common only in the agent's prose.
+// The rule is checked against people's judgment: TestLabelAudit replays the rows
+// of ../shared/label-audit/judged.csv (docs/EVALUATION.md gives its figures).
 //
-// Known over-counting: the first output holding a name owns it for the whole
-// session, so a large early output (a whole-file read, a listing) collects uses of
-// names the agent may have taken from a later output; plain words inside quotes or
-// fences, and code-shaped words of prose files the agent writes (a README, a commit
-// message) still count; a re-read or rerun counts even when the agent re-reads
-// because the file changed (after its own edit), not because it needed the old
-// content: a whole-file read followed by partial reads of the same file collects a
-// use at every partial read (mini-swe-agent sessions show dozens); path suffixes
-// ("src/a.go" in "/r/src/a.go") may link a name to another file with the same tail.
-//
-// Known under-counting: a later output that repeats a name (a second grep listing
-// the same file) gets no credit for it; plain-word identifiers (validate, config)
-// written unquoted are not evidence; names are ASCII only; the agent may use an
-// output without repeating any of its names (it acts on a test result, or
-// paraphrases); snake_case and camelCase names are matched whole, so "parse_config"
-// and "parseConfig" never match; quoted strings match only byte for byte; names in
-// thinking blocks do not count (they are not in Message.Text).
+// Known under-counting: the agent may use an output without repeating any of its
+// names (it acts on a test result, or paraphrases); names are ASCII only;
+// snake_case and camelCase spellings of one name never match; a quoted phrase
+// matches only byte for byte; a common plain word ("origin" of "git push origin")
+// is never evidence, even when the agent took it from O. Known over-counting: a
+// rare plain word of boilerplate the agent writes in new code ("stylesheet") still
+// counts; path suffixes may link a name to another file with the same tail.
 package evidence
 
 import (
@@ -91,12 +109,11 @@ const (
 )
 
 // UseThreshold is the weight from which a use counts as "used" (UsedAfter, LastUse,
-// UseSteps). Re-reads, reruns and recalls weigh 1. A name use weighs the IDF weight
-// of its names (weightOf, in [0,1]): names from one compound of the agent's words
-// (a path and its suffixes, a dotted name and its parts) contribute their maximum,
+// UseSteps). Recalls weigh 1. A name use weighs the IDF weight of its names
+// (weightOf, in [0,1], over the outputs added when it is found): names from one
+// compound of the agent's words (a path and its suffixes) contribute their maximum,
 // separate compounds add up, the sum is capped at 1. With weight ln(N/df)/ln(N), a
-// single name counts exactly when it occurs in at most √N of the session's N
-// outputs, and two independent names count together when each occurs in at most
+// single name counts exactly when it occurs in at most √N of the N outputs so far, and two independent names count together when each occurs in at most
 // N^(3/4) outputs. 0.5 is the midpoint of the scale; it was chosen for that √N
 // reading, not fitted to data.
 const UseThreshold = 0.5
@@ -107,10 +124,13 @@ type UseKind string
 // Use kinds, strongest first. When several kinds hold for one output at one step,
 // the Use carries the strongest kind and its proof.
 const (
-	UseRecall  UseKind = "recall"  // the output was recalled (AddRecall)
-	UseReread  UseKind = "reread"  // the agent read the same file again, overlapping range
-	UseCommand UseKind = "command" // the agent made the identical call again
-	UseName    UseKind = "name"    // the agent wrote a distinctive name of the output
+	UseRecall UseKind = "recall" // the output was recalled (AddRecall)
+	// UseReread and UseCommand (a re-read, an identical call) were uses before
+	// replay-5; the Tracker no longer finds them (clause Re-reads are not uses),
+	// and stores written before may still hold them.
+	UseReread  UseKind = "reread"
+	UseCommand UseKind = "command"
+	UseName    UseKind = "name" // the agent wrote a specific name the output carried
 )
 
 func kindRank(k UseKind) int {
@@ -131,11 +151,12 @@ type Use struct {
 	Step int    // step of the assistant message (or recall) holding the evidence
 	Kind UseKind
 	// Proof says what was found: `name "parseConfig"` (the heaviest name; "+N more"
-	// when several), "re-read /x/y.go", "same command", "recall".
+	// when several), "recall" (and, in stores from before replay-5, "re-read
+	// /x/y.go", "same command").
 	Proof string
 	// Weight is the evidence's strength in [0,1]; the use counts when Weight >=
-	// UseThreshold. Name weights are IDF over the outputs added so far, so they are
-	// session-wide once the whole session has been added.
+	// UseThreshold. Name weights are IDF over the outputs added when the use was
+	// found, fixed from then on.
 	Weight float64
 }
 
@@ -154,26 +175,33 @@ type TrackerStats struct {
 }
 
 // Tracker finds later-use evidence incrementally: each message is processed once,
-// when added, against an index of names, reads and commands built as messages
-// arrive; queries only read the index. Not safe for concurrent use.
+// when added, against an index of names built as messages arrive; queries only read
+// the index. Not safe for concurrent use.
 type Tracker struct {
+	// Background holds the plain-word statistics (clause Specific): a plain word
+	// is evidence only when Background.Common says it is rare. nil (NewTracker's
+	// default) has no statistics: no plain word is evidence. Set it before the
+	// first Add and do not change it after.
+	Background *Background
+
 	names map[uint64]int32 // nameKey(name) -> index of its entry in infos
 	infos []nameInfo
 	outs  []*outEvidence
 	byKey map[string]int
-	reads map[string][]int // normalised path -> indexes of live reads of it
-	cmds  map[uint64]int   // hash of tool name + compact args -> latest output index
-	runs  map[uint64]int   // hash of tool name + compact args -> outputs of such calls so far
-	part  int32            // number of the part being scanned (scan)
-	order []visited        // scratch: the current part's names in first-seen order
+	runs  map[uint64]int // hash of tool name + compact args -> outputs of such calls so far
+	part  int32          // number of the part being scanned (scan)
+	order []visited      // scratch: the current part's names in first-seen order
 	// orderNames is the scratch of scan for the agent's words: the order's names.
 	orderNames []string
 	ev         map[int]*rawUse // scratch: evidence of the current assistant message
 	buf        bytes.Buffer    // scratch of cmdHashOf
 	// weighIdx is the scratch of weigh: the order of a use's names.
 	weighIdx []int
-	step     int // step of the last message added
-	stats    TrackerStats
+	// written is the scratch of nameUses: the names of the agent's words whose
+	// variants are pinned once the message is done.
+	written []string
+	step    int // step of the last message added
+	stats   TrackerStats
 }
 
 // nameSeed seeds nameKey, once per process.
@@ -192,21 +220,26 @@ func nameKey(name string) uint64 { return maphash.String(nameSeed, name) }
 // nameInfo is the index entry of one name (the name itself is not kept: nameKey;
 // 20 bytes a name here).
 type nameInfo struct {
-	owner int32 // 1 + index of the output the name is distinctive for; 0 = none
-	df    int32 // outputs whose text holds the name
+	// carrier is 1 + index of the latest output holding the name as a whole token,
+	// while the name is new in some output and no other message holds it; 0 = no
+	// output can be credited with it.
+	carrier int32
+	df      int32 // outputs whose text holds the name
 	// Scratch of scan: part is the number of the last part that visited the name,
 	// pos its entry in Tracker.order during that part.
-	part  int32
-	pos   int32
-	seen  bool // the name appeared in some message already added
-	agent bool // the agent wrote the name (assistant text or call args)
+	part int32
+	pos  int32
+	seen bool // the name appeared in some message already added
+	// pinned: a message that is not a tool output holds the name (the user's or
+	// system's words, or the agent's text, arguments or thinking): those stay in
+	// context, so no output is needed for it any more.
+	pinned bool
 }
 
 // outEvidence is one output's entry.
 type outEvidence struct {
 	key   string
 	step  int
-	rng   transcript.Range // lines read, for outputs of successful reads
 	uses  []*rawUse
 	owned int // distinct names first seen in this output (its distinctive names)
 	runs  int // calls with the same tool and arguments so far, this one included
@@ -216,21 +249,24 @@ type outEvidence struct {
 // that IDF reflects every output added so far.
 type rawUse struct {
 	step   int
-	kind   UseKind // strongest strong kind; UseName when strong == 0
+	kind   UseKind // UseRecall when strong > 0, else UseName
 	proof  string  // proof of kind when strong > 0
-	strong float64 // re-reads, reruns, recalls: 1 each
+	strong float64 // recalls: 1 each
+	// nameW and nameProof are the weight and proof of the names (fixName).
+	nameW     float64
+	nameProof string
+	// The names found, until fixName weighs them.
 	names  []string
 	ids    []int32 // each name's index entry (Tracker.infos)
 	groups []int32 // compound of the agent's words each name came from
 }
 
-// NewTracker returns an empty tracker for one session.
+// NewTracker returns an empty tracker for one session, without word statistics
+// (set Tracker.Background).
 func NewTracker() *Tracker {
 	return &Tracker{
 		names: map[uint64]int32{},
 		byKey: map[string]int{},
-		reads: map[string][]int{},
-		cmds:  map[uint64]int{},
 		runs:  map[uint64]int{},
 		ev:    map[int]*rawUse{},
 	}
@@ -280,16 +316,15 @@ func (t *Tracker) Add(m *transcript.Message) ([]Use, error) {
 		t.addOutput(o)
 	}
 	if m.Role != transcript.RoleAssistant && m.Text != "" {
-		var g int32
-		t.scan(m.Text, nil, false, false, &g, func(_ string, _ scrEntry, _ int32, info *nameInfo) { info.seen = true })
+		t.pinText(m.Text)
 	}
 	return uses, nil
 }
 
 // scrEntry is one distinct name of the part being scanned.
 type scrEntry struct {
-	group int32 // compound or quoted string it came from (first code emission)
-	prose bool  // only seen as a plain word of prose (see Names)
+	group int32 // compound or quoted string it came from (first whole code emission)
+	flags uint8 // nameProse, namePart: set only when every occurrence in the part had it
 }
 
 // visited is the scratch of scan for one distinct name of the part: its index
@@ -305,28 +340,22 @@ type visited struct {
 // (when names is set, else ""; a piece of the part's text or of a string decoded
 // from args: f copies what it keeps), its scratch entry, and the index and address
 // of its index entry (created when new), which f may change in place. A name seen
-// both as a prose word and in code context takes the code entry. Each occurrence
-// of a name costs one map lookup: the index entry itself marks the part that last
-// visited it, so no per-part set is needed.
+// both as a prose word (or a piece) and as a whole code name takes the code entry.
+// Each occurrence of a name costs one map lookup: the index entry itself marks the
+// part that last visited it, so no per-part set is needed.
 func (t *Tracker) scan(text string, args json.RawMessage, output, names bool, g *int32, f func(name string, e scrEntry, idx int32, info *nameInfo)) {
 	t.part++
-	visit := func(name string, group int32, prose bool) {
-		k := nameKey(name)
-		idx, ok := t.names[k]
-		if !ok {
-			idx = int32(len(t.infos))
-			t.infos = append(t.infos, nameInfo{})
-			t.names[k] = idx
-		}
+	visit := func(name string, group int32, flags uint8) {
+		idx := t.entry(name)
 		info := &t.infos[idx]
 		if info.part == t.part {
-			if v := &t.order[info.pos]; v.e.prose && !prose {
-				v.e = scrEntry{group: group}
+			if v := &t.order[info.pos]; v.e.flags&^flags != 0 {
+				v.e = scrEntry{group: group, flags: v.e.flags & flags}
 			}
 			return
 		}
 		info.part, info.pos = t.part, int32(len(t.order))
-		t.order = append(t.order, visited{idx: idx, e: scrEntry{group: group, prose: prose}})
+		t.order = append(t.order, visited{idx: idx, e: scrEntry{group: group, flags: flags}})
 		if names {
 			t.orderNames = append(t.orderNames, name)
 		}
@@ -353,13 +382,153 @@ func (t *Tracker) scan(text string, args json.RawMessage, output, names bool, g 
 	t.orderNames = t.orderNames[:0]
 }
 
-// addWords handles an assistant message at step u: re-reads and reruns among its
-// calls, then the names of its text and call arguments. It returns the step's uses,
-// ordered by output.
+// entry returns the index of name's entry, creating it.
+func (t *Tracker) entry(name string) int32 {
+	k := nameKey(name)
+	idx, ok := t.names[k]
+	if !ok {
+		idx = int32(len(t.infos))
+		t.infos = append(t.infos, nameInfo{})
+		t.names[k] = idx
+	}
+	return idx
+}
+
+// lookup returns name's entry, nil when the name was never seen.
+func (t *Tracker) lookup(name string) *nameInfo {
+	if idx, ok := t.names[nameKey(name)]; ok {
+		return &t.infos[idx]
+	}
+	return nil
+}
+
+// pin marks name, and the variants people write for it (variants), as held by a
+// message that is not a tool output (clauses New in O and Not carried by the
+// agent).
+func (t *Tracker) pin(name string) {
+	t.pinOne(name)
+	variants(name, t.pinOne)
+}
+
+// pinOne marks name alone as held by a message that is not a tool output.
+func (t *Tracker) pinOne(name string) {
+	info := &t.infos[t.entry(name)]
+	info.seen, info.pinned = true, true
+}
+
+// pinText pins every name of a text that is not a tool output nor the agent's
+// evidence-bearing words: the user's or system's text.
+func (t *Tracker) pinText(text string) {
+	var g int32
+	t.scan(text, nil, false, true, &g, func(name string, _ scrEntry, _ int32, info *nameInfo) {
+		info.seen, info.pinned = true, true
+		variants(name, t.pinOne)
+	})
+}
+
+// seeText marks every name of the agent's thinking, and its variants, as seen:
+// an output after it is not where the name is new (clause New in O). Thinking does
+// not pin: providers drop the thinking of earlier turns from the context the agent
+// is sent (Anthropic strips earlier assistant turns' thinking blocks; Gemini keeps
+// only signatures), so a name the agent only thought of after O still comes from
+// O.
+func (t *Tracker) seeText(text string) {
+	see := func(v string) { t.infos[t.entry(v)].seen = true }
+	var g int32
+	t.scan(text, nil, false, true, &g, func(name string, _ scrEntry, _ int32, info *nameInfo) {
+		info.seen = true
+		variants(name, see)
+	})
+}
+
+// variants calls f with the other spellings of name that a message holding name
+// makes known too, for clauses New in O and Not carried by the agent (DESIGN.md:
+// "a path and its prefix or base name, a leading dot dropped, quoted or not, a
+// trailing period"): each directory prefix of a path ("/a/b" of "/a/b/c.go"; base
+// names and the other suffixes are emitted by the tokenizer itself), and the
+// spellings of sameName. Each variant has MinNameLen bytes or more and a word
+// byte.
+func variants(name string, f func(string)) {
+	if strings.IndexByte(name, ' ') < 0 {
+		for i := len(name) - 1; i > 0; i-- {
+			if name[i] == '/' && variantOK(name, name[:i]) {
+				f(name[:i])
+			}
+		}
+	}
+	sameName(name, f)
+}
+
+// sameName calls f with the spellings of name that are the same name: without
+// its leading dots (".gitleaks.toml" and "gitleaks.toml"), and the core of a
+// quoted string without the punctuation around it ("#008899" and "008899", "No
+// model selected." and "No model selected").
+func sameName(name string, f func(string)) {
+	if strings.IndexByte(name, ' ') < 0 {
+		if d := strings.TrimLeft(name, "."); variantOK(name, d) {
+			f(d)
+		}
+	}
+	if c := core(name); variantOK(name, c) {
+		f(c)
+	}
+}
+
+// variantOK reports whether v is a variant worth a name entry: not name itself,
+// MinNameLen bytes or more, holding a word byte.
+func variantOK(name, v string) bool {
+	return v != name && len(v) >= MinNameLen && hasWordByte(v)
+}
+
+// core is name without the bytes that are not word bytes at both of its ends.
+func core(name string) string {
+	i, j := 0, len(name)
+	for i < j && !isWordByte(name[i]) {
+		i++
+	}
+	for j > i && !isWordByte(name[j-1]) {
+		j--
+	}
+	return name[i:j]
+}
+
+// pinnedVariant reports whether a message that is not a tool output already held
+// another spelling of the same name (sameName).
+func (t *Tracker) pinnedVariant(name string) bool {
+	found := false
+	sameName(name, func(v string) {
+		if info := t.lookup(v); info != nil && info.pinned {
+			found = true
+		}
+	})
+	return found
+}
+
+// Specific reports whether a name the agent writes is specific enough to be
+// evidence (DESIGN.md clause Specific): a quoted phrase of several words; or a
+// name with a digit or one of `_ . / \ : - @ # =` (the tokenizer guarantees
+// MinNameLen bytes); or a plain word (letters only, any case: Plain) that bg
+// does not report Common. Inner capitals alone do not make a name specific here:
+// "GitHub" and "JavaScript" are plain words that agents write in many sessions,
+// while a rare one ("BetterDis", "readmePath") passes the background test anyway.
+func Specific(name string, bg *Background) bool {
+	if strings.IndexByte(name, ' ') > 0 {
+		return true // a quoted phrase: the tokenizer trims spaces at its ends
+	}
+	if Plain(name) {
+		return !bg.Common(name)
+	}
+	return true
+}
+
+// addWords handles an assistant message at step u: the names of its text and call
+// arguments, then its thinking. It returns the step's uses, ordered by output.
 func (t *Tracker) addWords(m *transcript.Message) []Use {
 	clear(t.ev)
-	t.strongUses(m)
 	t.nameUses(m)
+	if m.Thinking != "" {
+		t.seeText(m.Thinking)
+	}
 	return t.takeUses()
 }
 
@@ -373,47 +542,27 @@ func (t *Tracker) stepUse(idx, u int) *rawUse {
 	return r
 }
 
-// strongUses gathers the strong uses of m's calls: a read covering an earlier read's
-// range, and a command identical to an earlier one.
-func (t *Tracker) strongUses(m *transcript.Message) {
-	strong := func(idx int, kind UseKind, proof string) {
-		r := t.stepUse(idx, m.Step)
-		if r.strong == 0 || kindRank(kind) > kindRank(r.kind) {
-			r.kind, r.proof = kind, proof
-		}
-		r.strong++
-	}
-	for _, c := range m.Calls {
-		if c.Action == transcript.ActionRead && c.Path != "" {
-			for _, idx := range t.reads[c.Path] {
-				if overlaps(t.outs[idx].rng, c.Range) {
-					strong(idx, UseReread, "re-read "+c.Path)
-				}
-			}
-		}
-		if idx, ok := t.cmds[t.cmdHash(c)]; ok {
-			strong(idx, UseCommand, "same command")
-		}
-	}
-}
-
-// nameUses gathers the uses by name in m's text and call arguments: each name the
-// agent writes for the first time counts for the output that owns it (unless the
-// output only had it as a prose word).
+// nameUses gathers the uses by name in m's text and call arguments: a whole,
+// specific name that no message other than outputs held before is a use of the
+// latest output carrying it. Every name the agent writes is pinned, and after the
+// message the other spellings of each (variants): pinned at once, the core of a
+// quoted "this.ui.start()" would hide the name this.ui.start written in it.
 func (t *Tracker) nameUses(m *transcript.Message) {
 	// One group counter over all parts, so groups never collide.
 	var g int32
 	word := func(name string, e scrEntry, idx int32, info *nameInfo) {
-		if info.agent {
+		if info.pinned {
 			return
 		}
-		info.agent, info.seen = true, true
-		if info.owner > 0 && !e.prose {
-			r := t.stepUse(int(info.owner)-1, m.Step)
+		carrier := info.carrier
+		info.seen, info.pinned = true, true
+		if carrier > 0 && e.flags == 0 && Specific(name, t.Background) && !t.pinnedVariant(name) {
+			r := t.stepUse(int(carrier)-1, m.Step)
 			r.names = append(r.names, strings.Clone(name))
 			r.ids = append(r.ids, idx)
 			r.groups = append(r.groups, e.group)
 		}
+		t.written = append(t.written, name)
 	}
 	if m.Text != "" {
 		t.scan(m.Text, nil, false, true, &g, word)
@@ -423,6 +572,11 @@ func (t *Tracker) nameUses(m *transcript.Message) {
 			t.scan("", c.Args, false, true, &g, word)
 		}
 	}
+	for _, name := range t.written {
+		variants(name, t.pinOne)
+	}
+	clear(t.written) // pieces of the message: not kept
+	t.written = t.written[:0]
 }
 
 // takeUses adds the gathered uses to their outputs and returns them weighed, ordered
@@ -440,6 +594,7 @@ func (t *Tracker) takeUses() []Use {
 	for _, idx := range idxs {
 		o := t.outs[idx]
 		r := t.ev[idx]
+		t.fixName(r)
 		o.uses = append(o.uses, r)
 		uses = append(uses, t.weigh(o, r))
 	}
@@ -447,9 +602,9 @@ func (t *Tracker) takeUses() []Use {
 	return uses
 }
 
-// addOutput indexes one tool output: its names (document frequency, and ownership
-// of names never seen before), and, through its call, the file it read and the
-// command that produced it.
+// addOutput indexes one tool output: its names (document frequency; ownership of
+// the whole names never seen before; the latest-carrier credit of the names that
+// only outputs held so far), and, through its call, how many identical calls ran.
 func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 	idx := len(t.outs)
 	oe := &outEvidence{key: o.Key, step: o.Step}
@@ -457,35 +612,23 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 	t.byKey[o.Key] = idx
 	t.stats.Outputs++
 	var g int32
-	t.scan(o.Text, nil, true, false, &g, func(_ string, _ scrEntry, _ int32, info *nameInfo) {
-		if !info.seen {
+	t.scan(o.Text, nil, true, false, &g, func(_ string, e scrEntry, _ int32, info *nameInfo) {
+		switch {
+		case e.flags&namePart != 0:
+			// A piece of a longer token: neither new nor a carrier here.
+		case !info.seen:
 			info.seen = true
-			info.owner = int32(idx) + 1
+			info.carrier = int32(idx) + 1
 			oe.owned++
+		case !info.pinned && info.carrier > 0:
+			info.carrier = int32(idx) + 1
 		}
 	})
-	c := o.Call
-	if c == nil {
-		return
+	if c := o.Call; c != nil {
+		h := t.cmdHash(c)
+		t.runs[h]++
+		oe.runs = t.runs[h]
 	}
-	if c.Action == transcript.ActionRead && c.Path != "" && !o.IsError {
-		oe.rng = c.Range
-		// Earlier reads this one covers are now re-read in full: later reads of the
-		// path are evidence for this output, not for them.
-		live := t.reads[c.Path][:0]
-		for _, j := range t.reads[c.Path] {
-			if !c.Range.Covers(t.outs[j].rng) {
-				live = append(live, j)
-			}
-		}
-		// A copy of the path: a map assignment stores the key it is given, and a
-		// path may be a piece of a larger text.
-		t.reads[strings.Clone(c.Path)] = append(live, idx)
-	}
-	h := t.cmdHash(c)
-	t.cmds[h] = idx
-	t.runs[h]++
-	oe.runs = t.runs[h]
 }
 
 // Owned returns how many distinct names output key was the first to hold (the names
@@ -536,7 +679,7 @@ func (t *Tracker) AddRecall(key string, step int) error {
 }
 
 // Uses returns every use of output key, counting or not, in step order; nil for an
-// unknown key. Weights use the outputs added so far.
+// unknown key. Weights are fixed when each use was found.
 func (t *Tracker) Uses(key string) []Use {
 	idx, ok := t.byKey[key]
 	if !ok {
@@ -590,12 +733,26 @@ func (t *Tracker) UseSteps(key string) []int {
 	return out
 }
 
-// weigh turns raw evidence into a Use with the current IDF weights.
+// weigh turns raw evidence into a Use: the recalls (1 each) plus the weight its
+// names had when the use was found (fixName), capped at 1.
 func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
-	u := Use{Key: o.key, Step: r.step, Kind: r.kind, Proof: r.proof}
-	w := r.strong
+	u := Use{Key: o.key, Step: r.step, Kind: r.kind, Proof: r.proof, Weight: min(r.strong+r.nameW, 1)}
+	if r.strong == 0 {
+		u.Kind, u.Proof = UseName, r.nameProof
+	}
+	return u
+}
+
+// fixName weighs the names of a use found now, with the IDF of each over the
+// outputs added so far (weightOf), and keeps the weight and the proof in r: a
+// use's weight is fixed when it is found, so the use history the advisor sees at a
+// step and the label replay records for it agree. Names of one compound count
+// once, at their best weight; compounds add up. The names themselves are dropped.
+func (t *Tracker) fixName(r *rawUse) {
+	if len(r.names) == 0 {
+		return
+	}
 	best, bestW := "", -1.0
-	// Names of one compound count once, at their best weight; compounds add up.
 	// Sum in order of group number so the result does not depend on map order (the
 	// names come in that order unless a prose word later turned code).
 	idx := t.weighIdx[:0]
@@ -606,7 +763,7 @@ func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 		sort.SliceStable(idx, func(a, b int) bool { return r.groups[idx[a]] < r.groups[idx[b]] })
 	}
 	t.weighIdx = idx
-	groupMax := 0.0
+	w, groupMax := 0.0, 0.0
 	for k, i := range idx {
 		n := r.names[i]
 		nw := t.weightOf(r.ids[i])
@@ -619,16 +776,12 @@ func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 			best, bestW = n, nw
 		}
 	}
-	w += groupMax
-	u.Weight = min(w, 1)
-	if r.strong == 0 {
-		u.Kind = UseName
-		u.Proof = "name " + strconv.Quote(best) // fmt's %q of a string
-		if len(r.names) > 1 {
-			u.Proof += " +" + strconv.Itoa(len(r.names)-1) + " more"
-		}
+	r.nameW = w + groupMax
+	r.nameProof = "name " + strconv.Quote(best) // fmt's %q of a string
+	if len(r.names) > 1 {
+		r.nameProof += " +" + strconv.Itoa(len(r.names)-1) + " more"
 	}
-	return u
+	r.names, r.ids, r.groups = nil, nil, nil
 }
 
 // weightOf is the IDF weight of the name of index entry i over the N outputs added
@@ -644,20 +797,6 @@ func (t *Tracker) weightOf(i int32) float64 {
 	}
 	w := math.Log(float64(n)/float64(df)) / math.Log(float64(n))
 	return min(max(w, 0), 1)
-}
-
-// overlaps reports whether two line ranges share a line (zero Range = whole file,
-// End 0 = to the end).
-func overlaps(a, b transcript.Range) bool {
-	as, bs := max(a.Start, 1), max(b.Start, 1)
-	ae, be := a.End, b.End
-	if ae == 0 {
-		ae = math.MaxInt
-	}
-	if be == 0 {
-		be = math.MaxInt
-	}
-	return as <= be && bs <= ae
 }
 
 // cmdHash is cmdHashOf(c) with the tracker's scratch buffer.
@@ -747,7 +886,7 @@ func Names(text string) []string {
 	var out []string
 	seen := map[string]bool{}
 	var g int32
-	visitNames(text, &g, func(name string, _ int32, _ bool) {
+	visitNames(text, &g, func(name string, _ int32, _ uint8) {
 		if !seen[name] {
 			seen[name] = true
 			out = append(out, name)
@@ -763,7 +902,8 @@ func ProseWords(text string) []string {
 	prose := map[string]bool{}
 	var order []string
 	var g int32
-	visitNames(text, &g, func(name string, _ int32, p bool) {
+	visitNames(text, &g, func(name string, _ int32, fl uint8) {
+		p := fl&nameProse != 0
 		was, ok := prose[name]
 		if !ok {
 			order = append(order, name)
@@ -790,7 +930,7 @@ func ArgNames(args json.RawMessage) []string {
 	var out []string
 	seen := map[string]bool{}
 	var g int32
-	visitArgNames(args, &g, func(name string, _ int32, _ bool) {
+	visitArgNames(args, &g, func(name string, _ int32, _ uint8) {
 		if !seen[name] {
 			seen[name] = true
 			out = append(out, name)
@@ -799,9 +939,19 @@ func ArgNames(args json.RawMessage) []string {
 	return out
 }
 
+// Flags of an emitted name (emitFunc): what kind of occurrence it is.
+const (
+	// nameProse: a plain word of the agent's prose (see Names): written, not evidence.
+	nameProse uint8 = 1 << iota
+	// namePart: a piece of a longer token split at '.' or '-' ("code" of
+	// "claude-code", "history" of "history.jsonl"): a name matches only as a whole
+	// token (DESIGN.md clause Whole names), so a piece is never evidence nor a carrier.
+	namePart
+)
+
 // emitFunc receives one name, the group (compound or quoted string) it came from,
-// and whether it is a prose word.
-type emitFunc func(name string, group int32, prose bool)
+// and its flags (nameProse, namePart).
+type emitFunc func(name string, group int32, flags uint8)
 
 // visitArgNames walks the JSON arguments and visits the names of their values
 // (see ArgNames). It reads the JSON with gjson, without building a tree: tool
@@ -824,7 +974,7 @@ func walkArgs(v gjson.Result, g *int32, emit emitFunc) {
 		if len(x) >= MinNameLen && len(x) <= MaxQuotedLen && strings.TrimSpace(x) == x &&
 			!strings.ContainsAny(x, "\r\n") && hasWordByte(x) {
 			*g++
-			emit(x, *g, false)
+			emit(x, *g, 0)
 		}
 		visitNames(x, g, emit)
 	case gjson.Number:
@@ -994,7 +1144,7 @@ func visitRun(text string, i int, code bool, g *int32, emit emitFunc) int {
 	*g++
 	if !drive && all&clWord != 0 {
 		if w := text[start:i]; len(w) >= MinNameLen && len(w) <= MaxNameLen {
-			emit(w, *g, !code && all&clLetter != 0 && plainWord(w))
+			emit(w, *g, proseFlag(!code && all&clLetter != 0 && plainWord(w)))
 		}
 		return i
 	}
@@ -1026,7 +1176,7 @@ func visitQuoted(text string, i int, g *int32, emit emitFunc) int {
 			return 0
 		}
 		*g++
-		emit(s, *g, false)
+		emit(s, *g, 0)
 		return j
 	}
 	return 0
@@ -1064,14 +1214,14 @@ func visitCompound(s string, drive, code bool, group int32, emit emitFunc) {
 		s = strings.ReplaceAll(s, `\`, "/")
 	}
 	if drive || strings.IndexByte(s, '/') >= 0 {
-		emit(s, group, false)
+		emit(s, group, 0)
 		for j := 0; j < len(s)-1; j++ {
 			if s[j] != '/' {
 				continue
 			}
 			suf := s[j+1:]
 			if len(suf) >= MinNameLen && suf[0] != '/' && hasWordByte(suf) {
-				emit(suf, group, false)
+				emit(suf, group, 0)
 			}
 		}
 		base := s[strings.LastIndexByte(s, '/')+1:]
@@ -1081,11 +1231,19 @@ func visitCompound(s string, drive, code bool, group int32, emit emitFunc) {
 		return
 	}
 	if indexDotDash(s) >= 0 {
-		emit(s, group, false)
+		emit(s, group, 0)
 		emitParts(s, group, emit)
 		return
 	}
-	emit(s, group, !code && plainWord(s))
+	emit(s, group, proseFlag(!code && plainWord(s)))
+}
+
+// proseFlag is nameProse when prose holds, else 0.
+func proseFlag(prose bool) uint8 {
+	if prose {
+		return nameProse
+	}
+	return 0
 }
 
 // indexDotDash is strings.IndexAny(s, ".-") for the short strings of names,
@@ -1110,16 +1268,17 @@ func emitParts(s string, group int32, emit emitFunc) {
 			s = ""
 		}
 		if len(part) >= MinNameLen && hasWordByte(part) {
-			emit(part, group, false)
+			emit(part, group, namePart)
 		}
 	}
 }
 
-// Of runs a Tracker over the whole session and returns every use of every
-// output (Tracker.Uses: counting or not, with session-wide weights), by output in
+// Of runs a Tracker under the word statistics bg over the whole session and
+// returns every use of every output (Tracker.Uses: counting or not), by output in
 // session order, then by step. Errors are the Tracker's.
-func Of(s *transcript.Session) ([]Use, error) {
+func Of(s *transcript.Session, bg *Background) ([]Use, error) {
 	tr := NewTracker()
+	tr.Background = bg
 	for _, m := range s.Messages {
 		if _, err := tr.Add(m); err != nil {
 			return nil, err

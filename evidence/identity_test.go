@@ -83,15 +83,15 @@ func FuzzCmdHash(f *testing.F) {
 type emission struct {
 	name  string
 	group int32
-	prose bool
+	flags uint8
 }
 
 // emissions returns what visit emits for text, in order, and the group counter after.
 func emissions(visit func(string, *int32, emitFunc), text string) ([]emission, int32) {
 	var out []emission
 	var g int32
-	visit(text, &g, func(name string, group int32, prose bool) {
-		out = append(out, emission{name, group, prose})
+	visit(text, &g, func(name string, group int32, flags uint8) {
+		out = append(out, emission{name, group, flags})
 	})
 	return out, g
 }

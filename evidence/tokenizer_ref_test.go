@@ -113,7 +113,7 @@ func refVisitQuoted(text string, i int, g *int32, emit emitFunc) int {
 			return 0
 		}
 		*g++
-		emit(s, *g, false)
+		emit(s, *g, 0)
 		return j
 	}
 	return 0
@@ -151,14 +151,14 @@ func refVisitCompound(s string, drive, code bool, group int32, emit emitFunc) {
 		s = strings.ReplaceAll(s, `\`, "/")
 	}
 	if drive || strings.IndexByte(s, '/') >= 0 {
-		emit(s, group, false)
+		emit(s, group, 0)
 		for j := 0; j < len(s)-1; j++ {
 			if s[j] != '/' {
 				continue
 			}
 			suf := s[j+1:]
 			if len(suf) >= MinNameLen && suf[0] != '/' && refHasWordByte(suf) {
-				emit(suf, group, false)
+				emit(suf, group, 0)
 			}
 		}
 		base := s[strings.LastIndexByte(s, '/')+1:]
@@ -168,11 +168,11 @@ func refVisitCompound(s string, drive, code bool, group int32, emit emitFunc) {
 		return
 	}
 	if refIndexDotDash(s) >= 0 {
-		emit(s, group, false)
+		emit(s, group, 0)
 		refEmitParts(s, group, emit)
 		return
 	}
-	emit(s, group, !code && refPlainWord(s))
+	emit(s, group, proseFlag(!code && refPlainWord(s)))
 }
 
 // refIndexDotDash is strings.IndexAny(s, ".-") for the short strings of names,
@@ -197,7 +197,7 @@ func refEmitParts(s string, group int32, emit emitFunc) {
 			s = ""
 		}
 		if len(part) >= MinNameLen && refHasWordByte(part) {
-			emit(part, group, false)
+			emit(part, group, namePart)
 		}
 	}
 }

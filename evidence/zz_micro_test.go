@@ -24,7 +24,7 @@ func BenchmarkMicroVisitNoop(b *testing.B) {
 	for b.Loop() {
 		for _, x := range texts {
 			var g int32
-			visitNames(x, &g, func(name string, _ int32, _ bool) { n++ })
+			visitNames(x, &g, func(name string, _ int32, _ uint8) { n++ })
 		}
 	}
 }

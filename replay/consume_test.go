@@ -63,7 +63,7 @@ func TestConsumeSameRecord(t *testing.T) {
 					rec.Asks[i].Latency = 0
 				}
 			}
-			ev, err := evidence.Of(a.Session)
+			ev, err := evidence.Of(a.Session, fitted.DefaultBackground())
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}

@@ -34,7 +34,11 @@ import (
 // evidence definition, the facts). It is part of every settings hash, so a stored
 // replay made by a program with another Version is replayed again, not reused.
 // Change it whenever a change to this package would change stored rows.
-const Version = "replay-4"
+//
+// replay-5: later-use evidence that means use (specific names, whole tokens,
+// latest carrier, re-reads and reruns not uses; evidence package), labelled under
+// the word statistics Settings.Words names.
+const Version = "replay-5"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (
@@ -58,6 +62,9 @@ type Settings struct {
 	// Lenient: malformed lines are skipped (counted in Record.Skipped) instead of
 	// failing the session.
 	Lenient bool `json:"lenient"`
+	// Words is the Digest of the plain-word statistics the later-use evidence was
+	// found under (evidence.Background; Replayer.Background).
+	Words string `json:"words"`
 }
 
 // ScorerNone is Settings.Scorer when no scorer is used (rules only).

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/prices"
@@ -111,6 +112,18 @@ type Replayer struct {
 	// Now is the wall clock that bounds the transcript's timestamps (a later one is
 	// "future"); default time.Now.
 	Now func() time.Time
+	// Background is the plain-word statistics of the later-use evidence (the
+	// clause Specific of package evidence); nil means the embedded default model's
+	// (fitted.DefaultBackground). Its Digest is recorded in the settings.
+	Background *evidence.Background
+}
+
+// background returns r.Background, or the embedded default's.
+func (r *Replayer) background() *evidence.Background {
+	if r.Background != nil {
+		return r.Background
+	}
+	return fitted.DefaultBackground()
 }
 
 // RequestSizer estimates the o200k_base tokens of a scorer request: the part that
@@ -127,7 +140,7 @@ func (r *Replayer) Settings() Settings {
 	if r.Scorer != nil {
 		name = r.Scorer.Name()
 	}
-	return Settings{Version: Version, Config: r.Config, Scorer: name, Lenient: r.Lenient}
+	return Settings{Version: Version, Config: r.Config, Scorer: name, Lenient: r.Lenient, Words: r.background().Digest()}
 }
 
 // Replay runs the advisor over src step by step (Simulate, without the final step)
@@ -190,6 +203,7 @@ func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Reco
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
 	}
+	adv.Background = r.background()
 	adv.Logger = r.Logger
 	if adv.Logger == nil {
 		adv.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -204,6 +218,7 @@ func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Reco
 	defer adv.Forget(rec.ID)
 
 	f := newFolder(rec, src, store, m, consume)
+	f.bg = adv.Background
 	f.cold, f.times, f.onStep = cold, times, r.OnStep
 	_, err = Simulate(ctx, adv, f.session, rec.ID, false, func(p advisor.Plan, view []*transcript.Message) error {
 		step++
@@ -242,6 +257,7 @@ type folder struct {
 	facts   []OutputFacts
 	steps   []stepFact // StepFacts[i] of the record, until finish expands them
 	asked   int
+	bg      *evidence.Background // the later-use evidence's word statistics
 
 	walked int      // messages walked
 	tokens int      // tokens of the messages walked
@@ -441,6 +457,7 @@ func (f *folder) finish(tr *evidence.Tracker) error {
 	rec.Steps = len(rec.StepFacts)
 	if tr == nil {
 		tr = evidence.NewTracker()
+		tr.Background = f.bg
 	}
 	if n := tr.Stats().Messages; n != f.walked {
 		return fmt.Errorf("replay %s: the advisor's use history holds %d messages, the replay gave it %d", f.src.Path, n, f.walked)

@@ -40,6 +40,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/recall"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -171,6 +172,10 @@ type Options struct {
 	// RecallSecret keys the recall ids of new stubs (advisor.Advisor.RecallSecret):
 	// the store's own secret (storage.DB.RecallSecret). nil means unkeyed ids.
 	RecallSecret []byte
+	// Background is the plain-word statistics of the use history
+	// (advisor.Advisor.Background); nil keeps the advisor's default, the embedded
+	// model's.
+	Background *evidence.Background
 	// MaxBody is the largest request body read, in bytes; larger ones get 413.
 	// Zero means DefaultMaxBody.
 	MaxBody int64
@@ -370,6 +375,9 @@ func New(opts Options) (*Server, error) {
 		a.Logger = s.log
 		a.Clock = clock
 		a.RecallSecret = opts.RecallSecret
+		if opts.Background != nil {
+			a.Background = opts.Background
+		}
 		return a, nil
 	}
 	if _, err := build(advisorKey{}); err != nil {

@@ -103,6 +103,11 @@ func apiDecodeBlock(el json.RawMessage, p string) (apiBlock, error) {
 		if err := jsonscan.Field(obj, "text", p, &blk.text); err != nil {
 			return apiBlock{}, err
 		}
+	case "thinking":
+		// The thinking text, when the block carries it in the clear (a block with only
+		// a signature, or a malformed one, gives ""): evidence reads it as the
+		// agent's own words; the block itself is never changed.
+		blk.text, _ = jsonscan.String(obj["thinking"])
 	case "tool_use":
 		if err := jsonscan.Fields(obj, p, jsonscan.F{Key: "id", Dst: &blk.id}, jsonscan.F{Key: "name", Dst: &blk.name}); err != nil {
 			return apiBlock{}, err
@@ -349,12 +354,16 @@ func apiMessage(el json.RawMessage, p string, u int) (*Message, string, *jsonsca
 // warns about ids repeated across messages).
 func apiAssistant(blocks []apiBlock, line int) *Message {
 	m := &Message{Role: RoleAssistant, Line: line}
-	var texts []string
+	var texts, thinking []string
 	seen := map[string]bool{}
 	for _, blk := range blocks {
 		switch blk.typ {
 		case "text":
 			texts = append(texts, blk.text)
+		case "thinking":
+			if blk.text != "" {
+				thinking = append(thinking, blk.text)
+			}
 		case "tool_use":
 			if seen[blk.id] {
 				continue
@@ -364,6 +373,7 @@ func apiAssistant(blocks []apiBlock, line int) *Message {
 		}
 	}
 	m.Text = joinText(texts)
+	m.Thinking = strings.Join(thinking, "\n")
 	return m
 }
 

@@ -15,7 +15,8 @@ import (
 // Mapping:
 //   - user → RoleUser (content a string or a list of {text} parts);
 //   - gemini → RoleAssistant, one step per message: content is its text (thoughts
-//     are not text), toolCalls[] its calls (id, name, args);
+//     are not text: their subjects and descriptions are its Thinking), toolCalls[]
+//     its calls (id, name, args);
 //   - each gemini message whose toolCalls hold results is followed by one
 //     synthesised RoleTool message carrying those results in toolCalls order: a call
 //     and its result live in the same toolCalls entry,
@@ -111,7 +112,7 @@ func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *Par
 	if !ok {
 		return bad("toolCalls", "not a list")
 	}
-	msg := &Message{Role: RoleAssistant, Text: text}
+	msg := &Message{Role: RoleAssistant, Text: text, Thinking: geminiThoughts(obj["thoughts"])}
 	var outs []*ToolOutput
 	var outCalls []*ToolCall
 	for k, raw := range tcs {
@@ -215,4 +216,30 @@ func geminiValueText(raw json.RawMessage) string {
 		return s
 	}
 	return string(raw)
+}
+
+// geminiThoughts joins the subject and description of each entry of a gemini
+// message's thoughts[] with "\n" (Message.Thinking); "" when there are none or the
+// field is not a list of objects (thoughts are never required).
+func geminiThoughts(raw json.RawMessage) string {
+	elems, ok := jsonscan.Array(raw)
+	if !ok || jsonscan.Kind(raw) != '[' {
+		return ""
+	}
+	var parts []string
+	for _, el := range elems {
+		var th struct {
+			Subject     json.RawMessage `json:"subject"`
+			Description json.RawMessage `json:"description"`
+		}
+		if !jsonscan.Decode(el, &th) {
+			continue
+		}
+		for _, f := range []json.RawMessage{th.Subject, th.Description} {
+			if t, ok := jsonscan.Text(f); ok && t != "" {
+				parts = append(parts, t)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
 }

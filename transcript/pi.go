@@ -449,7 +449,7 @@ func piInjected(content json.RawMessage, field string, line int, add func(*Messa
 }
 
 // piAssistant builds an assistant message from pi content blocks: text makes the Text,
-// toolCall{id,name,arguments} the calls; thinking and unknown blocks are skipped.
+// toolCall{id,name,arguments} the calls, thinking{thinking} the Thinking; unknown blocks are skipped.
 func piAssistant(raw json.RawMessage) (*Message, error) {
 	m := &Message{Role: RoleAssistant}
 	raw = bytes.TrimSpace(raw)
@@ -465,7 +465,7 @@ func piAssistant(raw json.RawMessage) (*Message, error) {
 	if !ok {
 		return nil, fieldErr("message.content", "content must be a string or an array of blocks")
 	}
-	var texts []string
+	var texts, thinking []string
 	seen := map[string]bool{}
 	for j, el := range elems {
 		p := fmt.Sprintf("message.content.%d", j)
@@ -480,6 +480,10 @@ func piAssistant(raw json.RawMessage) (*Message, error) {
 				return nil, err
 			}
 			texts = append(texts, text)
+		case "thinking":
+			if th, _ := jsonscan.String(obj["thinking"]); th != "" {
+				thinking = append(thinking, th)
+			}
 		case "toolCall":
 			var id, name string
 			if err := jsonscan.Fields(obj, p, jsonscan.F{Key: "id", Dst: &id}, jsonscan.F{Key: "name", Dst: &name}); err != nil {
@@ -500,6 +504,7 @@ func piAssistant(raw json.RawMessage) (*Message, error) {
 		}
 	}
 	m.Text = joinText(texts)
+	m.Thinking = strings.Join(thinking, "\n")
 	return m, nil
 }
 

@@ -271,7 +271,14 @@ type Message struct {
 	Role  Role // normalised author
 	// Text is the message's own words: user prompt, assistant text (not thinking, not
 	// tool calls). For a tool message it is empty; the outputs hold the text.
-	Text      string
+	Text string
+	// Thinking is an assistant message's thinking as the format records it in
+	// plain text (Claude Code and Anthropic thinking blocks, pi thinking blocks,
+	// Gemini CLI thoughts' subjects and descriptions), joined with "\n"; "" where
+	// the format records none or only a signature. It is not in Tokens and never
+	// rewritten: the later-use evidence reads it as the agent's own words (package
+	// evidence).
+	Thinking  string
 	Calls     []*ToolCall   // tool calls an assistant message made, in block order
 	Outputs   []*ToolOutput // tool results the message carries, in block order
 	Line      int           // 1-based source line where the message starts, 0 for whole-document formats

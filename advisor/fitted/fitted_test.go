@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 )
 
 // handModel weighs log_age and never_used only, on unscaled inputs.
@@ -75,6 +76,17 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field", []byte(strings.Replace(string(good), `"bias"`, `"colour": 1, "bias"`, 1)), `unknown field "colour"`},
 		{"trailing data", append(append([]byte(nil), good...), []byte("{}")...), "data after the JSON object"},
 		{"not JSON", []byte("weights: 1, 2"), "invalid fitted model"},
+		// Word statistics (the later-use evidence's plain words) must be well formed.
+		{"words not an object", []byte(strings.Replace(string(good), `"bias"`, `"words": 5, "bias"`, 1)), "words"},
+		{"words without sessions", edit(func(m *Model) {
+			m.Words = &evidence.Background{MinShare: 0.01, Counts: map[string]int{"daemon": 1}}
+		}), "words: evidence: invalid word statistics: sessions: 0"},
+		{"words with a bad word", edit(func(m *Model) {
+			m.Words = &evidence.Background{Sessions: 10, MinShare: 0.01, Counts: map[string]int{"Daemon": 1}}
+		}), `words: evidence: invalid word statistics: counts["Daemon"]`},
+		{"words with a bad count", edit(func(m *Model) {
+			m.Words = &evidence.Background{Sessions: 10, MinShare: 0.01, Counts: map[string]int{"daemon": 11}}
+		}), `counts["daemon"]: 11 sessions, want 1 to 10`},
 	}
 	// JSON has no NaN: a model built in memory is checked by Validate.
 	nan := handModel()
@@ -87,6 +99,37 @@ func TestParseErrors(t *testing.T) {
 		if !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "bad.json") {
 			t.Errorf("%s: err %v; want ErrModel naming bad.json and %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestModelWords: a model file with word statistics carries them; one without
+// (written before they existed) still loads, and BackgroundOr says it falls back.
+func TestModelWords(t *testing.T) {
+	old := handModel()
+	data, err := old.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), `"words"`) {
+		t.Fatal("a model without statistics writes a words field")
+	}
+	m, err := Parse("old.json", data)
+	if err != nil {
+		t.Fatalf("a model file without words: %v", err)
+	}
+	def := DefaultBackground()
+	if bg, fell := m.BackgroundOr(def); bg != def || !fell {
+		t.Errorf("BackgroundOr = %p, %v; want the fallback and true", bg, fell)
+	}
+	own := &evidence.Background{Sessions: 4, MinShare: 0.25, Counts: map[string]int{"daemon": 2}}
+	m.Words = own
+	data, _ = m.Marshal()
+	back, err := Parse("new.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bg, fell := back.BackgroundOr(def); fell || bg.Digest() != own.Digest() || !bg.Common("Daemon") {
+		t.Errorf("statistics did not round-trip: %+v, fell back %v", bg, fell)
 	}
 }
 
@@ -190,6 +233,12 @@ func TestDefaultModel(t *testing.T) {
 		t.Errorf("names %q, %q", s.Name(), New(s.Model, "mine.json").Name())
 	}
 	m := s.Model
+	if m.Words == nil || m.Words.Sessions != 285 || !m.Words.Common("user") {
+		t.Errorf("embedded model's word statistics: %+v; want the corpus's 285 sessions", m.Words)
+	}
+	if bg := DefaultBackground(); bg != m.Words || !bg.Common("User") || bg.Common("zorblax") {
+		t.Error("DefaultBackground is not the embedded model's statistics (User common, zorblax not)")
+	}
 	if m.Training.Sessions < 200 || m.CV == nil || m.CV.AUC < 0.7 {
 		t.Errorf("embedded model: %d sessions, CV %+v; want the corpus's 220 and its figures", m.Training.Sessions, m.CV)
 	}
@@ -320,5 +369,46 @@ func TestTrainMatchesNewton(t *testing.T) {
 	}
 	if math.Abs(m.Bias-w[n]) > 1e-5 {
 		t.Errorf("bias: L-BFGS %.6f, Newton %.6f", m.Bias, w[n])
+	}
+}
+
+// TestCrossValidateSkipsThinFold: with all positives in one session, the fold
+// that holds that session out trains on no positive row; it is left out (its rows
+// unscored, NaN) instead of failing the whole cross-validation, and the other
+// folds are fitted. With no positive row at all, no fold fits: ErrTooFew.
+func TestCrossValidateSkipsThinFold(t *testing.T) {
+	var rows []Row
+	rng := rand.New(rand.NewPCG(7, 9))
+	sessions := []string{"s-pos", "s-neg-1", "s-neg-2", "s-neg-4"} // folds 1, 3, 2, 0 (FNV-1a mod 4)
+	for _, s := range sessions {
+		for i := 0; i < 60; i++ {
+			used := s == "s-pos" && i%2 == 0
+			rows = append(rows, Row{Session: s, Used: used, Signals: cards.Signals{Step: 10 + i, Age: 1 + rng.IntN(40), Tokens: 300 + rng.IntN(900), Action: "read"}})
+		}
+	}
+	folds := 4
+	thin := Fold("s-pos", folds)
+	for _, s := range sessions[1:] {
+		if Fold(s, folds) == thin {
+			t.Fatalf("session %s shares the positive session's fold %d", s, thin)
+		}
+	}
+	pred, fits, err := CrossValidate(rows, folds, DefaultOptions())
+	if err != nil {
+		t.Fatalf("CrossValidate: %v", err)
+	}
+	for i, r := range rows {
+		if isNaN := math.IsNaN(pred[i]); isNaN != (r.Session == "s-pos") {
+			t.Fatalf("row %d of %s: prediction %v", i, r.Session, pred[i])
+		}
+	}
+	if len(fits) != 0 { // the other folds' held-out rows are all negative: AUC undefined
+		t.Errorf("fold figures %+v, want none", fits)
+	}
+	for i := range rows {
+		rows[i].Used = false
+	}
+	if _, _, err := CrossValidate(rows, folds, DefaultOptions()); !errors.Is(err, ErrTooFew) {
+		t.Errorf("no positive row: err %v, want ErrTooFew", err)
 	}
 }

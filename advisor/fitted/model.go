@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 )
 
 // Model file identity.
@@ -55,6 +56,21 @@ type Model struct {
 	Training Training `json:"training"`
 	// CV holds the cross-validated figures, when fit computed them.
 	CV *CV `json:"cv,omitempty"`
+	// Words is the plain-word statistics of the sessions the model was fitted on
+	// (evidence.Background: which plain words agents write anyway), that the
+	// later-use evidence — the labels the model learnt from and the use history it
+	// reads — is found under. Model files written before version 1 had it lack it:
+	// BackgroundOr then gives the embedded default's.
+	Words *evidence.Background `json:"words,omitempty"`
+}
+
+// BackgroundOr returns the model's word statistics, or fallback and true when the
+// model file has none (an older file).
+func (m *Model) BackgroundOr(fallback *evidence.Background) (*evidence.Background, bool) {
+	if m.Words != nil {
+		return m.Words, false
+	}
+	return fallback, true
 }
 
 // Training is the summary of a training set.
@@ -147,6 +163,11 @@ func (m *Model) Validate() error {
 	}
 	if math.IsNaN(m.Bias) || math.IsInf(m.Bias, 0) {
 		return bad("bias", "%v is not a finite number", m.Bias)
+	}
+	if m.Words != nil {
+		if err := m.Words.Validate(); err != nil {
+			return fmt.Errorf("%w: words: %w", ErrModel, err)
+		}
 	}
 	return nil
 }

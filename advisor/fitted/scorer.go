@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 )
 
 // defaultModel is the embedded model, fitted on ../shared/corpus by the command in
@@ -29,6 +30,17 @@ func Default() (*Model, error) {
 		defaultM, defaultErr = Parse("embedded default_model.json", defaultModel)
 	})
 	return defaultM, defaultErr
+}
+
+// DefaultBackground returns the embedded model's word statistics (made from
+// ../shared/corpus), nil only if the embedded file is broken (caught by the
+// tests).
+func DefaultBackground() *evidence.Background {
+	m, err := Default()
+	if err != nil {
+		return nil
+	}
+	return m.Words
 }
 
 // DefaultJSON returns the embedded model file's bytes.

@@ -2,6 +2,7 @@ package fitted
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -226,9 +227,11 @@ func Fold(session string, folds int) int {
 // fold, and returns every row's held-out prediction (in rows' order) with each
 // fold's figures. Folds without rows on both sides are left out of PerFold and their
 // rows predicted by nothing (NaN); so is a fold whose held-out rows are all of one
-// class (its AUC is undefined), though its rows are predicted. Errors: ErrTooFew
-// when the rows come from fewer than 2 sessions (no fold can hold a session out);
-// Train's for a fold's training rows.
+// class (its AUC is undefined), though its rows are predicted, and so is a fold
+// whose training rows lack positive or negative rows (Train's ErrTooFew: a few
+// sessions, one of them holding most uses), whose rows stay NaN. Errors: ErrTooFew
+// when the rows come from fewer than 2 sessions (no fold can hold a session out)
+// or when no fold could be fitted; Train's other errors.
 func CrossValidate(rows []Row, folds int, opts Options) ([]float64, []FoldFit, error) {
 	if n := countSessions(rows); n < 2 {
 		return nil, nil, fmt.Errorf("%w: the rows come from %d session(s); cross-validation by session needs at least 2", ErrTooFew, n)
@@ -238,6 +241,8 @@ func CrossValidate(rows []Row, folds int, opts Options) ([]float64, []FoldFit, e
 		pred[i] = math.NaN()
 	}
 	var fits []FoldFit
+	var tooFew error // the last fold left out for too few rows
+	fitted := 0      // folds whose model was fitted
 	fold := make([]int, len(rows))
 	for i, r := range rows {
 		fold[i] = Fold(r.Session, folds)
@@ -256,9 +261,16 @@ func CrossValidate(rows []Row, folds int, opts Options) ([]float64, []FoldFit, e
 			continue
 		}
 		m, err := Train(train, opts)
+		if errors.Is(err, ErrTooFew) {
+			// The other folds lack positive or negative rows (a few sessions, one of
+			// them holding most uses): this fold's rows stay unscored (NaN).
+			tooFew = fmt.Errorf("fold %d: %w", k, err)
+			continue
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("fold %d: %w", k, err)
 		}
+		fitted++
 		scores := make([]float64, len(test))
 		labels := make([]bool, len(test))
 		sessions := map[string]bool{}
@@ -270,6 +282,9 @@ func CrossValidate(rows []Row, folds int, opts Options) ([]float64, []FoldFit, e
 		if auc := AUC(scores, labels); !math.IsNaN(auc) {
 			fits = append(fits, FoldFit{Sessions: len(sessions), Rows: len(test), AUC: auc, Brier: Brier(scores, labels)})
 		}
+	}
+	if fitted == 0 && tooFew != nil {
+		return nil, nil, tooFew
 	}
 	return pred, fits, nil
 }

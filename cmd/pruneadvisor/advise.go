@@ -126,6 +126,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		return usageError{err}
 	}
 	adv.Logger = e.log
+	adv.Background = f.scorerFlags.background(e)
 	if adv.RecallSecret, err = store.RecallSecret(ctx); err != nil {
 		return err
 	}

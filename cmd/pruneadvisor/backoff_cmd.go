@@ -214,7 +214,7 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	if err != nil {
 		return err
 	}
-	// The scorer's own cutoff (scorer_cutoffs, e.g. 0.2 for fitted), as the
+	// The scorer's own cutoff (scorer_cutoffs, e.g. 0.05 for fitted), as the
 	// replayed advisor used it.
 	cutoff := cfg.Cutoff
 	if scorer != nil {

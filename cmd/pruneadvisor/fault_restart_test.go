@@ -254,8 +254,12 @@ func TestServeRestartTransparent(t *testing.T) {
 		t.Run(scorer, func(t *testing.T) {
 			t.Parallel()
 			args := []string{"--scorer", scorer, "--budget", "6000", "--price-forced=false"}
-			if scorer == "lexical" {
+			switch scorer {
+			case "lexical":
 				args = append(args, "--cutoff", "0.7")
+			case "fitted":
+				// Above the default 0.05, so that this session has stubs early.
+				args = append(args, "--cutoff", "0.2")
 			}
 			want := restartRun(t, seed, bodies, args, 0, 0, 0)
 			noRecall := want

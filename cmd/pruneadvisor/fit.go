@@ -18,6 +18,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/storage"
 )
@@ -131,8 +132,10 @@ func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
 		return usageError{fmt.Errorf("--target-miss %v: want a rate in [0,1]", f.targetMiss)}
 	}
 	prefixes := f.settings
+	var words *evidence.Background
 	if len(paths) > 0 {
-		hash, err := fitReplay(ctx, e, paths, f)
+		words = wordStats(e, paths)
+		hash, err := fitReplay(ctx, e, paths, f, words)
 		if err != nil {
 			return err
 		}
@@ -157,6 +160,16 @@ func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
 		return err
 	}
 	out.DB, out.Replay = f.db, set.group.label()
+	if words == nil {
+		// No PATHs: the stored replay's statistics are known by their digest only,
+		// and only the embedded default's can be named by it.
+		def := fitted.DefaultBackground()
+		if set.group.settings.Words != def.Digest() {
+			return fmt.Errorf("fit: the replay %s was labelled under word statistics %s, not the embedded default's (%s): give the PATHs it replayed so fit can count them again", short(set.group.hash), set.group.settings.Words, def.Digest())
+		}
+		words = def
+	}
+	out.Model.Words = words
 	if len(paths) > 0 {
 		out.Model.Training.Source = strings.Join(paths, " ")
 	}
@@ -181,15 +194,37 @@ func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
 	return nil
 }
 
-// fitReplay replays paths into the store as a training replay and returns its
-// settings hash.
-func fitReplay(ctx context.Context, e *env, paths []string, f fitFlags) (string, error) {
+// wordStats counts the plain words the agents of the sessions under paths wrote
+// (evidence.BackgroundCounter): the statistics the training replay labels under
+// and the model ships. Files that are not sessions are passed over, as replay
+// does.
+func wordStats(e *env, paths []string) *evidence.Background {
+	found, _, _, _ := replay.Discover(paths)
+	c := evidence.NewBackgroundCounter()
+	for _, fd := range found {
+		src, err := replay.Load(fd.Path, true)
+		if err != nil {
+			continue
+		}
+		c.Add(src.Session)
+	}
+	bg := c.Background(0)
+	if bg != nil {
+		fmt.Fprintf(e.stderr, "pruneadvisor: fit: word statistics of %d sessions: %d plain words written in at least %.0f%% of them\n", bg.Sessions, len(bg.Counts), 100*bg.MinShare)
+	}
+	return bg
+}
+
+// fitReplay replays paths into the store as a training replay, its later-use
+// evidence labelled under words, and returns its settings hash.
+func fitReplay(ctx context.Context, e *env, paths []string, f fitFlags, words *evidence.Background) (string, error) {
 	store, closeStore, err := openStore(ctx, f.db)
 	if err != nil {
 		return "", err
 	}
 	defer closeStore()
-	rp := &replay.Replayer{Config: trainingConfig(), Scorer: fitted.KeepScorer{}, Lenient: true, Logger: onceLogger(e.stderr), Sizer: ollama.Sizer{}}
+	rp := &replay.Replayer{Config: trainingConfig(), Scorer: fitted.KeepScorer{}, Lenient: true, Logger: onceLogger(e.stderr), Sizer: ollama.Sizer{},
+		Background: words}
 	runner := &replay.Runner{Replayer: rp, Sink: store, Workers: f.workers}
 	sum, err := runner.Run(ctx, paths)
 	if err != nil {

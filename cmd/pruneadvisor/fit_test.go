@@ -45,6 +45,9 @@ func TestDefaultModelIsReproducible(t *testing.T) {
 				want.Features[i], got.Weights[i], got.Mean[i], got.Scale[i], want.Weights[i], want.Mean[i], want.Scale[i])
 		}
 	}
+	if d := cmp.Diff(want.Words, got.Words); d != "" {
+		t.Errorf("refit word statistics differ from the embedded ones (-embedded +refit):\n%s", d)
+	}
 	gt, wt := got.Training, want.Training
 	gt.Source, wt.Source = "", "" // the corpus's path as given, from another folder here
 	if !near(got.Bias, want.Bias) || gt != wt || got.CV == nil || !near(got.CV.AUC, want.CV.AUC) {
@@ -125,5 +128,38 @@ func TestFitDumpRows(t *testing.T) {
 	}
 	if len(rows) != tr.Rows || used != tr.Positives || tr.Rows < 50 || used == 0 || used == len(rows) {
 		t.Errorf("rows.csv: %d rows, %d used; fit trained on %d rows, %d positive", len(rows), used, tr.Rows, tr.Positives)
+	}
+}
+
+// TestModelFileWithoutWords: a model file written before word statistics existed
+// still loads, and the command says which statistics the later-use evidence uses
+// instead; one whose statistics are malformed is refused, naming file and field.
+func TestModelFileWithoutWords(t *testing.T) {
+	m, err := fitted.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := *m
+	old.Words = nil
+	dir := t.TempDir()
+	path := filepath.Join(dir, "old.json")
+	if err := old.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join("..", "..", "testdata", "sessions", "fix-port.jsonl")
+	code, _, stderr := runCLI(t, "advise", "--scorer", "fitted", "--model-file", path, "--db", filepath.Join(dir, "a.db"), session)
+	want := "pruneadvisor: model " + path + ` has no word statistics (field "words"): later-use evidence uses the embedded default's (285 sessions of ../shared/corpus)`
+	if code != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant a line with %q", code, stderr, want)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	data, _ := m.Marshal()
+	data = []byte(strings.Replace(string(data), `"sessions": 285`, `"sessions": -1`, 1))
+	if err := os.WriteFile(bad, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, "advise", "--scorer", "fitted", "--model-file", bad, "--db", filepath.Join(dir, "b.db"), session)
+	if code != 1 || !strings.Contains(stderr, bad) || !strings.Contains(stderr, "words: evidence: invalid word statistics: sessions: -1") {
+		t.Errorf("malformed words: exit %d, stderr:\n%s", code, stderr)
 	}
 }

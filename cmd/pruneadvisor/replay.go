@@ -182,7 +182,8 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 		return err
 	}
 	defer closeStore()
-	rp := &replay.Replayer{Config: cfg, Scorer: scorer, Lenient: !f.strict, Logger: onceLogger(e.stderr), Sizer: ollama.Sizer{}}
+	rp := &replay.Replayer{Config: cfg, Scorer: scorer, Lenient: !f.strict, Logger: onceLogger(e.stderr), Sizer: ollama.Sizer{},
+		Background: f.scorerFlags.background(e)}
 	settings := rp.Settings()
 	prog := newReplayProgress(e, f.progress)
 	runner := &replay.Runner{Replayer: rp, Sink: store, Workers: workers, Events: prog.event, Shard: shard}

@@ -15,6 +15,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 )
 
 // scorerFlags choose the scorer: auto (Ollama when it answers and has the model,
@@ -98,6 +99,28 @@ func (f *scorerFlags) build(ctx context.Context, e *env) (advisor.Scorer, error)
 	default:
 		return nil, usageError{fmt.Errorf("--scorer %q: want auto, ollama, fitted, lexical, keep or none", f.kind)}
 	}
+}
+
+// background returns the plain-word statistics of the later-use evidence: the
+// model file's (--model-file, or the config's model_file) when it has them, else
+// the embedded default model's. A model file without them (one written before
+// they existed) is said once on stderr, naming the file and the statistics used
+// instead; a model file that cannot be loaded is left to fitted (its error or
+// warning).
+func (f *scorerFlags) background(e *env) *evidence.Background {
+	def := fitted.DefaultBackground()
+	if f.modelFile == "" {
+		return def
+	}
+	m, err := fitted.Load(f.modelFile)
+	if err != nil {
+		return def
+	}
+	bg, fell := m.BackgroundOr(def)
+	if fell {
+		fmt.Fprintf(e.stderr, "pruneadvisor: model %s has no word statistics (field \"words\"): later-use evidence uses the embedded default's (%d sessions of ../shared/corpus); refit with this version to add them\n", f.modelFile, def.Sessions)
+	}
+	return bg
 }
 
 // fitted returns the fitted scorer over --model-file, or over the embedded model.

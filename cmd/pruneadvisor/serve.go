@@ -153,6 +153,7 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 	}
 	srv, err := server.New(server.Options{
 		Config: cfg, Scorer: scorer, Store: store, Ledger: store, RecallSecret: secret,
+		Background:     f.scorerFlags.background(e),
 		OpenAIUpstream: f.openai, AnthropicUpstream: f.anthropic, GeminiUpstream: f.gemini,
 		Token: f.token, AllowedHosts: f.allowedHosts, MaxBody: f.maxBody, MaxSessions: f.maxSessions,
 		MaxMemory: int64(maxMemory), SessionIdle: f.sessionIdle, MaxAdvising: f.maxAdvising,

@@ -219,6 +219,7 @@ func startProxy(ctx context.Context, e *env, f *wrapFlags) (string, func(), erro
 	}
 	srv, err := server.New(server.Options{
 		Config: cfg, Scorer: scorer, Store: store, Ledger: store, RecallSecret: secret,
+		Background:        f.scorerFlags.background(e),
 		AnthropicUpstream: firstNonEmpty(f.anthropic, os.Getenv("ANTHROPIC_BASE_URL")),
 		OpenAIUpstream:    openai,
 		GeminiUpstream:    firstNonEmpty(f.gemini, os.Getenv("GOOGLE_GEMINI_BASE_URL")),
