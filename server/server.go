@@ -40,8 +40,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/recall"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/wire"
 )
 
 // Sentinel errors.
@@ -242,7 +244,7 @@ type Server struct {
 	cfg           advisor.Config
 	store         Store
 	recall        *recall.Service
-	upstream      map[apiKind]*url.URL
+	upstream      map[prices.Provider]*url.URL // by provider (wire.Spec.Provider)
 	token         string
 	hosts         hostPolicy
 	maxBody       int64
@@ -293,7 +295,7 @@ func New(opts Options) (*Server, error) {
 		log:           opts.Logger,
 		registry:      opts.Registry,
 		transport:     opts.Transport,
-		upstream:      map[apiKind]*url.URL{},
+		upstream:      map[prices.Provider]*url.URL{},
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
@@ -329,15 +331,15 @@ func New(opts Options) (*Server, error) {
 		t.DialContext = s.dialer.DialContext
 		s.transport = t
 	}
-	for kind, raw := range map[apiKind]string{kindOpenAI: opts.OpenAIUpstream, kindAnthropic: opts.AnthropicUpstream, kindGemini: opts.GeminiUpstream} {
+	for p, raw := range map[prices.Provider]string{prices.OpenAI: opts.OpenAIUpstream, prices.Anthropic: opts.AnthropicUpstream, prices.Gemini: opts.GeminiUpstream} {
 		if raw == "" {
-			raw = kind.defaultUpstream()
+			raw = defaultUpstream(p)
 		}
 		u, err := parseUpstream(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s upstream: %v", ErrOptions, kind, err)
+			return nil, fmt.Errorf("%w: %s upstream: %v", ErrOptions, p, err)
 		}
-		s.upstream[kind] = u
+		s.upstream[p] = u
 	}
 	maxSessions := opts.MaxSessions
 	if maxSessions <= 0 {
@@ -362,6 +364,9 @@ func New(opts Options) (*Server, error) {
 		}
 		if k.recallTool != "" {
 			c.RecallTool = k.recallTool
+		}
+		if k.provider != "" {
+			c.Provider = string(k.provider)
 		}
 		a, err := advisor.New(c, scorer, advStore)
 		if err != nil {
@@ -431,15 +436,18 @@ func (s *Server) Sessions() int { return s.sessions.len() }
 
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/chat/completions", s.instrument("openai", s.auth(true, s.proxy(kindOpenAI))))
-	mux.Handle("POST /v1/messages", s.instrument("anthropic", s.auth(true, s.proxy(kindAnthropic))))
-	mux.Handle("POST /v1/responses", s.instrument("responses", s.auth(true, s.proxy(kindResponses))))
-	mux.Handle("/v1beta/", s.auth(true, s.gemini(
-		s.instrument("gemini", s.proxy(kindGemini)),
-		s.instrument("passthrough", http.HandlerFunc(s.passthrough)))))
+	// Each wire API's family of paths (wire.Specs): its advised route, and every
+	// other request under it passed through to its provider. Credentials are
+	// checked after the token (checkCredentials).
+	pass := s.instrument("passthrough", s.auth(true, s.checkCredentials(http.HandlerFunc(s.passthrough))))
+	for _, spec := range wire.Specs() {
+		h := family(spec, s.instrument(string(spec.API), s.auth(true, s.checkCredentials(s.proxy(spec.API)))), pass)
+		mux.Handle(spec.Family, h)
+		mux.Handle(spec.Family+"/", h)
+	}
 	mux.Handle("/v1/advise", s.instrument("advise", s.auth(false, methods(s.advise, http.MethodPost))))
 	mux.Handle("/v1/recall/{id}", s.instrument("recall", s.auth(false, methods(s.recallHandler, http.MethodGet, http.MethodHead))))
-	mux.Handle("/v1/", s.instrument("passthrough", s.auth(true, http.HandlerFunc(s.passthrough))))
+	mux.Handle("/v1/", pass)
 	mux.Handle("/healthz", s.instrument("healthz", methods(s.healthz, http.MethodGet, http.MethodHead)))
 	mux.Handle("/metrics", s.instrument("metrics", s.auth(false, methods(
 		promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, http.MethodGet))))
