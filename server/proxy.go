@@ -60,16 +60,36 @@ func isProxyPath(p string) bool {
 // credentials (headers, the key= query parameter) and version header it carries.
 // The error (wire.ErrTwoProviders, wire.ErrWrongRoute) names headers, never values.
 func routeOf(r *http.Request) (wire.Routing, error) {
-	var query url.Values
 	return wire.Route(r.URL.Path, func(name string, isQuery bool) bool {
-		if !isQuery {
-			return r.Header.Get(name) != ""
+		if isQuery {
+			return queryHas(r.URL.RawQuery, name)
 		}
-		if query == nil {
-			query = r.URL.Query()
-		}
-		return query.Get(name) != ""
+		return r.Header.Get(name) != ""
 	})
+}
+
+// queryHas reports whether the raw query holds a non-empty value for name, read as
+// leniently as any upstream might: pairs split at '&' and ';', the name unescaped
+// when it can be and compared without case. (url.ParseQuery drops a pair holding a
+// ';' and a name with a bad escape; a key hidden there would still reach the
+// upstream.)
+func queryHas(raw, name string) bool {
+	for raw != "" {
+		var pair string
+		if i := strings.IndexAny(raw, "&;"); i >= 0 {
+			pair, raw = raw[:i], raw[i+1:]
+		} else {
+			pair, raw = raw, ""
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		if u, err := url.QueryUnescape(k); err == nil {
+			k = u
+		}
+		if v != "" && strings.EqualFold(strings.TrimSpace(k), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // proxyKind tells which API's error shape answers a request (its route's, see
@@ -83,16 +103,25 @@ func proxyKind(r *http.Request) (k apiKind, ok bool) {
 	return rt.Spec.API, true
 }
 
-// family serves the paths of one wire API's Family: its advised requests
-// (wire.Spec.Advised) through advise, every other through pass.
-func family(spec wire.Spec, advise, pass http.Handler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if spec.Advised(r.Method, r.URL.Path) {
-			advise.ServeHTTP(w, r)
+// dispatch serves every proxy path (isProxyPath) by its route (routeOf), so that
+// the path the table routes is the path that is forwarded: a request the route's API
+// advises (wire.Spec.Advised, on a path the API claims) goes to that API's proxy
+// handler, every other, and one the route refuses, to the passthrough, which sends
+// it to the provider the route names. Both check the token and then the
+// credentials (checkCredentials) before anything else.
+func (s *Server) dispatch() http.Handler {
+	advised := map[apiKind]http.Handler{}
+	for _, spec := range wire.Specs() {
+		advised[spec.API] = s.instrument(string(spec.API), s.auth(true, s.checkCredentials(s.proxy(spec.API))))
+	}
+	pass := s.instrument("passthrough", s.auth(true, s.checkCredentials(http.HandlerFunc(s.passthrough))))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt, err := routeOf(r); err == nil && rt.Claimed && rt.Spec.Advised(r.Method, r.URL.Path) {
+			advised[rt.Spec.API].ServeHTTP(w, r)
 			return
 		}
 		pass.ServeHTTP(w, r)
-	}
+	})
 }
 
 // checkCredentials refuses, before h sees it, a request whose credentials do not fit

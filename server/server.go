@@ -43,7 +43,6 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/recall"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
-	"github.com/pruneadvisor/pruneadvisor/wire"
 )
 
 // Sentinel errors.
@@ -436,18 +435,16 @@ func (s *Server) Sessions() int { return s.sessions.len() }
 
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	// Each wire API's family of paths (wire.Specs): its advised route, and every
-	// other request under it passed through to its provider. Credentials are
-	// checked after the token (checkCredentials).
-	pass := s.instrument("passthrough", s.auth(true, s.checkCredentials(http.HandlerFunc(s.passthrough))))
-	for _, spec := range wire.Specs() {
-		h := family(spec, s.instrument(string(spec.API), s.auth(true, s.checkCredentials(s.proxy(spec.API)))), pass)
-		mux.Handle(spec.Family, h)
-		mux.Handle(spec.Family+"/", h)
-	}
+	// Every proxy path goes through one dispatcher that routes it by the table of
+	// wire APIs (dispatch): the advised routes, and every other request passed
+	// through to the provider it belongs to. Credentials are checked after the token
+	// (checkCredentials).
+	proxy := s.dispatch()
+	mux.Handle("/v1beta", proxy)
+	mux.Handle("/v1beta/", proxy)
 	mux.Handle("/v1/advise", s.instrument("advise", s.auth(false, methods(s.advise, http.MethodPost))))
 	mux.Handle("/v1/recall/{id}", s.instrument("recall", s.auth(false, methods(s.recallHandler, http.MethodGet, http.MethodHead))))
-	mux.Handle("/v1/", pass)
+	mux.Handle("/v1/", proxy)
 	mux.Handle("/healthz", s.instrument("healthz", methods(s.healthz, http.MethodGet, http.MethodHead)))
 	mux.Handle("/metrics", s.instrument("metrics", s.auth(false, methods(
 		promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, http.MethodGet))))
