@@ -3,12 +3,15 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/server"
 )
 
@@ -308,5 +311,101 @@ func TestRouteByCredentials(t *testing.T) {
 				t.Errorf("%s holds %q", where, secret)
 			}
 		}
+	}
+}
+
+// anthropicBody is the Messages request at request r of a conversation whose tool
+// outputs are toolOutput(k) (NOISE on odd k).
+func anthropicBody(r int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"model":"claude-test","max_tokens":100,"system":"You are an agent.","messages":[{"role":"user","content":"Fix the parser."}`)
+	for k := 1; k < r; k++ {
+		out, _ := json.Marshal(toolOutput(k))
+		fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%d","name":"run_command","input":{"command":"make s%d"}}]}`, k, k)
+		fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":%s}]}`, k, out)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// A proxied session of every route is planned with its own provider's prices: the
+// planner's price of each rewrite (the step record's cost over the tokens it
+// writes again) is the rewrite premium of the provider the ledger bills the route
+// under, the ledger's entry carries the same planned price, and that provider is
+// the route's (Codex's Responses and Gemini CLI's requests were planned with
+// Anthropic's $3.45 per million before issue 34).
+func TestRoutePricesMatchLedger(t *testing.T) {
+	up := newRecorder(t, okJSON)
+	cfg := testConfig()
+	env := newProxy(t, server.Options{Config: cfg, AnthropicUpstream: up.URL, OpenAIUpstream: up.URL, GeminiUpstream: up.URL})
+	n := 8
+	var anthropic, chat [][]byte
+	for r := 1; r <= n; r++ {
+		anthropic, chat = append(anthropic, anthropicBody(r)), append(chat, chatBody(1, r))
+	}
+	// The premium per token (cache write minus cache read) of each provider's list
+	// prices, written out: Anthropic $3.75 - $0.30, OpenAI and Gemini $1.25 - $0.125.
+	tests := []struct {
+		route, path, header, key, provider string
+		premium                            float64
+		bodies                             [][]byte
+	}{
+		{"anthropic", "/v1/messages", "X-Api-Key", "sk-ant-k", "anthropic", 3.45e-6, anthropic},
+		{"openai", "/v1/chat/completions", "Authorization", "Bearer sk-k", "openai", 1.125e-6, chat},
+		{"responses", "/v1/responses", "Authorization", "Bearer sk-k", "openai", 1.125e-6, responsesTurns()},
+		{"gemini", "/v1beta/models/gemini-2.5-pro:generateContent", "X-Goog-Api-Key", "AIza-k", "gemini", 1.125e-6, geminiTurns()},
+	}
+	ctx := context.Background()
+	for _, tt := range tests {
+		t.Run(tt.route, func(t *testing.T) {
+			session := "prices-" + tt.route
+			for i, body := range tt.bodies {
+				resp, b := post(t, env.http.URL+tt.path, body, map[string]string{tt.header: tt.key, server.HeaderSession: session})
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("request %d: %d %s", i, resp.StatusCode, b)
+				}
+			}
+			if err := env.srv.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			steps, err := env.db.Steps(ctx, session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, err := env.db.LedgerEntries(ctx, session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			planned := map[int]float64{}
+			for _, e := range entries {
+				if string(e.Provider) != tt.provider || e.Route != tt.route {
+					t.Errorf("step %d: the ledger bills route %s as %s; want %s as %s", e.Step, e.Route, e.Provider, tt.route, tt.provider)
+				}
+				planned[e.Step] = e.PlannedRewriteUSD
+			}
+			bills := cfg.PriceModel(prices.Provider(tt.provider))
+			rewrites := 0
+			for _, s := range steps {
+				if s.Rewrite == "" {
+					continue
+				}
+				rewrites++
+				if s.Suffix <= 0 || s.CostUSD <= 0 {
+					t.Errorf("step %d: rewrite %s writes %d tokens for $%v: nothing to compare", s.Step, s.Rewrite, s.Suffix, s.CostUSD)
+					continue
+				}
+				perToken := s.CostUSD / float64(s.Suffix)
+				if !near(perToken, tt.premium) || !near(perToken, bills.RewritePremium()) {
+					t.Errorf("step %d: the planner priced a rewritten token at $%.4g per million; the ledger's %s prices say $%.4g (want $%.4g)",
+						s.Step, perToken*1e6, tt.provider, bills.RewritePremium()*1e6, tt.premium*1e6)
+				}
+				if !near(planned[s.Step], s.CostUSD) {
+					t.Errorf("step %d: the ledger holds the planned price $%v; the planner's is $%v", s.Step, planned[s.Step], s.CostUSD)
+				}
+			}
+			if rewrites == 0 {
+				t.Fatalf("no rewrite in %d steps: nothing priced", len(steps))
+			}
+		})
 	}
 }
