@@ -245,7 +245,7 @@ var (
 	ErrTwoProviders = errors.New("credentials of two providers")
 	// ErrWrongRoute means a request carries a credential of another provider than
 	// its path's (or its version header's).
-	ErrWrongRoute = errors.New("a credential of another provider than its route's")
+	ErrWrongRoute = errors.New("a credential of another provider than the route's")
 )
 
 // Routing is where a request goes.
@@ -292,7 +292,7 @@ func Route(path string, has func(name string, query bool) bool) (Routing, error)
 		r := Routing{Spec: s, Claimed: true}
 		for _, c := range carried() {
 			if !s.accepts(c) {
-				return r, fmt.Errorf("%w: %s is %s's, path %q is %s's", ErrWrongRoute, c, c.Provider, cutPath(path), s.Provider)
+				return r, fmt.Errorf("%w: %s is %s's, and path %q is %s's; not forwarded", ErrWrongRoute, c, c.Provider, cutPath(path), s.Provider)
 			}
 		}
 		return r, nil
@@ -314,7 +314,7 @@ func Route(path string, has func(name string, query bool) bool) (Routing, error)
 		s, _ := DefaultAPI(p)
 		names = append(names, fmt.Sprintf("%s (%s)", c, p))
 		if owner != nil && owner.Provider != s.Provider {
-			return Routing{Spec: *owner}, fmt.Errorf("%w: %s; send one provider's", ErrTwoProviders, strings.Join(names, ", "))
+			return Routing{Spec: *owner}, fmt.Errorf("%w: %s; send one provider's only; not forwarded", ErrTwoProviders, strings.Join(names, ", "))
 		}
 		if owner == nil {
 			owner = &s
@@ -322,7 +322,7 @@ func Route(path string, has func(name string, query bool) bool) (Routing, error)
 	}
 	switch {
 	case owner != nil && version != nil && owner.Provider != version.Provider:
-		return Routing{Spec: *version}, fmt.Errorf("%w: %s, and the %s header is %s's", ErrWrongRoute, strings.Join(names, ", "), version.Version, version.Provider)
+		return Routing{Spec: *version}, fmt.Errorf("%w: %s, and the %s header is %s's; not forwarded", ErrWrongRoute, strings.Join(names, ", "), version.Version, version.Provider)
 	case owner != nil:
 		return Routing{Spec: *owner}, nil
 	case version != nil:
