@@ -57,14 +57,20 @@ func isProxyPath(p string) bool {
 }
 
 // routeOf routes a request to a proxy path by wire.Route: its path, and the
-// credentials (headers, the key= query parameter) and version header it carries.
+// credentials (headers, the key= query parameter) and version header it carries: a
+// header counts when any of its values is not empty (every value is forwarded).
 // The error (wire.ErrTwoProviders, wire.ErrWrongRoute) names headers, never values.
 func routeOf(r *http.Request) (wire.Routing, error) {
 	return wire.Route(r.URL.Path, func(name string, isQuery bool) bool {
 		if isQuery {
 			return queryHas(r.URL.RawQuery, name)
 		}
-		return r.Header.Get(name) != ""
+		for _, v := range r.Header.Values(name) {
+			if v != "" {
+				return true
+			}
+		}
+		return false
 	})
 }
 
