@@ -85,10 +85,11 @@ var (
 	Authorization = Credential{Name: "Authorization", Provider: prices.OpenAI}
 )
 
+// credentials is every credential routing looks for.
+var credentials = [...]Credential{AnthropicKey, GoogleKey, GoogleQueryKey, Authorization}
+
 // Credentials returns every credential routing looks for, in a stable order.
-func Credentials() []Credential {
-	return []Credential{AnthropicKey, GoogleKey, GoogleQueryKey, Authorization}
-}
+func Credentials() []Credential { return append([]Credential(nil), credentials[:]...) }
 
 // Spec is one wire API's row of the table.
 type Spec struct {
@@ -276,9 +277,10 @@ func (r Routing) Provider() prices.Provider { return r.Spec.Provider }
 //     ErrWrongRoute, credentials of two providers with ErrTwoProviders.
 //   - Without credentials, the version header's provider, else OpenAI's.
 func Route(path string, has func(name string, query bool) bool) (Routing, error) {
+	var buf [len(credentials)]Credential
 	carried := func() []Credential {
-		var out []Credential
-		for _, c := range Credentials() {
+		out := buf[:0]
+		for _, c := range credentials {
 			if has(c.Name, c.Query) {
 				out = append(out, c)
 			}
@@ -304,27 +306,38 @@ func Route(path string, has func(name string, query bool) bool) (Routing, error)
 			break
 		}
 	}
-	var owner *Spec
-	var names []string
-	for _, c := range carried() {
-		p := c.Provider
+	// providerOf is whose secret c is on this path: its own provider's, or the
+	// version header's when that API takes it (Authorization beside
+	// Anthropic-Version).
+	providerOf := func(c Credential) prices.Provider {
 		if version != nil && version.accepts(c) {
-			p = version.Provider
+			return version.Provider
 		}
-		s, _ := DefaultAPI(p)
-		names = append(names, fmt.Sprintf("%s (%s)", c, p))
-		if owner != nil && owner.Provider != s.Provider {
-			return Routing{Spec: *owner}, fmt.Errorf("%w: %s; send one provider's only; not forwarded", ErrTwoProviders, strings.Join(names, ", "))
+		return c.Provider
+	}
+	// names lists the credentials carried with their providers, for a message.
+	names := func() string {
+		var out []string
+		for _, c := range carried() {
+			out = append(out, fmt.Sprintf("%s (%s)", c, providerOf(c)))
 		}
-		if owner == nil {
-			owner = &s
+		return strings.Join(out, ", ")
+	}
+	var owner prices.Provider
+	for _, c := range carried() {
+		p := providerOf(c)
+		if owner != "" && owner != p {
+			s, _ := DefaultAPI(owner)
+			return Routing{Spec: s}, fmt.Errorf("%w: %s; send one provider's only; not forwarded", ErrTwoProviders, names())
 		}
+		owner = p
 	}
 	switch {
-	case owner != nil && version != nil && owner.Provider != version.Provider:
-		return Routing{Spec: *version}, fmt.Errorf("%w: %s, and the %s header is %s's; not forwarded", ErrWrongRoute, strings.Join(names, ", "), version.Version, version.Provider)
-	case owner != nil:
-		return Routing{Spec: *owner}, nil
+	case owner != "" && version != nil && owner != version.Provider:
+		return Routing{Spec: *version}, fmt.Errorf("%w: %s, and the %s header is %s's; not forwarded", ErrWrongRoute, names(), version.Version, version.Provider)
+	case owner != "":
+		s, _ := DefaultAPI(owner)
+		return Routing{Spec: s}, nil
 	case version != nil:
 		return Routing{Spec: *version}, nil
 	}

@@ -182,3 +182,25 @@ func TestRoute(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRoute is the routing of one request, as the proxy does it up to three
+// times per request (dispatch, the credential check, the passthrough).
+func BenchmarkRoute(b *testing.B) {
+	for _, bc := range []struct {
+		name, path string
+		has        func(string, bool) bool
+	}{
+		{"messages", "/v1/messages", carries("X-Api-Key", "Anthropic-Version")},
+		{"gemini", "/v1beta/models/gemini-2.5-pro:streamGenerateContent", carries("X-Goog-Api-Key")},
+		{"unknown-path", "/v1/models", carries("Authorization")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := wire.Route(bc.path, bc.has); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
