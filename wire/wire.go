@@ -249,7 +249,7 @@ var (
 	ErrWrongRoute = errors.New("a credential of another provider than the route's")
 )
 
-// Routing is where a request goes.
+// Routing is where a request goes: to Spec.Provider's upstream.
 type Routing struct {
 	// Spec is the API that answers it: its path's, else the default API of the
 	// provider its credential or version header names, else the fallback's. On an
@@ -259,9 +259,6 @@ type Routing struct {
 	// claims, routed by what it carries.
 	Claimed bool
 }
-
-// Provider is the provider whose upstream the request goes to.
-func (r Routing) Provider() prices.Provider { return r.Spec.Provider }
 
 // Route decides where a request to path (a /v1/ or /v1beta/ path of the proxy; the
 // sidecar's own routes are not routed) goes, by what it carries: has reports
