@@ -20,6 +20,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/wire"
 )
 
 // Advisor runs the per-step pipeline for any number of sessions. It is safe for
@@ -203,19 +204,12 @@ func (a *Advisor) cacheTTL(*transcript.Session, prices.Model) time.Duration {
 	return time.Duration(a.Config.CacheTTL)
 }
 
-// ProviderOf returns the provider whose prices apply to a session of format f:
-// Anthropic for Claude Code transcripts and Anthropic Messages bodies, OpenAI for
-// Codex rollouts, OpenAI chat bodies and the trajectories recorded in that shape
-// (mini-swe-agent, SWE-agent, OpenHands), Gemini for Gemini CLI sessions. pi records
-// several providers; its sessions are priced as Anthropic, the provider its default
-// model uses. Unknown formats get Anthropic.
-func ProviderOf(f transcript.Format) prices.Provider {
-	switch f {
-	case transcript.FormatCodex, transcript.FormatOpenAI, transcript.FormatMiniSWEAgent,
-		transcript.FormatSWEAgent, transcript.FormatOpenHands:
-		return prices.OpenAI
-	case transcript.FormatGemini:
-		return prices.Gemini
-	}
-	return prices.Anthropic
-}
+// ProviderOf returns the provider whose prices apply to a session of format f, from
+// the one table of wire APIs and formats (wire.ProviderOf): Anthropic for Claude
+// Code transcripts and Anthropic Messages bodies, OpenAI for Codex rollouts, Chat
+// Completions and Responses bodies and the trajectories recorded in Chat
+// Completions' shape (mini-swe-agent, SWE-agent, OpenHands), Gemini for Gemini CLI
+// sessions and Gemini API bodies. pi records several providers; its sessions are
+// priced as Anthropic, the provider its default model uses. Unknown formats get
+// Anthropic.
+func ProviderOf(f transcript.Format) prices.Provider { return wire.ProviderOf(f) }

@@ -116,8 +116,9 @@ type Config struct {
 	RemainingFactor float64 `json:"remaining_factor" validate:"gt=0,lte=100"`
 	RemainingMin    float64 `json:"remaining_min" validate:"gte=1,lte=100000"`
 	// Provider is the provider whose prices and cache rules apply ("anthropic",
-	// "openai", "gemini"); "" chooses by the session: the proxy's route, or the
-	// format of a session file (ProviderOf).
+	// "openai", "gemini"); "" chooses by the session's format (ProviderOf). The
+	// proxy sets it per route to the route's provider (the one its ledger bills),
+	// whatever the configuration says; it applies to session files and the sidecar.
 	Provider string `json:"provider,omitempty" validate:"omitempty,oneof=anthropic openai gemini"`
 	// Prices overrides the default price model of any provider (prices.Default), keyed
 	// by provider name; each entry is read over that provider's default

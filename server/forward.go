@@ -85,10 +85,16 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, kind apiKind, b
 	s.send(w, r, &forwarding{kind: kind, body: [][]byte{body}, buf: buf, note: note, records: s.records.mark()})
 }
 
-// passthrough forwards any other /v1/ request untouched, body streamed.
+// passthrough forwards any other /v1/ or /v1beta/ request untouched, body
+// streamed, to the upstream routeOf names (checkCredentials refused it before when
+// its credentials do not fit).
 func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
-	kind, _ := proxyKind(r)
-	s.send(w, r, &forwarding{kind: kind, stream: true})
+	rt, err := routeOf(r)
+	if err != nil { // not reached behind checkCredentials; never forward it
+		writeAPIError(w, rt.Spec.API, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	s.send(w, r, &forwarding{kind: rt.Spec.API, stream: true})
 }
 
 // send runs f through the forwarder. A client gone while the response is copied
@@ -117,7 +123,7 @@ func (s *Server) rewriteOut(pr *httputil.ProxyRequest) {
 	f := forwardingOf(pr.In)
 	f.sent = true
 	out := pr.Out
-	out.URL = upstreamURL(s.upstream[f.kind.upstreamKind()], pr.In)
+	out.URL = upstreamURL(s.upstream[providerOf(f.kind)], pr.In)
 	out.Host = "" // the upstream's host, from the URL
 	out.Header = make(http.Header, len(pr.In.Header))
 	copyHeader(out.Header, pr.In.Header)
@@ -184,7 +190,7 @@ func (s *Server) forwardError(w http.ResponseWriter, out *http.Request, err erro
 	if errors.As(err, &ue) {
 		err = ue.Err // its text holds the URL, and a Gemini ?key= with it
 	}
-	target := s.upstream[f.kind.upstreamKind()].Redacted()
+	target := s.upstream[providerOf(f.kind)].Redacted()
 	if f.answered {
 		s.log.Warn("upstream response not forwarded", "api", string(f.kind), "upstream", target, "err", err)
 		writeAPIError(w, f.kind, http.StatusBadGateway, "api_error", fmt.Sprintf("upstream %s: %v", target, err))

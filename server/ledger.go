@@ -15,6 +15,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/ledger"
 	"github.com/pruneadvisor/pruneadvisor/prices"
+	"github.com/pruneadvisor/pruneadvisor/wire"
 )
 
 // The live ledger (DESIGN.md "ledger"): every upstream response of a proxied model
@@ -39,14 +40,16 @@ type ledgerRoute struct {
 	format   usageFormat
 }
 
-// ledgerRoutes lists the routes whose responses the ledger reads: every advised
-// route (a new API adds its line: its provider and its usage reader). Passthrough
-// requests (count_tokens, model lists, files) are not model calls and are not read.
-var ledgerRoutes = map[apiKind]ledgerRoute{
-	kindAnthropic: {prices.Anthropic, usageAnthropic},
-	kindOpenAI:    {prices.OpenAI, usageChat},
-	kindResponses: {prices.OpenAI, usageResponses},
-	kindGemini:    {prices.Gemini, usageGemini},
+// ledgerRouteOf gives the provider and usage reader of route's responses from the
+// table of wire APIs; false for a route that is not an advised wire API (the
+// passthrough: count_tokens, model lists, files are not model calls and are not
+// read).
+func ledgerRouteOf(route apiKind) (ledgerRoute, bool) {
+	spec, ok := wire.Lookup(route)
+	if !ok {
+		return ledgerRoute{}, false
+	}
+	return ledgerRoute{spec.Provider, usageFormat(spec.Usage)}, true
 }
 
 // Bounds of the ledger's memory.
@@ -165,7 +168,7 @@ func (l *ledgerWriter) note(route apiKind, header string) *ledgerNote {
 	if l == nil {
 		return nil
 	}
-	if _, ok := ledgerRoutes[route]; !ok {
+	if _, ok := ledgerRouteOf(route); !ok {
 		return nil
 	}
 	return &ledgerNote{l: l, route: route, at: l.clock(), session: header}
@@ -196,7 +199,8 @@ func (l *ledgerWriter) tee(note *ledgerNote, resp *http.Response) *usageTee {
 	}
 	l.open++
 	l.mu.Unlock()
-	job := &ledgerJob{note: note, status: resp.StatusCode, acc: usageAcc{format: ledgerRoutes[note.route].format}}
+	route, _ := ledgerRouteOf(note.route)
+	job := &ledgerJob{note: note, status: resp.StatusCode, acc: usageAcc{format: route.format}}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	job.stream = mt == "text/event-stream"
 	t := &usageTee{l: l, job: job}
@@ -316,7 +320,8 @@ func (l *ledgerWriter) flush(ctx context.Context) error {
 // here), prices it and counts it.
 func (l *ledgerWriter) settle(j *ledgerJob) ledger.Entry {
 	j.read()
-	n, route := j.note, ledgerRoutes[j.note.route]
+	n := j.note
+	route, _ := ledgerRouteOf(n.route)
 	e := ledger.Entry{
 		SessionID: n.session, Step: n.step, At: n.at, Route: string(n.route), Provider: route.provider,
 		Model: j.acc.model, Status: j.status, Stream: j.stream, Advised: n.advised,
@@ -427,7 +432,8 @@ func newLedgerMetrics(reg prometheus.Registerer) *ledgerMetrics {
 		}),
 	}
 	reg.MustRegister(m.responses, m.tokens, m.paid, m.keepAll, m.rewrite, m.storeErrors)
-	for route := range ledgerRoutes {
+	for _, spec := range wire.Specs() {
+		route := spec.API
 		for _, r := range ledger.Results() {
 			m.responses.WithLabelValues(string(route), string(r))
 		}

@@ -30,6 +30,7 @@ type metrics struct {
 	storageErrors    prometheus.Counter       // advised requests whose plan reports a storage failure
 	recalls          *prometheus.CounterVec   // result
 	untouched        *prometheus.CounterVec   // route, reason: proxied requests forwarded untouched by design
+	refused          *prometheus.CounterVec   // route, reason: proxied requests refused before forwarding (checkCredentials)
 	sessions         prometheus.Gauge         // sessions with in-memory advisor state
 }
 
@@ -102,7 +103,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "pruneadvisor_requests_untouched_total",
 		Help: "Proxied requests forwarded untouched by design, by route and reason (previous_response_id: a Responses request whose history the provider holds).",
 	}, []string{"route", "reason"})
-	reg.MustRegister(m.requests, m.pruned, m.tokensSaved, m.tokenStepsSaved, m.rewrites, m.asks,
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pruneadvisor_requests_refused_total",
+		Help: "Proxy requests refused with 400 instead of forwarded, by the route whose shape answered and reason (two_providers: credentials of two providers; wrong_route: a credential of another provider than the route's).",
+	}, []string{"route", "reason"})
+	reg.MustRegister(m.refused, m.requests, m.pruned, m.tokensSaved, m.tokenStepsSaved, m.rewrites, m.asks,
 		m.scorerFailures, m.scorerSeconds, m.adviseSeconds, m.adviseFailures, m.requestEncodings, m.storageErrors,
 		m.recalls, m.untouched, m.sessions)
 	return m

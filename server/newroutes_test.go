@@ -104,17 +104,18 @@ func TestNewRoutesPrune(t *testing.T) {
 	env := newProxy(t, server.Options{OpenAIUpstream: up.URL, AnthropicUpstream: up.URL, GeminiUpstream: up.URL})
 	tests := []struct {
 		name, path, tool, stubPath string
+		keyHeader, key             string
 		bodies                     [][]byte
 	}{
-		{"responses", "/v1/responses", "mcp__pruneadvisor__recall", "input.3.output", responsesTurns()},
-		{"gemini", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", "mcp_pruneadvisor_recall", "contents.3.parts.0.functionResponse.response.output", geminiTurns()},
+		{"responses", "/v1/responses", "mcp__pruneadvisor__recall", "input.3.output", "Authorization", "Bearer sk-secret-1", responsesTurns()},
+		{"gemini", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", "mcp_pruneadvisor_recall", "contents.3.parts.0.functionResponse.response.output", "x-goog-api-key", "AIza-secret-1", geminiTurns()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			first := up.count()
 			var stub string
 			for i, body := range tt.bodies {
-				resp, got := post(t, env.http.URL+tt.path, body, map[string]string{server.HeaderRecallTool: tt.tool, "x-goog-api-key": "AIza-secret-1"})
+				resp, got := post(t, env.http.URL+tt.path, body, map[string]string{server.HeaderRecallTool: tt.tool, tt.keyHeader: tt.key})
 				if resp.StatusCode != 200 || string(got) != "data: {}\n\n" {
 					t.Fatalf("request %d: %d %q", i, resp.StatusCode, got)
 				}
@@ -122,7 +123,7 @@ func TestNewRoutesPrune(t *testing.T) {
 				if up.paths[first+i] != tt.path {
 					t.Errorf("upstream path %s; want %s", up.paths[first+i], tt.path)
 				}
-				if up.headers[first+i].Get(server.HeaderRecallTool) != "" || up.headers[first+i].Get("x-goog-api-key") != "AIza-secret-1" {
+				if up.headers[first+i].Get(server.HeaderRecallTool) != "" || up.headers[first+i].Get(tt.keyHeader) != tt.key {
 					t.Errorf("headers upstream: %v", up.headers[first+i])
 				}
 				if bytes.Equal(sent, body) {
@@ -146,7 +147,7 @@ func TestNewRoutesPrune(t *testing.T) {
 			}
 		})
 	}
-	if strings.Contains(env.log.String(), "AIza") {
+	if strings.Contains(env.log.String(), "secret-1") {
 		t.Errorf("a key reached the log:\n%s", env.log.String())
 	}
 }

@@ -9,102 +9,147 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/wire"
 )
 
-// apiKind is the wire API a proxied request speaks.
-type apiKind string
+// apiKind is the wire API a proxied request speaks: its row of the one table of
+// wire APIs (package wire), which gives its reader, provider, usage shape and
+// credentials.
+type apiKind = wire.API
 
 const (
-	kindOpenAI    apiKind = "openai"    // POST /v1/chat/completions
-	kindAnthropic apiKind = "anthropic" // POST /v1/messages
-	kindResponses apiKind = "responses" // POST /v1/responses (OpenAI upstream)
-	kindGemini    apiKind = "gemini"    // POST /v1beta/models/{model}:generateContent, :streamGenerateContent
+	kindOpenAI    = wire.Chat      // POST /v1/chat/completions
+	kindAnthropic = wire.Messages  // POST /v1/messages
+	kindResponses = wire.Responses // POST /v1/responses (OpenAI upstream)
+	kindGemini    = wire.Gemini    // POST /v1beta/models/{model}:generateContent, :streamGenerateContent
 )
 
-func (k apiKind) format() transcript.Format {
-	switch k {
-	case kindAnthropic:
-		return transcript.FormatAnthropic
-	case kindResponses:
-		return transcript.FormatResponses
-	case kindGemini:
-		return transcript.FormatGeminiAPI
-	}
-	return transcript.FormatOpenAI
-}
+// formatOf is the transcript format of k's request bodies.
+func formatOf(k apiKind) transcript.Format { return wire.MustLookup(k).Format }
 
-// upstreamKind is the upstream a kind's requests go to: Responses requests go to
-// the OpenAI upstream.
-func (k apiKind) upstreamKind() apiKind {
-	if k == kindResponses {
-		return kindOpenAI
-	}
-	return k
-}
+// providerOf is the provider k's requests go to and are priced under.
+func providerOf(k apiKind) prices.Provider { return wire.MustLookup(k).Provider }
 
-func (k apiKind) defaultUpstream() string {
-	switch k {
-	case kindAnthropic:
+// defaultUpstream is the public API of provider p.
+func defaultUpstream(p prices.Provider) string {
+	switch p {
+	case prices.Anthropic:
 		return DefaultAnthropicUpstream
-	case kindGemini:
+	case prices.Gemini:
 		return DefaultGeminiUpstream
 	}
 	return DefaultOpenAIUpstream
 }
 
-// proxyKind tells which API a request to a proxied or passed-through path speaks:
-// Gemini for /v1beta/..., Anthropic for /v1/messages* or an anthropic-version
-// header, Responses for /v1/responses*, else OpenAI. ok is false for the sidecar's
-// own routes.
-func proxyKind(r *http.Request) (k apiKind, ok bool) {
-	p := r.URL.Path
-	if strings.HasPrefix(p, "/v1beta/") {
-		return kindGemini, true
+// isProxyPath reports whether p is a path of the proxy (every /v1/ and /v1beta/
+// path but the sidecar's own routes).
+func isProxyPath(p string) bool {
+	if p == "/v1/advise" || strings.HasPrefix(p, "/v1/recall/") {
+		return false
 	}
-	if p == "/v1/advise" || strings.HasPrefix(p, "/v1/recall/") || !strings.HasPrefix(p, "/v1/") {
-		return "", false
-	}
-	if p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") || r.Header.Get("anthropic-version") != "" {
-		return kindAnthropic, true
-	}
-	if p == "/v1/responses" || strings.HasPrefix(p, "/v1/responses/") {
-		return kindResponses, true
-	}
-	return kindOpenAI, true
+	return strings.HasPrefix(p, "/v1/") || p == "/v1beta" || strings.HasPrefix(p, "/v1beta/")
 }
 
-// geminiMethod returns the method of a Gemini model path
-// (/v1beta/models/{model}:{method}), "" for any other path.
-func geminiMethod(p string) string {
-	rest, ok := strings.CutPrefix(p, "/v1beta/models/")
-	if !ok {
-		return ""
-	}
-	i := strings.LastIndexByte(rest, ':')
-	if i <= 0 || strings.Contains(rest[:i], "/") {
-		return ""
-	}
-	return rest[i+1:]
-}
-
-// gemini routes /v1beta/...: generateContent and streamGenerateContent requests are
-// advised like the other proxied APIs; every other request (countTokens, model
-// listing, files, cachedContents) is passed through untouched.
-func (s *Server) gemini(advise, pass http.Handler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		switch geminiMethod(r.URL.Path) {
-		case "generateContent", "streamGenerateContent":
-			if r.Method == http.MethodPost {
-				advise.ServeHTTP(w, r)
-				return
+// routeOf routes a request to a proxy path by wire.Route: its path, and the
+// credentials (headers, the key= query parameter) and version header it carries: a
+// header counts when any of its values is not empty (every value is forwarded).
+// The error (wire.ErrTwoProviders, wire.ErrWrongRoute) names headers, never values.
+func routeOf(r *http.Request) (wire.Routing, error) {
+	return wire.Route(r.URL.Path, func(name string, isQuery bool) bool {
+		if isQuery {
+			return queryHas(r.URL.RawQuery, name)
+		}
+		for _, v := range r.Header.Values(name) {
+			if v != "" {
+				return true
 			}
 		}
-		pass.ServeHTTP(w, r)
+		return false
+	})
+}
+
+// queryHas reports whether the raw query holds a non-empty value for name, read as
+// leniently as any upstream might: pairs split at '&' and ';', the name unescaped
+// when it can be and compared without case. (url.ParseQuery drops a pair holding a
+// ';' and a name with a bad escape; a key hidden there would still reach the
+// upstream.)
+func queryHas(raw, name string) bool {
+	for raw != "" {
+		var pair string
+		if i := strings.IndexAny(raw, "&;"); i >= 0 {
+			pair, raw = raw[:i], raw[i+1:]
+		} else {
+			pair, raw = raw, ""
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		if u, err := url.QueryUnescape(k); err == nil {
+			k = u
+		}
+		if v != "" && strings.EqualFold(strings.TrimSpace(k), name) {
+			return true
+		}
 	}
+	return false
+}
+
+// proxyKind tells which API's error shape answers a request (its route's, see
+// routeOf, also when the route refuses it); ok is false for the sidecar's own
+// routes and paths outside /v1/ and /v1beta/.
+func proxyKind(r *http.Request) (k apiKind, ok bool) {
+	if !isProxyPath(r.URL.Path) {
+		return "", false
+	}
+	rt, _ := routeOf(r)
+	return rt.Spec.API, true
+}
+
+// dispatch serves every proxy path (isProxyPath) by its route (routeOf), so that
+// the path the table routes is the path that is forwarded: a request the route's API
+// advises (wire.Spec.Advised, on a path the API claims) goes to that API's proxy
+// handler, every other, and one the route refuses, to the passthrough, which sends
+// it to the provider the route names. Both check the token and then the
+// credentials (checkCredentials) before anything else.
+func (s *Server) dispatch() http.Handler {
+	advised := map[apiKind]http.Handler{}
+	for _, spec := range wire.Specs() {
+		advised[spec.API] = s.instrument(string(spec.API), s.auth(true, s.checkCredentials(s.proxy(spec.API))))
+	}
+	pass := s.instrument("passthrough", s.auth(true, s.checkCredentials(http.HandlerFunc(s.passthrough))))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt, err := routeOf(r); err == nil && rt.Claimed && rt.Spec.Advised(r.Method, r.URL.Path) {
+			advised[rt.Spec.API].ServeHTTP(w, r)
+			return
+		}
+		pass.ServeHTTP(w, r)
+	})
+}
+
+// checkCredentials refuses, before h sees it, a request whose credentials do not fit
+// its route (routeOf): 400 in the route's error shape with a message that names the
+// headers, logged once (the path without its query, the headers' names) and counted
+// in requests_refused_total{route,reason}. No value of any header or of the query
+// reaches the log, the message or the metrics.
+func (s *Server) checkCredentials(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt, err := routeOf(r)
+		if err == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		reason := "wrong_route"
+		if errors.Is(err, wire.ErrTwoProviders) {
+			reason = "two_providers"
+		}
+		s.metrics.refused.WithLabelValues(string(rt.Spec.API), reason).Inc()
+		s.log.Warn("request refused: its credentials do not fit its route", "method", r.Method, "path", cut(r.URL.Path, 200), "err", err)
+		writeAPIError(w, rt.Spec.API, http.StatusBadRequest, "invalid_request_error", err.Error())
+	})
 }
 
 // proxy advises one Chat Completions or Messages request and forwards it. A
@@ -315,7 +360,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	}
 	defer done()
 	ctx = s.records.prefetchVersion(ctx, hints.session) // beside the read
-	sess, err := transcript.Read("request body", body, transcript.Options{Format: kind.format(), Cache: s.msgCache, Prefix: hints.prefix})
+	sess, err := transcript.Read("request body", body, transcript.Options{Format: formatOf(kind), Cache: s.msgCache, Prefix: hints.prefix})
 	if err != nil {
 		if at := jsonErrorAt(body); at != "" {
 			return nil, false, &badRequest{msg: at, json: true}
@@ -334,7 +379,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	}
 	sess.ID = id
 	note.setSession(id)
-	e, err := s.sessions.acquire(advisorKey{recallTool: tool}, id)
+	e, err := s.sessions.acquire(advisorKey{recallTool: tool, provider: providerOf(kind)}, id)
 	if err != nil {
 		s.failOpen(route, "advise", id, err)
 		return nil, false, nil

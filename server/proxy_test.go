@@ -282,7 +282,9 @@ func TestCredentialsNeverStored(t *testing.T) {
 	deadURL := "http://" + closed.Addr().String()
 	closed.Close()
 	env := newProxy(t, server.Options{OpenAIUpstream: up.URL, AnthropicUpstream: deadURL, Token: proxyToken})
-	hdr := map[string]string{"Authorization": "Bearer " + openaiKey, "X-Api-Key": anthropicKey, server.HeaderToken: proxyToken}
+	hdr := map[string]string{"Authorization": "Bearer " + openaiKey, server.HeaderToken: proxyToken}
+	// Anthropic's routes take its key and a bearer token (OAuth) alike.
+	both := map[string]string{"Authorization": "Bearer " + openaiKey, "X-Api-Key": anthropicKey, server.HeaderToken: proxyToken}
 	var bodies []string
 
 	// A pruned conversation (stores originals and stubs).
@@ -294,15 +296,25 @@ func TestCredentialsNeverStored(t *testing.T) {
 	}
 	_, b := post(t, env.http.URL+"/v1/chat/completions", []byte(`{"model":"m","messages":`+msgs+`]}`), hdr)
 	bodies = append(bodies, string(b))
-	// Fail open (messages not a list), upstream unreachable, invalid JSON, wrong token.
-	for _, c := range []struct{ path, body string }{
-		{"/v1/chat/completions", `{"messages":{"role":"user"}}`},
-		{"/v1/messages", `{"messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/messages", `{"messages":[`},
-		{"/v1/advise", `{"session_id":"s","format":"openai","messages":` + msgs + `]}`},
+	// Fail open (messages not a list), upstream unreachable, invalid JSON, an
+	// Anthropic key on an OpenAI route and on a path no API claims beside an OpenAI
+	// key (refused), wrong token.
+	for _, c := range []struct {
+		path, body string
+		hdr        map[string]string
+	}{
+		{"/v1/chat/completions", `{"messages":{"role":"user"}}`, hdr},
+		{"/v1/messages", `{"messages":[{"role":"user","content":"hi"}]}`, both},
+		{"/v1/messages", `{"messages":[`, both},
+		{"/v1/chat/completions", `{"messages":[]}`, both},
+		{"/v1/models", ``, both},
+		{"/v1/advise", `{"session_id":"s","format":"openai","messages":` + msgs + `]}`, both},
 	} {
-		_, b := post(t, env.http.URL+c.path, []byte(c.body), hdr)
+		_, b := post(t, env.http.URL+c.path, []byte(c.body), c.hdr)
 		bodies = append(bodies, string(b))
+	}
+	if !strings.Contains(env.log.String(), "request refused") {
+		t.Errorf("the log lacks the refusals:\n%s", env.log.String())
 	}
 	_, b = post(t, env.http.URL+"/v1/chat/completions", []byte(`{}`), map[string]string{"Authorization": "Bearer " + openaiKey, server.HeaderToken: "wrong-" + proxyToken})
 	bodies = append(bodies, string(b))

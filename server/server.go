@@ -41,6 +41,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/recall"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -247,7 +248,7 @@ type Server struct {
 	cfg           advisor.Config
 	store         Store
 	recall        *recall.Service
-	upstream      map[apiKind]*url.URL
+	upstream      map[prices.Provider]*url.URL // by provider (wire.Spec.Provider)
 	token         string
 	hosts         hostPolicy
 	maxBody       int64
@@ -298,7 +299,7 @@ func New(opts Options) (*Server, error) {
 		log:           opts.Logger,
 		registry:      opts.Registry,
 		transport:     opts.Transport,
-		upstream:      map[apiKind]*url.URL{},
+		upstream:      map[prices.Provider]*url.URL{},
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
@@ -334,15 +335,15 @@ func New(opts Options) (*Server, error) {
 		t.DialContext = s.dialer.DialContext
 		s.transport = t
 	}
-	for kind, raw := range map[apiKind]string{kindOpenAI: opts.OpenAIUpstream, kindAnthropic: opts.AnthropicUpstream, kindGemini: opts.GeminiUpstream} {
+	for p, raw := range map[prices.Provider]string{prices.OpenAI: opts.OpenAIUpstream, prices.Anthropic: opts.AnthropicUpstream, prices.Gemini: opts.GeminiUpstream} {
 		if raw == "" {
-			raw = kind.defaultUpstream()
+			raw = defaultUpstream(p)
 		}
 		u, err := parseUpstream(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s upstream: %v", ErrOptions, kind, err)
+			return nil, fmt.Errorf("%w: %s upstream: %v", ErrOptions, p, err)
 		}
-		s.upstream[kind] = u
+		s.upstream[p] = u
 	}
 	maxSessions := opts.MaxSessions
 	if maxSessions <= 0 {
@@ -367,6 +368,9 @@ func New(opts Options) (*Server, error) {
 		}
 		if k.recallTool != "" {
 			c.RecallTool = k.recallTool
+		}
+		if k.provider != "" {
+			c.Provider = string(k.provider)
 		}
 		a, err := advisor.New(c, scorer, advStore)
 		if err != nil {
@@ -439,15 +443,16 @@ func (s *Server) Sessions() int { return s.sessions.len() }
 
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/chat/completions", s.instrument("openai", s.auth(true, s.proxy(kindOpenAI))))
-	mux.Handle("POST /v1/messages", s.instrument("anthropic", s.auth(true, s.proxy(kindAnthropic))))
-	mux.Handle("POST /v1/responses", s.instrument("responses", s.auth(true, s.proxy(kindResponses))))
-	mux.Handle("/v1beta/", s.auth(true, s.gemini(
-		s.instrument("gemini", s.proxy(kindGemini)),
-		s.instrument("passthrough", http.HandlerFunc(s.passthrough)))))
+	// Every proxy path goes through one dispatcher that routes it by the table of
+	// wire APIs (dispatch): the advised routes, and every other request passed
+	// through to the provider it belongs to. Credentials are checked after the token
+	// (checkCredentials).
+	proxy := s.dispatch()
+	mux.Handle("/v1beta", proxy)
+	mux.Handle("/v1beta/", proxy)
 	mux.Handle("/v1/advise", s.instrument("advise", s.auth(false, methods(s.advise, http.MethodPost))))
 	mux.Handle("/v1/recall/{id}", s.instrument("recall", s.auth(false, methods(s.recallHandler, http.MethodGet, http.MethodHead))))
-	mux.Handle("/v1/", s.instrument("passthrough", s.auth(true, http.HandlerFunc(s.passthrough))))
+	mux.Handle("/v1/", proxy)
 	mux.Handle("/healthz", s.instrument("healthz", methods(s.healthz, http.MethodGet, http.MethodHead)))
 	mux.Handle("/metrics", s.instrument("metrics", s.auth(false, methods(
 		promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, http.MethodGet))))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -17,10 +18,14 @@ import (
 const maxBudgets = 16
 
 // advisorKey is what tells the server's advisors apart: the budget (0: the
-// configured one) and the recall tool stubs name ("": the configured one).
+// configured one), the recall tool stubs name ("": the configured one) and the
+// provider whose prices plan the rewrites: a proxy route's (wire.Spec.Provider), so
+// that the planner prices a request as the ledger bills it; "" for the sidecar
+// (Config.Provider, else the format's).
 type advisorKey struct {
 	budget     int
 	recallTool string
+	provider   prices.Provider
 }
 
 // sessionTable keeps one advisor per budget and bounds the sessions whose state the
@@ -96,7 +101,7 @@ func (t *sessionTable) acquire(ak advisorKey, id string) (*sessionEntry, error) 
 	}
 	adv, ok := t.advisors[ak]
 	if !ok {
-		if len(t.advisors) >= maxBudgets {
+		if t.tooMany(ak) {
 			return nil, errTooManyBudgets
 		}
 		var err error
@@ -109,6 +114,17 @@ func (t *sessionTable) acquire(ak advisorKey, id string) (*sessionEntry, error) 
 	t.byKey[k] = t.lru.PushFront(e)
 	t.evictLocked()
 	return e, nil
+}
+
+// tooMany reports whether an advisor for ak would pass maxBudgets distinct budgets
+// and recall tool names (the advisors of one pair for several providers count once).
+func (t *sessionTable) tooMany(ak advisorKey) bool {
+	pair := func(k advisorKey) advisorKey { return advisorKey{budget: k.budget, recallTool: k.recallTool} }
+	pairs := map[advisorKey]bool{}
+	for k := range t.advisors {
+		pairs[pair(k)] = true
+	}
+	return !pairs[pair(ak)] && len(pairs) >= maxBudgets
 }
 
 // release marks one request of e done and evicts idle sessions over the bound.

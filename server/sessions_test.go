@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/prices"
 )
 
 // keys returns the session ids the table holds, most recently used first.
@@ -102,5 +104,41 @@ func TestAdvisingSlot(t *testing.T) {
 	done2()
 	if n := len(s.advising); n != 0 {
 		t.Errorf("%d slots still taken", n)
+	}
+}
+
+// The bound on advisors counts budgets and recall tool names: a pair's advisors for
+// the three providers count once, and a seventeenth pair is refused.
+func TestSessionTableAdvisorBound(t *testing.T) {
+	built := map[advisorKey]string{}
+	build := func(k advisorKey) (*advisor.Advisor, error) {
+		cfg := advisor.DefaultConfig()
+		cfg.Provider = string(k.provider)
+		a, err := advisor.New(cfg, nil, advisor.NewMemoryStore())
+		if err != nil {
+			return nil, err
+		}
+		built[k] = a.Config.Provider
+		return a, nil
+	}
+	tab := newSessionTable(1000, build, nil)
+	for i := range maxBudgets {
+		for _, p := range prices.Providers() {
+			k := advisorKey{recallTool: fmt.Sprintf("tool%d", i), provider: p}
+			e, err := tab.acquire(k, "s")
+			if err != nil {
+				t.Fatalf("pair %d, %s: %v", i, p, err)
+			}
+			tab.release(e)
+			if built[k] != string(p) {
+				t.Errorf("the advisor for %v plans with %q", k, built[k])
+			}
+		}
+	}
+	if got, want := len(built), maxBudgets*len(prices.Providers()); got != want {
+		t.Errorf("%d advisors; want %d", got, want)
+	}
+	if _, err := tab.acquire(advisorKey{recallTool: "one-too-many", provider: prices.OpenAI}, "s"); !errors.Is(err, errTooManyBudgets) {
+		t.Errorf("pair %d: %v; want errTooManyBudgets", maxBudgets+1, err)
 	}
 }

@@ -124,7 +124,7 @@ func adviseSession(req AdviseRequest) (*transcript.Session, []byte, error) {
 	msgs := bytes.TrimSpace(req.Messages)
 	doc := make([]byte, 0, len(advisePrefix)+len(msgs)+1)
 	doc = append(append(append(doc, advisePrefix...), msgs...), '}')
-	sess, err := transcript.Read("messages", doc, transcript.Options{Format: apiKind(req.Format).format()})
+	sess, err := transcript.Read("messages", doc, transcript.Options{Format: formatOf(apiKind(req.Format))})
 	if err != nil {
 		return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "messages: "))
 	}

@@ -8,34 +8,36 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pruneadvisor/pruneadvisor/ledger"
+	"github.com/pruneadvisor/pruneadvisor/wire"
 )
 
 // Reading `usage` from responses (the ledger, DESIGN.md "Ways in"). The proxy
 // forwards every byte as it arrives; a copy of what it forwarded goes through one
 // of these readers, which never touch the forwarded bytes.
 
-// usageFormat is the wire shape of a route's responses, as the ledger reads them.
-type usageFormat int
+// usageFormat is the wire shape of a route's responses, as the ledger reads them:
+// the table's wire.Usage (wire.Spec.Usage) with the readers' methods.
+type usageFormat wire.Usage
 
 const (
 	// usageAnthropic is Anthropic Messages: a JSON message's `usage`, or the stream's
 	// `message_start` (message.usage: input and cache counts) and `message_delta`
 	// (usage: cumulative counts, output at least) events.
-	usageAnthropic usageFormat = iota + 1
+	usageAnthropic = usageFormat(wire.UsageAnthropic)
 	// usageChat is OpenAI Chat Completions: `usage` with
 	// prompt_tokens_details.cached_tokens; in a stream, the last chunk (sent only when
 	// the request set stream_options.include_usage; the other chunks carry
 	// "usage": null).
-	usageChat
+	usageChat = usageFormat(wire.UsageChat)
 	// usageResponses is OpenAI Responses: the response's `usage` with
 	// input_tokens_details.cached_tokens; in a stream, the response of the
 	// `response.completed` event (or `response.incomplete` / `response.failed`,
 	// which carry a usage as well).
-	usageResponses
+	usageResponses = usageFormat(wire.UsageResponses)
 	// usageGemini is Gemini generateContent: `usageMetadata`, whose promptTokenCount
 	// includes cachedContentTokenCount; streamGenerateContent sends it in every
 	// chunk (SSE with alt=sse, else one JSON array), the last one final.
-	usageGemini
+	usageGemini = usageFormat(wire.UsageGemini)
 )
 
 // usageAcc gathers what one response says about its usage: usage objects read so

@@ -73,6 +73,13 @@ a command-line override; no file of the user's is changed:
   pi        -e <extension written to the cache folder>, PRUNEADVISOR_URL
   opencode  OPENCODE_CONFIG_CONTENT (providers anthropic, openai, google; mcp)
 
+The proxy routes every model call by its path and the credential it carries
+(docs/INTEGRATIONS.md, "What goes where"): x-api-key reaches only Anthropic,
+x-goog-api-key or key= only Gemini, Authorization: Bearer OpenAI, or the provider
+of the route it is sent to (/v1/messages, /v1beta: Claude and Google sign-ins); a
+request carrying another provider's credential than its route's, or two
+providers', is refused with 400 and never forwarded.
+
 Every request carries X-Pruneadvisor-Recall-Tool with the recall tool's name as that
 agent shows it (mcp__pruneadvisor__recall, mcp_pruneadvisor_recall, recall,
 pruneadvisor_recall), so every stub names a tool the agent has. --dry-run prints
@@ -133,6 +140,7 @@ func runWrap(cmd *cobra.Command, e *env, f *wrapFlags, args []string) error {
 		env:    map[string]string{},
 		files:  map[string][]byte{},
 		hdrs:   recallHeaders(a, os.Getenv("PRUNEADVISOR_TOKEN")),
+		calls:  a.calls,
 		getenv: os.Getenv,
 	}
 	if err := a.launch(l); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/server"
+	"github.com/pruneadvisor/pruneadvisor/wire"
 )
 
 // piExtension is the pi extension `wrap pi` loads: it points pi's built-in
@@ -30,6 +31,44 @@ type agent struct {
 	recallTool string
 	// launch adds to l what points the agent at the proxy and gives it the tool.
 	launch func(l *launch) error
+	// calls are the wire APIs its model calls use through the proxy, each with the
+	// credential it sends: the proxy routes them by the table of wire APIs (package
+	// wire) and refuses a credential of another provider than the route's, so every
+	// call here must be one the table sends to the API's own provider
+	// (TestWrapCallsRouted).
+	calls []modelCall
+}
+
+// modelCall is one wire API an agent speaks through the proxy: its client's base
+// URL is the proxy's plus base, to which it appends path, with cred (docs/INTEGRATIONS.md,
+// "What goes where").
+type modelCall struct {
+	api  wire.API
+	base string // what wrap appends to the proxy's URL for the agent's client
+	path string // what the agent's client appends to its base URL
+	cred wire.Credential
+}
+
+// The model calls of the agents wrap knows.
+var (
+	messagesCall      = modelCall{api: wire.Messages, path: "/v1/messages", cred: wire.AnthropicKey}
+	messagesOAuthCall = modelCall{api: wire.Messages, path: "/v1/messages", cred: wire.Authorization} // a Claude subscription
+	responsesCall     = modelCall{api: wire.Responses, base: "/v1", path: "/responses", cred: wire.Authorization}
+	geminiCall        = modelCall{api: wire.Gemini, path: "/v1beta/models/gemini-2.5-pro:streamGenerateContent", cred: wire.GoogleKey}
+	// the AI SDK's and pi's clients, whose base URL holds the version
+	messagesV1Call   = modelCall{api: wire.Messages, base: "/v1", path: "/messages", cred: wire.AnthropicKey}
+	geminiV1betaCall = modelCall{api: wire.Gemini, base: "/v1beta", path: "/models/gemini-2.5-pro:streamGenerateContent", cred: wire.GoogleKey}
+)
+
+// base returns the base URL wrap gives an agent's client for api: the proxy's URL
+// plus the base of the agent's call of that API.
+func (l *launch) base(api wire.API) string {
+	for _, c := range l.calls {
+		if c.api == api {
+			return l.proxy + c.base
+		}
+	}
+	panic(fmt.Sprintf("wrap: the agent makes no %s call", api)) // the agents table is wrong
 }
 
 // launch is what wrap runs: the agent's executable with its arguments and the
@@ -42,16 +81,23 @@ type launch struct {
 	env    map[string]string
 	files  map[string][]byte
 	hdrs   map[string]string // headers the agent must send to the proxy
+	calls  []modelCall       // the agent's (agent.calls)
 	getenv func(string) string
 }
 
 // agents lists the agents wrap starts, by name.
 var agents = []agent{
-	{name: "claude", bin: "claude", pkg: "@anthropic-ai/claude-code", version: "2.1.332", recallTool: "mcp__pruneadvisor__recall", launch: launchClaude},
-	{name: "codex", bin: "codex", pkg: "@openai/codex", version: "0.171.0", recallTool: "mcp__pruneadvisor__recall", launch: launchCodex},
-	{name: "gemini", bin: "gemini", pkg: "@google/gemini-cli", version: "0.61.0", recallTool: "mcp_pruneadvisor_recall", launch: launchGemini},
-	{name: "pi", bin: "pi", pkg: "@mariozechner/pi-coding-agent", version: "0.73.1", recallTool: "recall", launch: launchPi},
-	{name: "opencode", bin: "opencode", pkg: "opencode-ai", version: "1.18.33", recallTool: "pruneadvisor_recall", launch: launchOpencode},
+	{name: "claude", bin: "claude", pkg: "@anthropic-ai/claude-code", version: "2.1.332", recallTool: "mcp__pruneadvisor__recall", launch: launchClaude,
+		calls: []modelCall{messagesCall, messagesOAuthCall}},
+	{name: "codex", bin: "codex", pkg: "@openai/codex", version: "0.171.0", recallTool: "mcp__pruneadvisor__recall", launch: launchCodex,
+		calls: []modelCall{responsesCall}},
+	{name: "gemini", bin: "gemini", pkg: "@google/gemini-cli", version: "0.61.0", recallTool: "mcp_pruneadvisor_recall", launch: launchGemini,
+		calls: []modelCall{geminiCall}},
+	// pi's extension (wrapdata/pruneadvisor-pi.ts) sets the same base URLs.
+	{name: "pi", bin: "pi", pkg: "@mariozechner/pi-coding-agent", version: "0.73.1", recallTool: "recall", launch: launchPi,
+		calls: []modelCall{messagesCall, responsesCall, geminiV1betaCall}},
+	{name: "opencode", bin: "opencode", pkg: "opencode-ai", version: "1.18.33", recallTool: "pruneadvisor_recall", launch: launchOpencode,
+		calls: []modelCall{messagesV1Call, responsesCall, geminiV1betaCall}},
 }
 
 // errUnknownAgent is returned for an AGENT wrap does not know.
@@ -103,7 +149,7 @@ func mustJSON(v any) string {
 // --mcp-config, loaded always (alwaysLoad) so that Claude Code lists the tool to the
 // model itself instead of behind its ToolSearch tool.
 func launchClaude(l *launch) error {
-	l.env["ANTHROPIC_BASE_URL"] = l.proxy
+	l.env["ANTHROPIC_BASE_URL"] = l.base(wire.Messages)
 	l.env["ANTHROPIC_CUSTOM_HEADERS"] = appendLines(l.getenv("ANTHROPIC_CUSTOM_HEADERS"), headerLines(l.hdrs, "\n"), "\n")
 	cfg := map[string]any{"mcpServers": map[string]any{"pruneadvisor": map[string]any{
 		"type": "stdio", "command": l.mcpCmd[0], "args": l.mcpCmd[1:], "alwaysLoad": true,
@@ -130,7 +176,7 @@ func launchCodex(l *launch) error {
 	}
 	l.args = append(l.args,
 		"-c", `model_provider="pruneadvisor"`,
-		"-c", `model_providers.pruneadvisor={name="OpenAI through pruneadvisor",base_url=`+tomlString(l.proxy+"/v1")+
+		"-c", `model_providers.pruneadvisor={name="OpenAI through pruneadvisor",base_url=`+tomlString(l.base(wire.Responses))+
 			`,env_key="OPENAI_API_KEY",wire_api="responses",http_headers={`+strings.Join(hdrs, ",")+`}}`,
 		"-c", `mcp_servers.pruneadvisor={command=`+tomlString(l.mcpCmd[0])+`,args=[`+strings.Join(args, ",")+`]}`,
 	)
@@ -147,7 +193,7 @@ const geminiDefaultsPath = "/etc/gemini-cli/system-defaults.json"
 // layer of Gemini CLI's settings, so the user's settings keep precedence), made
 // from the defaults file in force, if any, plus the server.
 func launchGemini(l *launch) error {
-	l.env["GOOGLE_GEMINI_BASE_URL"] = l.proxy
+	l.env["GOOGLE_GEMINI_BASE_URL"] = l.base(wire.Gemini)
 	l.env["GEMINI_CLI_CUSTOM_HEADERS"] = appendLines(l.getenv("GEMINI_CLI_CUSTOM_HEADERS"), headerLines(l.hdrs, ","), ",")
 	src := l.getenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
 	if src == "" {
@@ -201,7 +247,7 @@ func launchOpencode(l *launch) error {
 	if providers == nil {
 		providers = map[string]any{}
 	}
-	for name, base := range map[string]string{"anthropic": l.proxy + "/v1", "openai": l.proxy + "/v1", "google": l.proxy + "/v1beta"} {
+	for name, base := range map[string]string{"anthropic": l.base(wire.Messages), "openai": l.base(wire.Responses), "google": l.base(wire.Gemini)} {
 		p, _ := providers[name].(map[string]any)
 		if p == nil {
 			p = map[string]any{}

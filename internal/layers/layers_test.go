@@ -16,7 +16,7 @@ const module = "github.com/pruneadvisor/pruneadvisor"
 // plotting (issue 15; HELPERS.md "House style"): the store's adapter and the
 // offline pipeline included, since what they need from a scorer (its request-size
 // estimate) comes through an interface.
-var domain = []string{"storage", "replay", "calibrate", "advisor", "planner", "rules", "cards", "evidence", "backoff", "recall"}
+var domain = []string{"storage", "replay", "calibrate", "advisor", "planner", "rules", "cards", "evidence", "backoff", "recall", "wire"}
 
 // forbidden are the import paths (or path prefixes, ending in "/") no domain package
 // may depend on, directly or not.
