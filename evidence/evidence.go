@@ -158,6 +158,11 @@ type Use struct {
 	// UseThreshold. Name weights are IDF over the outputs added when the use was
 	// found, fixed from then on.
 	Weight float64
+	// Digest is the least digest budget, in tokens, at which the output's stub
+	// digest (digest.go) holds every name of the use, so that the use is no miss
+	// of a stub with that budget or more; 0 when no digest holds it (and for a
+	// recall).
+	Digest int
 }
 
 // Counts reports whether the use is strong enough to count as "used".
@@ -183,6 +188,13 @@ type Tracker struct {
 	// default) has no statistics: no plain word is evidence. Set it before the
 	// first Add and do not change it after.
 	Background *Background
+	// DigestTokens is the largest digest budget, in tokens, whose names the
+	// tracker keeps per output for Digest (0, the default: none kept; the order and
+	// Use.Digest do not depend on it). DigestMinTokens is the least size, in
+	// tokens (ToolOutput.Tokens), of an output whose digest is kept: the advisor's
+	// minimum candidate size. Set both before the first Add.
+	DigestTokens    int
+	DigestMinTokens int
 
 	names map[uint64]int32 // nameKey(name) -> index of its entry in infos
 	infos []nameInfo
@@ -200,8 +212,13 @@ type Tracker struct {
 	// written is the scratch of nameUses: the names of the agent's words whose
 	// variants are pinned once the message is done.
 	written []string
-	step    int // step of the last message added
-	stats   TrackerStats
+	// cands and carried are the scratch of addOutput: the output's digest
+	// candidates and every name it carries.
+	cands      []digestCand
+	carried    []carriedName
+	candGroups map[int32]bool
+	step       int // step of the last message added
+	stats      TrackerStats
 }
 
 // nameSeed seeds nameKey, once per process.
@@ -218,13 +235,16 @@ var nameSeed = maphash.MakeSeed()
 func nameKey(name string) uint64 { return maphash.String(nameSeed, name) }
 
 // nameInfo is the index entry of one name (the name itself is not kept: nameKey;
-// 20 bytes a name here).
+// 24 bytes a name here).
 type nameInfo struct {
 	// carrier is 1 + index of the latest output holding the name as a whole token,
 	// while the name is new in some output and no other message holds it; 0 = no
 	// output can be credited with it.
 	carrier int32
-	df      int32 // outputs whose text holds the name
+	// dcost is the digest budget, in tokens, at which the carrier's digest holds
+	// the name (its compound's representative); 0 = the digest never does.
+	dcost int32
+	df    int32 // outputs whose text holds the name
 	// Scratch of scan: part is the number of the last part that visited the name,
 	// pos its entry in Tracker.order during that part.
 	part int32
@@ -243,6 +263,9 @@ type outEvidence struct {
 	uses  []*rawUse
 	owned int // distinct names first seen in this output (its distinctive names)
 	runs  int // calls with the same tool and arguments so far, this one included
+	// digest is the output's digest names within Tracker.DigestTokens, in digest
+	// order (digest.go); nil unless kept.
+	digest []string
 }
 
 // rawUse is evidence at one step before weighting; weights are computed on query so
@@ -255,10 +278,14 @@ type rawUse struct {
 	// nameW and nameProof are the weight and proof of the names (fixName).
 	nameW     float64
 	nameProof string
+	// digest is the least digest budget, in tokens, whose digest of the output
+	// holds the use's names (fixName); 0 = none does.
+	digest int
 	// The names found, until fixName weighs them.
 	names  []string
 	ids    []int32 // each name's index entry (Tracker.infos)
 	groups []int32 // compound of the agent's words each name came from
+	dcosts []int32 // each name's digest cost in the carrier's digest when found
 }
 
 // NewTracker returns an empty tracker for one session, without word statistics
@@ -269,6 +296,8 @@ func NewTracker() *Tracker {
 		byKey: map[string]int{},
 		runs:  map[uint64]int{},
 		ev:    map[int]*rawUse{},
+
+		candGroups: map[int32]bool{},
 	}
 }
 
@@ -561,6 +590,7 @@ func (t *Tracker) nameUses(m *transcript.Message) {
 			r.names = append(r.names, strings.Clone(name))
 			r.ids = append(r.ids, idx)
 			r.groups = append(r.groups, e.group)
+			r.dcosts = append(r.dcosts, info.dcost)
 		}
 		t.written = append(t.written, name)
 	}
@@ -612,18 +642,30 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 	t.byKey[o.Key] = idx
 	t.stats.Outputs++
 	var g int32
-	t.scan(o.Text, nil, true, false, &g, func(_ string, e scrEntry, _ int32, info *nameInfo) {
+	t.cands, t.carried = t.cands[:0], t.carried[:0]
+	clear(t.candGroups) // the groups with a candidate: one candidate a compound
+	t.scan(o.Text, nil, true, true, &g, func(name string, e scrEntry, i int32, info *nameInfo) {
 		switch {
 		case e.flags&namePart != 0:
-			// A piece of a longer token: neither new nor a carrier here.
+			return // a piece of a longer token: neither new nor a carrier here
 		case !info.seen:
 			info.seen = true
 			info.carrier = int32(idx) + 1
 			oe.owned++
 		case !info.pinned && info.carrier > 0:
 			info.carrier = int32(idx) + 1
+		default:
+			return
+		}
+		t.carried = append(t.carried, carriedName{idx: i, group: e.group})
+		if !t.candGroups[e.group] && Specific(name, t.Background) {
+			t.candGroups[e.group] = true
+			t.cands = append(t.cands, digestCand{name: name, group: e.group, pos: len(t.cands), spec: digestSpec(name)})
 		}
 	})
+	t.setDigest(oe, o.Tokens)
+	clear(t.cands) // pieces of the output's text: not kept past the call
+	t.cands = t.cands[:0]
 	if c := o.Call; c != nil {
 		h := t.cmdHash(c)
 		t.runs[h]++
@@ -738,6 +780,9 @@ func (t *Tracker) UseSteps(key string) []int {
 func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 	u := Use{Key: o.key, Step: r.step, Kind: r.kind, Proof: r.proof, Weight: min(r.strong+r.nameW, 1)}
 	if r.strong == 0 {
+		u.Digest = r.digest
+	}
+	if r.strong == 0 {
 		u.Kind, u.Proof = UseName, r.nameProof
 	}
 	return u
@@ -781,7 +826,32 @@ func (t *Tracker) fixName(r *rawUse) {
 	if len(r.names) > 1 {
 		r.nameProof += " +" + strconv.Itoa(len(r.names)-1) + " more"
 	}
-	r.names, r.ids, r.groups = nil, nil, nil
+	r.digest = digestNeed(idx, r.groups, r.dcosts)
+	r.names, r.ids, r.groups, r.dcosts = nil, nil, nil, nil
+}
+
+// digestNeed is the least digest budget that holds a use's names: each compound
+// of the agent's words is held when any of its names is (the cheapest), and the
+// use when every compound is; 0 when some compound is never held. idx orders the
+// names by group.
+func digestNeed(idx []int, groups, dcosts []int32) int {
+	need, groupMin := int32(0), int32(-1)
+	for k, i := range idx {
+		if k > 0 && groups[i] != groups[idx[k-1]] {
+			if groupMin <= 0 {
+				return 0
+			}
+			need = max(need, groupMin)
+			groupMin = -1
+		}
+		if c := dcosts[i]; c > 0 && (groupMin <= 0 || c < groupMin) {
+			groupMin = c
+		}
+	}
+	if groupMin <= 0 {
+		return 0
+	}
+	return int(max(need, groupMin))
 }
 
 // weightOf is the IDF weight of the name of index entry i over the N outputs added

@@ -128,7 +128,7 @@ func TestReplayFacts(t *testing.T) {
 		}
 	}
 	wantEv := []evidence.Use{
-		{Key: "call_1", Step: 6, Kind: evidence.UseName, Proof: `name "listen_port"`, Weight: 1},
+		{Key: "call_1", Step: 6, Kind: evidence.UseName, Proof: `name "listen_port"`, Weight: 1, Digest: 4}, // its digest's first name: 1 + ceil(11/4) tokens
 		// Step 5 re-reads NOTES.md (call_3's file): a re-read is not a use.
 	}
 	if diff := cmp.Diff(wantEv, rec.Evidence); diff != "" {

@@ -37,7 +37,7 @@ func replayRecord() *replay.Record {
 		},
 		Decisions: []advisor.DecisionRecord{{OutputKey: "k1", Step: 3, Decision: advisor.DecisionPruned, Reason: "superseded", Score: 0.4, Superseder: "k3", Tokens: 500}},
 		Evidence: []evidence.Use{
-			{Key: "k1", Step: 2, Kind: evidence.UseName, Proof: `name "parseConfig"`, Weight: 0.75},
+			{Key: "k1", Step: 2, Kind: evidence.UseName, Proof: `name "parseConfig"`, Weight: 0.75, Digest: 12},
 			{Key: "k2", Step: 3, Kind: evidence.UseReread, Proof: "re-read a.go", Weight: 1},
 		},
 		Started: t0, Finished: t0.Add(time.Second),
@@ -97,7 +97,7 @@ func TestCommitReplay(t *testing.T) {
 		}
 		want := *rec
 		want.Decisions = nil // not loaded
-		want.Evidence = []evidence.Use{{Key: "k1", Step: 2, Proof: `name "parseConfig"`, Weight: 0.75}, {Key: "k2", Step: 3, Proof: "re-read a.go", Weight: 1}}
+		want.Evidence = []evidence.Use{{Key: "k1", Step: 2, Proof: `name "parseConfig"`, Weight: 0.75, Digest: 12}, {Key: "k2", Step: 3, Proof: "re-read a.go", Weight: 1}}
 		want.Skipped = 0 // not stored
 		if diff := cmp.Diff(&want, got, cmpopts.EquateNaNs()); diff != "" {
 			t.Errorf("LoadReplay (-want +got):\n%s", diff)

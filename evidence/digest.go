@@ -1,0 +1,153 @@
+package evidence
+
+import (
+	"slices"
+	"strings"
+)
+
+// The digest (DESIGN.md step 7, issue 39): the names of an output that a later use
+// could be credited to it for, in the order a stub's digest takes them, so that a
+// digest of any budget is a prefix of one list and the budget that covers a use is
+// known when the use is found (Use.Digest).
+//
+// The rule, for an output O as it is added:
+//
+//   - Candidates: the whole names O carries (it is where they are new, or the latest
+//     output holding names only outputs held so far: the names a use could be
+//     credited to O for) that are Specific under the Tracker's Background; one per
+//     compound of O's text, its first name (a path, whose suffixes and base name
+//     the digest then holds too, since a name in the digest is read back by the
+//     same tokenizer).
+//   - Order: alternately the first candidate by position in O not yet taken (what
+//     the output is about: a listing's first files, a traceback's first frame) and
+//     the candidate with the highest specificity per token not yet taken
+//     (specificity: 3 for a path, 2 for a name with '_', '.', '-' or an inner
+//     capital, 1 otherwise; ties by position), so that half of any budget goes to
+//     each.
+//   - Cost: DigestNameTokens(name) tokens a name, its separator included; a name's
+//     budget is the cumulative cost up to and including it.
+
+// DigestNameTokens is the tokens a name costs in a digest: an estimate of o200k
+// tokens, one per 4 bytes rounded up, plus one for the separator ", " (code and
+// paths run about 3.5-4.5 bytes a token; the estimate is documented, not measured
+// per name, so that a digest's order does not depend on a tokenizer).
+func DigestNameTokens(name string) int { return 1 + (len(name)+3)/4 }
+
+// digestCand is one candidate of the output being added.
+type digestCand struct {
+	name  string
+	group int32 // the compound it came from
+	pos   int   // order of first appearance in the output
+	spec  int   // specificity (digestSpec)
+}
+
+// digestSpec is a candidate's specificity: 3 for a path, 2 for a name with '_',
+// '.', '-' or an inner capital, 1 otherwise.
+func digestSpec(name string) int {
+	if strings.IndexByte(name, '/') >= 0 {
+		return 3
+	}
+	if strings.ContainsAny(name, "_.-") {
+		return 2
+	}
+	for i := 1; i < len(name); i++ {
+		if isUpper(name[i]) && !isUpper(name[i-1]) {
+			return 2
+		}
+	}
+	return 1
+}
+
+// digestOrder returns the candidates in digest order (see the rule above).
+func digestOrder(cands []digestCand) []digestCand {
+	byPos := cands // already in position order
+	bySpec := slices.Clone(cands)
+	slices.SortStableFunc(bySpec, func(a, b digestCand) int {
+		// Higher specificity per token first: compare spec_a/cost_a with spec_b/cost_b.
+		l := a.spec * DigestNameTokens(b.name)
+		r := b.spec * DigestNameTokens(a.name)
+		switch {
+		case l > r:
+			return -1
+		case l < r:
+			return 1
+		}
+		return a.pos - b.pos
+	})
+	taken := make(map[int]bool, len(cands))
+	out := make([]digestCand, 0, len(cands))
+	i, j := 0, 0
+	for len(out) < len(cands) {
+		for i < len(byPos) && taken[byPos[i].pos] {
+			i++
+		}
+		if i < len(byPos) {
+			taken[byPos[i].pos] = true
+			out = append(out, byPos[i])
+		}
+		for j < len(bySpec) && taken[bySpec[j].pos] {
+			j++
+		}
+		if j < len(bySpec) {
+			taken[bySpec[j].pos] = true
+			out = append(out, bySpec[j])
+		}
+	}
+	return out
+}
+
+// Digest returns the digest of output key within budget tokens: its candidate
+// names in digest order while their cumulative DigestNameTokens stay within the
+// budget, as kept when the output was added (Tracker.DigestTokens bounds what is
+// kept; outputs under Tracker.DigestMinTokens keep none). nil for an unknown key,
+// a budget under the first name's cost, or an output with no candidate.
+func (t *Tracker) Digest(key string, budget int) []string {
+	idx, ok := t.byKey[key]
+	if !ok {
+		return nil
+	}
+	var out []string
+	cum := 0
+	for _, n := range t.outs[idx].digest {
+		cum += DigestNameTokens(n)
+		if cum > budget {
+			break
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// setDigest orders the candidates of the output just added (t.cands), sets each
+// candidate name's digest cost (the cumulative cost up to its compound's
+// representative) and keeps the names within t.DigestTokens for oe when its
+// output has DigestMinTokens or more.
+func (t *Tracker) setDigest(oe *outEvidence, tokens int) {
+	if len(t.cands) == 0 {
+		return
+	}
+	order := digestOrder(t.cands)
+	keep := t.DigestTokens > 0 && tokens >= t.DigestMinTokens
+	cum := 0
+	groupCost := make(map[int32]int32, len(order))
+	for _, c := range order {
+		cum += DigestNameTokens(c.name)
+		groupCost[c.group] = int32(cum)
+		if keep && cum <= t.DigestTokens {
+			oe.digest = append(oe.digest, strings.Clone(c.name))
+		}
+	}
+	for _, m := range t.carried {
+		if cost, ok := groupCost[m.group]; ok {
+			t.infos[m.idx].dcost = cost
+		} else {
+			t.infos[m.idx].dcost = 0
+		}
+	}
+}
+
+// carriedName is a name the output being added carries (scratch of addOutput).
+type carriedName struct {
+	idx   int32
+	group int32
+}
