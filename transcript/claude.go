@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
@@ -87,13 +88,19 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 		seenMsg  = map[string]bool{}
 		leaf     = -1
 	)
-	for _, ln := range jsonlSplit(data) {
+	lns := jsonlSplit(data)
+	for k := 0; k < len(lns); k++ {
+		ln := lns[k]
 		raw := data[ln.start:ln.end]
 		var p ccProbe
 		if err := json.Unmarshal(raw, &p); err != nil {
-			if e := jsonlSkip(b, name, opts, ln.no, "", jsonscan.Problem(err)); e != nil {
+			mended, e := jsonlMended(ln, raw, jsonscan.Problem(err), func(msg string) error {
+				return jsonlSkip(b, name, opts, ln.no, "", msg)
+			})
+			if e != nil {
 				return nil, e
 			}
+			lns = slices.Insert(lns, k+1, mended...)
 			continue
 		}
 		typ, _ := jsonscan.String(p.Type)
