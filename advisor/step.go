@@ -190,23 +190,18 @@ func (a *Advisor) adopt(st *state, sp *stepState, stubs map[string]StubRecord, e
 // recall handles a recall event of o as of step at (<= sp.T): the stub of a pruned
 // output stays, frozen (the original reached the agent as the recall's own result);
 // any other output (a pending one: another process pruned it and it was recalled
-// there) is protected for one back-off window from at. Either way the recall is
-// use-history evidence at step at.
+// there) is protected for a back-off window from at that grows with its recalls
+// (recallWindow). Either way the recall is use-history evidence at step at, counted
+// once with the recall tool's result of the same recall (recallUse).
 func (a *Advisor) recall(st *state, sp *stepState, o *outState, at int) {
-	if st.tracker != nil && at > o.step {
-		if err := st.tracker.AddRecall(o.key, at); err == nil {
-			o.noteUse(at)
-			st.allUses++
-			st.items[o.i].Uses = o.uses
-		}
-	}
+	a.recallUse(st, o, at)
 	why := fmt.Sprintf("recalled at step %d", at)
 	if o.decision == DecisionPruned {
 		o.recalled = true
 		a.setDecision(st, sp, o, DecisionRecalled, o.reason+"; "+why)
 		return
 	}
-	o.protectTil = at + a.schedule.Gap(0)
+	o.protectTil = at + a.recallWindow(max(len(o.recallSteps), 1))
 	o.protectWhy = why
 	st.touched = append(st.touched, o)
 }
