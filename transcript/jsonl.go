@@ -333,14 +333,12 @@ type jsonlPiece struct {
 // fragments between them. A Claude Code, pi or Codex process killed mid-write
 // leaves a record cut short, and the next process appends its record to the same
 // line: {"type":"pr-link","prNu{"parentUuid":…}. A fragment ends where the earliest
-// `{"` (or `{}`) after it starts whole objects that run to the end of the line:
-// such a `{"` cannot sit inside a JSON string (a quote there is escaped), so the
-// candidates are the fragment's own objects, and only one the torn bytes end with
-// can be followed by whole objects alone. It returns nil when the line holds no
-// whole object (every byte one fragment: the line is skipped as before) or is one
-// whole object (what is wrong with it is not its syntax). Callers
-// use it only on a line that failed to parse, so a normal line costs nothing more;
-// on a torn one it scans each candidate object once.
+// `{"` (or `{}`) after it starts whole objects that run to the end of the line and
+// the fragment itself could not have an object (jsonlResume). It returns nil when
+// the line holds no whole object (every byte one fragment: the line is skipped as
+// before) or is one whole object (what is wrong with it is not its syntax).
+// Callers use it only on a line that failed to parse, so a normal line costs
+// nothing more.
 func jsonlMend(line []byte) []jsonlPiece {
 	var pieces []jsonlPiece
 	found := false
@@ -351,7 +349,7 @@ func jsonlMend(line []byte) []jsonlPiece {
 			i = jsonscan.SkipSpace(line, e)
 			continue
 		}
-		j := jsonlResume(line, i+1)
+		j := jsonlResume(line, i)
 		e := j
 		for e > i && jsonscan.IsSpace(line[e-1]) {
 			e--
@@ -365,21 +363,66 @@ func jsonlMend(line []byte) []jsonlPiece {
 	return pieces
 }
 
-// jsonlResume returns the index of the earliest `{"` or `{}` at or after from where
-// whole objects run to the end of line (jsonlRest), or len(line).
-func jsonlResume(line []byte, from int) int {
-	for p := from; p < len(line); p++ {
-		k := bytes.IndexByte(line[p:], '{')
-		if k < 0 {
-			break
+// jsonlResume returns the index of the earliest `{"` or `{}` after the fragment
+// that starts at line[start] where whole objects run to the end of line
+// (jsonlRest), or len(line). It reads the fragment as JSON as it goes (strings,
+// brackets, the last token), and passes over a `{` where the fragment itself may
+// have an object: a value after a colon, an array's element. A line cut short just
+// after one of its own objects (a redaction tool cuts lines so) then yields no
+// record, where taking that object for one would invent a record; the next record
+// of a torn write starts where the fragment cannot have a `{`: inside one of its
+// strings (the common case: most of a record is strings), after a key, a value, or
+// an object's `{` or comma.
+func jsonlResume(line []byte, start int) int {
+	inStr, esc := false, false
+	var last byte    // the fragment's last token outside strings: one of {[:,]} or 'v' (a scalar or string)
+	var stack []byte // the fragment's open brackets
+	for p := start; p < len(line); p++ {
+		c := line[p]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr, last = false, 'v'
+			case c == '{' && p > start && jsonlStarts(line, p):
+				return p // inside one of the fragment's strings
+			}
+			continue
 		}
-		p += k
-		q := jsonscan.SkipSpace(line, p+1)
-		if q < len(line) && (line[q] == '"' || line[q] == '}') && jsonlRest(line, p) {
-			return p
+		switch c {
+		case '"':
+			inStr = true
+		case '{':
+			valuePos := last == ':' || last == '[' || last == ',' && len(stack) > 0 && stack[len(stack)-1] == '['
+			if p > start && !valuePos && jsonlStarts(line, p) {
+				return p
+			}
+			stack, last = append(stack, '{'), '{'
+		case '[':
+			stack, last = append(stack, '['), '['
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			last = 'v'
+		case ':', ',':
+			last = c
+		case ' ', '\t', '\n', '\r':
+		default:
+			last = 'v'
 		}
 	}
 	return len(line)
+}
+
+// jsonlStarts reports whether whole objects start at line[p] ('{') and run to the
+// line's end: `{"` or `{}` (after blanks) and jsonlRest.
+func jsonlStarts(line []byte, p int) bool {
+	q := jsonscan.SkipSpace(line, p+1)
+	return q < len(line) && (line[q] == '"' || line[q] == '}') && jsonlRest(line, p)
 }
 
 // jsonlRest reports whether line[i:] is whole JSON objects separated by blanks. The

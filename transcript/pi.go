@@ -345,7 +345,7 @@ func piTorn(line []byte, values []jsonscan.Span) (more []jsonscan.Span, frag jso
 		brk = values[len(values)-1].End
 	}
 	brk = jsonscan.SkipBlank(line, brk)
-	j := jsonlResume(line, brk+1)
+	j := jsonlResume(line, brk)
 	if j >= len(line) {
 		return nil, frag, false
 	}

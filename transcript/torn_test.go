@@ -32,12 +32,23 @@ func TestJSONLMend(t *testing.T) {
 			[]string{`!{"a":1,"b{"c":[{"d`, `{"e":2}`}},
 		{"whole, whole", `{"a":1} {"b":2}`, []string{`{"a":1}`, `{"b":2}`}},
 		{"whole, then cut short", `{"a":1}{"b":`, []string{`{"a":1}`, `!{"b":`}},
-		{"blanks around the fragment", ` {"a":  {"b":2} `, []string{`!{"a":`, `{"b":2}`}},
+		{"blanks around the fragment", ` {"a  {"b":2} `, []string{`!{"a`, `{"b":2}`}},
+		// Torn just after a colon, the next record looks like the fragment's own
+		// value: the line is skipped whole, as before.
+		{"torn after a colon", `{"a":{"b":2}`, nil},
 		{"nothing whole", `{"a":1,"b`, nil},
 		{"garbage after a value", `{"a":1} }`, nil},
 		{"a scalar", `42`, nil},
 		{"one whole object", `{"a":1}`, nil},
 		{"an empty object resumes", `{"a{}`, []string{`!{"a`, `{}`}},
+		{"torn after an object's comma", `{"a":1,{"b":2}`, []string{`!{"a":1,`, `{"b":2}`}},
+		{"torn after a value", `{"a":1{"b":2}`, []string{`!{"a":1`, `{"b":2}`}},
+		// A line cut just after one of its own objects (a redaction tool's cut) holds
+		// no record: the object is the fragment's, a value or an array's element.
+		{"cut after a member's object", `{"a":{"type":"assistant","b":1}`, nil},
+		{"cut after an array's first object", `{"c":[{"type":"tool_result"}`, nil},
+		{"cut after an array's later object", `{"c":[1, {"d":2}`, nil},
+		{"cut after a nested object in a string's wake", `{"s":"x{","m":{"d":2}`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
