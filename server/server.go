@@ -370,6 +370,7 @@ func New(opts Options) (*Server, error) {
 		a.Logger = s.log
 		a.Clock = clock
 		a.RecallSecret = opts.RecallSecret
+		a.NoRecallTool = k.noRecall
 		return a, nil
 	}
 	if _, err := build(advisorKey{}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
@@ -17,10 +18,12 @@ import (
 const maxBudgets = 16
 
 // advisorKey is what tells the server's advisors apart: the budget (0: the
-// configured one) and the recall tool stubs name ("": the configured one).
+// configured one) and the recall tool stubs name ("": the configured one; with
+// noRecall, none: the agent has no recall tool, recallKey).
 type advisorKey struct {
 	budget     int
 	recallTool string
+	noRecall   bool
 }
 
 // sessionTable keeps one advisor per budget and bounds the sessions whose state the
@@ -56,6 +59,9 @@ type sessionEntry struct {
 	// Advise itself, but the plan it returns shares the advisor's item table, which
 	// the session's next step updates in place.
 	mu sync.Mutex
+	// warnedNoRecall is set once the server logged that the session's agent has no
+	// recall tool (warnNoRecall).
+	warnedNoRecall atomic.Bool
 }
 
 // advise runs one step of the session and returns a plan of its own (a clone, so a
