@@ -334,16 +334,12 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	}
 	sess.ID = id
 	note.setSession(id)
-	key := recallKey(tool, body, s.cfg.RecallTool)
-	e, err := s.sessions.acquire(key, id)
+	e, err := s.acquireSession(tool, body, id)
 	if err != nil {
 		s.failOpen(route, "advise", id, err)
 		return nil, false, nil
 	}
 	defer s.sessions.release(e)
-	if key.noRecall {
-		s.warnNoRecall(e, id)
-	}
 	actx, cancel := context.WithTimeout(ctx, s.adviseTimeout)
 	defer cancel()
 	actx, queue := s.records.collect(actx)

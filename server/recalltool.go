@@ -88,6 +88,18 @@ func toolNames(tool gjson.Result) []string {
 	return out
 }
 
+// acquireSession acquires session id's entry (release it when done) with the
+// advisor for the recall tool its request names or offers (recallKey: header is
+// the checked X-Pruneadvisor-Recall-Tool value), and logs once when it offers none.
+func (s *Server) acquireSession(header string, body []byte, id string) (*sessionEntry, error) {
+	key := recallKey(header, body, s.cfg.RecallTool)
+	e, err := s.sessions.acquire(key, id)
+	if err == nil && key.noRecall {
+		s.warnNoRecall(e, id)
+	}
+	return e, err
+}
+
 // warnNoRecall logs, once per session entry, that the session's agent has no
 // recall tool, and the fix.
 func (s *Server) warnNoRecall(e *sessionEntry, session string) {
