@@ -63,10 +63,16 @@ type state struct {
 	reads       map[string]int // path -> successful reads so far
 	offsets     []int          // offsets[i]: tokens of messages 0..i-1, nothing pruned
 	saved       fenwick        // tokens the applied stubs remove, by message index
-	ctxTokens   int            // tokens of the indexed messages with applied stubs
-	fullTokens  int            // tokens of the indexed messages as sent by the agent
+	ctxTokens   int            // tokens of the indexed messages with applied stubs, from the latest compaction on
+	fullTokens  int            // tokens of the indexed messages as sent by the agent, from the latest compaction on
 	lastCall    time.Time
 	lastNow     string // the latest non-empty assistant text
+
+	// compactAt is the index of the message holding the latest provider compaction
+	// (transcript.Message.Compaction), 0 when none: the context counts from it, and
+	// no output before it is pruned (compacted). compactOuts is how many outputs
+	// (st.outs) come before it.
+	compactAt, compactOuts int
 
 	// Incremental decisions.
 	events        eventQueue  // outputs to look at again at a given step
@@ -167,6 +173,7 @@ func (st *state) clear() {
 	st.lastTouch, st.reads = map[string]int{}, map[string]int{}
 	st.offsets, st.saved = []int{0}, fenwick{}
 	st.ctxTokens, st.fullTokens, st.lastNow, st.allUses = 0, 0, "", 0
+	st.compactAt, st.compactOuts = 0, 0
 	st.events, st.ripe, st.touched, st.pending, st.pendingTokens = nil, nil, nil, nil, 0
 	st.stubs = map[string]string{}
 }
@@ -216,6 +223,9 @@ func (a *Advisor) index(st *state, sp *stepState) {
 			}
 		}
 		a.indexReads(st, m)
+		if m.Compaction {
+			a.compacted(st, m.Index)
+		}
 		st.lastPrint = fingerprint(m)
 		st.indexed++
 	}
@@ -328,6 +338,34 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 		a.recall(st, sp, os, at)
 	}
 	return os
+}
+
+// compacted notes a provider's compaction in message at (DESIGN.md "Compaction:
+// what pruning is for"): the context the advisor counts starts at it (the provider
+// reads from it on), and no output before it is pruned, for good (the provider
+// ignores them, and a rewrite there would only bust the cache). Stubs applied
+// before it stay, frozen.
+func (a *Advisor) compacted(st *state, at int) {
+	if at <= st.compactAt {
+		return
+	}
+	st.ctxTokens -= st.offset(at) - st.offset(st.compactAt)
+	st.fullTokens -= st.offsets[at] - st.offsets[st.compactAt]
+	st.compactAt = at
+	why := fmt.Sprintf("before the provider's compaction in message %d", at)
+	for ; st.compactOuts < len(st.outs) && st.outs[st.compactOuts].msg < at; st.compactOuts++ {
+		o := st.outs[st.compactOuts]
+		if o.fixed == "" && o.decision != DecisionPruned && o.decision != DecisionRecalled {
+			o.fixed = why
+			st.touched = append(st.touched, o)
+		}
+	}
+}
+
+// ctxOffset returns the tokens of the counted context (from the latest
+// compaction on) before message msg, as it is sent now.
+func (st *state) ctxOffset(msg int) int {
+	return st.offset(msg) - st.offset(st.compactAt)
 }
 
 // recallSeen is one recall index found: the original recalled and the step the
@@ -569,8 +607,12 @@ func (a *Advisor) prune(st *state, o *outState, stub string, stubTokens int, rea
 	if o.decision == DecisionPending {
 		st.pendingTokens -= o.tokens - o.stubTokens
 	}
+	counted := 1 // the context counts o's tokens (o is not before a compaction)
+	if o.msg < st.compactAt {
+		counted = 0
+	}
 	if o.decision == DecisionPruned || o.decision == DecisionRecalled {
-		st.ctxTokens += o.tokens - o.stubTokens
+		st.ctxTokens += counted * (o.tokens - o.stubTokens)
 		st.saved.add(o.msg, -(o.tokens - o.stubTokens))
 	} else {
 		o.by = ""
@@ -579,7 +621,7 @@ func (a *Advisor) prune(st *state, o *outState, stub string, stubTokens int, rea
 		}
 	}
 	o.stub, o.stubTokens = stub, stubTokens
-	st.ctxTokens -= o.tokens - o.stubTokens
+	st.ctxTokens -= counted * (o.tokens - o.stubTokens)
 	st.saved.add(o.msg, o.tokens-o.stubTokens)
 	st.stubs[o.key] = stub
 	o.decision, o.reason, o.score, o.decidedAt = DecisionPruned, reason, score, T

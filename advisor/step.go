@@ -555,7 +555,7 @@ func (a *Advisor) plannerInput(st *state, sp *stepState, list []*outState) plann
 	}
 	for i, o := range list {
 		in.Pending[i] = planner.Pending{
-			Offset: st.offset(o.msg), Saves: o.tokens - o.stubTokens, Keep: o.score,
+			Offset: st.ctxOffset(o.msg), Saves: o.tokens - o.stubTokens, Keep: o.score,
 			Rule: o.dead || o.retention == transcript.RetentionDisposable,
 		}
 	}
