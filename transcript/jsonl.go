@@ -471,7 +471,7 @@ func jsonlTail(line []byte, e int) bool {
 // jsonlTornMsg is the skip message of a fragment that whole records follow on its
 // line: what a process killed mid-write leaves.
 func jsonlTornMsg(frag jsonscan.Span) string {
-	return fmt.Sprintf("a record cut short (%d bytes at column %d) and the next written on the same line; the whole records after it are read", frag.End-frag.Start, frag.Start+1)
+	return fmt.Sprintf("a record cut short (%d bytes at column %d), the next record written after it on the same line", frag.End-frag.Start, frag.Start+1)
 }
 
 // jsonlMended handles a line ln (content raw) that failed to parse with problem: it
