@@ -374,6 +374,15 @@ func jsonlMend(line []byte) []jsonlPiece {
 // strings (the common case: most of a record is strings), after a key, a value, or
 // an object's `{` or comma.
 func jsonlResume(line []byte, start int) int {
+	tries := 0 // candidates checked to the line's end: at most jsonlTries
+	starts := func(p int) bool {
+		q := jsonscan.SkipSpace(line, p+1)
+		if q >= len(line) || line[q] != '"' && line[q] != '}' {
+			return false
+		}
+		tries++
+		return jsonlRest(line, p)
+	}
 	inStr, esc := false, false
 	var last byte    // the fragment's last token outside strings: one of {[:,]} or 'v' (a scalar or string)
 	var stack []byte // the fragment's open brackets
@@ -387,8 +396,11 @@ func jsonlResume(line []byte, start int) int {
 				esc = true
 			case c == '"':
 				inStr, last = false, 'v'
-			case c == '{' && p > start && jsonlStarts(line, p):
+			case c == '{' && p > start && starts(p):
 				return p // inside one of the fragment's strings
+			}
+			if tries >= jsonlTries {
+				return len(line)
 			}
 			continue
 		}
@@ -397,8 +409,11 @@ func jsonlResume(line []byte, start int) int {
 			inStr = true
 		case '{':
 			valuePos := last == ':' || last == '[' || last == ',' && len(stack) > 0 && stack[len(stack)-1] == '['
-			if p > start && !valuePos && jsonlStarts(line, p) {
+			if p > start && !valuePos && starts(p) {
 				return p
+			}
+			if tries >= jsonlTries {
+				return len(line)
 			}
 			stack, last = append(stack, '{'), '{'
 		case '[':
@@ -418,12 +433,11 @@ func jsonlResume(line []byte, start int) int {
 	return len(line)
 }
 
-// jsonlStarts reports whether whole objects start at line[p] ('{') and run to the
-// line's end: `{"` or `{}` (after blanks) and jsonlRest.
-func jsonlStarts(line []byte, p int) bool {
-	q := jsonscan.SkipSpace(line, p+1)
-	return q < len(line) && (line[q] == '"' || line[q] == '}') && jsonlRest(line, p)
-}
+// jsonlTries bounds the candidates jsonlResume checks on one line, each a scan to
+// the line's end at worst: a torn record's fragment is a valid JSON prefix, where a
+// candidate is rare (a `{` that ends a string), so the next record is among the
+// first few; a line crafted with many costs at most this many scans.
+const jsonlTries = 16
 
 // jsonlRest reports whether line[i:] is whole JSON objects separated by blanks. The
 // objects' extents are found first and checked only when they all fit, so an

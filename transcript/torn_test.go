@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -65,6 +66,20 @@ func TestJSONLMend(t *testing.T) {
 				t.Errorf("pieces (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// A line crafted with a candidate record start at every other byte costs a
+// bounded number of scans (jsonlTries), not one per candidate: 200,000 of them on
+// a 400 KB line would take minutes.
+func TestJSONLMendBounded(t *testing.T) {
+	line := []byte(`{"a":1` + strings.Repeat(`{"`, 200_000))
+	start := time.Now()
+	if got := jsonlMend(line); got != nil {
+		t.Errorf("pieces %v; want none", got)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("jsonlMend took %v on a %d-byte line", d, len(line))
 	}
 }
 
