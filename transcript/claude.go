@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
@@ -88,9 +87,8 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 		seenMsg  = map[string]bool{}
 		leaf     = -1
 	)
-	lns := jsonlSplit(data)
-	for k := 0; k < len(lns); k++ {
-		ln := lns[k]
+	q := jsonlQueue{lines: jsonlSplit(data)}
+	for ln, ok := q.pop(); ok; ln, ok = q.pop() {
 		raw := data[ln.start:ln.end]
 		var p ccProbe
 		if err := json.Unmarshal(raw, &p); err != nil {
@@ -100,7 +98,7 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 			if e != nil {
 				return nil, e
 			}
-			lns = slices.Insert(lns, k+1, mended...)
+			q.push(mended)
 			continue
 		}
 		typ, _ := jsonscan.String(p.Type)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,9 +126,8 @@ func (r *codexReader) at(n int) time.Time { return r.b.timeOf(r.ts, n, "timestam
 
 func readCodex(name string, data []byte, opts Options) (*Session, error) {
 	r := &codexReader{b: newBuilder(FormatCodex, name, data), name: name, opts: opts}
-	lns := jsonlSplit(data)
-	for k := 0; k < len(lns); k++ {
-		ln := lns[k]
+	q := jsonlQueue{lines: jsonlSplit(data)}
+	for ln, ok := q.pop(); ok; ln, ok = q.pop() {
 		pe := r.line(ln.no, ln.start, ln.end)
 		if pe == nil {
 			continue
@@ -142,7 +140,7 @@ func readCodex(name string, data []byte, opts Options) (*Session, error) {
 			if err != nil {
 				return nil, err
 			}
-			lns = slices.Insert(lns, k+1, mended...)
+			q.push(mended)
 			continue
 		}
 		if err := skipEntry(r.b, opts, pe); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
@@ -486,6 +487,33 @@ func jsonlTail(line []byte, e int) bool {
 // line: what a process killed mid-write leaves.
 func jsonlTornMsg(frag jsonscan.Span) string {
 	return fmt.Sprintf("a record cut short (%d bytes at column %d), the next record written after it on the same line", frag.End-frag.Start, frag.Start+1)
+}
+
+// jsonlQueue yields a file's lines in order (pop), with the records mended out of
+// a torn line (push, jsonlMended) next, so a file of many torn lines costs no more
+// than their records.
+type jsonlQueue struct {
+	lines []jsonlLine // the file's lines not yet popped
+	next  []jsonlLine // pushed records, popped before lines
+}
+
+// pop returns the next line; false when there is none.
+func (q *jsonlQueue) pop() (jsonlLine, bool) {
+	var ln jsonlLine
+	switch {
+	case len(q.next) > 0:
+		ln, q.next = q.next[0], q.next[1:]
+	case len(q.lines) > 0:
+		ln, q.lines = q.lines[0], q.lines[1:]
+	default:
+		return ln, false
+	}
+	return ln, true
+}
+
+// push makes ls the next lines pop returns, in order.
+func (q *jsonlQueue) push(ls []jsonlLine) {
+	q.next = append(slices.Clip(ls), q.next...)
 }
 
 // jsonlMended handles a line ln (content raw) that failed to parse with problem: it
