@@ -53,6 +53,12 @@ type Advisor struct {
 	// scoring with a model file of its own sets that model's. Do not change it
 	// after the first Advise call.
 	Background *evidence.Background
+	// NoRecallTool means the agent has no recall tool (its requests offer none, as a
+	// proxy finds): stubs then name none, and say instead how the original can be
+	// had (run the call again, or the `pruneadvisor recall` command and the HTTP
+	// route; NoRecallHint). Default false: stubs name Config.RecallTool. Do not
+	// change it after the first Advise call.
+	NoRecallTool bool
 
 	schedule backoff.Schedule
 	cutoff   float64 // Config.CutoffFor the scorer, fixed at the first step

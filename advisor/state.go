@@ -52,6 +52,11 @@ type state struct {
 	tracker     *evidence.Tracker // the use history (nil after a tracker error)
 	trackErr    error             // the error that stopped the tracker
 	awaiting    []*outState       // outputs whose reaction is not known yet
+	// recallsSeen are the recalls index found this step (a call to the recall tool
+	// whose result it indexed): their use of the original is noted once the index
+	// has fed the tracker every message (noteRecalls), since trackAhead's goroutine
+	// may be feeding it meanwhile.
+	recallsSeen []recallSeen
 	lastRead    map[string]*outState
 	lastEdit    map[string]int // path -> step of its latest successful edit or write
 	lastTouch   map[string]int // path -> step of the latest call touching it
@@ -59,10 +64,16 @@ type state struct {
 	reads       map[string]int // path -> successful reads so far
 	offsets     []int          // offsets[i]: tokens of messages 0..i-1, nothing pruned
 	saved       fenwick        // tokens the applied stubs remove, by message index
-	ctxTokens   int            // tokens of the indexed messages with applied stubs
-	fullTokens  int            // tokens of the indexed messages as sent by the agent
+	ctxTokens   int            // tokens of the indexed messages with applied stubs, from the latest compaction on
+	fullTokens  int            // tokens of the indexed messages as sent by the agent, from the latest compaction on
 	lastCall    time.Time
 	lastNow     string // the latest non-empty assistant text
+
+	// compactAt is the index of the message holding the latest provider compaction
+	// (transcript.Message.Compaction), 0 when none: the context counts from it, and
+	// no output before it is pruned (compacted). compactOuts is how many outputs
+	// (st.outs) come before it.
+	compactAt, compactOuts int
 
 	// Incremental decisions.
 	events        eventQueue  // outputs to look at again at a given step
@@ -118,6 +129,13 @@ type outState struct {
 	lastUse   int   // step of the latest counting use, 0 if none
 	useSteps  []int // the steps of the latest uses (at most recentUses of them)
 	recalled  bool  // its original was recalled (the stub stays)
+	// recallResults counts the results of the recall tool that brought its original
+	// back (indexed in the messages): the k-th is protected for the back-off
+	// schedule's k-th gap (recallWindow).
+	recallResults int
+	// recallSteps are the steps its recalls count from as uses (a recall event and
+	// the recall tool's result of one recall name the same step: counted once).
+	recallSteps []int
 
 	recallID   string // the id its original is stored under
 	stubID     string // the id its stub names: recallID, or the recalled output's for a recall's result
@@ -151,11 +169,13 @@ func (st *state) clear() {
 	st.outs, st.items, st.byKey, st.byRecall = nil, nil, map[string]*outState{}, map[string]*outState{}
 	st.rules, st.corpus, st.tracker, st.awaiting = rules.NewIndex(), cards.NewCorpus(), evidence.NewTracker(), nil
 	st.tracker.Background = st.bg
+	st.recallsSeen = nil
 	st.trackErr = nil
 	st.lastRead, st.lastEdit = map[string]*outState{}, map[string]int{}
 	st.lastTouch, st.reads = map[string]int{}, map[string]int{}
 	st.offsets, st.saved = []int{0}, fenwick{}
 	st.ctxTokens, st.fullTokens, st.lastNow, st.allUses = 0, 0, "", 0
+	st.compactAt, st.compactOuts = 0, 0
 	st.events, st.ripe, st.touched, st.pending, st.pendingTokens = nil, nil, nil, nil, 0
 	st.stubs = map[string]string{}
 }
@@ -205,9 +225,13 @@ func (a *Advisor) index(st *state, sp *stepState) {
 			}
 		}
 		a.indexReads(st, m)
+		if m.Compaction {
+			a.compacted(st, m.Index)
+		}
 		st.lastPrint = fingerprint(m)
 		st.indexed++
 	}
+	a.noteRecalls(st)
 }
 
 // adoptSuperseder names the call that made o dead when o's stub, applied before
@@ -318,6 +342,73 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 	return os
 }
 
+// compacted notes a provider's compaction in message at (DESIGN.md "Compaction:
+// what pruning is for"): the context the advisor counts starts at it (the provider
+// reads from it on), and no output before it is pruned, for good (the provider
+// ignores them, and a rewrite there would only bust the cache). Stubs applied
+// before it stay, frozen.
+func (a *Advisor) compacted(st *state, at int) {
+	if at <= st.compactAt {
+		return
+	}
+	st.ctxTokens -= st.offset(at) - st.offset(st.compactAt)
+	st.fullTokens -= st.offsets[at] - st.offsets[st.compactAt]
+	st.compactAt = at
+	why := fmt.Sprintf("before the provider's compaction in message %d", at)
+	for ; st.compactOuts < len(st.outs) && st.outs[st.compactOuts].msg < at; st.compactOuts++ {
+		o := st.outs[st.compactOuts]
+		if o.fixed == "" && o.decision != DecisionPruned && o.decision != DecisionRecalled {
+			o.fixed = why
+			st.touched = append(st.touched, o)
+		}
+	}
+}
+
+// ctxOffset returns the tokens of the counted context (from the latest
+// compaction on) before message msg, as it is sent now.
+func (st *state) ctxOffset(msg int) int {
+	return st.offset(msg) - st.offset(st.compactAt)
+}
+
+// recallSeen is one recall index found: the original recalled and the step the
+// recall counts from.
+type recallSeen struct {
+	orig *outState
+	at   int
+}
+
+// recallWindow is how many steps the n-th recall of one original (from 1) is
+// protected for: the ask schedule's n-th gap (3, 6, 12, 24 by default), so an
+// output the agent keeps needing is stubbed again less and less often.
+func (a *Advisor) recallWindow(n int) int { return a.schedule.Gap(n) }
+
+// noteRecalls notes the recalls index found this step as uses of their originals
+// (recallUse), once the tracker has every message of the step.
+func (a *Advisor) noteRecalls(st *state) {
+	for _, r := range st.recallsSeen {
+		a.recallUse(st, r.orig, r.at)
+		st.touched = append(st.touched, r.orig) // a prune its score decided is reconsidered
+	}
+	clear(st.recallsSeen)
+	st.recallsSeen = st.recallsSeen[:0]
+}
+
+// recallUse notes a recall of o at step at as a use (the strongest evidence there
+// is), once per step: the recall event a recall records and the recall tool's
+// result that brings the original back are one recall.
+func (a *Advisor) recallUse(st *state, o *outState, at int) {
+	if st.tracker == nil || at <= o.step || slices.Contains(o.recallSteps, at) {
+		return
+	}
+	if err := st.tracker.AddRecall(o.key, at); err != nil {
+		return
+	}
+	o.recallSteps = append(o.recallSteps, at)
+	o.noteUse(at)
+	st.allUses++
+	st.items[o.i].Uses = o.uses
+}
+
 // indexReads: a read answered "unchanged since last read" shows the agent needed the
 // earlier read again: protect that one for a back-off window.
 func (a *Advisor) indexReads(st *state, m *transcript.Message) {
@@ -357,11 +448,16 @@ func (a *Advisor) newOut(st *state, m *transcript.Message, bi int, o *transcript
 		os.paths = cloneAll(c.Paths)
 		if orig := a.recalledBy(st, c); orig != nil {
 			// A recall's result holds the original of orig: its stub names the same
-			// recall id (DESIGN.md "Recall"), and it is protected for one back-off
-			// window like a recalled output.
+			// recall id (DESIGN.md "Recall"), and it is protected for a back-off
+			// window that grows with each recall of that original (3, 6, 12, …
+			// steps by default). The recall is a use of the original, counted from
+			// the step after the call, as a recall event is.
+			orig.recallResults++
+			n := orig.recallResults
 			os.stubID = orig.recallID
-			os.protectTil = o.Step + a.schedule.Gap(0)
-			os.protectWhy = fmt.Sprintf("recall of %s at step %d", orig.recallID, o.Step)
+			os.protectTil = o.Step + a.recallWindow(n)
+			os.protectWhy = fmt.Sprintf("recall %d of %s at step %d (protected through step %d)", n, orig.recallID, o.Step, os.protectTil)
+			st.recallsSeen = append(st.recallsSeen, recallSeen{orig, o.Step + 1})
 		}
 	}
 	os.fixed = a.fixedProtection(st, os, m.Retention)
@@ -513,8 +609,12 @@ func (a *Advisor) prune(st *state, o *outState, stub string, stubTokens int, rea
 	if o.decision == DecisionPending {
 		st.pendingTokens -= o.tokens - o.stubTokens
 	}
+	counted := 1 // the context counts o's tokens (o is not before a compaction)
+	if o.msg < st.compactAt {
+		counted = 0
+	}
 	if o.decision == DecisionPruned || o.decision == DecisionRecalled {
-		st.ctxTokens += o.tokens - o.stubTokens
+		st.ctxTokens += counted * (o.tokens - o.stubTokens)
 		st.saved.add(o.msg, -(o.tokens - o.stubTokens))
 	} else {
 		o.by = ""
@@ -523,7 +623,7 @@ func (a *Advisor) prune(st *state, o *outState, stub string, stubTokens int, rea
 		}
 	}
 	o.stub, o.stubTokens = stub, stubTokens
-	st.ctxTokens -= o.tokens - o.stubTokens
+	st.ctxTokens -= counted * (o.tokens - o.stubTokens)
 	st.saved.add(o.msg, o.tokens-o.stubTokens)
 	st.stubs[o.key] = stub
 	o.decision, o.reason, o.score, o.decidedAt = DecisionPruned, reason, score, T

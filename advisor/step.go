@@ -190,23 +190,18 @@ func (a *Advisor) adopt(st *state, sp *stepState, stubs map[string]StubRecord, e
 // recall handles a recall event of o as of step at (<= sp.T): the stub of a pruned
 // output stays, frozen (the original reached the agent as the recall's own result);
 // any other output (a pending one: another process pruned it and it was recalled
-// there) is protected for one back-off window from at. Either way the recall is
-// use-history evidence at step at.
+// there) is protected for a back-off window from at that grows with its recalls
+// (recallWindow). Either way the recall is use-history evidence at step at, counted
+// once with the recall tool's result of the same recall (recallUse).
 func (a *Advisor) recall(st *state, sp *stepState, o *outState, at int) {
-	if st.tracker != nil && at > o.step {
-		if err := st.tracker.AddRecall(o.key, at); err == nil {
-			o.noteUse(at)
-			st.allUses++
-			st.items[o.i].Uses = o.uses
-		}
-	}
+	a.recallUse(st, o, at)
 	why := fmt.Sprintf("recalled at step %d", at)
 	if o.decision == DecisionPruned {
 		o.recalled = true
 		a.setDecision(st, sp, o, DecisionRecalled, o.reason+"; "+why)
 		return
 	}
-	o.protectTil = at + a.schedule.Gap(0)
+	o.protectTil = at + a.recallWindow(max(len(o.recallSteps), 1))
 	o.protectWhy = why
 	st.touched = append(st.touched, o)
 }
@@ -560,7 +555,7 @@ func (a *Advisor) plannerInput(st *state, sp *stepState, list []*outState) plann
 	}
 	for i, o := range list {
 		in.Pending[i] = planner.Pending{
-			Offset: st.offset(o.msg), Saves: o.tokens - o.stubTokens, Keep: o.score,
+			Offset: st.ctxOffset(o.msg), Saves: o.tokens - o.stubTokens, Keep: o.score,
 			Rule: o.dead || o.retention == transcript.RetentionDisposable,
 		}
 	}
@@ -694,21 +689,41 @@ func outputText(msgs []*transcript.Message, o *outState) (string, bool) {
 // example `[pruned: Read /src/get.rs, 4,210 tokens, score 0.08 < cutoff 0.25;
 // recall("o_7f3a9c0b1d") restores it]`: tool and argument summary (cut to 80
 // characters), the original's size in tokens, the reason, and the recall call
-// naming the recall tool the agent has (Config.RecallTool).
+// naming the recall tool the agent has (Config.RecallTool); with NoRecallTool, how
+// the original can be had without one (NoRecallHint).
 func (a *Advisor) stubText(o *outState, reason string) string {
 	what := strings.TrimSpace(o.tool + " " + cards.Cut(o.summary, 80))
+	if a.NoRecallTool {
+		return fmt.Sprintf("[pruned: %s, %s tokens, %s; %s]", what, thousands(o.tokens), reason, NoRecallHint(o.stubID))
+	}
 	return fmt.Sprintf("[pruned: %s, %s tokens, %s; %s(%q) restores it]",
 		what, thousands(o.tokens), reason, a.Config.RecallTool, o.stubID)
 }
 
+// NoRecallHint is what a stub says in place of the recall call when the agent has
+// no recall tool (Advisor.NoRecallTool), for recall id id: run the call again, or
+// get the original by id from the command line or the proxy's HTTP route, for
+// example `no recall tool: run the call again, or "pruneadvisor recall
+// o_7f3a9c0b1d" (GET /v1/recall/o_7f3a9c0b1d) restores it`.
+func NoRecallHint(id string) string {
+	return fmt.Sprintf("no recall tool: run the call again, or %q (GET /v1/recall/%s) restores it", "pruneadvisor recall "+id, id)
+}
+
+// IsRecallTool reports whether a tool named name is the recall tool, configured
+// being Config.RecallTool: that name, "recall", or an MCP-style name ending in
+// "__recall" or "_recall" (mcp__pruneadvisor__recall, mcp_pruneadvisor_recall,
+// pruneadvisor_recall, the names wrap's agents and `pruneadvisor mcp` give it),
+// compared without regard to case.
+func IsRecallTool(name, configured string) bool {
+	name = strings.ToLower(name)
+	return name == strings.ToLower(configured) || name == "recall" ||
+		strings.HasSuffix(name, "__recall") || strings.HasSuffix(name, "_recall")
+}
+
 // recalledBy returns the output whose original a call to the recall tool asked for,
-// nil when c is not such a call or names no output of the session. The recall tool
-// is known by Config.RecallTool, by "recall", or by an MCP-style name ending in
-// "__recall" or "_recall" (mcp__pruneadvisor__recall, pruneadvisor_recall).
+// nil when c is not such a call (IsRecallTool) or names no output of the session.
 func (a *Advisor) recalledBy(st *state, c *transcript.ToolCall) *outState {
-	name := strings.ToLower(c.Name)
-	if name != strings.ToLower(a.Config.RecallTool) && name != "recall" &&
-		!strings.HasSuffix(name, "__recall") && !strings.HasSuffix(name, "_recall") {
+	if !IsRecallTool(c.Name, a.Config.RecallTool) {
 		return nil
 	}
 	var args struct {

@@ -79,9 +79,12 @@ func TestAnthropicSDKThroughProxy(t *testing.T) {
 		}),
 	)
 	ctx := context.Background()
+	// The agent has the recall tool its stubs name (the server's default, "recall").
 	tools := []anthropic.ToolUnionParam{anthropic.ToolUnionParamOfTool(anthropic.ToolInputSchemaParam{
 		Properties: map[string]any{"command": map[string]any{"type": "string"}},
-	}, "run_command")}
+	}, "run_command"), anthropic.ToolUnionParamOfTool(anthropic.ToolInputSchemaParam{
+		Properties: map[string]any{"id": map[string]any{"type": "string"}},
+	}, "recall")}
 	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(
 		anthropic.NewTextBlock("Fix the failing parser test. Screenshot and notes attached."),
 		anthropic.NewImageBlockBase64("image/png", "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="),

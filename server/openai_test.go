@@ -115,9 +115,13 @@ func TestOpenAISDKThroughProxy(t *testing.T) {
 		}),
 	)
 	ctx := context.Background()
+	// The agent has the recall tool its stubs name (the server's default, "recall").
 	tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
 		Name:       "run_command",
 		Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}}},
+	}), openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+		Name:       "recall",
+		Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string"}}},
 	})}
 	msgs := []openai.ChatCompletionMessageParamUnion{
 		openai.SystemMessage("You are a coding agent. Use run_command."),

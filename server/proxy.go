@@ -379,7 +379,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	}
 	sess.ID = id
 	note.setSession(id)
-	e, err := s.sessions.acquire(advisorKey{recallTool: tool, provider: providerOf(kind)}, id)
+	e, err := s.acquireSession(tool, providerOf(kind), body, id)
 	if err != nil {
 		s.failOpen(route, "advise", id, err)
 		return nil, false, nil

@@ -382,6 +382,7 @@ func New(opts Options) (*Server, error) {
 		if opts.Background != nil {
 			a.Background = opts.Background
 		}
+		a.NoRecallTool = k.noRecall
 		return a, nil
 	}
 	if _, err := build(advisorKey{}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
@@ -18,13 +19,15 @@ import (
 const maxBudgets = 16
 
 // advisorKey is what tells the server's advisors apart: the budget (0: the
-// configured one), the recall tool stubs name ("": the configured one) and the
-// provider whose prices plan the rewrites: a proxy route's (wire.Spec.Provider), so
-// that the planner prices a request as the ledger bills it; "" for the sidecar
+// configured one), the recall tool stubs name ("": the configured one; with
+// noRecall, none: the agent has no recall tool, recallKey) and the provider whose
+// prices plan the rewrites: a proxy route's (wire.Spec.Provider), so that the
+// planner prices a request as the ledger bills it; "" for the sidecar
 // (Config.Provider, else the format's).
 type advisorKey struct {
 	budget     int
 	recallTool string
+	noRecall   bool
 	provider   prices.Provider
 }
 
@@ -61,6 +64,9 @@ type sessionEntry struct {
 	// Advise itself, but the plan it returns shares the advisor's item table, which
 	// the session's next step updates in place.
 	mu sync.Mutex
+	// warnedNoRecall is set once the server logged that the session's agent has no
+	// recall tool (warnNoRecall).
+	warnedNoRecall atomic.Bool
 }
 
 // advise runs one step of the session and returns a plan of its own (a clone, so a

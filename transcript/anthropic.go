@@ -19,9 +19,10 @@ import (
 //
 // Blocks: text{text}, thinking{thinking,signature}, redacted_thinking, image, document,
 // tool_use{id,name,input}, tool_result{tool_use_id, content: string | [text|image|document],
-// is_error, cache_control}, server_tool_use, web_search_tool_result and others. Only text,
-// tool_use and tool_result enter the model; every other block is skipped and, because
-// Rewrite patches values in place, left byte for byte as it was.
+// is_error, cache_control}, server_tool_use, web_search_tool_result, compaction (a
+// provider's compaction, which marks its message: Message.Compaction) and others. Only
+// text, tool_use and tool_result enter the model; every other block is skipped and,
+// because Rewrite patches values in place, left byte for byte as it was.
 
 // fieldErr is a *jsonscan.FieldError at JSON path field.
 func fieldErr(field, msg string) *jsonscan.FieldError {
@@ -349,8 +350,8 @@ func apiMessage(el json.RawMessage, p string, u int) (*Message, string, *jsonsca
 }
 
 // apiAssistant builds an assistant message from its blocks: text blocks make
-// the Text, tool_use blocks the calls; thinking, server-tool and unknown blocks are
-// skipped. A tool_use id repeated inside the same message is dropped (the builder
+// the Text, tool_use blocks the calls, a compaction block sets Compaction;
+// thinking, server-tool and unknown blocks are skipped. A tool_use id repeated inside the same message is dropped (the builder
 // warns about ids repeated across messages).
 func apiAssistant(blocks []apiBlock, line int) *Message {
 	m := &Message{Role: RoleAssistant, Line: line}
@@ -364,6 +365,8 @@ func apiAssistant(blocks []apiBlock, line int) *Message {
 			if blk.text != "" {
 				thinking = append(thinking, blk.text)
 			}
+		case "compaction":
+			m.Compaction = true
 		case "tool_use":
 			if seen[blk.id] {
 				continue

@@ -87,13 +87,18 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 		seenMsg  = map[string]bool{}
 		leaf     = -1
 	)
-	for _, ln := range jsonlSplit(data) {
+	q := jsonlQueue{lines: jsonlSplit(data)}
+	for ln, ok := q.pop(); ok; ln, ok = q.pop() {
 		raw := data[ln.start:ln.end]
 		var p ccProbe
 		if err := json.Unmarshal(raw, &p); err != nil {
-			if e := jsonlSkip(b, name, opts, ln.no, "", jsonscan.Problem(err)); e != nil {
+			mended, e := jsonlMended(ln, raw, jsonscan.Problem(err), func(msg string) error {
+				return jsonlSkip(b, name, opts, ln.no, "", msg)
+			})
+			if e != nil {
 				return nil, e
 			}
+			q.push(mended)
 			continue
 		}
 		typ, _ := jsonscan.String(p.Type)

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"strconv"
@@ -72,7 +73,7 @@ var codexItemTypes = map[string]bool{
 // without a type, or a bare response item carrying a call_id or an
 // input_text/output_text content part.
 func detectCodex(head []byte) bool {
-	h := jsonscan.ScanHead(head)
+	h := jsonscan.ScanHead(codexHead(head))
 	if h.Array {
 		return false
 	}
@@ -97,6 +98,20 @@ func detectCodex(head []byte) bool {
 	return false
 }
 
+// codexHead is what detectCodex judges: head, or the first whole record of its
+// first line when that line is torn (jsonlUntorn).
+func codexHead(head []byte) []byte {
+	line := head
+	if i := bytes.IndexByte(head, lineSep(head)); i >= 0 {
+		line = head[:i]
+	}
+	line = bytes.TrimSpace(line)
+	if u := jsonlUntorn(line); len(u) != len(line) {
+		return u
+	}
+	return head
+}
+
 type codexReader struct {
 	b    *builder
 	name string
@@ -111,11 +126,25 @@ func (r *codexReader) at(n int) time.Time { return r.b.timeOf(r.ts, n, "timestam
 
 func readCodex(name string, data []byte, opts Options) (*Session, error) {
 	r := &codexReader{b: newBuilder(FormatCodex, name, data), name: name, opts: opts}
-	for _, ln := range jsonlSplit(data) {
-		if err := r.line(ln.no, ln.start, ln.end); err != nil {
-			if err := skipEntry(r.b, opts, err); err != nil {
+	q := jsonlQueue{lines: jsonlSplit(data)}
+	for ln, ok := q.pop(); ok; ln, ok = q.pop() {
+		pe := r.line(ln.no, ln.start, ln.end)
+		if pe == nil {
+			continue
+		}
+		if raw := data[ln.start:ln.end]; !json.Valid(raw) {
+			// A torn line: the whole records after the fragment are read.
+			mended, err := jsonlMended(ln, raw, pe.Msg, func(msg string) error {
+				return skipEntry(r.b, opts, &ParseError{File: name, Line: ln.no, Msg: msg})
+			})
+			if err != nil {
 				return nil, err
 			}
+			q.push(mended)
+			continue
+		}
+		if err := skipEntry(r.b, opts, pe); err != nil {
+			return nil, err
 		}
 	}
 	r.flush()

@@ -3,7 +3,10 @@ package transcript
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
 
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
@@ -84,7 +87,10 @@ func jsonlSkip(b *builder, name string, opts Options, line int, field, msg strin
 	return nil
 }
 
-// jsonlHeadLines returns up to n non-blank lines of head (the last may be cut short).
+// jsonlHeadLines returns up to n non-blank lines of head (the last may be cut
+// short). A torn line (jsonlMend) gives the whole records in it instead, each as a
+// line, so that a record cut short at the top of a file hides its format no more
+// than it hides the records after it from the reader.
 func jsonlHeadLines(head []byte, n int) [][]byte {
 	var out [][]byte
 	sep := lineSep(head)
@@ -95,11 +101,39 @@ func jsonlHeadLines(head []byte, n int) [][]byte {
 		} else {
 			head = nil
 		}
-		if t := bytes.TrimSpace(line); len(t) > 0 {
+		t := bytes.TrimSpace(line)
+		if len(t) == 0 {
+			continue
+		}
+		if json.Valid(t) {
 			out = append(out, t)
+			continue
+		}
+		pieces := jsonlMend(t)
+		if pieces == nil {
+			out = append(out, t)
+		}
+		for _, p := range pieces {
+			if p.whole && len(out) < n {
+				out = append(out, t[p.Start:p.End])
+			}
 		}
 	}
 	return out
+}
+
+// jsonlUntorn returns the first whole record of line when the line is torn
+// (jsonlMend: a record cut short, whole records after it), else line.
+func jsonlUntorn(line []byte) []byte {
+	if json.Valid(line) {
+		return line
+	}
+	for _, p := range jsonlMend(line) {
+		if p.whole {
+			return line[p.Start:p.End]
+		}
+	}
+	return line
 }
 
 // treeNode is one entry of a session tree (Claude Code uuid/parentUuid, pi v2+
@@ -286,4 +320,226 @@ func jsonlEach(r io.Reader, fresh bool, fn func(ln jsonlLine, line []byte) error
 			return nil
 		}
 	}
+}
+
+// jsonlPiece is one piece of a line that does not parse as a whole (jsonlMend): a
+// whole JSON object, or a fragment (a record cut short, or other bytes that are not
+// a whole object).
+type jsonlPiece struct {
+	jsonscan.Span
+	whole bool
+}
+
+// jsonlMend splits a line that does not parse into its whole JSON objects and the
+// fragments between them. A Claude Code, pi or Codex process killed mid-write
+// leaves a record cut short, and the next process appends its record to the same
+// line: {"type":"pr-link","prNu{"parentUuid":…}. A fragment ends where the earliest
+// `{"` (or `{}`) after it starts whole objects that run to the end of the line and
+// the fragment itself could not have an object (jsonlResume). It returns nil when
+// the line holds no whole object (every byte one fragment: the line is skipped as
+// before) or is one whole object (what is wrong with it is not its syntax).
+// Callers use it only on a line that failed to parse, so a normal line costs
+// nothing more.
+func jsonlMend(line []byte) []jsonlPiece {
+	var pieces []jsonlPiece
+	found := false
+	for i := jsonscan.SkipSpace(line, 0); i < len(line); {
+		if e, ok := jsonlWhole(line, i); ok && jsonlTail(line, e) {
+			pieces = append(pieces, jsonlPiece{jsonscan.Span{Start: i, End: e}, true})
+			found = true
+			i = jsonscan.SkipSpace(line, e)
+			continue
+		}
+		j := jsonlResume(line, i)
+		e := j
+		for e > i && jsonscan.IsSpace(line[e-1]) {
+			e--
+		}
+		pieces = append(pieces, jsonlPiece{jsonscan.Span{Start: i, End: e}, false})
+		i = j
+	}
+	if !found || len(pieces) == 1 {
+		return nil
+	}
+	return pieces
+}
+
+// jsonlResume returns the index of the earliest `{"` or `{}` after the fragment
+// that starts at line[start] where whole objects run to the end of line
+// (jsonlRest), or len(line). It reads the fragment as JSON as it goes (strings,
+// brackets, the last token), and passes over a `{` where the fragment itself may
+// have an object: a value after a colon, an array's element. A line cut short just
+// after one of its own objects (a redaction tool cuts lines so) then yields no
+// record, where taking that object for one would invent a record; the next record
+// of a torn write starts where the fragment cannot have a `{`: inside one of its
+// strings (the common case: most of a record is strings), after a key, a value, or
+// an object's `{` or comma.
+func jsonlResume(line []byte, start int) int {
+	tries := 0 // candidates checked to the line's end: at most jsonlTries
+	starts := func(p int) bool {
+		q := jsonscan.SkipSpace(line, p+1)
+		if q >= len(line) || line[q] != '"' && line[q] != '}' {
+			return false
+		}
+		tries++
+		return jsonlRest(line, p)
+	}
+	inStr, esc := false, false
+	var last byte    // the fragment's last token outside strings: one of {[:,]} or 'v' (a scalar or string)
+	var stack []byte // the fragment's open brackets
+	for p := start; p < len(line); p++ {
+		c := line[p]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr, last = false, 'v'
+			case c == '{' && p > start && starts(p):
+				return p // inside one of the fragment's strings
+			}
+			if tries >= jsonlTries {
+				return len(line)
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{':
+			valuePos := last == ':' || last == '[' || last == ',' && len(stack) > 0 && stack[len(stack)-1] == '['
+			if p > start && !valuePos && starts(p) {
+				return p
+			}
+			if tries >= jsonlTries {
+				return len(line)
+			}
+			stack, last = append(stack, '{'), '{'
+		case '[':
+			stack, last = append(stack, '['), '['
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			last = 'v'
+		case ':', ',':
+			last = c
+		case ' ', '\t', '\n', '\r':
+		default:
+			last = 'v'
+		}
+	}
+	return len(line)
+}
+
+// jsonlTries bounds the candidates jsonlResume checks on one line, each a scan to
+// the line's end at worst: a torn record's fragment is a valid JSON prefix, where a
+// candidate is rare (a `{` that ends a string), so the next record is among the
+// first few; a line crafted with many costs at most this many scans.
+const jsonlTries = 16
+
+// jsonlRest reports whether line[i:] is whole JSON objects separated by blanks. The
+// objects' extents are found first and checked only when they all fit, so an
+// object of a fragment (followed by a comma or a bracket) costs one scan.
+func jsonlRest(line []byte, i int) bool {
+	var spans []jsonscan.Span
+	for i < len(line) {
+		if line[i] != '{' {
+			return false
+		}
+		e := jsonscan.SkipValue(line, i)
+		if e < 0 || !jsonlTail(line, e) {
+			return false
+		}
+		spans = append(spans, jsonscan.Span{Start: i, End: e})
+		i = jsonscan.SkipSpace(line, e)
+	}
+	for _, s := range spans {
+		if !json.Valid(line[s.Start:s.End]) {
+			return false
+		}
+	}
+	return len(spans) > 0
+}
+
+// jsonlWhole reports whether a valid JSON object starts at line[i], and its end.
+func jsonlWhole(line []byte, i int) (end int, ok bool) {
+	if line[i] != '{' {
+		return 0, false
+	}
+	e := jsonscan.SkipValue(line, i)
+	if e < 0 || !json.Valid(line[i:e]) {
+		return 0, false
+	}
+	return e, true
+}
+
+// jsonlTail reports whether what follows an object ending at e may follow a record:
+// the line's end, or (after blanks) another object.
+func jsonlTail(line []byte, e int) bool {
+	e = jsonscan.SkipSpace(line, e)
+	return e == len(line) || line[e] == '{'
+}
+
+// jsonlTornMsg is the skip message of a fragment that whole records follow on its
+// line: what a process killed mid-write leaves.
+func jsonlTornMsg(frag jsonscan.Span) string {
+	return fmt.Sprintf("a record cut short (%d bytes at column %d), the next record written after it on the same line", frag.End-frag.Start, frag.Start+1)
+}
+
+// jsonlQueue yields a file's lines in order (pop), with the records mended out of
+// a torn line (push, jsonlMended) next, so a file of many torn lines costs no more
+// than their records.
+type jsonlQueue struct {
+	lines []jsonlLine // the file's lines not yet popped
+	next  []jsonlLine // pushed records, popped before lines
+}
+
+// pop returns the next line; false when there is none.
+func (q *jsonlQueue) pop() (jsonlLine, bool) {
+	var ln jsonlLine
+	switch {
+	case len(q.next) > 0:
+		ln, q.next = q.next[0], q.next[1:]
+	case len(q.lines) > 0:
+		ln, q.lines = q.lines[0], q.lines[1:]
+	default:
+		return ln, false
+	}
+	return ln, true
+}
+
+// push makes ls the next lines pop returns, in order.
+func (q *jsonlQueue) push(ls []jsonlLine) {
+	q.next = append(slices.Clip(ls), q.next...)
+}
+
+// jsonlMended handles a line ln (content raw) that failed to parse with problem: it
+// returns the lines of the whole records jsonlMend finds in it (each a jsonlLine of
+// the same number spanning one record), having passed each fragment's message to
+// skip (which counts and warns in lenient mode and returns the *ParseError in
+// strict mode; its error ends the read). A line without a whole record goes to skip
+// with problem, as before.
+func jsonlMended(ln jsonlLine, raw []byte, problem string, skip func(msg string) error) ([]jsonlLine, error) {
+	pieces := jsonlMend(raw)
+	if pieces == nil {
+		return nil, skip(problem)
+	}
+	var out []jsonlLine
+	for k, pc := range pieces {
+		if pc.whole {
+			out = append(out, jsonlLine{no: ln.no, start: ln.start + pc.Start, end: ln.start + pc.End})
+			continue
+		}
+		msg := problem
+		if k+1 < len(pieces) {
+			msg = jsonlTornMsg(pc.Span)
+		}
+		if err := skip(msg); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

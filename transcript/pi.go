@@ -321,6 +321,9 @@ func piValues(line []byte) (values []jsonscan.Span, problem string) {
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
+			if more, frag, ok := piTorn(line, values); ok {
+				return append(values, more...), jsonlTornMsg(frag)
+			}
 			problem = jsonscan.Problem(err)
 			if len(values) > 0 {
 				problem = "after the first object on the line: " + problem
@@ -330,6 +333,32 @@ func piValues(line []byte) (values []jsonscan.Span, problem string) {
 		end := int(dec.InputOffset())
 		values = append(values, jsonscan.Span{Start: end - len(raw), End: end})
 	}
+}
+
+// piTorn looks past the value that broke a line (it starts after values, the whole
+// ones before it) for whole objects running to the line's end (jsonlResume): a
+// record cut short with the next appended to its line. It returns their spans and
+// the fragment's; ok is false when there are none.
+func piTorn(line []byte, values []jsonscan.Span) (more []jsonscan.Span, frag jsonscan.Span, ok bool) {
+	brk := 0
+	if len(values) > 0 {
+		brk = values[len(values)-1].End
+	}
+	brk = jsonscan.SkipBlank(line, brk)
+	j := jsonlResume(line, brk)
+	if j >= len(line) {
+		return nil, frag, false
+	}
+	frag = jsonscan.Span{Start: brk, End: j}
+	for frag.End > brk && jsonscan.IsSpace(line[frag.End-1]) {
+		frag.End--
+	}
+	for i := j; i < len(line); i = jsonscan.SkipSpace(line, i) {
+		e := jsonscan.SkipValue(line, i)
+		more = append(more, jsonscan.Span{Start: i, End: e})
+		i = e
+	}
+	return more, frag, true
 }
 
 // piInspect decodes a message entry's message and reports whether the entry is benign

@@ -24,6 +24,9 @@ import (
 //   - custom_tool_call{call_id, name, input} (Codex apply_patch) →
 //     custom_tool_call_output{call_id, output};
 //   - local_shell_call{call_id, action} → local_shell_call_output{call_id, output};
+//   - compaction{encrypted_content} (the provider's compaction, inline or from
+//     POST /v1/responses/compact): part of the model's turn, which it marks
+//     (Message.Compaction);
 //   - reasoning, web_search_call and every other item: part of the model's turn,
 //     left byte for byte as they are.
 //
@@ -192,6 +195,10 @@ func (r *responsesReader) item(name string, i int, raw json.RawMessage) *ParseEr
 		return r.call(typ, it, bad)
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
 		return r.output(name, path, typ, it, bad)
+	case "compaction":
+		// The provider's encrypted compaction (inline, or from /v1/responses/compact):
+		// part of the model's turn, kept byte for byte.
+		r.turn().Compaction = true
 	default:
 		// reasoning, web_search_call, item_reference, …: the model's own items
 		r.turn()

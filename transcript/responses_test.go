@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -245,5 +246,35 @@ func TestNewBodiesMeasureCache(t *testing.T) {
 				t.Errorf("%s round %d: %d hits; want %d", tt.format, round, hits, map[bool]int{true: long}[round == 1])
 			}
 		}
+	}
+}
+
+// A compaction item (the provider's, encrypted) marks the model turn that holds it
+// and goes out byte for byte when the outputs after it are stubbed.
+func TestResponsesCompactionItem(t *testing.T) {
+	const item = `{"type":"compaction","id":"cmp_1","encrypted_content":"gAAAAB-opaque=="}`
+	body := []byte(`{"model":"gpt-test","input":[` + item + `,` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"go on"}]},` +
+		`{"type":"function_call","call_id":"c1","name":"shell","arguments":"{\"command\":[\"ls\"]}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":"a.go\nb.go"}]}`)
+	s, err := Read("body.json", body, Options{Format: FormatResponses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marked []int
+	for _, m := range s.Messages {
+		if m.Compaction {
+			marked = append(marked, m.Index)
+		}
+	}
+	if len(marked) != 1 || s.Messages[marked[0]].Role != RoleAssistant {
+		t.Fatalf("messages marked as compactions: %v; want the one model turn that holds the item", marked)
+	}
+	out, err := s.Rewrite(map[string]string{s.Outputs()[0].Key: "[pruned]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte(item)) || !bytes.Contains(out, []byte(`"output":"[pruned]"`)) {
+		t.Errorf("rewritten body %s; want the compaction item as sent and the output stubbed", out)
 	}
 }

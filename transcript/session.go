@@ -285,6 +285,11 @@ type Message struct {
 	Retention Retention     // caller's hint, "" = normal
 	Tokens    int           // o200k_base tokens of Text plus the calls' arguments and the outputs' text
 	Meta      bool          // injected context (system reminders, environment blocks), not a real user prompt
+	// Compaction reports that the message holds a provider's compaction, opaque and
+	// kept byte for byte: an Anthropic compaction block (compact_20260112 context
+	// editing, or on-demand compaction) or an OpenAI Responses compaction item. The
+	// provider reads the context from the latest one on and ignores what is before.
+	Compaction bool
 	// Time is when the message was written, as the format records it, in UTC; the
 	// zero time means unknown. Claude Code and Codex CLI: the line's timestamp (an
 	// assistant message merged from several lines takes the first line's); pi: the

@@ -119,8 +119,10 @@ func cmdLedgerTraffic(ts *testscript.TestScript, neg bool, args []string) {
 // trafficAgentA runs session agent-a.
 func trafficAgentA(ts *testscript.TestScript, base string) {
 	ctx := context.Background()
+	// The agent has the recall tool the stubs name, as wrap tells the proxy (the
+	// header is not forwarded: the bodies and their usage are as without it).
 	client := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("sk-ant-test"), aoption.WithMaxRetries(0),
-		aoption.WithHeader(server.HeaderSession, "agent-a"))
+		aoption.WithHeader(server.HeaderSession, "agent-a"), aoption.WithHeader(server.HeaderRecallTool, "recall"))
 	tools := []anthropic.ToolUnionParam{anthropic.ToolUnionParamOfTool(anthropic.ToolInputSchemaParam{
 		Properties: map[string]any{"command": map[string]any{"type": "string"}}}, "run_command")}
 	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Fix the failing parser test."))}
@@ -143,7 +145,7 @@ func trafficAgentA(ts *testscript.TestScript, base string) {
 func trafficAgentB(ts *testscript.TestScript, base string) {
 	ctx := context.Background()
 	client := openai.NewClient(option.WithBaseURL(base+"/v1"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0),
-		option.WithHeader(server.HeaderSession, "agent-b"))
+		option.WithHeader(server.HeaderSession, "agent-b"), option.WithHeader(server.HeaderRecallTool, "recall"))
 	msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You are a coding agent."), openai.UserMessage("Fix it.")}
 	tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "run_command"})}
 	for k := 1; k <= 3; k++ {

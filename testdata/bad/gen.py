@@ -98,6 +98,14 @@ b = c.text().rstrip("\n").encode()
 cut = b.rindex("€".encode()) + 1  # keep only the euro sign's first byte
 put("claude-cut-mid-utf8.jsonl", b[:cut])
 
+# A torn line: a process killed while it wrote a pr-link record, and the next
+# writer's record (the second `ls -l` call) appended to the same line.
+lines = claude_base().text().rstrip("\n").split("\n")
+i = next(k for k, l in enumerate(lines) if '"toolu_ls2"' in l and '"tool_use"' in l)
+pr = dumps({"type": "pr-link", "sessionId": "bad-session-0001", "prNumber": 12, "prUrl": "https://example.com/pr/12"})
+lines[i] = pr[: pr.index("prNumber") + 4] + lines[i]
+put("claude-torn-line.jsonl", "\n".join(lines) + "\n")
+
 # Invalid UTF-8 inside a tool output's JSON string (raw bytes 0xff 0xfe, a lone 0xc3).
 listing_bad = LISTING.replace("file07.go", "file@FF@07.go").replace("file09.go", "file@C3@09.go")
 put("claude-invalid-utf8-output.jsonl", claude_base(listing=listing_bad).text().encode()

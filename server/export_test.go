@@ -1,0 +1,4 @@
+package server
+
+// OfferedRecallTool is offeredRecallTool, for the external tests.
+var OfferedRecallTool = offeredRecallTool
