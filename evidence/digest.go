@@ -129,6 +129,7 @@ func (t *Tracker) setDigest(oe *outEvidence, tokens int) {
 	order := digestOrder(t.cands)
 	keep := t.DigestTokens > 0 && tokens >= t.DigestMinTokens
 	cum := 0
+	defer func() { oe.dfull = cum }()
 	groupCost := make(map[int32]int32, len(order))
 	for _, c := range order {
 		cum += DigestNameTokens(c.name)
@@ -150,4 +151,14 @@ func (t *Tracker) setDigest(oe *outEvidence, tokens int) {
 type carriedName struct {
 	idx   int32
 	group int32
+}
+
+// DigestFull returns the cost in digest tokens of output key's whole digest (every
+// candidate name; DigestNameTokens each): the most a digest of any budget holds.
+// 0 for an unknown key or an output without candidates.
+func (t *Tracker) DigestFull(key string) int {
+	if idx, ok := t.byKey[key]; ok {
+		return t.outs[idx].dfull
+	}
+	return 0
 }

@@ -264,8 +264,9 @@ type outEvidence struct {
 	owned int // distinct names first seen in this output (its distinctive names)
 	runs  int // calls with the same tool and arguments so far, this one included
 	// digest is the output's digest names within Tracker.DigestTokens, in digest
-	// order (digest.go); nil unless kept.
+	// order (digest.go); nil unless kept. dfull is its whole digest's cost.
 	digest []string
+	dfull  int
 }
 
 // rawUse is evidence at one step before weighting; weights are computed on query so

@@ -179,6 +179,10 @@ type OutputFacts struct {
 	// StubTokens is the size of the output's stub (one like the advisor's:
 	// advisor.StubTokens); 0 for an output that could never be pruned.
 	StubTokens int
+	// DigestTokens is the cost, in digest tokens, of the output's whole digest
+	// (evidence.Tracker.DigestFull): a stub digest of budget B holds at most
+	// min(B, DigestTokens) tokens of names.
+	DigestTokens int
 }
 
 // StepFacts describe one step of a replay.

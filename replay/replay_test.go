@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/cards"
@@ -84,7 +85,18 @@ func TestReplayFacts(t *testing.T) {
 		offset[i] = n
 		n += src.Session.Messages[i].Tokens
 	}
+	// Digest sizes: what a tracker of the session's own, under the embedded word
+	// statistics, says of each output (the replay records it, whatever the advisor
+	// did).
+	dtr := evidence.NewTracker()
+	dtr.Background = fitted.DefaultBackground()
+	for _, m := range src.Session.Messages {
+		if _, err := dtr.Add(m); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range want {
+		want[i].DigestTokens = dtr.DigestFull(want[i].Key)
 		want[i].EndStep = 10
 		want[i].Tokens = outs[i].Tokens
 		want[i].Offset = offset[outs[i].Message]

@@ -479,6 +479,7 @@ func (f *folder) finish(tr *evidence.Tracker) error {
 	f.outs = nil
 	for i := range f.facts {
 		f.facts[i].EndStep = rec.Steps
+		f.facts[i].DigestTokens = tr.DigestFull(f.facts[i].Key)
 		if f.facts[i].CandidateFrom > 0 || f.facts[i].RuleDeadAt > 0 {
 			f.facts[i].StubTokens = advisor.StubTokens(f.rec.Settings.Config, f.facts[i].Tool, f.facts[i].Summary, f.facts[i].Tokens)
 		}

@@ -23,7 +23,7 @@ func replayRecord() *replay.Record {
 		Path: "/s/a.jsonl", Name: "a.jsonl", Format: transcript.FormatClaudeCode,
 		ContentHash: "c0ffee", Settings: st, SettingsHash: st.Hash(), Steps: 3, Skipped: 2,
 		Outputs: []replay.OutputFacts{
-			{Key: "k1", Tool: "Read", Summary: "a.go", Tokens: 500, Step: 1, CandidateFrom: 2, RuleDeadAt: 3, PendingAt: 3, PrunedAt: 3, EndStep: 3},
+			{Key: "k1", Tool: "Read", Summary: "a.go", Tokens: 500, Step: 1, CandidateFrom: 2, RuleDeadAt: 3, PendingAt: 3, PrunedAt: 3, EndStep: 3, DigestTokens: 37},
 			{Key: "k2", Tool: "Bash", Summary: "ls", Tokens: 10, Step: 2, EndStep: 3},
 		},
 		StepFacts: []replay.StepFacts{
