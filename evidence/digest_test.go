@@ -10,15 +10,12 @@ import (
 
 // TestDigest works the digest rule out by hand on one output (digest.go):
 //
-//	candidates, by position: /repo/src/server.go (a path: specificity 3, cost
-//	1+ceil(19/4) = 6), parseConfig (inner capital: 2, cost 4), MAX_SIZE ('_': 2,
-//	cost 3), 42000 (1, cost 3); "then" and "readme" are plain words common in the
-//	background: no candidates; the path's suffixes are its compound's, not
-//	candidates of their own.
-//	by specificity per token: MAX_SIZE 2/3, the path 3/6 and parseConfig 2/4 (tie:
-//	by position), 42000 1/3.
-//	alternating position and specificity: the path (6), MAX_SIZE (9),
-//	parseConfig (13), 42000 (16).
+//	candidates, by position: src/server.go (the last two segments of the path
+//	/repo/src/server.go: specificity 3, cost 1+ceil(13/4) = 5), parseConfig (inner
+//	capital: 2, cost 4), MAX_SIZE ('_': 2, cost 3), 42000 (1, cost 3); "then" and
+//	"readme" are plain words common in the background: no candidates.
+//	by specificity per token: MAX_SIZE 2/3, src/server.go 3/5, parseConfig 2/4,
+//	42000 1/3; cumulative cost 3, 8, 12, 15.
 func TestDigest(t *testing.T) {
 	bg := &Background{Sessions: 100, MinShare: DefaultMinShare, Counts: map[string]int{"then": 50, "readme": 9}}
 	tr := NewTracker()
@@ -31,23 +28,25 @@ func TestDigest(t *testing.T) {
 		budget int
 		want   []string
 	}{
-		{0, nil}, {5, nil}, {6, []string{"/repo/src/server.go"}}, {8, []string{"/repo/src/server.go"}},
-		{9, []string{"/repo/src/server.go", "MAX_SIZE"}},
-		{16, []string{"/repo/src/server.go", "MAX_SIZE", "parseConfig", "42000"}},
-		{100, []string{"/repo/src/server.go", "MAX_SIZE", "parseConfig", "42000"}},
+		{0, nil}, {2, nil}, {3, []string{"MAX_SIZE"}}, {7, []string{"MAX_SIZE"}},
+		{8, []string{"MAX_SIZE", "src/server.go"}},
+		{14, []string{"MAX_SIZE", "src/server.go", "parseConfig"}},
+		{15, []string{"MAX_SIZE", "src/server.go", "parseConfig", "42000"}},
+		{100, []string{"MAX_SIZE", "src/server.go", "parseConfig", "42000"}},
 	} {
 		if d := cmp.Diff(tt.want, tr.Digest("c1", tt.budget)); d != "" {
 			t.Errorf("Digest(c1, %d) (-want +got):\n%s", tt.budget, d)
 		}
 	}
-	// The budget that holds a use: a suffix of the path is held with the path (6);
-	// two compounds need both (max of 16 and 13); a common plain word is no use.
+	// The budget that holds a use: the path's base name is held with its
+	// compound's candidate (8); two compounds need both (max of 15 and 12); a
+	// common plain word is no use.
 	got := addAll(t, tr, asst(2, "Open `server.go` next."), asst(3, "", &transcript.ToolCall{ID: "c2", Name: "bash", Args: json.RawMessage(`{"n":"42000","f":"parseConfig"}`), Step: 3}), asst(4, "", &transcript.ToolCall{ID: "c3", Name: "bash", Args: json.RawMessage(`{"x":"readme"}`), Step: 4}))
 	var digests []int
 	for _, u := range got {
 		digests = append(digests, u.Digest)
 	}
-	if d := cmp.Diff([]int{6, 16}, digests); d != "" {
+	if d := cmp.Diff([]int{8, 15}, digests); d != "" {
 		t.Errorf("uses %+v: digest budgets (-want +got):\n%s", got, d)
 	}
 	// Kept only up to DigestTokens, and only for outputs of DigestMinTokens or more.
@@ -64,8 +63,8 @@ func TestDigest(t *testing.T) {
 	c10 := &transcript.ToolCall{ID: "c10", Name: "bash", Args: json.RawMessage(`{}`), Step: 2}
 	m = result(c10, "fresh_name_a fresh_name_b_long_one fresh_name_c")
 	addAll(t, tr2, asst(2, "", c10), m)
-	// a (cost 4) by position, c (2/4 beats b's 2/7) by specificity: 8 tokens; b
-	// (7 more) is past 9.
+	// a and c (2/4 each, by position) before b (2/7): 8 tokens; b (7 more) is
+	// past 9.
 	if d := cmp.Diff([]string{"fresh_name_a", "fresh_name_c"}, tr2.Digest("c10", 100)); d != "" {
 		t.Errorf("kept beyond DigestTokens 9 (-want +got):\n%s", d)
 	}

@@ -659,9 +659,13 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 			return
 		}
 		t.carried = append(t.carried, carriedName{idx: i, group: e.group})
-		if !t.candGroups[e.group] && Specific(name, t.Background) {
-			t.candGroups[e.group] = true
-			t.cands = append(t.cands, digestCand{name: name, group: e.group, pos: len(t.cands), spec: digestSpec(name)})
+		if !t.candGroups[e.group] {
+			if Specific(name, t.Background) {
+				t.candGroups[e.group] = true
+				t.cands = append(t.cands, digestCand{name: name, group: e.group, pos: len(t.cands), spec: digestSpec(name)})
+			}
+		} else if c := &t.cands[len(t.cands)-1]; c.group == e.group && shorterRep(c.name, name) {
+			c.name, c.spec = name, digestSpec(name)
 		}
 	})
 	t.setDigest(oe, o.Tokens)

@@ -140,7 +140,7 @@ func TestReplayFacts(t *testing.T) {
 		}
 	}
 	wantEv := []evidence.Use{
-		{Key: "call_1", Step: 6, Kind: evidence.UseName, Proof: `name "listen_port"`, Weight: 1, Digest: 4}, // its digest's first name: 1 + ceil(11/4) tokens
+		{Key: "call_1", Step: 6, Kind: evidence.UseName, Proof: `name "listen_port"`, Weight: 1, Digest: digestUpTo(t, src, "call_1", "listen_port")},
 		// Step 5 re-reads NOTES.md (call_3's file): a re-read is not a use.
 	}
 	if diff := cmp.Diff(wantEv, rec.Evidence); diff != "" {
@@ -437,4 +437,26 @@ func TestCompareSchedules(t *testing.T) {
 	if _, err := CompareSchedules([]ScheduleRun{runs[0], bad}, 0.25, calibrate.DefaultOptions(), 0.02); err == nil {
 		t.Error("runs over different sessions were compared")
 	}
+}
+
+// digestUpTo is the digest budget at which output key's digest (a tracker of the
+// session's own, with DigestTokens unbounded) first holds name: the costs of its
+// names up to it, summed.
+func digestUpTo(t *testing.T, src *Source, key, name string) int {
+	tr := evidence.NewTracker()
+	tr.Background, tr.DigestTokens = fitted.DefaultBackground(), 1<<30
+	for _, m := range src.Session.Messages {
+		if _, err := tr.Add(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := 0
+	for _, n := range tr.Digest(key, 1<<30) {
+		sum += evidence.DigestNameTokens(n)
+		if n == name {
+			return sum
+		}
+	}
+	t.Fatalf("%s's digest does not hold %q", key, name)
+	return 0
 }

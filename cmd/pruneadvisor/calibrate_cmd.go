@@ -190,6 +190,10 @@ type calibrateJSON struct {
 	Report   calibrate.Report `json:"report"`
 	Chosen   string           `json:"chosen_scorer,omitempty"`
 	Wrote    string           `json:"wrote_config,omitempty"`
+	// Digests is the stub digests' coverage by format (replay.DigestCoverage),
+	// "all" last; DigestBudget the budget it recommends (-1: none).
+	Digests      []*replay.DigestRow `json:"digests"`
+	DigestBudget int                 `json:"digest_budget_recommended"`
 }
 
 func calibrateCmd(e *env) *cobra.Command {
@@ -298,6 +302,10 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 		out.Groups = append(out.Groups, g.label())
 	}
 	out.Sessions = in.names
+	out.Digests, out.DigestBudget = in.digest.Result(), -1
+	if b, _, ok := in.digest.Recommend(); ok {
+		out.DigestBudget = b
+	}
 	chosen := f.scorer
 	if chosen == "" {
 		chosen = in.primary
@@ -352,6 +360,8 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 		if err := printCalibrate(e.stdout, out, groups, in); err != nil {
 			return err
 		}
+		fmt.Fprintln(e.stdout)
+		in.digest.Print(e.stdout)
 		if out.Wrote != "" {
 			fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f for scorer %s (objective %s, target miss %.3f, budget %d) to %s\n",
 				sr.Recommendation.Cutoff, sr.Scorer, ob, f.targetMiss, br.Budget, out.Wrote)
@@ -410,12 +420,13 @@ type calibration struct {
 	applied  []int    // the base replay's own stub steps, per base output (AppliedSteps)
 	lengths  []int    // steps of each session
 	factor   float64  // planner.FitFactor of lengths (0: none)
+	digest   *replay.DigestCoverage
 }
 
 // buildCalibration loads the groups' records over the sessions they all hold, and
 // scores the lexical baseline in process when no group holds lexical asks.
 func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*replayGroup, workers int) (*calibration, error) {
-	in := &calibration{}
+	in := &calibration{digest: replay.NewDigestCoverage()}
 	// Sessions every group holds, by content hash, in the base group's order.
 	count := map[string]int{}
 	for _, g := range groups {
@@ -499,6 +510,7 @@ func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*rep
 				in.names = append(in.names, s.Path)
 				in.applied = append(in.applied, rec.AppliedSteps()...)
 				in.lengths = append(in.lengths, rec.Steps)
+				in.digest.Add(rec)
 				for k := range baselines {
 					if lr := inProc[k][s.ContentHash]; lr != nil {
 						l, err := withAsks(o, lr)

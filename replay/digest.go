@@ -1,0 +1,161 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// DigestBudgets are the stub digest budgets, in tokens, that DigestCoverage
+// measures (issue 39: 0, 32, 64, 128 and 256).
+var DigestBudgets = []int{0, 32, 64, 128, 256}
+
+// Uses that could become stub misses, as issue 39 measured them: a counting name
+// use of an output of at least DigestMinOutput tokens, at least DigestMinAge steps
+// after the output.
+const (
+	DigestMinOutput = 200 // tokens: DESIGN.md's minimum candidate size
+	DigestMinAge    = 4   // steps: past the default protection of the last 3 steps
+)
+
+// DigestRow is the digest coverage of one agent format (or of all: Format "all").
+type DigestRow struct {
+	Format string `json:"format"`
+	// Uses counts the counting name uses that could become stub misses (see
+	// DigestMinOutput, DigestMinAge); Held[i] those a digest of DigestBudgets[i]
+	// tokens holds (0 < evidence.Use.Digest <= budget).
+	Uses int   `json:"uses"`
+	Held []int `json:"held"`
+	// Outputs and Tokens count the outputs that could be stubbed (candidates or
+	// rule-dead) and their tokens; Stub[i] is their stubs' tokens with a digest of
+	// DigestBudgets[i] tokens at most: the stub without one (OutputFacts.StubTokens)
+	// plus min(budget, OutputFacts.DigestTokens).
+	Outputs int   `json:"outputs"`
+	Tokens  int   `json:"tokens"`
+	Stub    []int `json:"stub_tokens"`
+}
+
+// DigestCoverage sums DigestRows over replays.
+type DigestCoverage struct {
+	Budgets []int // DigestBudgets
+	by      map[string]*DigestRow
+	all     DigestRow
+}
+
+// NewDigestCoverage returns an empty coverage over DigestBudgets.
+func NewDigestCoverage() *DigestCoverage {
+	return &DigestCoverage{Budgets: DigestBudgets, by: map[string]*DigestRow{}, all: newDigestRow("all")}
+}
+
+func newDigestRow(format string) DigestRow {
+	return DigestRow{Format: format, Held: make([]int, len(DigestBudgets)), Stub: make([]int, len(DigestBudgets))}
+}
+
+// Add counts one replay.
+func (c *DigestCoverage) Add(rec *Record) {
+	f := string(rec.Format)
+	row := c.by[f]
+	if row == nil {
+		r := newDigestRow(f)
+		row = &r
+		c.by[f] = row
+	}
+	outs := make(map[string]*OutputFacts, len(rec.Outputs))
+	for i := range rec.Outputs {
+		o := &rec.Outputs[i]
+		outs[o.Key] = o
+		if o.CandidateFrom == 0 && o.RuleDeadAt == 0 {
+			continue
+		}
+		for _, r := range []*DigestRow{row, &c.all} {
+			r.Outputs++
+			r.Tokens += o.Tokens
+			for i, b := range DigestBudgets {
+				r.Stub[i] += o.StubTokens + min(b, o.DigestTokens)
+			}
+		}
+	}
+	for _, u := range rec.Evidence {
+		o := outs[u.Key]
+		// Stored rows keep the proof, not the kind: name uses prove by a name.
+		if o == nil || !u.Counts() || !strings.HasPrefix(u.Proof, "name ") || o.Tokens < DigestMinOutput || u.Step-o.Step < DigestMinAge {
+			continue
+		}
+		for _, r := range []*DigestRow{row, &c.all} {
+			r.Uses++
+			for i, b := range DigestBudgets {
+				if u.Digest > 0 && u.Digest <= b {
+					r.Held[i]++
+				}
+			}
+		}
+	}
+}
+
+// Result returns the rows, by format name, then "all".
+func (c *DigestCoverage) Result() []*DigestRow {
+	var out []*DigestRow
+	for _, r := range c.by {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Format < out[j].Format })
+	all := c.all
+	return append(out, &all)
+}
+
+// Recommend returns the digest budget the measurements recommend (issue 39): the
+// smallest of DigestBudgets up to 128 tokens whose digests hold at least 75% of
+// the uses with stubs at most 10% of the tokens they replace; else the one that
+// holds the most with stubs at most 10%; ok is false when no budget keeps stubs
+// within 10% (or nothing was measured).
+func (c *DigestCoverage) Recommend() (budget int, reason string, ok bool) {
+	a := c.all
+	if a.Uses == 0 || a.Tokens == 0 {
+		return 0, "no use or output measured", false
+	}
+	best := -1
+	for i, b := range DigestBudgets {
+		held := float64(a.Held[i]) / float64(a.Uses)
+		share := float64(a.Stub[i]) / float64(a.Tokens)
+		if share > 0.10 {
+			continue
+		}
+		if b <= 128 && held >= 0.75 {
+			return b, fmt.Sprintf("the smallest budget holding >= 75%% of the uses (%.1f%%) with stubs at %.1f%% of the tokens they replace", 100*held, 100*share), true
+		}
+		if best < 0 || a.Held[i] > a.Held[best] {
+			best = i
+		}
+	}
+	if best < 0 {
+		return 0, "every budget's stubs pass 10% of the tokens they replace", false
+	}
+	return DigestBudgets[best], fmt.Sprintf("no budget up to 128 holds 75%% of the uses with stubs within 10%%; this one holds the most (%.1f%%) within 10%%", 100*float64(a.Held[best])/float64(a.Uses)), true
+}
+
+// Print writes the coverage as a table: per format, the uses, the share held at
+// each budget, and the stubs' share of the tokens they replace at each budget.
+func (c *DigestCoverage) Print(w io.Writer) {
+	fmt.Fprintf(w, "stub digests: name uses that could become misses (outputs of %d+ tokens, used %d+ steps later) held by a digest, and stub tokens over the tokens replaced, at digest budgets %v tokens\n", DigestMinOutput, DigestMinAge, DigestBudgets)
+	fmt.Fprintf(w, "  %-16s %6s  %-34s  %s\n", "format", "uses", "held", "stub share")
+	for _, r := range c.Result() {
+		held, share := "", ""
+		for i := range DigestBudgets {
+			if r.Uses > 0 {
+				held += fmt.Sprintf(" %5.1f%%", 100*float64(r.Held[i])/float64(r.Uses))
+			} else {
+				held += "      -"
+			}
+			if r.Tokens > 0 {
+				share += fmt.Sprintf(" %5.1f%%", 100*float64(r.Stub[i])/float64(r.Tokens))
+			}
+		}
+		fmt.Fprintf(w, "  %-16s %6d  %-34s  %s\n", r.Format, r.Uses, held, share)
+	}
+	if b, why, ok := c.Recommend(); ok {
+		fmt.Fprintf(w, "recommended digest budget: %d tokens (%s)\n", b, why)
+	} else {
+		fmt.Fprintf(w, "no digest budget recommended: %s\n", why)
+	}
+}
