@@ -137,7 +137,7 @@ func (a *Advisor) state(id string) *state {
 	defer a.mu.Unlock()
 	st, ok := a.sessions[id]
 	if !ok {
-		st = newState(id, a.Background)
+		st = newState(id, a.Background, a.Config.DigestTokens, a.Config.MinCandidateTokens)
 		a.sessions[id] = st
 	}
 	return st

@@ -69,6 +69,19 @@ type Config struct {
 	// MinCandidateTokens is the minimum size of a candidate in tokens. Default 200
 	// ("a stub must be clearly shorter").
 	MinCandidateTokens int `json:"min_candidate_tokens" validate:"gte=1"`
+	// DigestTokens is the stub digest's budget, in digest tokens
+	// (evidence.DigestNameTokens): a stub names the output's most specific names
+	// (evidence.Tracker.Digest, DESIGN.md step 7) up to this many, so that a later
+	// step that needs one finds it without a recall. Default 64: on
+	// ../shared/sessions and ../shared/corpus the largest budget of calibrate's
+	// sweep whose stubs stay within 10% of the tokens they replace (9.0% and 9.7%;
+	// docs/EVALUATION.md, "Stub digests"). 0 turns digests off.
+	DigestTokens int `json:"digest_tokens" validate:"gte=0,lte=4096"`
+	// StubMaxShare bounds a stub with its digest to this share of the tokens it
+	// replaces: the digest shrinks (to nothing) to fit (DigestBudget). Default
+	// 0.25, so that an output of 400 tokens still carries a digest of about 60
+	// tokens; a stub is never longer than what it replaces, whatever the share.
+	StubMaxShare float64 `json:"stub_max_share" validate:"gt=0,lte=1"`
 	// Cutoff is the keep-probability under which a scored candidate is pruned.
 	// Default 0.25 until calibrated ("the small model is only reliable in its low tail").
 	Cutoff float64 `json:"cutoff" validate:"gte=0,lte=1"`
@@ -169,6 +182,8 @@ func DefaultConfig() Config {
 		HardLimitFraction:  0.9,
 		ProtectedSteps:     3,
 		MinCandidateTokens: 200,
+		DigestTokens:       64,
+		StubMaxShare:       0.25,
 		Cutoff:             0.25,
 		ScorerCutoffs:      map[string]float64{"fitted": 0.05},
 		RewriteFraction:    0.05,

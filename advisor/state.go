@@ -25,6 +25,9 @@ type state struct {
 	mu sync.Mutex
 	id string
 	bg *evidence.Background // the use history's word statistics (Advisor.Background)
+	// digestTokens and digestMin are the tracker's digest settings
+	// (Config.DigestTokens, Config.MinCandidateTokens).
+	digestTokens, digestMin int
 
 	// What the store holds for the session (possibly written by other processes).
 	loaded   bool                   // stubs, recalls and history read since the last reset
@@ -152,8 +155,8 @@ type outState struct {
 	inDue     bool
 }
 
-func newState(id string, bg *evidence.Background) *state {
-	st := &state{id: id, bg: bg}
+func newState(id string, bg *evidence.Background, digestTokens, digestMin int) *state {
+	st := &state{id: id, bg: bg, digestTokens: digestTokens, digestMin: digestMin}
 	st.clear()
 	return st
 }
@@ -169,6 +172,7 @@ func (st *state) clear() {
 	st.outs, st.items, st.byKey, st.byRecall = nil, nil, map[string]*outState{}, map[string]*outState{}
 	st.rules, st.corpus, st.tracker, st.awaiting = rules.NewIndex(), cards.NewCorpus(), evidence.NewTracker(), nil
 	st.tracker.Background = st.bg
+	st.tracker.DigestTokens, st.tracker.DigestMinTokens = st.digestTokens, st.digestMin
 	st.recallsSeen = nil
 	st.trackErr = nil
 	st.lastRead, st.lastEdit = map[string]*outState{}, map[string]int{}

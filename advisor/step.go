@@ -254,7 +254,7 @@ func (a *Advisor) settle(st *state, sp *stepState, o *outState) {
 	case o.decision == DecisionPending && o.reason == reason:
 		st.items[o.i] = o.item()
 	default:
-		stub := a.stubText(o, reason)
+		stub := a.stubText(st, o, reason)
 		n := transcript.CountTokens(stub)
 		if len(stub) >= o.bytes || n >= o.tokens {
 			o.fixed, o.card = stubNotShorter, nil // a protection that never ends: no more asks
@@ -691,13 +691,37 @@ func outputText(msgs []*transcript.Message, o *outState) (string, bool) {
 // characters), the original's size in tokens, the reason, and the recall call
 // naming the recall tool the agent has (Config.RecallTool); with NoRecallTool, how
 // the original can be had without one (NoRecallHint).
-func (a *Advisor) stubText(o *outState, reason string) string {
+//
+// With a digest (st's tracker, Config.DigestTokens within DigestBudget; none for
+// a rule-dead output, whose content is in context again), the names it kept come
+// before the recall: `…, score 0.08 < cutoff 0.25; it named
+// MAX_SIZE, src/server.go, parseConfig; recall("o_7f3a9c0b1d") restores it]`. st
+// may be nil (no digest).
+func (a *Advisor) stubText(st *state, o *outState, reason string) string {
 	what := strings.TrimSpace(o.tool + " " + cards.Cut(o.summary, 80))
+	head := fmt.Sprintf("[pruned: %s, %s tokens, %s; ", what, thousands(o.tokens), reason)
+	tail := fmt.Sprintf("%s(%q) restores it]", a.Config.RecallTool, o.stubID)
 	if a.NoRecallTool {
-		return fmt.Sprintf("[pruned: %s, %s tokens, %s; %s]", what, thousands(o.tokens), reason, NoRecallHint(o.stubID))
+		tail = NoRecallHint(o.stubID) + "]"
 	}
-	return fmt.Sprintf("[pruned: %s, %s tokens, %s; %s(%q) restores it]",
-		what, thousands(o.tokens), reason, a.Config.RecallTool, o.stubID)
+	// A rule-dead output's content is in context again (the later read, the
+	// identical output): its stub needs no digest.
+	if st == nil || st.tracker == nil || a.Config.DigestTokens == 0 || o.dead {
+		return head + tail
+	}
+	budget := DigestBudget(a.Config, transcript.CountTokens(head+tail), o.tokens)
+	names := st.tracker.Digest(o.key, budget)
+	if len(names) == 0 {
+		return head + tail
+	}
+	return head + "it named " + strings.Join(names, ", ") + "; " + tail
+}
+
+// DigestBudget returns the digest budget, in digest tokens, of a stub of stubTokens
+// tokens without a digest for an output of tokens tokens: Config.DigestTokens,
+// less what passes Config.StubMaxShare of the output (never below 0).
+func DigestBudget(cfg Config, stubTokens, tokens int) int {
+	return max(0, min(cfg.DigestTokens, int(cfg.StubMaxShare*float64(tokens))-stubTokens))
 }
 
 // NoRecallHint is what a stub says in place of the recall call when the agent has
@@ -787,9 +811,10 @@ func thousands(n int) string {
 
 // StubTokens returns the size in tokens of a stub like the one the advisor with cfg
 // gives an output of the tool, argument summary and size (a score decision with a
-// ten-digit recall id): what replay and calibrate price a prune's saving with.
+// ten-digit recall id), without its digest (DigestBudget bounds that): what replay
+// and calibrate price a prune's saving with.
 func StubTokens(cfg Config, tool, summary string, tokens int) int {
 	o := &outState{tool: tool, summary: summary, tokens: tokens, stubID: RecallIDPrefix + "0000000000"}
 	a := &Advisor{Config: cfg}
-	return transcript.CountTokens(a.stubText(o, keepReason(0, cfg.Cutoff)))
+	return transcript.CountTokens(a.stubText(nil, o, keepReason(0, cfg.Cutoff)))
 }

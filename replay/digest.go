@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
 )
 
 // DigestBudgets are the stub digest budgets, in tokens, that DigestCoverage
@@ -29,8 +31,10 @@ type DigestRow struct {
 	Held []int `json:"held"`
 	// Outputs and Tokens count the outputs that could be stubbed (candidates or
 	// rule-dead) and their tokens; Stub[i] is their stubs' tokens with a digest of
-	// DigestBudgets[i] tokens at most: the stub without one (OutputFacts.StubTokens)
-	// plus min(budget, OutputFacts.DigestTokens).
+	// DigestBudgets[i] tokens at most: the stub without one (advisor.StubTokens)
+	// plus the smaller of the output's whole digest (OutputFacts.DigestTokens) and
+	// its budget under the replay's StubMaxShare (advisor.DigestBudget). A use is
+	// held when its digest budget (evidence.Use.Digest) is within that budget.
 	Outputs int   `json:"outputs"`
 	Tokens  int   `json:"tokens"`
 	Stub    []int `json:"stub_tokens"`
@@ -61,18 +65,23 @@ func (c *DigestCoverage) Add(rec *Record) {
 		row = &r
 		c.by[f] = row
 	}
+	cfg := rec.Settings.Config
 	outs := make(map[string]*OutputFacts, len(rec.Outputs))
+	base := make(map[string]int, len(rec.Outputs)) // stub tokens without a digest
 	for i := range rec.Outputs {
 		o := &rec.Outputs[i]
 		outs[o.Key] = o
 		if o.CandidateFrom == 0 && o.RuleDeadAt == 0 {
 			continue
 		}
+		// OutputFacts.StubTokens holds the digest at the replay's own budget.
+		b0 := advisor.StubTokens(cfg, o.Tool, o.Summary, o.Tokens)
+		base[o.Key] = b0
 		for _, r := range []*DigestRow{row, &c.all} {
 			r.Outputs++
 			r.Tokens += o.Tokens
 			for i, b := range DigestBudgets {
-				r.Stub[i] += o.StubTokens + min(b, o.DigestTokens)
+				r.Stub[i] += b0 + min(budgetAt(cfg, b, b0, o.Tokens), o.DigestTokens)
 			}
 		}
 	}
@@ -85,12 +94,20 @@ func (c *DigestCoverage) Add(rec *Record) {
 		for _, r := range []*DigestRow{row, &c.all} {
 			r.Uses++
 			for i, b := range DigestBudgets {
-				if u.Digest > 0 && u.Digest <= b {
+				if u.Digest > 0 && u.Digest <= budgetAt(cfg, b, base[u.Key], o.Tokens) {
 					r.Held[i]++
 				}
 			}
 		}
 	}
+}
+
+// budgetAt is the digest budget a stub of b0 tokens for an output of tokens
+// tokens has when the configured budget is b (advisor.DigestBudget: the share
+// cap applies).
+func budgetAt(cfg advisor.Config, b, b0, tokens int) int {
+	cfg.DigestTokens = b
+	return advisor.DigestBudget(cfg, b0, tokens)
 }
 
 // Result returns the rows, by format name, then "all".

@@ -177,7 +177,9 @@ type OutputFacts struct {
 	// writes the cache again from here on.
 	Offset int
 	// StubTokens is the size of the output's stub (one like the advisor's:
-	// advisor.StubTokens); 0 for an output that could never be pruned.
+	// advisor.StubTokens, plus its digest at most: the smaller of the digest
+	// budget, advisor.DigestBudget, and DigestTokens); 0 for an output that could
+	// never be pruned.
 	StubTokens int
 	// DigestTokens is the cost, in digest tokens, of the output's whole digest
 	// (evidence.Tracker.DigestFull): a stub digest of budget B holds at most

@@ -103,7 +103,10 @@ func TestReplayFacts(t *testing.T) {
 		stub := fmt.Sprintf(`[pruned: %s %s, %s tokens, score 0.00 >= cutoff 0.25; recall("o_0000000000") restores it]`,
 			want[i].Tool, want[i].Summary, humanize.Comma(int64(outs[i].Tokens)))
 		if want[i].CandidateFrom > 0 { // outputs never eligible get no stub size
-			want[i].StubTokens = transcript.CountTokens(stub)
+			n := transcript.CountTokens(stub)
+			// and the digest it would carry, at most (advisor.DigestBudget: 64
+			// digest tokens within a quarter of the output).
+			want[i].StubTokens = n + min(64, max(0, outs[i].Tokens/4-n), want[i].DigestTokens)
 		}
 	}
 	if diff := cmp.Diff(want, rec.Outputs); diff != "" {

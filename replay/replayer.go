@@ -481,7 +481,10 @@ func (f *folder) finish(tr *evidence.Tracker) error {
 		f.facts[i].EndStep = rec.Steps
 		f.facts[i].DigestTokens = tr.DigestFull(f.facts[i].Key)
 		if f.facts[i].CandidateFrom > 0 || f.facts[i].RuleDeadAt > 0 {
-			f.facts[i].StubTokens = advisor.StubTokens(f.rec.Settings.Config, f.facts[i].Tool, f.facts[i].Summary, f.facts[i].Tokens)
+			fc := &f.facts[i]
+			fc.StubTokens = advisor.StubTokens(f.rec.Settings.Config, fc.Tool, fc.Summary, fc.Tokens)
+			// The digest the stub would carry, at most: its budget, or the whole digest.
+			fc.StubTokens += min(advisor.DigestBudget(f.rec.Settings.Config, fc.StubTokens, fc.Tokens), fc.DigestTokens)
 		}
 	}
 	rec.Outputs = f.facts
