@@ -184,8 +184,8 @@ func quoteArg(v string) string {
 // Select returns the lines of text that p selects, as grep -n prints them: each
 // line as its 1-based number, ':' and its text ("200:\tfoo" for the line "\tfoo"),
 // one a line, "\n" after each; with Context, a context line has '-' for ':'
-// ("199-...") and "--" stands alone between groups of lines that are not adjacent. A last line
-// in brackets says what was shown:
+// ("199-...") and "--" stands alone between groups of lines that are not
+// adjacent. A last line in brackets says what was shown:
 //
 //	[lines 200-250 of 1234]
 //	[3 lines match "Timeout" in all 1234 lines]
@@ -193,12 +193,16 @@ func quoteArg(v string) string {
 //	[no line matches "Timeout" in all 1234 lines]
 //
 // A pattern that matches no line is not an error: the answer is only that note.
-// Past MaxPartLines lines or MaxPartBytes bytes the lines stop, and the note says
-// where and how to ask for the rest ("[stopped after line 2199 (at most 2000 lines,
-// 100000 bytes): ...; ask for lines="2200-3000" for more]"); a line longer than
-// MaxLineBytes is cut (see there). A Lines end past the last line means the last
-// line. Errors: those of Validate, and ErrBadRange for a start past the last line
-// (the message gives the count). The zero Part gives text itself, unchanged.
+// Past MaxPartLines lines or MaxPartBytes bytes the lines stop ("[lines 1-2000 of
+// 3000]" then says the last line shown), and a second note says where and how to
+// ask for the rest:
+//
+//	[stopped after line 2000 (at most 2000 lines, 100000 bytes): ask for lines="2001-3000" for more]
+//
+// A line longer than MaxLineBytes is cut (see there). A Lines end past the last
+// line means the last line. Errors: those of Validate, and ErrBadRange for a start
+// past the last line (the message gives the count). The zero Part gives text
+// itself, unchanged.
 func Select(text string, p Part) (string, error) {
 	if p.IsWhole() {
 		return text, nil
@@ -224,10 +228,9 @@ func Select(text string, p Part) (string, error) {
 				break
 			}
 		}
+		fmt.Fprintf(&w.b, "[lines %d-%d of %d]\n", from, w.last, total)
 		if w.stopped != 0 {
 			w.stopNote(to)
-		} else {
-			fmt.Fprintf(&w.b, "[lines %d-%d of %d]\n", from, to, total)
 		}
 		return w.b.String(), nil
 	}

@@ -159,11 +159,9 @@ func TestSelectLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
-	if len(lines) != 2001 || lines[0] != "1:line 1" || lines[1999] != "2000:line 2000" {
-		t.Errorf("3000 lines: %d lines shown, first %q, 2000th %q; want 2000 and a note", len(lines), lines[0], lines[min(1999, len(lines)-1)])
-	}
-	if want := `[stopped after line 2000 (at most 2000 lines, 100000 bytes): ask for lines="2001-3000" for more]`; lines[len(lines)-1] != want {
-		t.Errorf("note %q\nwant %q", lines[len(lines)-1], want)
+	if want := []string{"2000:line 2000", "[lines 1-2000 of 3000]",
+		`[stopped after line 2000 (at most 2000 lines, 100000 bytes): ask for lines="2001-3000" for more]`}; len(lines) != 2002 || lines[0] != "1:line 1" || !cmp.Equal(lines[1999:], want) {
+		t.Errorf("3000 lines: %d lines, first %q, last %q; want 2002 ending %q", len(lines), lines[0], lines[max(0, len(lines)-3):], want)
 	}
 	// Grep counts every match, shows the first 2000.
 	got, err = Select(many.String(), Part{Grep: "^line", Lines: "501-"})
@@ -184,11 +182,11 @@ func TestSelectLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines = strings.Split(strings.TrimSuffix(got, "\n"), "\n")
-	if len(lines) != 100 || !strings.HasPrefix(lines[98], "99:xxx") || len(got) > MaxPartBytes+200 {
-		t.Errorf("wide lines: %d lines, %d bytes; want 99 and a note", len(lines), len(got))
+	if len(lines) != 101 || !strings.HasPrefix(lines[98], "99:xxx") || len(got) > MaxPartBytes+200 {
+		t.Errorf("wide lines: %d lines, %d bytes; want 99 and two notes", len(lines), len(got))
 	}
-	if want := `[stopped after line 99 (at most 2000 lines, 100000 bytes): ask for lines="100-200" for more]`; lines[len(lines)-1] != want {
-		t.Errorf("note %q\nwant %q", lines[len(lines)-1], want)
+	if want := []string{"[lines 1-99 of 200]", `[stopped after line 99 (at most 2000 lines, 100000 bytes): ask for lines="100-200" for more]`}; !cmp.Equal(lines[len(lines)-2:], want) {
+		t.Errorf("notes %q\nwant %q", lines[len(lines)-2:], want)
 	}
 
 	// One line of 6,001 bytes: "x" and 3,000 two-byte runes. Byte 2000 is inside a
