@@ -41,10 +41,13 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// New returns an MCP server offering one tool that serves svc.Recall. A call with a
-// malformed or unknown id, or one the store cannot answer, returns a tool error
-// (CallToolResult.IsError with the reason as text), never a protocol error, so the
-// agent reads what went wrong. Errors: ErrToolName for a bad Options.ToolName.
+// New returns an MCP server offering one tool that serves svc.RecallPart: the
+// arguments are recall.Args ({"id"}, and optionally "lines", "grep" and "context"
+// for part of the original). A call with a malformed or unknown id, a bad line range,
+// pattern or context (recall.ErrBadRange, ErrBadPattern, ErrBadContext), or one the
+// store cannot answer, returns a tool error (CallToolResult.IsError with the reason
+// as text), never a protocol error, so the agent reads what went wrong. Errors:
+// ErrToolName for a bad Options.ToolName.
 func New(svc *recall.Service, opts Options) (*mcp.Server, error) {
 	name := opts.ToolName
 	if name == "" {
@@ -65,7 +68,8 @@ func New(svc *recall.Service, opts Options) (*mcp.Server, error) {
 		Logger: logger,
 		Instructions: "Tool outputs pruned from the conversation to save context were replaced by stubs such as " +
 			`[pruned: Read src/get.rs, 4,210 tokens, ...; ` + name + `("o_7f3a9c01b2") restores it]. ` +
-			"Call " + name + " with the id from the stub to get the original output back, byte for byte.",
+			"Call " + name + " with the id from the stub to get the original output back, byte for byte, " +
+			`or only some of its lines: add "lines" ("200-250") or "grep" (a regular expression, with "context" lines around each match).`,
 	})
 	srv.AddTool(&mcp.Tool{
 		Name:        name,
@@ -75,12 +79,12 @@ func New(svc *recall.Service, opts Options) (*mcp.Server, error) {
 		var args recall.Args
 		if raw := req.Params.Arguments; len(raw) > 0 {
 			if err := json.Unmarshal(raw, &args); err != nil {
-				return toolError(fmt.Sprintf("arguments: want {\"id\": \"o_...\"}: %v", err)), nil
+				return toolError(fmt.Sprintf("arguments: want {\"id\": \"o_...\"}, optionally with \"lines\": \"200-250\", \"grep\": \"pattern\", \"context\": 2: %v", err)), nil
 			}
 		}
-		text, err := svc.Recall(ctx, args.ID)
+		text, err := svc.RecallPart(ctx, args.ID, args.Part())
 		if err != nil {
-			if !errors.Is(err, recall.ErrInvalidID) && !errors.Is(err, recall.ErrNotFound) {
+			if !isCallerError(err) {
 				logger.Warn("recall failed", "err", err)
 			}
 			return toolError(err.Error()), nil
@@ -88,6 +92,17 @@ func New(svc *recall.Service, opts Options) (*mcp.Server, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 	})
 	return srv, nil
+}
+
+// isCallerError reports whether err is the caller's (a malformed or unknown id, a
+// bad part), not worth a warning.
+func isCallerError(err error) bool {
+	for _, e := range []error{recall.ErrInvalidID, recall.ErrNotFound, recall.ErrBadRange, recall.ErrBadPattern, recall.ErrBadContext} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func toolError(msg string) *mcp.CallToolResult {

@@ -44,12 +44,27 @@ const DefaultToolName = "recall"
 // ToolDescription is the recall tool's description as agents see it.
 const ToolDescription = `Get back the full original text of an earlier tool output that was pruned from this conversation to save context. ` +
 	`A pruned output was replaced by a stub such as [pruned: read src/get.rs, 4,210 tokens, score 0.08; recall("o_7f3a9c01b2") restores it]; ` +
-	`pass the id from the stub. Returns the original output exactly as it was.`
+	`pass the id from the stub. Returns the original output exactly as it was. ` +
+	`For part of a long output add lines ("200-250"; "200-" to the end) or grep (a regular expression; context adds lines ` +
+	`around each match): you get those lines with their numbers, as grep -n prints them.`
 
-// Args is the recall tool's argument, as an agent sends it ({"id":"o_7f3a9c01b2"}).
-// Its JSON schema (ToolSchema) and its validation come from the tags below.
+// Args is the recall tool's argument, as an agent sends it ({"id":"o_7f3a9c01b2"},
+// or {"id":"o_7f3a9c01b2","lines":"200-250"}, {"id":"o_7f3a9c01b2","grep":"Timeout","context":2}).
+// Its JSON schema (ToolSchema) and the id's validation (Validate) come from the tags
+// below; Lines, Grep and Context are checked as Part (Args.Part).
 type Args struct {
 	ID string `json:"id" jsonschema:"pattern=^o_[0-9a-f]{10}$,example=o_7f3a9c01b2" jsonschema_description:"The recall id shown in the stub of the pruned output: o_ followed by 10 lowercase hex digits." validate:"required,recallid"`
+	// Lines is Part.Lines: "N", "N-M" or "N-". Optional.
+	Lines string `json:"lines,omitempty" jsonschema:"pattern=^[1-9][0-9]*(-([1-9][0-9]*)?)?$,example=200-250" jsonschema_description:"Optional: only these lines of the original, numbered from 1: N, N-M or N- (to the end)."`
+	// Grep is Part.Grep: a Go (RE2) regular expression. Optional.
+	Grep string `json:"grep,omitempty" jsonschema:"example=Timeout" jsonschema_description:"Optional: only the lines matching this Go (RE2) regular expression, with their line numbers ((?i) for any case). With lines, searches only those lines."`
+	// Context is Part.Context: lines shown around each grep match, 0 to MaxContext.
+	Context int `json:"context,omitempty" jsonschema:"minimum=0,maximum=20" jsonschema_description:"Optional, with grep: lines to show before and after each match (0-20), as grep -C."`
+}
+
+// Part returns the part of the original a asks for (the zero Part: all of it).
+func (a Args) Part() Part {
+	return Part{Lines: a.Lines, Grep: a.Grep, Context: a.Context}
 }
 
 // Service serves recalls from a Store. Create it with New; the exported fields may
@@ -77,8 +92,22 @@ func New(store Store) *Service {
 // fail the recall: the agent needs its text more than the evidence needs the row, so
 // that failure is logged to Logger instead.
 func (s *Service) Recall(ctx context.Context, id string) (string, error) {
+	return s.RecallPart(ctx, id, Part{})
+}
+
+// RecallPart is Recall of part of the original: the lines p selects, numbered, as
+// Select returns them (the zero Part: the whole original, byte for byte, as Recall).
+// A partial recall is recorded as a recall event exactly as a whole one is, when it
+// answers (a pattern that matches nothing answers). Errors: Recall's; p's form is
+// checked before the store is asked (ErrBadRange, ErrBadPattern, ErrBadContext,
+// wrapped, starting `recall "<id>": `), and a Lines start past the original's end is
+// ErrBadRange, not recorded.
+func (s *Service) RecallPart(ctx context.Context, id string, p Part) (string, error) {
 	if err := Validate(Args{ID: id}); err != nil {
 		return "", err
+	}
+	if err := p.Validate(); err != nil {
+		return "", fmt.Errorf("recall %s: %w", quoteID(id), err)
 	}
 	if s.Store == nil {
 		return "", fmt.Errorf("recall %s: %w", quoteID(id), ErrNoStore)
@@ -87,6 +116,10 @@ func (s *Service) Recall(ctx context.Context, id string) (string, error) {
 	if errors.Is(err, ErrNotFound) {
 		return "", fmt.Errorf("recall %s: %w", quoteID(id), ErrNotFound)
 	}
+	if err != nil {
+		return "", fmt.Errorf("recall %s: %w", quoteID(id), err)
+	}
+	text, err := Select(o.Text, p)
 	if err != nil {
 		return "", fmt.Errorf("recall %s: %w", quoteID(id), err)
 	}
@@ -102,7 +135,7 @@ func (s *Service) Recall(ctx context.Context, id string) (string, error) {
 		}
 		logger.WarnContext(ctx, "recall served but not recorded", "id", id, "session", o.SessionID, "output", o.OutputKey, "err", err)
 	}
-	return o.Text, nil
+	return text, nil
 }
 
 // Validate checks a's tags (validate:"required,recallid"). The error wraps

@@ -234,8 +234,8 @@ func TestToolDefinitionGolden(t *testing.T) {
 	}
 	s := def.InputSchema
 	if def.Name != "recall" || s.Type != "object" || s.Schema != nil || s.Defs != nil ||
-		!cmp.Equal(s.Required, []string{"id"}) || s.AdditionalProperties == nil || *s.AdditionalProperties || len(s.Properties) != 1 {
-		t.Errorf("tool definition = %s; want name recall, an object schema requiring only id, no $schema/$defs, additionalProperties false", got)
+		!cmp.Equal(s.Required, []string{"id"}) || s.AdditionalProperties == nil || *s.AdditionalProperties || len(s.Properties) != 4 {
+		t.Errorf("tool definition = %s; want name recall, an object schema of id, lines, grep and context requiring only id, no $schema/$defs, additionalProperties false", got)
 	}
 	if name := ToolDefinition("mcp__pruneadvisor__recall").Name; name != "mcp__pruneadvisor__recall" {
 		t.Errorf("ToolDefinition(name).Name = %q", name)

@@ -7,7 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -231,17 +235,28 @@ func validationProblem(err error) string {
 }
 
 // recallHandler handles GET /v1/recall/{id}: the original, byte for byte, as
-// text/plain; 400 for a malformed id, 404 for an unknown one.
+// text/plain; 400 for a malformed id, 404 for an unknown one. The query may ask for
+// part of it (recall.Part): lines=200-250, grep=PATTERN, context=N (with grep); the
+// answer is then the numbered lines recall.Select gives. A bad range, pattern or
+// context, a parameter given twice or one of another name is 400, the JSON error
+// naming the parameter.
 func (s *Server) recallHandler(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	text, err := s.recall.Recall(r.Context(), id)
+	part, err := recallPart(r)
+	if err == nil {
+		var text string
+		text, err = s.recall.RecallPart(r.Context(), id, part)
+		if err == nil {
+			s.metrics.recalls.WithLabelValues("ok").Inc()
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			_, _ = io.WriteString(w, text)
+			return
+		}
+	}
 	switch {
-	case err == nil:
-		s.metrics.recalls.WithLabelValues("ok").Inc()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		_, _ = io.WriteString(w, text)
-	case errors.Is(err, recall.ErrInvalidID):
+	case errors.Is(err, recall.ErrInvalidID), errors.Is(err, recall.ErrBadRange), errors.Is(err, recall.ErrBadPattern),
+		errors.Is(err, recall.ErrBadContext), errors.Is(err, errRecallQuery):
 		s.metrics.recalls.WithLabelValues("invalid").Inc()
 		writeError(w, http.StatusBadRequest, "%v", err)
 	case errors.Is(err, recall.ErrNotFound):
@@ -252,4 +267,39 @@ func (s *Server) recallHandler(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("recall failed", "id", id, "err", err)
 		writeError(w, http.StatusInternalServerError, "%v", err)
 	}
+}
+
+// errRecallQuery marks a recall query that is not lines, grep and context once each.
+var errRecallQuery = errors.New("bad recall query")
+
+// recallPart reads the part a recall's query asks for: lines, grep and context,
+// each at most once, no other parameter. Its form is checked by RecallPart.
+func recallPart(r *http.Request) (recall.Part, error) {
+	var p recall.Part
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return p, fmt.Errorf("%w: %v", errRecallQuery, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		vs := q[name]
+		if len(vs) > 1 {
+			return p, fmt.Errorf("%w: %s given %d times; give it once", errRecallQuery, name, len(vs))
+		}
+		v := vs[0]
+		switch name {
+		case "lines":
+			p.Lines = v
+		case "grep":
+			p.Grep = v
+		case "context":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return p, fmt.Errorf("%w: context %q: want a number of lines from 0 to %d", recall.ErrBadContext, v, recall.MaxContext)
+			}
+			p.Context = n
+		default:
+			return p, fmt.Errorf("%w: unknown parameter %q: want lines, grep or context", errRecallQuery, name)
+		}
+	}
+	return p, nil
 }

@@ -22,13 +22,16 @@ func mcpCmd(e *env) *cobra.Command {
 		Long: `mcp runs a Model Context Protocol server on stdin/stdout offering one tool, the
 recall tool: given the id a stub names, it returns the pruned output's original,
 byte for byte, from the same database the proxy or advise command stored it
-in. Register it with an agent, for example Claude Code:
+in, or with "lines" ("200-250") or "grep" (a Go regular expression, "context" lines
+around each match) only those lines, numbered as grep -n prints them. Register it
+with an agent, for example Claude Code:
 
   claude mcp add pruneadvisor -- pruneadvisor mcp --db ~/.local/share/pruneadvisor/pruneadvisor.db
 
 Claude Code then shows the tool as mcp__pruneadvisor__recall: start the proxy with
 --recall-tool mcp__pruneadvisor__recall so the stubs name it that way. An unknown or
-malformed id is a tool error the agent can read, not a protocol failure; a line that
+malformed id, or a bad range or pattern, is a tool error the agent can read, not a
+protocol failure; a line that
 is not JSON gets a JSON-RPC parse error (-32700) and the server reads on. Logs go to
 stderr.`,
 		Args: cobra.NoArgs,

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,17 +17,30 @@ func recallCmd(e *env) *cobra.Command {
 	var (
 		db     string
 		asJSON bool
+		part   recall.Part
 	)
 	c := &cobra.Command{
 		Use:   "recall ID",
-		Short: "Print a pruned output's original, byte for byte",
+		Short: "Print a pruned output's original, byte for byte, or some of its lines",
 		Long: `recall looks up the original of a pruned output by the id its stub names
 (for example o_7f3a9c0b1d) and writes it to stdout exactly as it was. The recall is
 recorded as later-use evidence; on a database that cannot be written (a read-only
 file system) it is opened read-only, and the recall is served but not recorded.
-Exit code 1 when no pruned output has the id or --db names no database.`,
+
+--lines and --grep print only part of it, as grep -n does: each line as its number,
+':' and its text, and a last line in brackets saying what was shown ("[lines
+200-250 of 1234]", "[no line matches ...]"). --lines is N, N-M or N- (to the end),
+from 1; --grep a Go (RE2) regular expression, searched within --lines when both are
+given; --context N (0-20) adds N lines around each match, as grep -C. At most 2000
+lines and 100000 bytes, 2000 bytes a line; the last line says how to ask for more.
+
+Exit code 1 when no pruned output has the id or --db names no database; 2 for a bad
+--lines, --grep or --context (a --lines start past the last line included).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := part.Validate(); err != nil {
+				return usageError{flagError(err)}
+			}
 			if err := requireStore(db, hintMadeByAny); err != nil {
 				return err
 			}
@@ -38,12 +53,15 @@ Exit code 1 when no pruned output has the id or --db names no database.`,
 			if store.ReadOnly() {
 				svc.Logger = slog.New(slog.DiscardHandler) // the note said it: not recorded
 			}
-			text, err := svc.Recall(cmd.Context(), args[0])
+			text, err := svc.RecallPart(cmd.Context(), args[0], part)
+			if errors.Is(err, recall.ErrBadRange) {
+				return usageError{flagError(err)} // a start past the last line
+			}
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return json.NewEncoder(e.stdout).Encode(map[string]string{"id": args[0], "text": text})
+				return json.NewEncoder(e.stdout).Encode(recallJSON{ID: args[0], Lines: part.Lines, Grep: part.Grep, Context: part.Context, Text: text})
 			}
 			_, err = io.WriteString(e.stdout, text)
 			if err != nil {
@@ -53,6 +71,38 @@ Exit code 1 when no pruned output has the id or --db names no database.`,
 		},
 	}
 	c.Flags().StringVar(&db, "db", defaultDBPath(), "store the stubs were stored in: an SQLite file, or a postgres:// URL")
-	c.Flags().BoolVar(&asJSON, "json", false, `print {"id","text"} as JSON`)
+	c.Flags().BoolVar(&asJSON, "json", false, `print {"id","text"} as JSON (and "lines", "grep", "context" when given)`)
+	c.Flags().StringVar(&part.Lines, "lines", "", "print only these lines, numbered: N, N-M or N- (to the end)")
+	c.Flags().StringVar(&part.Grep, "grep", "", "print only the lines matching this Go (RE2) regular expression, numbered")
+	c.Flags().IntVarP(&part.Context, "context", "C", 0, "with --grep: lines to print before and after each match (0-20)")
 	return c
 }
+
+// recallJSON is what recall --json prints.
+type recallJSON struct {
+	ID      string `json:"id"`
+	Lines   string `json:"lines,omitempty"`
+	Grep    string `json:"grep,omitempty"`
+	Context int    `json:"context,omitempty"`
+	Text    string `json:"text"`
+}
+
+// flagError words a bad part's error with its flag's name: recall's errors name the
+// argument as the recall tool has it (lines "0"), the command's flag is --lines.
+// The result wraps err.
+func flagError(err error) error {
+	msg := err.Error()
+	for _, name := range []string{"lines", "grep", "context"} {
+		msg = strings.Replace(msg, ": "+name+" ", ": --"+name+" ", 1)
+	}
+	return renamedError{msg: msg, err: err}
+}
+
+// renamedError is err with another text.
+type renamedError struct {
+	msg string
+	err error
+}
+
+func (e renamedError) Error() string { return e.msg }
+func (e renamedError) Unwrap() error { return e.err }

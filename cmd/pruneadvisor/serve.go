@@ -53,7 +53,8 @@ func serveCmd(e *env) *cobra.Command {
                              Gemini API (Gemini CLI), advised and forwarded to --gemini-upstream;
                              every other /v1beta/ path passes through
   POST /v1/advise            sidecar: {session_id, format, messages, budget?, task?, now?} -> {messages, plan}
-  GET  /v1/recall/{id}       a pruned output's original, byte for byte
+  GET  /v1/recall/{id}       a pruned output's original, byte for byte; ?lines=200-250 or
+                             ?grep=PATTERN[&context=N]: only those lines, numbered
   GET  /healthz, GET /metrics (Prometheus)
 
 Other /v1/ paths pass through to the upstream untouched. Proxied requests keep every
