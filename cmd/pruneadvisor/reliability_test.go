@@ -439,7 +439,10 @@ func badCases() []badCase {
 
 		{name: "claude-terminal-escapes.jsonl", adviseArgs: []string{"--plan"},
 			inspect: want{0, `duplicate Bash "printf '\x1b]0;pwned\a\x1b[2J\x1b[8mhidden\x1b[0m'" (1020 tokens) by toolu_esc2`, ""},
-			advise:  want{0, `3 Read "/w/src/\x00evil\u202egnp.go" 1020 pruned - superseded by call toolu_rd2`, ""},
+			// Pending, not pruned: with the stub digests, the one rewrite no longer pays
+			// twice its cache write ($0.0033 against $0.0017); the escapes are what is
+			// checked.
+			advise:  want{0, `3 Read "/w/src/\x00evil\u202egnp.go" 1020 pending - superseded by call toolu_rd2`, ""},
 			replay:  want{0, "replayed  1 sessions", ""},
 			sidecar: invalidJSON("line 2, column 1"), proxy: invalidJSON("line 2, column 1")},
 
