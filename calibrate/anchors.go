@@ -110,7 +110,12 @@ func (e *Evaluator) evaluatePolicy(name string, mk func(*sessionData) policy) Re
 	rec := func(sd *sessionData) policy { return &recordingP{inner: mk(sd), sd: sd, into: cleared} }
 	r := Result{Name: name, Cutoff: -1}
 	e.price(&r, mk, rec)
-	flat := e.pruneFigures(name, -1, cleared)
+	digest := true // the advisor's own stubs, unless the policy's are placeholders
+	if len(e.sessions) > 0 {
+		_, ph := mk(e.sessions[0]).(placeholderer)
+		digest = !ph
+	}
+	flat := e.pruneFigures(name, -1, cleared, digest)
 	r.Outputs, r.Pruned, r.Misses, r.PruneRate, r.MissRate = flat.Outputs, flat.Pruned, flat.Misses, flat.PruneRate, flat.MissRate
 	r.TokenSteps, r.TotalTokenSteps = flat.TokenSteps, flat.TotalTokenSteps
 	return r

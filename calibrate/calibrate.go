@@ -87,6 +87,12 @@ type Output struct {
 	// Uses are the steps at which the output was used (counting uses of the
 	// evidence package), ascending, each after Step.
 	Uses []int
+	// Held, nil or one per use, says that the stub the advisor gives the output
+	// holds Uses[i] in its digest (its names are in the stub: evidence.Use.Digest
+	// within the stub's digest budget), so that the use is no miss of a pruner
+	// whose stubs are the advisor's (MissFrom); the anchors' placeholders hold
+	// nothing (UsedFrom).
+	Held []bool
 	// Offset is the number of tokens before the output's message in the session as
 	// sent with nothing pruned; outputs of a session are ordered by it.
 	Offset int
@@ -114,6 +120,18 @@ func (o *Output) UsedFrom(step int) int {
 	i := sort.SearchInts(o.Uses, step)
 	if i < len(o.Uses) {
 		return o.Uses[i]
+	}
+	return 0
+}
+
+// MissFrom returns the first use at a step >= step that the advisor's stub does not
+// hold (Held), or 0 when there is none: the step at which an output pruned at step
+// with the advisor's stub would have to be recalled.
+func (o *Output) MissFrom(step int) int {
+	for i := sort.SearchInts(o.Uses, step); i < len(o.Uses); i++ {
+		if i >= len(o.Held) || !o.Held[i] {
+			return o.Uses[i]
+		}
 	}
 	return 0
 }
@@ -164,6 +182,9 @@ func (o *Output) Validate() error {
 			return bad(f+".Keep", "%v outside [0,1]", a.Keep)
 		}
 		prev = a.Step
+	}
+	if o.Held != nil && len(o.Held) != len(o.Uses) {
+		return bad("Held", "%d values for %d uses", len(o.Held), len(o.Uses))
 	}
 	prev = o.Step
 	for i, u := range o.Uses {
@@ -402,6 +423,7 @@ func NewEvaluator(outputs []Output, sessions []Session, opts Options) (*Evaluato
 		o := outputs[i]
 		o.Asks = append([]Ask(nil), o.Asks...)
 		o.Uses = append([]int(nil), o.Uses...)
+		o.Held = append([]bool(nil), o.Held...)
 		if err := o.Validate(); err != nil {
 			return nil, fmt.Errorf("outputs[%d]: %w", i, err)
 		}
@@ -530,14 +552,16 @@ func (e *Evaluator) Evaluate(name string, cutoff float64, ds []Decision) (Result
 
 // evaluate is Evaluate without the checks.
 func (e *Evaluator) evaluate(name string, cutoff float64, ds []Decision) Result {
-	r := e.pruneFigures(name, cutoff, ds)
+	r := e.pruneFigures(name, cutoff, ds, true)
 	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
 		func(sd *sessionData) policy { return e.regime(sd, ds) })
 	return r
 }
 
-// pruneFigures computes the flat, decision-level prune figures of Result.
-func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []Decision) Result {
+// pruneFigures computes the flat, decision-level prune figures of Result; digest
+// says the pruner's stubs are the advisor's, whose digests hold some uses
+// (Output.MissFrom), else placeholders that hold none (Output.UsedFrom).
+func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []Decision, digest bool) Result {
 	r := Result{Name: name, Cutoff: cutoff, Outputs: len(e.outs)}
 	for i := range e.outs {
 		o := &e.outs[i]
@@ -548,7 +572,7 @@ func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []Decision) Res
 		}
 		r.Pruned++
 		stop := o.EndStep + 1
-		if u := o.UsedFrom(p); u != 0 {
+		if u := o.missFrom(p, digest); u != 0 {
 			r.Misses++
 			stop = u
 		}
@@ -610,4 +634,12 @@ func (e *Evaluator) keepAllLevel(sd *sessionData) Level {
 		prev = c
 	}
 	return l
+}
+
+// missFrom is MissFrom with the advisor's stubs (digest), else UsedFrom.
+func (o *Output) missFrom(step int, digest bool) int {
+	if digest {
+		return o.MissFrom(step)
+	}
+	return o.UsedFrom(step)
 }

@@ -595,3 +595,76 @@ func TestReport(t *testing.T) {
 		t.Errorf("mismatched scorer outputs: err %v, want ErrInvalid", err)
 	}
 }
+
+// TestDigestHeldUse is TestEvaluateHand's session with A's one use (step 6) held
+// by A's stub digest: pruned at 4 with the advisor's stub, A is no miss and its
+// stub stays to the end (3,000 x (11 - 4) = 21,000 token-steps, not 3,000 x 2), so
+// 34,000 - 6,000 + 21,000 = 49,000; with a placeholder that holds nothing (the
+// anchors'), the same decisions miss at 6 as before.
+func TestDigestHeldUse(t *testing.T) {
+	outs, sessions := handOutputs()
+	outs[0].Held = []bool{true}
+	e := mustEval(t, outs, sessions, DefaultOptions())
+	got := e.Scorer("x", 0.25)
+	if got.Misses != 0 || got.TokenSteps != 49_000 || got.Decision.Misses != 0 {
+		t.Errorf("with the digest: %d misses (decision level %d), %d token-steps; want 0, 0, 49000", got.Misses, got.Decision.Misses, got.TokenSteps)
+	}
+	ds := ScorerPrunes(outs, 0.25)
+	if r := e.pruneFigures("placeholder", 0.25, ds, false); r.Misses != 1 || r.TokenSteps != 34_000 {
+		t.Errorf("placeholders: %d misses, %d token-steps; want 1, 34000", r.Misses, r.TokenSteps)
+	}
+	o := outs[0]
+	o.Uses, o.Held = []int{6, 8, 9}, []bool{true, false, true}
+	for _, tt := range []struct{ step, miss, used int }{{1, 8, 6}, {6, 8, 6}, {7, 8, 8}, {9, 0, 9}, {10, 0, 0}} {
+		if m, u := o.MissFrom(tt.step), o.UsedFrom(tt.step); m != tt.miss || u != tt.used {
+			t.Errorf("from %d: MissFrom %d, UsedFrom %d; want %d, %d", tt.step, m, u, tt.miss, tt.used)
+		}
+	}
+	bad := outs[0]
+	bad.Held = []bool{true, false}
+	if err := bad.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Held: 2 values for 1 uses") {
+		t.Errorf("Held longer than Uses: %v", err)
+	}
+}
+
+// TestFrontAndDominance: Front refines the hand session's sweep where neighbours'
+// miss rates are more than the gap apart (each added point is what Scorer gives at
+// its cutoff), and dominance finds, per anchor, the front point with no higher miss
+// rate and the most token-steps among those with no fewer, or none.
+func TestFrontAndDominance(t *testing.T) {
+	outs, sessions := handOutputs()
+	e := mustEval(t, outs, sessions, DefaultOptions())
+	sweep := e.Sweep("x", []float64{0, 0.5})
+	front := e.Front("x", sweep, 0.01, 48)
+	if len(front) <= len(sweep) {
+		t.Fatalf("front %d points, sweep %d: nothing refined", len(front), len(sweep))
+	}
+	for k := 0; k+1 < len(front); k++ {
+		a, b := front[k], front[k+1]
+		if b.Cutoff <= a.Cutoff {
+			t.Fatalf("front not in cutoff order at %d: %v then %v", k, a.Cutoff, b.Cutoff)
+		}
+		if math.Abs(b.MissRate-a.MissRate) > 0.01 && b.Cutoff-a.Cutoff >= 0.001 {
+			t.Errorf("neighbours %v and %v: miss rates %v and %v", a.Cutoff, b.Cutoff, a.MissRate, b.MissRate)
+		}
+	}
+	for _, r := range front {
+		if d := cmp.Diff(e.Scorer("x", r.Cutoff), r, cmp.Comparer(approx)); d != "" {
+			t.Errorf("front point at %v is not Scorer's (-Scorer +front):\n%s", r.Cutoff, d)
+		}
+	}
+	pts := []Result{{Cutoff: 0.1, MissRate: 0.01, TokenSteps: 100}, {Cutoff: 0.2, MissRate: 0.03, TokenSteps: 300}, {Cutoff: 0.3, MissRate: 0.05, TokenSteps: 400}}
+	got := dominance(pts, []Result{
+		{Name: "a", MissRate: 0.03, TokenSteps: 250}, // 0.2 dominates (0.1 has fewer token-steps)
+		{Name: "b", MissRate: 0.02, TokenSteps: 100}, // 0.1 (equal token-steps count)
+		{Name: "c", MissRate: 0.02, TokenSteps: 150}, // none
+	})
+	want := []Dominance{
+		{Anchor: "a", MissRate: 0.03, TokenSteps: 250, Cutoff: 0.2, PointMissRate: 0.03, PointTokenSteps: 300},
+		{Anchor: "b", MissRate: 0.02, TokenSteps: 100, Cutoff: 0.1, PointMissRate: 0.01, PointTokenSteps: 100},
+		{Anchor: "c", MissRate: 0.02, TokenSteps: 150, Cutoff: -1},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("dominance (-want +got):\n%s", d)
+	}
+}

@@ -32,6 +32,40 @@ type ScorerSweep struct {
 	// index, same cutoff).
 	Random         []Result       `json:"random"`
 	Recommendation Recommendation `json:"recommendation"`
+	// Front is the sweep refined between neighbouring cutoffs whose miss rates are
+	// more than FrontGap apart (Evaluator.Front), in cutoff order; Dominance sets
+	// each anchor regime beside it.
+	Front     []Result    `json:"front"`
+	Dominance []Dominance `json:"dominance"`
+}
+
+// Dominance is one anchor regime set beside a scorer's front: the front's point
+// with no higher miss rate and no fewer token-steps (the one with the most
+// token-steps among them), or none.
+type Dominance struct {
+	Anchor     string  `json:"anchor"`
+	MissRate   float64 `json:"miss_rate"`
+	TokenSteps int64   `json:"token_steps"`
+	// Cutoff is the dominating point's cutoff, -1 when no point dominates;
+	// PointMissRate and PointTokenSteps are its figures.
+	Cutoff          float64 `json:"cutoff"`
+	PointMissRate   float64 `json:"point_miss_rate"`
+	PointTokenSteps int64   `json:"point_token_steps"`
+}
+
+// dominance sets each anchor beside front.
+func dominance(front, anchors []Result) []Dominance {
+	var out []Dominance
+	for _, a := range anchors {
+		d := Dominance{Anchor: a.Name, MissRate: a.MissRate, TokenSteps: a.TokenSteps, Cutoff: -1}
+		for _, r := range front {
+			if r.MissRate <= a.MissRate && r.TokenSteps >= a.TokenSteps && (d.Cutoff < 0 || r.TokenSteps > d.PointTokenSteps) {
+				d.Cutoff, d.PointMissRate, d.PointTokenSteps = r.Cutoff, r.MissRate, r.TokenSteps
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // BudgetReport is everything priced at one budget.
@@ -212,6 +246,8 @@ func (c *ReportConfig) budgetReport(b int, base []Output, sessions []Session, sc
 			return BudgetReport{}, fmt.Errorf("scorer %q: %w", sc.Name, err)
 		}
 		ss := ScorerSweep{Scorer: sc.Name, Sweep: ev.Sweep(sc.Name, c.Cutoffs)}
+		ss.Front = ev.Front(sc.Name, ss.Sweep, FrontGap, FrontPoints)
+		ss.Dominance = dominance(ss.Front, br.Anchors)
 		for _, r := range ss.Sweep {
 			ss.Random = append(ss.Random, ev.Random(r))
 		}
@@ -327,6 +363,23 @@ func (b BudgetReport) writeText(tw io.Writer) {
 		} else {
 			fmt.Fprintf(tw, "recommended cutoff: %.2f (%s)\n", rec.Cutoff, rec.Reason)
 		}
+		writeDominance(tw, s)
+	}
+}
+
+// writeDominance prints each anchor beside the scorer's refined front.
+func writeDominance(tw io.Writer, s ScorerSweep) {
+	if len(s.Dominance) == 0 {
+		return
+	}
+	fmt.Fprintf(tw, "anchors beside scorer %s's front (%d cutoffs, neighbours within %.0f point of miss rate where the scores allow):\n", s.Scorer, len(s.Front), 100*FrontGap)
+	for _, d := range s.Dominance {
+		if d.Cutoff < 0 {
+			fmt.Fprintf(tw, "  %-28s miss rate %.3f, %d token-steps: not dominated\n", d.Anchor, d.MissRate, d.TokenSteps)
+			continue
+		}
+		fmt.Fprintf(tw, "  %-28s miss rate %.3f, %d token-steps: dominated at cutoff %.4f (miss rate %.3f, %d token-steps)\n",
+			d.Anchor, d.MissRate, d.TokenSteps, d.Cutoff, d.PointMissRate, d.PointTokenSteps)
 	}
 }
 

@@ -102,7 +102,9 @@ func (e *Evaluator) simulate(sd *sessionData, p policy) Level {
 			n := v.savesOf(j)
 			v.fen.add(j, n)
 			v.saved += n
-			if u := v.out(j).UsedFrom(s); u != 0 {
+			// A placeholder (stubSize >= 0) holds nothing; the advisor's stub holds
+			// the uses its digest names.
+			if u := v.out(j).missFrom(s, v.stubSize < 0); u != 0 {
 				missAt[u] = append(missAt[u], j)
 			}
 		}

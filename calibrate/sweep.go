@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -285,4 +286,39 @@ func countAtMost(sweep []Result, target float64) int {
 		}
 	}
 	return n
+}
+
+// Front refinement (issue 30: "neighbouring sweep points no more than one point of
+// miss rate apart").
+const (
+	// FrontGap is the largest miss-rate step between neighbouring points of a
+	// front: one point (0.01).
+	FrontGap = 0.01
+	// FrontPoints bounds the cutoffs Front adds to a sweep.
+	FrontPoints = 48
+)
+
+// Front returns sweep (Results in cutoff order) with cutoffs added between
+// neighbours whose miss rates differ by more than gap, halving the interval each
+// time, until none does, the interval is under 0.001, or max cutoffs were added;
+// in cutoff order. The decision-level prune figures and both levels' prices of each
+// added point are computed as Scorer's.
+func (e *Evaluator) Front(name string, sweep []Result, gap float64, max int) []Result {
+	out := slices.Clone(sweep)
+	for added := 0; added < max; {
+		i := -1
+		for k := 0; k+1 < len(out); k++ {
+			if math.Abs(out[k+1].MissRate-out[k].MissRate) > gap && out[k+1].Cutoff-out[k].Cutoff >= 0.001 {
+				i = k
+				break
+			}
+		}
+		if i < 0 {
+			break
+		}
+		mid := (out[i].Cutoff + out[i+1].Cutoff) / 2
+		out = slices.Insert(out, i+1, e.Scorer(name, mid))
+		added++
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 )
 
@@ -25,9 +26,16 @@ func (r *Record) CalibrateOutputs() []calibrate.Output {
 		asks[a.OutputKey] = append(asks[a.OutputKey], calibrate.Ask{Step: a.Step, Keep: a.Score, OK: a.OK})
 	}
 	uses := map[string][]int{}
+	need := map[string]map[int]int{} // output -> use step -> digest budget that holds it
 	for _, u := range r.Evidence {
 		if u.Counts() {
 			uses[u.Key] = append(uses[u.Key], u.Step)
+			if u.Digest > 0 {
+				if need[u.Key] == nil {
+					need[u.Key] = map[int]int{}
+				}
+				need[u.Key][u.Step] = u.Digest
+			}
 		}
 	}
 	creditLiveCopies(r.Outputs, uses)
@@ -48,9 +56,14 @@ func (r *Record) CalibrateOutputs() []calibrate.Output {
 			}
 		}
 		prev := o.Step
+		budget := r.digestBudget(f)
 		for _, u := range uses[f.Key] {
 			if u > prev && u <= o.EndStep {
 				o.Uses = append(o.Uses, u)
+				// A use moved here from a dead copy (creditLiveCopies) has no need
+				// of this output's: not held.
+				n := need[f.Key][u]
+				o.Held = append(o.Held, n > 0 && n <= budget)
 				prev = u
 			}
 		}
@@ -149,4 +162,16 @@ func mergeSteps(a, b []int) []int {
 		}
 	}
 	return out
+}
+
+// digestBudget is the digest budget of the stub the advisor of r's settings gives
+// output f (advisor.DigestBudget over its stub without a digest); 0 for an output
+// the rules kill (its stub has no digest: its content is in context again) or that
+// is never a candidate.
+func (r *Record) digestBudget(f OutputFacts) int {
+	if f.CandidateFrom == 0 || f.RuleDeadAt > 0 {
+		return 0
+	}
+	cfg := r.Settings.Config
+	return advisor.DigestBudget(cfg, advisor.StubTokens(cfg, f.Tool, f.Summary, f.Tokens), f.Tokens)
 }
