@@ -299,7 +299,8 @@ const (
 )
 
 // Front returns sweep (Results in cutoff order) with cutoffs added between
-// neighbours whose miss rates differ by more than gap, halving the interval each
+// neighbours whose miss rates differ by more than gap, or whose token-steps differ
+// by more than gap of all the outputs' token-steps, halving the interval each
 // time, until none does, the interval is under 0.001, or max cutoffs were added;
 // in cutoff order. The decision-level prune figures and both levels' prices of each
 // added point are computed as Scorer's.
@@ -308,7 +309,10 @@ func (e *Evaluator) Front(name string, sweep []Result, gap float64, max int) []R
 	for added := 0; added < max; {
 		i := -1
 		for k := 0; k+1 < len(out); k++ {
-			if math.Abs(out[k+1].MissRate-out[k].MissRate) > gap && out[k+1].Cutoff-out[k].Cutoff >= 0.001 {
+			a, b := out[k], out[k+1]
+			far := math.Abs(b.MissRate-a.MissRate) > gap ||
+				b.TotalTokenSteps > 0 && math.Abs(float64(b.TokenSteps-a.TokenSteps)) > gap*float64(b.TotalTokenSteps)
+			if far && b.Cutoff-a.Cutoff >= 0.001 {
 				i = k
 				break
 			}
