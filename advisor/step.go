@@ -456,6 +456,8 @@ func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
 		}
 		c.RecentUses = o.recentUses(sp.T)
 		c.SessionUseRate = float64(st.allUses) / float64(len(st.outs))
+		c.OutputsSince = len(st.outs) - 1 - o.i
+		c.TokensAfter = st.offsets[len(st.offsets)-1] - st.offsets[min(o.msg+1, len(st.offsets)-1)]
 		c.NamedByTask = named(sp.s.Task, o.names)
 		c.NamedByNow = named(st.lastNow, o.names)
 		c.Lexical = lex.Keep(c)

@@ -89,6 +89,11 @@ type Card struct {
 	// SessionUseRate is the session's counting uses so far per output so far: how
 	// much this agent comes back to its outputs.
 	SessionUseRate float64 `json:"session_use_rate"`
+	// OutputsSince is how many tool outputs came after it (its recency rank among
+	// outputs, 0 for the newest); TokensAfter the tokens of the messages after its
+	// own, nothing pruned (how deep in the context it sits).
+	OutputsSince int `json:"outputs_since"`
+	TokensAfter  int `json:"tokens_after"`
 }
 
 // Signals are the facts of one card at one step that a fitted model reads
@@ -116,6 +121,8 @@ type Signals struct {
 	Runs           int     `json:"runs"`
 	RecentUses     int     `json:"recent_uses"`
 	SessionUseRate float64 `json:"session_use_rate"`
+	OutputsSince   int     `json:"outputs_since"`
+	TokensAfter    int     `json:"tokens_after"`
 }
 
 // Signals returns the card's signals.
@@ -127,6 +134,7 @@ func (c Card) Signals() Signals {
 		HasReaction: c.Reaction != "", SharedReaction: c.SharedReaction,
 		Names: c.Names, PathIdle: c.PathIdle, PathReads: c.PathReads,
 		Runs: c.Runs, RecentUses: c.RecentUses, SessionUseRate: c.SessionUseRate,
+		OutputsSince: c.OutputsSince, TokensAfter: c.TokensAfter,
 	}
 }
 

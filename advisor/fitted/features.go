@@ -82,6 +82,11 @@ var Features = []Feature{
 	{"log_runs", "ln(1 + runs of the same call so far)", func(s *cards.Signals) float64 { return lg(s.Runs) }},
 	{"recent_uses", "its uses in the last 10 steps", func(s *cards.Signals) float64 { return float64(s.RecentUses) }},
 	{"session_use_rate", "the session's uses so far per output so far", func(s *cards.Signals) float64 { return s.SessionUseRate }},
+	{"log_outputs_since", "ln(1 + outputs after it): its recency rank among outputs", func(s *cards.Signals) float64 { return lg(s.OutputsSince) }},
+	{"log_tokens_after", "ln(1 + tokens of the messages after its own): how deep in the context it sits", func(s *cards.Signals) float64 { return lg(s.TokensAfter) }},
+	{"never_x_log_outputs_since", "never_used x log_outputs_since", func(s *cards.Signals) float64 {
+		return b2f(s.Uses == 0) * lg(s.OutputsSince)
+	}},
 }
 
 // FeatureNames returns the names of Features in order.
