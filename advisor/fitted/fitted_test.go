@@ -2,12 +2,16 @@ package fitted
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
@@ -410,5 +414,44 @@ func TestCrossValidateSkipsThinFold(t *testing.T) {
 	}
 	if _, _, err := CrossValidate(rows, folds, DefaultOptions()); !errors.Is(err, ErrTooFew) {
 		t.Errorf("no positive row: err %v, want ErrTooFew", err)
+	}
+}
+
+// TestOldModelFile loads the embedded model of 3 December 2026 (before word
+// statistics and the recency features existed): it loads, lacks the three
+// features, which get weight 0, so it predicts what its own weights say
+// (computed here from the file's arrays), and it has no word statistics.
+func TestOldModelFile(t *testing.T) {
+	path := filepath.Join("testdata", "model-v1-2026-12-03.json")
+	m, err := Load(path)
+	if err != nil {
+		t.Fatalf("old model: %v", err)
+	}
+	if d := cmp.Diff([]string{"log_outputs_since", "log_tokens_after", "never_x_log_outputs_since"}, m.Filled()); d != "" {
+		t.Errorf("filled (-want +got):\n%s", d)
+	}
+	if m.Words != nil {
+		t.Error("the old file has word statistics")
+	}
+	var raw struct {
+		Features             []string
+		Mean, Scale, Weights []float64
+		Bias                 float64
+	}
+	data, _ := os.ReadFile(path)
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	s := cards.Signals{Step: 40, Age: 12, Tokens: 1500, Action: "read", Uses: 1, LastUseAgo: 5, PathIdle: 5, PathReads: 1, Runs: 1, OutputsSince: 9, TokensAfter: 12000}
+	z := raw.Bias
+	for i, name := range raw.Features {
+		for _, f := range Features {
+			if f.Name == name {
+				z += raw.Weights[i] * (f.f(&s) - raw.Mean[i]) / raw.Scale[i]
+			}
+		}
+	}
+	if got, want := m.Predict(&s), 1/(1+math.Exp(-z)); math.Abs(got-want) > 1e-12 {
+		t.Errorf("Predict = %v, want %v (the file's own weights)", got, want)
 	}
 }

@@ -62,6 +62,50 @@ type Model struct {
 	// reads — is found under. Model files written before version 1 had it lack it:
 	// BackgroundOr then gives the embedded default's.
 	Words *evidence.Background `json:"words,omitempty"`
+
+	// filled lists the features this program has that the file lacked (Parse
+	// weighted them 0: a file written before they existed).
+	filled []string
+}
+
+// Filled returns the features the model file lacked, which Parse added with
+// weight 0 (mean 0, scale 1), so that the model predicts as it did when it was
+// fitted; nil when it had them all.
+func (m *Model) Filled() []string { return m.filled }
+
+// addedLater are the features added after model files were first written (issue
+// 30): a file without them still loads, with them weighted 0 (fillMissing).
+var addedLater = map[string]bool{"log_outputs_since": true, "log_tokens_after": true, "never_x_log_outputs_since": true}
+
+// fillMissing adds, with weight 0, the features of addedLater that m lacks, when
+// m's features are this program's in order less some (a file written before
+// they existed); anything else (unknown names, another order, mismatched arrays)
+// is left for Validate to refuse.
+func (m *Model) fillMissing() {
+	want := FeatureNames()
+	if len(m.Features) >= len(want) || len(m.Mean) != len(m.Features) || len(m.Scale) != len(m.Features) || len(m.Weights) != len(m.Features) {
+		return
+	}
+	var f []string
+	var mean, scale, w []float64
+	var filled []string
+	j := 0
+	for _, name := range want {
+		if j < len(m.Features) && m.Features[j] == name {
+			f, mean, scale, w = append(f, name), append(mean, m.Mean[j]), append(scale, m.Scale[j]), append(w, m.Weights[j])
+			j++
+			continue
+		}
+		if !addedLater[name] {
+			return // a feature every model file has: refused by Validate
+		}
+		f, mean, scale, w = append(f, name), append(mean, 0), append(scale, 1), append(w, 0)
+		filled = append(filled, name)
+	}
+	if j != len(m.Features) {
+		return // names this program does not know, or another order
+	}
+	m.Features, m.Mean, m.Scale, m.Weights, m.filled = f, mean, scale, w, filled
 }
 
 // BackgroundOr returns the model's word statistics, or fallback and true when the
@@ -184,6 +228,7 @@ func Parse(name string, data []byte) (*Model, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("model %s: %w: data after the JSON object", name, ErrModel)
 	}
+	m.fillMissing()
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("model %s: %w", name, err)
 	}

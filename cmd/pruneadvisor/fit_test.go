@@ -152,6 +152,18 @@ func TestModelFileWithoutWords(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant a line with %q", code, stderr, want)
 	}
+	// The embedded model of 3 December 2026 itself: no word statistics and none of
+	// the recency features.
+	v1 := filepath.Join("..", "..", "advisor", "fitted", "testdata", "model-v1-2026-12-03.json")
+	code, _, stderr = runCLI(t, "advise", "--scorer", "fitted", "--model-file", v1, "--db", filepath.Join(dir, "c.db"), session)
+	for _, w := range []string{
+		"pruneadvisor: model " + v1 + " lacks the features log_outputs_since, log_tokens_after, never_x_log_outputs_since (written before they existed): they are weighted 0",
+		"pruneadvisor: model " + v1 + ` has no word statistics (field "words")`,
+	} {
+		if code != 0 || !strings.Contains(stderr, w) {
+			t.Errorf("old model file: exit %d, stderr:\n%s\nwant a line with %q", code, stderr, w)
+		}
+	}
 	bad := filepath.Join(dir, "bad.json")
 	data, _ := m.Marshal()
 	data = []byte(strings.Replace(string(data), `"sessions": 285`, `"sessions": -1`, 1))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -115,6 +116,9 @@ func (f *scorerFlags) background(e *env) *evidence.Background {
 	m, err := fitted.Load(f.modelFile)
 	if err != nil {
 		return def
+	}
+	if filled := m.Filled(); len(filled) > 0 {
+		fmt.Fprintf(e.stderr, "pruneadvisor: model %s lacks the features %s (written before they existed): they are weighted 0; refit with this version to use them\n", f.modelFile, strings.Join(filled, ", "))
 	}
 	bg, fell := m.BackgroundOr(def)
 	if fell {
