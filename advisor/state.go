@@ -71,6 +71,10 @@ type state struct {
 	fullTokens  int            // tokens of the indexed messages as sent by the agent, from the latest compaction on
 	lastCall    time.Time
 	lastNow     string // the latest non-empty assistant text
+	// sentTokens is ctxTokens as the previous step sent it (0 before the first);
+	// maxGrowth the largest growth of the context from one step to the next so
+	// far (the hard limit's margin, Config.HardLimitFor).
+	sentTokens, maxGrowth int
 
 	// compactAt is the index of the message holding the latest provider compaction
 	// (transcript.Message.Compaction), 0 when none: the context counts from it, and
@@ -180,6 +184,7 @@ func (st *state) clear() {
 	st.offsets, st.saved = []int{0}, fenwick{}
 	st.ctxTokens, st.fullTokens, st.lastNow, st.allUses = 0, 0, "", 0
 	st.compactAt, st.compactOuts = 0, 0
+	st.sentTokens, st.maxGrowth = 0, 0
 	st.events, st.ripe, st.touched, st.pending, st.pendingTokens = nil, nil, nil, nil, 0
 	st.stubs = map[string]string{}
 }
