@@ -146,7 +146,8 @@ type Limit struct {
 	// Tokens is the hard limit: Point - Margin, or the window fraction's when the
 	// agent is unknown; never below 1.
 	Tokens int
-	// Source names it: "agent:claude", "trigger", or "window-fraction".
+	// Source names it: "agent:claude", "trigger", or "window-fraction" (with why
+	// when the agent is known but its point is not above the margin).
 	Source string
 }
 
@@ -163,8 +164,12 @@ func (c Config) HardLimitFor(agent string, trigger, growth int) Limit {
 	switch p, ok := c.PointOf(agent); {
 	case trigger > 0:
 		l.Point, l.Source = trigger, "trigger"
-	case ok:
+	case ok && p.At(c.ContextWindow) > max(c.CompactionMargin, growth):
 		l.Point, l.Source = p.At(c.ContextWindow), "agent:"+agent
+	case ok:
+		// The agent's point is not above the margin for this window (a reserve
+		// as large as a small window): the window fraction, and the plan says why.
+		return Limit{Tokens: c.HardLimitTokens(), Source: fmt.Sprintf("window-fraction (%s compacts at %d, under the margin)", agent, p.At(c.ContextWindow))}
 	default:
 		return Limit{Tokens: c.HardLimitTokens(), Source: "window-fraction"}
 	}

@@ -280,6 +280,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.CheckAgent(c.Agent); err != nil {
 		msgs = append(msgs, fmt.Sprintf("agent: %v", err))
+	} else if p, ok := c.PointOf(c.Agent); ok && c.ContextWindow > 0 && p.At(c.ContextWindow) <= c.CompactionMargin {
+		msgs = append(msgs, fmt.Sprintf("agent: %s compacts at %d tokens of a context_window of %d, not above compaction_margin %d",
+			c.Agent, p.At(c.ContextWindow), c.ContextWindow, c.CompactionMargin))
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.CompactionPoints)) {
 		if why := c.CompactionPoints[k].check(c.ContextWindow); why != "" {

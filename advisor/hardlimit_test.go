@@ -75,6 +75,9 @@ func TestHardLimitFor(t *testing.T) {
 		{"claude", 150_000, 0, advisor.Limit{Point: 150_000, Margin: 10_000, Tokens: 140_000, Source: "trigger"}},
 		{"", 120_000, 0, advisor.Limit{Point: 120_000, Margin: 10_000, Tokens: 110_000, Source: "trigger"}},
 		{"", 0, 0, advisor.Limit{Tokens: 180_000, Source: "window-fraction"}},
+		{"nobody", 0, 0, advisor.Limit{Tokens: 180_000, Source: "window-fraction"}},
+		// A step that grew more than the point: no point left above the margin.
+		{"gemini", 0, 120_000, advisor.Limit{Tokens: 180_000, Source: "window-fraction (gemini compacts at 100000, under the margin)"}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, cfg.HardLimitFor(tt.agent, tt.trigger, tt.growth)); diff != "" {
@@ -99,6 +102,7 @@ func TestCompactionConfigErrors(t *testing.T) {
 		{"margin", `{"compaction_margin": -1}`, "compaction_margin = -1"},
 		{"margin over window", `{"compaction_margin": 200000}`, "compaction_margin = 200000"},
 		{"typo", `{"compaction_points": {"pi": {"reserve": 1}}}`, `unknown field "reserve"`},
+		{"point under the margin", `{"agent": "claude", "context_window": 40000}`, "agent: claude compacts at 7000 tokens of a context_window of 40000, not above compaction_margin 10000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

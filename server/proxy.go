@@ -377,9 +377,16 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	if err != nil {
 		return nil, false, &badRequest{msg: err.Error()}
 	}
+	agent, err := s.agentOf(hints.agent, hints.userAgent)
+	if err != nil {
+		return nil, false, &badRequest{msg: err.Error()}
+	}
 	sess.ID = id
+	// A trigger the request asks the provider to compact at is the compaction
+	// point (DESIGN.md "Compaction: what pruning is for").
+	sess.CompactTrigger = transcript.CompactTrigger(body)
 	note.setSession(id)
-	e, err := s.acquireSession(tool, providerOf(kind), body, id)
+	e, err := s.acquireSession(tool, providerOf(kind), agent, body, id)
 	if err != nil {
 		s.failOpen(route, "advise", id, err)
 		return nil, false, nil
@@ -452,6 +459,8 @@ const maxRecallToolHeader = 128
 type hints struct {
 	session    string // X-Pruneadvisor-Session
 	recallTool string // X-Pruneadvisor-Recall-Tool
+	agent      string // X-Pruneadvisor-Agent
+	userAgent  string // User-Agent
 	// prefix compared the body with the conversation's previous one as it was read
 	// (prefixFeed); nil when it did not.
 	prefix *transcript.PrefixFeed
@@ -468,7 +477,8 @@ func (s *Server) prefixFeed(kind apiKind, r *http.Request) *transcript.PrefixFee
 }
 
 func requestHints(r *http.Request) hints {
-	return hints{session: r.Header.Get(HeaderSession), recallTool: r.Header.Get(HeaderRecallTool)}
+	return hints{session: r.Header.Get(HeaderSession), recallTool: r.Header.Get(HeaderRecallTool),
+		agent: r.Header.Get(HeaderAgent), userAgent: r.Header.Get("User-Agent")}
 }
 
 // recallToolHeader checks an X-Pruneadvisor-Recall-Tool value: "" (the server's
