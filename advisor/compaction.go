@@ -136,6 +136,21 @@ func (c Config) CheckAgent(agent string) error {
 	return fmt.Errorf("%w %q; known agents: %s", ErrUnknownAgent, agent, strings.Join(c.Agents(), ", "))
 }
 
+// DefaultCompactionMargin is Config.CompactionMargin's default, in tokens: 10,000,
+// 5% of a 200,000 window. The agent checks its point against the context of its
+// next request, which adds the model's answer and the tool outputs it gets to this
+// one, and a session's first steps have no growth to go by; a session whose steps
+// grow more gets its own largest step as the margin (HardLimitFor).
+const DefaultCompactionMargin = 10_000
+
+// Margin returns CompactionMargin, or DefaultCompactionMargin when it is 0.
+func (c Config) Margin() int {
+	if c.CompactionMargin > 0 {
+		return c.CompactionMargin
+	}
+	return DefaultCompactionMargin
+}
+
 // Limit is a session's hard limit and where it comes from.
 type Limit struct {
 	// Point is the compaction point in tokens (the agent's, or the request's
@@ -156,15 +171,14 @@ type Limit struct {
 // the largest growth of its context in one step seen so far. A trigger is the
 // compaction point (it is where the context really gets compacted); else the
 // agent's point (PointOf) for the window; else, for an unknown agent, the window
-// fraction (HardLimitTokens). The margin is the larger of growth and
-// CompactionMargin: the agent checks its point against the context of its next
+// fraction (HardLimitTokens). The margin is the larger of growth and Margin(): the agent checks its point against the context of its next
 // request, one step's growth above the one sent now.
 func (c Config) HardLimitFor(agent string, trigger, growth int) Limit {
 	var l Limit
 	switch p, ok := c.PointOf(agent); {
 	case trigger > 0:
 		l.Point, l.Source = trigger, "trigger"
-	case ok && p.At(c.ContextWindow) > max(c.CompactionMargin, growth):
+	case ok && p.At(c.ContextWindow) > max(c.Margin(), growth):
 		l.Point, l.Source = p.At(c.ContextWindow), "agent:"+agent
 	case ok:
 		// The agent's point is not above the margin for this window (a reserve
@@ -173,7 +187,7 @@ func (c Config) HardLimitFor(agent string, trigger, growth int) Limit {
 	default:
 		return Limit{Tokens: c.HardLimitTokens(), Source: "window-fraction"}
 	}
-	l.Margin = max(c.CompactionMargin, growth)
+	l.Margin = max(c.Margin(), growth)
 	l.Tokens = max(l.Point-l.Margin, 1)
 	return l
 }

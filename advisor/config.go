@@ -80,12 +80,10 @@ type Config struct {
 	CompactionPoints map[string]CompactionPoint `json:"compaction_points,omitempty" validate:"dive"`
 	// CompactionMargin is the least margin, in tokens, kept free below an agent's
 	// compaction point: the hard limit is the point less the larger of this and
-	// the session's largest growth in one step so far (HardLimitFor). Default
-	// 10,000 (5% of a 200,000 window): the agent checks its point on its next
-	// request, which adds the model's answer and the tool outputs it gets, and a
-	// session's first steps have no growth to go by; a session whose steps grow
-	// more gets its own largest step as the margin.
-	CompactionMargin int `json:"compaction_margin" validate:"gte=0,ltfield=ContextWindow"`
+	// the session's largest growth in one step so far (HardLimitFor). 0 (the
+	// default, left out of the JSON so that settings hashes of replays, which
+	// never use it, stay as they were) means DefaultCompactionMargin.
+	CompactionMargin int `json:"compaction_margin,omitempty" validate:"gte=0,ltfield=ContextWindow"`
 	// ProtectedSteps is K: outputs of the last K steps are never candidates. Default 3.
 	ProtectedSteps int `json:"protected_steps" validate:"gte=0,lte=1000"`
 	// MinCandidateTokens is the minimum size of a candidate in tokens. Default 200
@@ -202,7 +200,6 @@ func DefaultConfig() Config {
 		ContextWindow:      200_000,
 		BudgetFraction:     0.5,
 		HardLimitFraction:  0.9,
-		CompactionMargin:   10_000,
 		ProtectedSteps:     3,
 		MinCandidateTokens: 200,
 		DigestTokens:       64,
@@ -280,9 +277,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.CheckAgent(c.Agent); err != nil {
 		msgs = append(msgs, fmt.Sprintf("agent: %v", err))
-	} else if p, ok := c.PointOf(c.Agent); ok && c.ContextWindow > 0 && p.At(c.ContextWindow) <= c.CompactionMargin {
+	} else if p, ok := c.PointOf(c.Agent); ok && c.ContextWindow > 0 && p.At(c.ContextWindow) <= c.Margin() {
 		msgs = append(msgs, fmt.Sprintf("agent: %s compacts at %d tokens of a context_window of %d, not above compaction_margin %d",
-			c.Agent, p.At(c.ContextWindow), c.ContextWindow, c.CompactionMargin))
+			c.Agent, p.At(c.ContextWindow), c.ContextWindow, c.Margin()))
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.CompactionPoints)) {
 		if why := c.CompactionPoints[k].check(c.ContextWindow); why != "" {

@@ -87,6 +87,7 @@ type state struct {
 	ripe          []*outState // candidates whose re-ask gap has passed
 	touched       []*outState // outputs to settle at this step
 	pending       []*outState // outputs that were pending when added (filtered when used)
+	kept          []*outState // outputs that were kept candidates when added (filtered when used: liveKept)
 	pendingTokens int         // tokens the pending prunes would free
 	stubs         map[string]string
 
@@ -156,6 +157,7 @@ type outState struct {
 	gen       uint32 // invalidates older events
 	inRipe    bool
 	inPending bool
+	inKept    bool // in state.kept
 	inDue     bool
 }
 
@@ -186,6 +188,7 @@ func (st *state) clear() {
 	st.compactAt, st.compactOuts = 0, 0
 	st.sentTokens, st.maxGrowth = 0, 0
 	st.events, st.ripe, st.touched, st.pending, st.pendingTokens = nil, nil, nil, nil, 0
+	st.kept = nil
 	st.stubs = map[string]string{}
 }
 

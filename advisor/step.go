@@ -319,6 +319,10 @@ func (a *Advisor) keep(st *state, sp *stepState, o *outState) {
 		}
 	}
 	a.setDecision(st, sp, o, DecisionKeep, reason)
+	if !o.inKept {
+		o.inKept = true
+		st.kept = append(st.kept, o)
+	}
 	switch gap := a.schedule.Gap(o.asks); {
 	case o.asks == 0:
 		a.queueAsk(sp, o)
@@ -514,7 +518,7 @@ func (a *Advisor) fold(st *state, sp *stepState, o *outState, c cards.Card, sc c
 func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 	list := st.livePending()
 	over := st.ctxTokens > sp.limit.Tokens
-	if len(list) == 0 && !over {
+	if len(list) == 0 && (!over || len(st.liveKept()) == 0) {
 		return
 	}
 	if !st.synced {
@@ -573,10 +577,7 @@ type extraCandidate struct {
 // first, when the pending prunes do not reach the low-water mark.
 func (a *Advisor) extraCandidates(st *state) []extraCandidate {
 	var out []extraCandidate
-	for _, o := range st.outs[st.compactOuts:] {
-		if o.decision != DecisionKeep {
-			continue
-		}
+	for _, o := range st.liveKept() {
 		keep, reason := 1.0, "hard limit, not scored yet"
 		if o.lastOKAsk > 0 {
 			keep, reason = o.score, fmt.Sprintf("hard limit, score %.2f the lowest kept", o.score)
@@ -589,6 +590,23 @@ func (a *Advisor) extraCandidates(st *state) []extraCandidate {
 		out = append(out, extraCandidate{o: o, reason: reason, stub: stub, n: n, keep: keep})
 	}
 	return out
+}
+
+// liveKept drops outputs no longer kept candidates from st.kept and returns it: the
+// list a rewrite forced by the hard limit looks at, so that a long session of
+// outputs that can never be candidates costs it nothing per step.
+func (st *state) liveKept() []*outState {
+	list := st.kept[:0]
+	for _, o := range st.kept {
+		if o.decision == DecisionKeep && o.msg >= st.compactAt {
+			list = append(list, o)
+		} else {
+			o.inKept = false
+		}
+	}
+	clear(st.kept[len(list):])
+	st.kept = list
+	return list
 }
 
 // livePending drops outputs no longer pending from st.pending and returns it in

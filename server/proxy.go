@@ -373,18 +373,12 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	if err != nil {
 		return nil, false, &badRequest{msg: err.Error()}
 	}
-	tool, err := recallToolHeader(hints.recallTool)
-	if err != nil {
-		return nil, false, &badRequest{msg: err.Error()}
-	}
-	agent, err := s.agentOf(hints.agent, hints.userAgent)
+	tool, agent, err := s.headersOf(hints)
 	if err != nil {
 		return nil, false, &badRequest{msg: err.Error()}
 	}
 	sess.ID = id
-	// A trigger the request asks the provider to compact at is the compaction
-	// point (DESIGN.md "Compaction: what pruning is for").
-	sess.CompactTrigger = transcript.CompactTrigger(body)
+	sess.CompactTrigger = transcript.CompactTrigger(body) // the compaction point when set
 	note.setSession(id)
 	e, err := s.acquireSession(tool, providerOf(kind), agent, body, id)
 	if err != nil {
@@ -414,6 +408,18 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		return nil, false, nil
 	}
 	return out, true, nil
+}
+
+// headersOf checks the recall tool (recallToolHeader) and the agent (agentOf) a
+// request's headers give.
+func (s *Server) headersOf(h hints) (tool, agent string, err error) {
+	if tool, err = recallToolHeader(h.recallTool); err != nil {
+		return "", "", err
+	}
+	if agent, err = s.agentOf(h.agent, h.userAgent); err != nil {
+		return "", "", err
+	}
+	return tool, agent, nil
 }
 
 // errAdviseQueue means a request waited the whole advise timeout for an advising
