@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path"
@@ -64,6 +65,25 @@ type Config struct {
 	// HardLimitFraction is the fraction of the window past which pending prunes are
 	// applied at once. Default 0.9.
 	HardLimitFraction float64 `json:"hard_limit_fraction" validate:"gt=0,lte=1,gtefield=BudgetFraction"`
+	// Agent is the coding agent whose compaction point is the hard limit
+	// (CompactionPoints, HardLimitFor): "claude", "codex", "pi", "gemini",
+	// "opencode" or a name CompactionPoints adds. Default "": the proxy tells the
+	// agent per request (wrap's X-Pruneadvisor-Agent header, serve --agent, the
+	// User-Agent header), and with none the hard limit is HardLimitFraction of the
+	// window. An unknown name is a config error.
+	Agent string `json:"agent,omitempty" validate:"max=64"`
+	// CompactionPoints overrides rows of the agents' compaction points
+	// (advisor.CompactionPoints) or adds agents, by name: for example
+	// {"codex": {"tokens": 200000}} for a model_auto_compact_token_limit of
+	// 200,000, or {"claude": {"fraction": 0.7}} for CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=70.
+	// A row replaces the table's row whole. Default: none.
+	CompactionPoints map[string]CompactionPoint `json:"compaction_points,omitempty" validate:"dive"`
+	// CompactionMargin is the least margin, in tokens, kept free below an agent's
+	// compaction point: the hard limit is the point less the larger of this and
+	// the session's largest growth in one step so far (HardLimitFor). 0 (the
+	// default, left out of the JSON so that settings hashes of replays, which
+	// never use it, stay as they were) means DefaultCompactionMargin.
+	CompactionMargin int `json:"compaction_margin,omitempty" validate:"gte=0,ltfield=ContextWindow"`
 	// ProtectedSteps is K: outputs of the last K steps are never candidates. Default 3.
 	ProtectedSteps int `json:"protected_steps" validate:"gte=0,lte=1000"`
 	// MinCandidateTokens is the minimum size of a candidate in tokens. Default 200
@@ -241,7 +261,10 @@ func (c Config) Validate() error {
 			if d, ok := value.(Duration); ok {
 				value = time.Duration(d)
 			}
-			msgs = append(msgs, fmt.Sprintf("%s = %v breaks %q", fe.Field(), value, rule))
+			// The namespace names a nested field whole
+			// ("compaction_points[codex].fraction"), less the struct's own name.
+			_, field, _ := strings.Cut(fe.Namespace(), ".")
+			msgs = append(msgs, fmt.Sprintf("%s = %v breaks %q", field, value, rule))
 		}
 	}
 	if strings.TrimSpace(c.Schedule) != "" {
@@ -251,6 +274,17 @@ func (c Config) Validate() error {
 	}
 	if err := c.Prices.Validate(); err != nil {
 		msgs = append(msgs, fmt.Sprintf("prices: %v", err))
+	}
+	if err := c.CheckAgent(c.Agent); err != nil {
+		msgs = append(msgs, fmt.Sprintf("agent: %v", err))
+	} else if p, ok := c.PointOf(c.Agent); ok && c.ContextWindow > 0 && p.At(c.ContextWindow) <= c.Margin() {
+		msgs = append(msgs, fmt.Sprintf("agent: %s compacts at %d tokens of a context_window of %d, not above compaction_margin %d",
+			c.Agent, p.At(c.ContextWindow), c.ContextWindow, c.Margin()))
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.CompactionPoints)) {
+		if why := c.CompactionPoints[k].check(c.ContextWindow); why != "" {
+			msgs = append(msgs, fmt.Sprintf("compaction_points[%s]: %s", k, why))
+		}
 	}
 	for i, g := range c.ExcludedTools {
 		if _, err := path.Match(strings.ToLower(g), ""); err != nil {

@@ -51,6 +51,11 @@ type Plan struct {
 	Step      int    `json:"step"`       // the step being prepared (assistant messages so far + 1)
 	Budget    int    `json:"budget"`     // tokens
 	HardLimit int    `json:"hard_limit"` // tokens
+	// HardLimitSource says where HardLimit comes from (Config.HardLimitFor):
+	// "agent:NAME" (the agent's compaction point less a step's growth), "trigger"
+	// (the compaction trigger the request asked the provider for, less the same
+	// margin) or "window-fraction" (no agent known: hard_limit_fraction).
+	HardLimitSource string `json:"hard_limit_source,omitempty"`
 	// ContextTokens is the session's size in tokens with every applied stub,
 	// after this step's rewrite.
 	ContextTokens int `json:"context_tokens"`

@@ -71,6 +71,10 @@ type state struct {
 	fullTokens  int            // tokens of the indexed messages as sent by the agent, from the latest compaction on
 	lastCall    time.Time
 	lastNow     string // the latest non-empty assistant text
+	// sentTokens is ctxTokens as the previous step sent it (0 before the first);
+	// maxGrowth the largest growth of the context from one step to the next so
+	// far (the hard limit's margin, Config.HardLimitFor).
+	sentTokens, maxGrowth int
 
 	// compactAt is the index of the message holding the latest provider compaction
 	// (transcript.Message.Compaction), 0 when none: the context counts from it, and
@@ -83,6 +87,7 @@ type state struct {
 	ripe          []*outState // candidates whose re-ask gap has passed
 	touched       []*outState // outputs to settle at this step
 	pending       []*outState // outputs that were pending when added (filtered when used)
+	kept          []*outState // outputs that were kept candidates when added (filtered when used: liveKept)
 	pendingTokens int         // tokens the pending prunes would free
 	stubs         map[string]string
 
@@ -152,6 +157,7 @@ type outState struct {
 	gen       uint32 // invalidates older events
 	inRipe    bool
 	inPending bool
+	inKept    bool // in state.kept
 	inDue     bool
 }
 
@@ -180,7 +186,9 @@ func (st *state) clear() {
 	st.offsets, st.saved = []int{0}, fenwick{}
 	st.ctxTokens, st.fullTokens, st.lastNow, st.allUses = 0, 0, "", 0
 	st.compactAt, st.compactOuts = 0, 0
+	st.sentTokens, st.maxGrowth = 0, 0
 	st.events, st.ripe, st.touched, st.pending, st.pendingTokens = nil, nil, nil, nil, 0
+	st.kept = nil
 	st.stubs = map[string]string{}
 }
 

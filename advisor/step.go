@@ -30,6 +30,7 @@ type stepState struct {
 	due     []*outState
 	record  StepRecord
 	changed []int // indexes of the items changed at this step (outState.mark)
+	limit   Limit // the session's hard limit at this step (limit)
 }
 
 // mark notes that o's plan item changed at this step.
@@ -47,6 +48,7 @@ func (a *Advisor) step(ctx context.Context, st *state, s *transcript.Session) (P
 		return sp.plan, err
 	}
 	a.index(st, sp)
+	a.limit(st, sp)
 	a.settleChanged(st, sp)
 	if err := a.askDue(ctx, st, sp); err != nil {
 		return sp.plan, err
@@ -206,6 +208,18 @@ func (a *Advisor) recall(st *state, sp *stepState, o *outState, at int) {
 	st.touched = append(st.touched, o)
 }
 
+// limit sets the step's hard limit (Config.HardLimitFor: the session's agent,
+// Config.Agent; the request's compaction trigger; the largest growth of the
+// context in one step so far) and a budget no higher than it.
+func (a *Advisor) limit(st *state, sp *stepState) {
+	if st.sentTokens > 0 {
+		st.maxGrowth = max(st.maxGrowth, st.ctxTokens-st.sentTokens)
+	}
+	sp.limit = a.Config.HardLimitFor(a.Config.Agent, sp.s.CompactTrigger, st.maxGrowth)
+	sp.plan.HardLimit, sp.plan.HardLimitSource = sp.limit.Tokens, sp.limit.Source
+	sp.plan.Budget = min(sp.plan.Budget, sp.limit.Tokens)
+}
+
 // settleChanged brings up to date the outputs whose state can change at this step:
 // those whose event came, and those indexed, killed, used or re-read now.
 func (a *Advisor) settleChanged(st *state, sp *stepState) {
@@ -305,6 +319,10 @@ func (a *Advisor) keep(st *state, sp *stepState, o *outState) {
 		}
 	}
 	a.setDecision(st, sp, o, DecisionKeep, reason)
+	if !o.inKept {
+		o.inKept = true
+		st.kept = append(st.kept, o)
+	}
 	switch gap := a.schedule.Gap(o.asks); {
 	case o.asks == 0:
 		a.queueAsk(sp, o)
@@ -501,7 +519,8 @@ func (a *Advisor) fold(st *state, sp *stepState, o *outState, c cards.Card, sc c
 // applies the ones it chose.
 func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 	list := st.livePending()
-	if len(list) == 0 {
+	over := st.ctxTokens > sp.limit.Tokens
+	if len(list) == 0 && (!over || len(st.liveKept()) == 0) {
 		return
 	}
 	if !st.synced {
@@ -511,14 +530,30 @@ func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 		return
 	}
 	in := a.plannerInput(st, sp, list)
+	var extra []extraCandidate
+	if over && in.Context-st.pendingTokens > in.LowWater {
+		extra = a.extraCandidates(st)
+		in.Extra = make([]planner.Pending, len(extra))
+		for i, e := range extra {
+			in.Extra[i] = planner.Pending{Offset: st.ctxOffset(e.o.msg), Saves: e.o.tokens - e.n, Keep: e.keep}
+		}
+	}
 	d := planner.Plan(in)
 	sp.plan.Waiting = d.Wait
-	if len(d.Apply) == 0 {
+	if len(d.Apply) == 0 && len(d.Extra) == 0 {
+		if over {
+			sp.plan.Waiting = "past the hard limit, but no candidate is left to prune"
+		}
 		return
 	}
-	chosen := make([]*outState, len(d.Apply))
-	for i, k := range d.Apply {
-		chosen[i] = list[k]
+	chosen := make([]*outState, 0, len(d.Apply)+len(d.Extra))
+	for _, k := range d.Apply {
+		chosen = append(chosen, list[k])
+	}
+	for _, k := range d.Extra {
+		e := extra[k]
+		a.pend(st, sp, e.o, e.reason, e.stub, e.n)
+		chosen = append(chosen, e.o)
 	}
 	if a.apply(ctx, st, sp, chosen) {
 		sp.plan.RewriteReason = string(d.Reason)
@@ -526,6 +561,54 @@ func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 		sp.record.CostUSD, sp.record.SavingUSD = d.Cost, d.Saving
 		sp.plan.RewriteCostUSD, sp.plan.RewriteSavingUSD = d.Cost, d.Saving
 	}
+}
+
+// extraCandidate is a candidate that is not pending, with the stub a rewrite
+// forced by the hard limit would give it.
+type extraCandidate struct {
+	o      *outState
+	reason string
+	stub   string
+	n      int     // the stub's tokens
+	keep   float64 // its keep-probability; 1 when not scored yet
+}
+
+// extraCandidates returns the candidates that are not pending (kept: scored at or
+// over the cutoff, or not scored yet) whose stub is shorter, for a rewrite forced by
+// the hard limit (DESIGN.md step 6(c)): it may prune them, lowest keep-probability
+// first, when the pending prunes do not reach the low-water mark.
+func (a *Advisor) extraCandidates(st *state) []extraCandidate {
+	var out []extraCandidate
+	for _, o := range st.liveKept() {
+		keep, reason := 1.0, "hard limit, not scored yet"
+		if o.lastOKAsk > 0 {
+			keep, reason = o.score, fmt.Sprintf("hard limit, score %.2f the lowest kept", o.score)
+		}
+		stub := a.stubText(st, o, reason)
+		n := transcript.CountTokens(stub)
+		if len(stub) >= o.bytes || n >= o.tokens {
+			continue
+		}
+		out = append(out, extraCandidate{o: o, reason: reason, stub: stub, n: n, keep: keep})
+	}
+	return out
+}
+
+// liveKept drops outputs no longer kept candidates from st.kept and returns it: the
+// list a rewrite forced by the hard limit looks at, so that a long session of
+// outputs that can never be candidates costs it nothing per step.
+func (st *state) liveKept() []*outState {
+	list := st.kept[:0]
+	for _, o := range st.kept {
+		if o.decision == DecisionKeep && o.msg >= st.compactAt {
+			list = append(list, o)
+		} else {
+			o.inKept = false
+		}
+	}
+	clear(st.kept[len(list):])
+	st.kept = list
+	return list
 }
 
 // livePending drops outputs no longer pending from st.pending and returns it in
@@ -548,9 +631,13 @@ func (st *state) livePending() []*outState {
 // plannerInput describes the step to the planner.
 func (a *Advisor) plannerInput(st *state, sp *stepState, list []*outState) planner.Input {
 	cfg := a.Config
+	// The budget is no higher than the hard limit (limit): an agent that compacts
+	// early (Gemini CLI at half the window) has its low-water mark under it too.
+	budget := sp.plan.Budget
 	in := planner.Input{
-		Context: st.ctxTokens, Budget: cfg.BudgetTokens(), HardLimit: cfg.HardLimitTokens(),
-		LowWater: cfg.LowWaterTokens(), LeastRewrite: cfg.LeastRewriteTokens(), Cold: sp.cold,
+		Context: st.ctxTokens, Budget: budget, HardLimit: sp.limit.Tokens,
+		LowWater:     min(cfg.LowWaterTokens(), int(cfg.LowWaterFraction*float64(budget))),
+		LeastRewrite: cfg.LeastRewriteTokens(), Cold: sp.cold,
 		Remaining: cfg.Estimator().Remaining(sp.T), Read: sp.price.Read(),
 		Premium:   max(sp.price.WriteFor(a.cacheTTL(sp.s, sp.price))-sp.price.Read(), 0),
 		PayFactor: cfg.PayFactor, PriceForced: cfg.PriceForced, Pending: make([]planner.Pending, len(list)),
@@ -644,6 +731,7 @@ func (a *Advisor) lostRace(ctx context.Context, st *state, sp *stepState, ready 
 // finish records the step and fills in the plan.
 func (a *Advisor) finish(ctx context.Context, st *state, sp *stepState) {
 	p := &sp.plan
+	st.sentTokens = st.ctxTokens // the next step's growth counts from here
 	p.Rewrite = p.Pruned > 0
 	p.PendingTokens = st.pendingTokens
 	p.ContextTokens = st.ctxTokens

@@ -17,7 +17,12 @@
 //	    itself (else the best rewrite that does pays, if any): measured on
 //	    ../shared/sessions and ../shared/corpus, forced rewrites that did not pay
 //	    were what made sessions costlier than doing nothing;
-//	(c) the context is past the hard limit (ReasonHardLimit): every pending prune;
+//	(c) the context is past the hard limit (ReasonHardLimit), the agent's
+//	    compaction point less a step's growth: pending prunes rule-dead first, then
+//	    lowest keep-probability first, down to the low-water mark, whatever the
+//	    rewrite costs (it is cheaper than the compaction it avoids); when they do
+//	    not reach the mark, candidates not yet pending (Extra), lowest
+//	    keep-probability first, until it is reached; then free riders;
 //	(d) the rewrite pays for itself (ReasonPays): saving >= PayFactor x cost.
 //
 // Otherwise nothing changes: doing nothing is the default pruning has to beat.
@@ -93,6 +98,11 @@ type Input struct {
 	// too: the budget then bounds the context only as far as that costs nothing.
 	PriceForced bool
 	Pending     []Pending
+	// Extra are candidates that are not pending (scored at or over the cutoff, or
+	// not scored yet: Keep 1), which only a rewrite forced by the hard limit may
+	// take, lowest Keep first (then the earliest), when the pending prunes do not
+	// reach the low-water mark. Rule is ignored.
+	Extra []Pending
 }
 
 // Validate reports the first invalid field (wrapping ErrInput).
@@ -124,6 +134,11 @@ func (in *Input) Validate() error {
 			return fmt.Errorf("%w: Pending[%d] = %+v", ErrInput, i, p)
 		}
 	}
+	for i, p := range in.Extra {
+		if p.Offset < 0 || p.Saves <= 0 || math.IsNaN(p.Keep) || p.Keep < 0 || p.Keep > 1 {
+			return fmt.Errorf("%w: Extra[%d] = %+v", ErrInput, i, p)
+		}
+	}
 	return nil
 }
 
@@ -131,7 +146,10 @@ func (in *Input) Validate() error {
 type Decision struct {
 	// Apply lists the indexes into Input.Pending to apply now, ascending; empty when
 	// nothing changes.
-	Apply  []int
+	Apply []int
+	// Extra lists the indexes into Input.Extra to prune too (rule c only),
+	// ascending.
+	Extra  []int
 	Reason Reason // why the rewrite happens; ReasonNone when Apply is empty
 	// Wait says why pending prunes wait ("" when there are none or they are applied).
 	Wait string
@@ -146,12 +164,13 @@ type Decision struct {
 // Plan decides for one step. It never fails on valid input; Validate first when the
 // input comes from outside the program.
 func Plan(in Input) Decision {
+	if in.Context > in.HardLimit && (len(in.Pending) > 0 || len(in.Extra) > 0) {
+		return in.hardLimit()
+	}
 	if len(in.Pending) == 0 {
 		return Decision{}
 	}
 	switch {
-	case in.Context > in.HardLimit:
-		return in.decide(ReasonHardLimit, all(len(in.Pending)))
 	case in.Cold:
 		return in.decide(ReasonColdCache, all(len(in.Pending)))
 	case in.Context > in.Budget:
@@ -160,11 +179,52 @@ func Plan(in Input) Decision {
 	return in.pays()
 }
 
-// overBudget is rule (b): priority order down to the low-water mark, then free riders.
-func (in Input) overBudget() Decision {
-	order := all(len(in.Pending))
+// hardLimit is rule (c): pending prunes in priority order down to the low-water
+// mark, then candidates not yet pending (Extra) by lowest keep-probability until it
+// is reached, then the pending free riders after the first change; the price does
+// not matter.
+func (in Input) hardLimit() Decision {
+	freed, first := 0, math.MaxInt
+	take := func(p Pending) bool {
+		if in.Context-freed <= in.LowWater {
+			return false
+		}
+		freed += p.Saves
+		first = min(first, p.Offset)
+		return true
+	}
+	for _, i := range priority(in.Pending) {
+		if !take(in.Pending[i]) {
+			break
+		}
+	}
+	var extra []int
+	for _, i := range priority(in.Extra) {
+		if !take(in.Extra[i]) {
+			break
+		}
+		extra = append(extra, i)
+	}
+	slices.Sort(extra)
+	d := in.decide(ReasonHardLimit, in.from(first))
+	d.Extra = extra
+	for _, i := range extra {
+		d.Frees += in.Extra[i].Saves
+	}
+	d.Suffix = max(in.Context-first-d.Frees, 0)
+	if !in.Cold {
+		d.Cost = float64(d.Suffix) * in.Premium
+	}
+	d.Saving = float64(d.Frees) * in.Read * in.Remaining
+	return d
+}
+
+// priority orders prunes for a forced rewrite: rule prunes first, then lowest
+// Keep, then the earliest.
+func priority(ps []Pending) []int {
+	order := all(len(ps))
 	slices.SortStableFunc(order, func(a, b int) int {
-		pa, pb := in.Pending[a], in.Pending[b]
+		pa, pb := ps[a], ps[b]
 		if pa.Rule != pb.Rule {
 			if pa.Rule {
 				return -1
@@ -178,8 +238,13 @@ func (in Input) overBudget() Decision {
 		}
 		return cmp.Compare(pa.Offset, pb.Offset)
 	})
+	return order
+}
+
+// overBudget is rule (b): priority order down to the low-water mark, then free riders.
+func (in Input) overBudget() Decision {
 	freed, first := 0, math.MaxInt
-	for _, i := range order {
+	for _, i := range priority(in.Pending) {
 		if in.Context-freed <= in.LowWater {
 			break
 		}

@@ -31,6 +31,47 @@ func TestPlan(t *testing.T) {
 			Decision{Apply: []int{0, 1}, Reason: ReasonHardLimit, Frees: 500, Suffix: 1000, Cost: 10000, Saving: 2500},
 		},
 		{
+			// Past the hard limit (issue 31) the rewrite goes to the low-water mark, not
+			// further: 0.1 first frees 900 (1600 -> 700 <= 800) and stops; the 0.9 at
+			// offset 50 lies before the first change (100) and waits. Suffix
+			// 1600-100-900 = 600, cost 6000 > saving 900 x 5 = 4500: the price does
+			// not stop it (the compaction it avoids costs more).
+			"hard limit down to the mark, whatever the price", with(func(in *Input) {
+				in.Context, in.PriceForced, in.PayFactor = 1600, true, 2
+				in.Pending = []Pending{{Offset: 100, Saves: 900, Keep: 0.1}, {Offset: 50, Saves: 100, Keep: 0.9}}
+			}),
+			Decision{Apply: []int{0}, Reason: ReasonHardLimit, Frees: 900, Suffix: 600, Cost: 6000, Saving: 4500},
+		},
+		{
+			// Pending prunes short of the mark: the rule prune (1600 -> 1400), then
+			// candidates not yet pending by lowest keep-probability: 0.5 (-> 1100), 0.7
+			// (-> 800, the mark); the 0.9 stays. First change at 400; frees
+			// 200+300+300 = 800; suffix 1600-400-800 = 400, cost 4000; saving 800 x 5.
+			"hard limit takes candidates not yet pending", with(func(in *Input) {
+				in.Context = 1600
+				in.Pending = []Pending{{Offset: 1000, Saves: 200, Rule: true}}
+				in.Extra = []Pending{{Offset: 200, Saves: 300, Keep: 0.9}, {Offset: 400, Saves: 300, Keep: 0.5}, {Offset: 600, Saves: 300, Keep: 0.7}}
+			}),
+			Decision{Apply: []int{0}, Extra: []int{1, 2}, Reason: ReasonHardLimit, Frees: 800, Suffix: 400, Cost: 4000, Saving: 4000},
+		},
+		{
+			// Nothing pending, one unscored candidate (Keep 1): it goes. Suffix
+			// 1600-100-1000 = 500.
+			"hard limit with nothing pending", with(func(in *Input) {
+				in.Context = 1600
+				in.Extra = []Pending{{Offset: 100, Saves: 1000, Keep: 1}}
+			}),
+			Decision{Extra: []int{0}, Reason: ReasonHardLimit, Frees: 1000, Suffix: 500, Cost: 5000, Saving: 5000},
+		},
+		{
+			// Under the hard limit, candidates not yet pending are never taken.
+			"extra ignored under the hard limit", with(func(in *Input) {
+				in.Context = 1400
+				in.Extra = []Pending{{Offset: 100, Saves: 1000, Keep: 0}}
+			}),
+			Decision{},
+		},
+		{
 			// A cold cache makes the rewrite free: everything, cost 0.
 			"cold", with(func(in *Input) {
 				in.Context, in.Cold = 500, true

@@ -263,7 +263,7 @@ func (t requestTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // ownHeaders are the server's own headers: never forwarded, either way.
-var ownHeaders = []string{HeaderSession, HeaderToken, HeaderRecallTool}
+var ownHeaders = []string{HeaderSession, HeaderToken, HeaderRecallTool, HeaderAgent}
 
 // hopHeaders are the hop-by-hop headers (RFC 9110 section 7.6.1) a proxy must not
 // forward, plus the server's own headers.

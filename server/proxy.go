@@ -373,13 +373,14 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	if err != nil {
 		return nil, false, &badRequest{msg: err.Error()}
 	}
-	tool, err := recallToolHeader(hints.recallTool)
+	tool, agent, err := s.headersOf(hints)
 	if err != nil {
 		return nil, false, &badRequest{msg: err.Error()}
 	}
 	sess.ID = id
+	sess.CompactTrigger = transcript.CompactTrigger(body) // the compaction point when set
 	note.setSession(id)
-	e, err := s.acquireSession(tool, providerOf(kind), body, id)
+	e, err := s.acquireSession(tool, providerOf(kind), agent, body, id)
 	if err != nil {
 		s.failOpen(route, "advise", id, err)
 		return nil, false, nil
@@ -407,6 +408,18 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		return nil, false, nil
 	}
 	return out, true, nil
+}
+
+// headersOf checks the recall tool (recallToolHeader) and the agent (agentOf) a
+// request's headers give.
+func (s *Server) headersOf(h hints) (tool, agent string, err error) {
+	if tool, err = recallToolHeader(h.recallTool); err != nil {
+		return "", "", err
+	}
+	if agent, err = s.agentOf(h.agent, h.userAgent); err != nil {
+		return "", "", err
+	}
+	return tool, agent, nil
 }
 
 // errAdviseQueue means a request waited the whole advise timeout for an advising
@@ -452,6 +465,8 @@ const maxRecallToolHeader = 128
 type hints struct {
 	session    string // X-Pruneadvisor-Session
 	recallTool string // X-Pruneadvisor-Recall-Tool
+	agent      string // X-Pruneadvisor-Agent
+	userAgent  string // User-Agent
 	// prefix compared the body with the conversation's previous one as it was read
 	// (prefixFeed); nil when it did not.
 	prefix *transcript.PrefixFeed
@@ -468,7 +483,8 @@ func (s *Server) prefixFeed(kind apiKind, r *http.Request) *transcript.PrefixFee
 }
 
 func requestHints(r *http.Request) hints {
-	return hints{session: r.Header.Get(HeaderSession), recallTool: r.Header.Get(HeaderRecallTool)}
+	return hints{session: r.Header.Get(HeaderSession), recallTool: r.Header.Get(HeaderRecallTool),
+		agent: r.Header.Get(HeaderAgent), userAgent: r.Header.Get("User-Agent")}
 }
 
 // recallToolHeader checks an X-Pruneadvisor-Recall-Tool value: "" (the server's

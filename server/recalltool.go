@@ -91,11 +91,12 @@ func toolNames(tool gjson.Result) []string {
 
 // acquireSession acquires session id's entry (release it when done) with the
 // advisor for the recall tool its request names or offers (recallKey: header is
-// the checked X-Pruneadvisor-Recall-Tool value) and for provider's prices (the
-// route's), and logs once when it offers none.
-func (s *Server) acquireSession(header string, provider prices.Provider, body []byte, id string) (*sessionEntry, error) {
+// the checked X-Pruneadvisor-Recall-Tool value), for provider's prices (the
+// route's) and agent's compaction point (agentOf), and logs once when it offers
+// none.
+func (s *Server) acquireSession(header string, provider prices.Provider, agent string, body []byte, id string) (*sessionEntry, error) {
 	key := recallKey(header, body, s.cfg.RecallTool)
-	key.provider = provider
+	key.provider, key.agent = provider, agent
 	e, err := s.sessions.acquire(key, id)
 	if err == nil && key.noRecall {
 		s.warnNoRecall(e, id)

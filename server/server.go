@@ -34,6 +34,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -115,6 +116,13 @@ const (
 	// request's session name it. Without it, Options.Config.RecallTool. A stub keeps
 	// the name it was made with (stubs are frozen).
 	HeaderRecallTool = "X-Pruneadvisor-Recall-Tool"
+	// HeaderAgent names the coding agent sending the request ("claude", "codex",
+	// "pi", "gemini", "opencode", or one the config's compaction_points adds):
+	// its compaction point is the session's hard limit (advisor.CompactionPoints).
+	// wrap sends it. Without it, Config.Agent (serve --agent), else the agent the
+	// User-Agent header names, else none (the window fraction). An unknown name
+	// gets 400.
+	HeaderAgent = "X-Pruneadvisor-Agent"
 )
 
 // Store is what the server needs from storage: the advisor's store and the recall
@@ -270,6 +278,9 @@ type Server struct {
 	msgCache      *transcript.MessageCache // nil when off
 	bodies        bodyPool                 // request body buffers (bodypool.go)
 	handler       http.Handler             // the routes behind the Host check
+	// warnedAgent is set once the server logged that a request's agent is not
+	// known and its hard limit is the window fraction (agentOf).
+	warnedAgent atomic.Bool
 }
 
 // New validates opts and returns a Server. Errors wrap ErrOptions (or
@@ -371,6 +382,9 @@ func New(opts Options) (*Server, error) {
 		}
 		if k.provider != "" {
 			c.Provider = string(k.provider)
+		}
+		if k.agent != "" {
+			c.Agent = k.agent
 		}
 		a, err := advisor.New(c, scorer, advStore)
 		if err != nil {

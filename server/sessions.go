@@ -21,7 +21,8 @@ const maxBudgets = 16
 // advisorKey is what tells the server's advisors apart: the budget (0: the
 // configured one), the recall tool stubs name ("": the configured one; with
 // noRecall, none: the agent has no recall tool, recallKey) and the provider whose
-// prices plan the rewrites: a proxy route's (wire.Spec.Provider), so that the
+// prices plan the rewrites, and the agent (whose compaction point is the hard
+// limit): a proxy route's (wire.Spec.Provider), so that the
 // planner prices a request as the ledger bills it; "" for the sidecar
 // (Config.Provider, else the format's).
 type advisorKey struct {
@@ -29,6 +30,9 @@ type advisorKey struct {
 	recallTool string
 	noRecall   bool
 	provider   prices.Provider
+	// agent is the request's agent (Server.agentOf), whose compaction point is
+	// the hard limit; "" for the configured one, or none.
+	agent string
 }
 
 // sessionTable keeps one advisor per budget and bounds the sessions whose state the

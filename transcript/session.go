@@ -205,6 +205,11 @@ type Session struct {
 	// Orphans are tool outputs whose call id matches no call; they stay in the
 	// message list but are never paired with a call.
 	Orphans []*ToolOutput
+	// CompactTrigger is the context size, in input tokens, at which the request
+	// asks the provider to compact (CompactTrigger), 0 when it asks none. The
+	// proxy sets it from the request body; the advisor takes it as the agent's
+	// compaction point.
+	CompactTrigger int
 
 	raw      []byte // the original bytes, for Rewrite
 	units    []unit // the JSON values in raw that outputs point into

@@ -36,6 +36,7 @@ type serveFlags struct {
 	bodyTimeout   time.Duration
 	idleTimeout   time.Duration
 	verbose       bool
+	agent         string
 }
 
 func serveCmd(e *env) *cobra.Command {
@@ -62,7 +63,11 @@ byte but the content of pruned tool results; responses, streams included, come b
 the upstream sent them. If advising fails the request goes on unchanged. A session is
 named by the X-Pruneadvisor-Session header, else by a hash of its system prompt and
 first user message. Stubs name --recall-tool, or the tool a request's
-X-Pruneadvisor-Recall-Tool header names. "pruneadvisor wrap AGENT" points an agent
+X-Pruneadvisor-Recall-Tool header names. The hard limit is the agent's compaction
+point less a step's growth: the agent the X-Pruneadvisor-Agent header names (wrap
+sends it), else --agent, else the one the User-Agent header names (claude-cli/,
+codex_cli_rs/, GeminiCLI/, opencode/), else none, and then hard_limit_fraction of
+the window (logged once). "pruneadvisor wrap AGENT" points an agent
 at a proxy by itself; by hand, ANTHROPIC_BASE_URL=http://127.0.0.1:8377, an OpenAI
 base URL of http://127.0.0.1:8377/v1 or GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8377
 (docs/INTEGRATIONS.md).
@@ -99,6 +104,7 @@ The usage every proxied response reports is recorded in the database's ledger
 	c.Flags().DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "longest time a client may take to send a request's body once its headers are in (then 408); responses and streams are never cut")
 	c.Flags().DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
 	c.Flags().BoolVar(&f.verbose, "verbose", false, "log at info level (default: warnings only)")
+	c.Flags().StringVar(&f.agent, "agent", "", "the coding agent whose compaction point is the hard limit (claude, codex, pi, gemini, opencode, or one the config's compaction_points adds); default: the X-Pruneadvisor-Agent header wrap sends, else the User-Agent header, else hard_limit_fraction of the window")
 	return c
 }
 
@@ -131,6 +137,15 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 	cfg, err := f.configFlags.load()
 	if err != nil {
 		return usageError{err}
+	}
+	if f.agent != "" {
+		if err := cfg.CheckAgent(f.agent); err != nil {
+			return usageError{fmt.Errorf("--agent: %w", err)}
+		}
+		cfg.Agent = f.agent
+		if err := cfg.Validate(); err != nil {
+			return usageError{fmt.Errorf("--agent %s: %w", f.agent, err)}
+		}
 	}
 	ctx := cmd.Context()
 	level := slog.LevelWarn

@@ -18,6 +18,10 @@ func TestServeRefusesExposedAddr(t *testing.T) {
 		{[]string{"serve", "--addr", ":8377"}, exitUsage, "is not a loopback address"},
 		{[]string{"serve", "--max-body", "0"}, exitUsage, "--max-body 0"},
 		{[]string{"serve", "--openai-upstream", "ftp://x"}, exitUsage, "want an absolute http or https URL"},
+		// issue 31: an agent with no compaction point, or one that compacts under the
+		// margin for the window, is refused naming the flag.
+		{[]string{"serve", "--agent", "aider"}, exitUsage, `--agent: unknown agent "aider"; known agents: claude, codex, gemini, opencode, pi`},
+		{[]string{"serve", "--agent", "claude", "--window", "40000"}, exitUsage, "--agent claude: invalid config: agent: claude compacts at 7000 tokens"},
 		{[]string{"mcp", "--tool-name", "bad name"}, exitUsage, "--tool-name: invalid MCP tool name"}, // a bad flag value
 	}
 	for _, tt := range tests {

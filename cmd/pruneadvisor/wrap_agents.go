@@ -281,7 +281,9 @@ func launchOpencode(l *launch) error {
 
 // recallHeaders are the headers every agent sends to the proxy.
 func recallHeaders(a agent, token string) map[string]string {
-	h := map[string]string{server.HeaderRecallTool: a.recallTool}
+	// The agent's name is its row of the compaction points (advisor.CompactionPoints):
+	// the proxy's hard limit for its sessions.
+	h := map[string]string{server.HeaderRecallTool: a.recallTool, server.HeaderAgent: a.name}
 	if token != "" {
 		h[server.HeaderToken] = token
 	}

@@ -82,8 +82,8 @@ func TestWrapRunsAgent(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no proxy URL in the agent's environment:\n%s", got)
 	}
-	if !strings.Contains(got, "headers=X-Team: blue\nX-Pruneadvisor-Recall-Tool: mcp__pruneadvisor__recall\n") {
-		t.Errorf("headers: the user's first, then the recall tool's:\n%s", got)
+	if !strings.Contains(got, "headers=X-Team: blue\nX-Pruneadvisor-Agent: claude\nX-Pruneadvisor-Recall-Tool: mcp__pruneadvisor__recall\n") {
+		t.Errorf("headers: the user's first, then the agent's name and the recall tool's:\n%s", got)
 	}
 	args := regexp.MustCompile(`arg=(.*)`).FindAllStringSubmatch(got, -1)
 	if len(args) != 4 || args[0][1] != "--mcp-config" || args[2][1] != "-p" || args[3][1] != "fix it" {
@@ -116,12 +116,12 @@ func TestWrapDryRun(t *testing.T) {
 	t.Setenv("OPENCODE_CONFIG_CONTENT", `{"theme":"dark"}`)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	want := map[string][]string{
-		"claude": {"ANTHROPIC_BASE_URL=http://127.0.0.1:9 ", "ANTHROPIC_CUSTOM_HEADERS='X-Pruneadvisor-Recall-Tool: mcp__pruneadvisor__recall'", `"alwaysLoad":true`},
-		"codex": {`-c 'model_provider="pruneadvisor"'`, `base_url="http://127.0.0.1:9/v1",env_key="OPENAI_API_KEY",wire_api="responses",http_headers={"X-Pruneadvisor-Recall-Tool"="mcp__pruneadvisor__recall"}`,
+		"claude": {"ANTHROPIC_BASE_URL=http://127.0.0.1:9 ", "ANTHROPIC_CUSTOM_HEADERS='X-Pruneadvisor-Agent: claude\nX-Pruneadvisor-Recall-Tool: mcp__pruneadvisor__recall'", `"alwaysLoad":true`},
+		"codex": {`-c 'model_provider="pruneadvisor"'`, `base_url="http://127.0.0.1:9/v1",env_key="OPENAI_API_KEY",wire_api="responses",http_headers={"X-Pruneadvisor-Agent"="codex","X-Pruneadvisor-Recall-Tool"="mcp__pruneadvisor__recall"}`,
 			`-c 'mcp_servers.pruneadvisor={command=`},
-		"gemini":   {"GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9 ", "GEMINI_CLI_CUSTOM_HEADERS='X-Pruneadvisor-Recall-Tool: mcp_pruneadvisor_recall'", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH=", "# writes "},
+		"gemini":   {"GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9 ", "GEMINI_CLI_CUSTOM_HEADERS='X-Pruneadvisor-Agent: gemini,X-Pruneadvisor-Recall-Tool: mcp_pruneadvisor_recall'", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH=", "# writes "},
 		"pi":       {"PRUNEADVISOR_URL=http://127.0.0.1:9 ", "pruneadvisor-pi.ts -p hi"},
-		"opencode": {`"theme":"dark"`, `"anthropic":{"options":{"baseURL":"http://127.0.0.1:9/v1","headers":{"X-Pruneadvisor-Recall-Tool":"pruneadvisor_recall"}}}`, `"mcp":{"pruneadvisor":{"command":[`},
+		"opencode": {`"theme":"dark"`, `"anthropic":{"options":{"baseURL":"http://127.0.0.1:9/v1","headers":{"X-Pruneadvisor-Agent":"opencode","X-Pruneadvisor-Recall-Tool":"pruneadvisor_recall"}}}`, `"mcp":{"pruneadvisor":{"command":[`},
 	}
 	for name, parts := range want {
 		code, stdout, stderr := runWrapCmd(t, "--dry-run", "--proxy", "http://127.0.0.1:9", name, "--", "-p", "hi")

@@ -6,7 +6,8 @@
  *  - points pi's built-in providers at the pruneadvisor proxy: anthropic (Messages
  *    API) at $PRUNEADVISOR_URL, openai (Responses API) at $PRUNEADVISOR_URL/v1, google
  *    (Gemini API) at $PRUNEADVISOR_URL/v1beta, keeping their models, with the header
- *    X-Pruneadvisor-Recall-Tool: recall so that every stub names this tool;
+ *    X-Pruneadvisor-Recall-Tool: recall so that every stub names this tool, and
+ *    X-Pruneadvisor-Agent: pi so that the hard limit is pi's compaction point;
  *  - registers the `recall` tool, which fetches a pruned output's original from the
  *    proxy (GET /v1/recall/{id}).
  *
@@ -20,7 +21,7 @@ const BASE = (process.env.PRUNEADVISOR_URL ?? "http://127.0.0.1:8377").replace(/
 const TOKEN = process.env.PRUNEADVISOR_TOKEN;
 
 export default function (pi: ExtensionAPI) {
-	const headers: Record<string, string> = { "X-Pruneadvisor-Recall-Tool": "recall" };
+	const headers: Record<string, string> = { "X-Pruneadvisor-Recall-Tool": "recall", "X-Pruneadvisor-Agent": "pi" };
 	if (TOKEN) headers["X-Pruneadvisor-Token"] = TOKEN;
 	pi.registerProvider("anthropic", { baseUrl: BASE, headers });
 	pi.registerProvider("openai", { baseUrl: `${BASE}/v1`, headers });
