@@ -118,7 +118,14 @@ func savingsPlot(r calibrate.Report) (*plot.Plot, error) {
 	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, 1
 	p.Legend.Top = true
 	for i, s := range b.Scorers {
-		for k, series := range [][]calibrate.Result{s.Sweep, s.Random} {
+		// The scorer's front (the sweep refined where neighbours are far apart:
+		// calibrate.Evaluator.Front), with the random baseline at the sweep's prune
+		// rates.
+		front := s.Front
+		if len(front) == 0 {
+			front = s.Sweep
+		}
+		for k, series := range [][]calibrate.Result{front, s.Random} {
 			var xys plotter.XYs
 			for _, x := range series {
 				xys = append(xys, plotter.XY{X: x.MissRate, Y: x.SavedShare()})
