@@ -94,7 +94,7 @@ type Config struct {
 	// (evidence.Tracker.Digest, DESIGN.md step 7) up to this many, so that a later
 	// step that needs one finds it without a recall. Default 64: on
 	// ../shared/sessions and ../shared/corpus the largest budget of calibrate's
-	// sweep whose stubs stay within 10% of the tokens they replace (9.0% and 9.7%;
+	// sweep whose stubs stay within 10% of the tokens they replace (8.0% and 8.2%;
 	// docs/EVALUATION.md, "Stub digests"). 0 turns digests off.
 	DigestTokens int `json:"digest_tokens" validate:"gte=0,lte=4096"`
 	// StubMaxShare bounds a stub with its digest to this share of the tokens it

@@ -62,15 +62,14 @@ func digestSpec(name string) int {
 	return 1
 }
 
-// digestOrder returns the candidates in digest order (see the rule above).
-func digestOrder(cands []digestCand) []digestCand {
-	out := slices.Clone(cands)
-	slices.SortStableFunc(out, func(a, b digestCand) int {
+// digestOrder sorts the candidates, given in position order, into digest order
+// (see the rule above), in place.
+func digestOrder(cands []digestCand) {
+	slices.SortStableFunc(cands, func(a, b digestCand) int {
 		// Higher specificity per token first: spec_a/cost_a against spec_b/cost_b;
 		// the stable sort keeps position order on ties.
 		return b.spec*DigestNameTokens(a.name) - a.spec*DigestNameTokens(b.name)
 	})
-	return out
 }
 
 // shorterRep reports whether suffix, a later whole name of the compound whose
@@ -102,32 +101,25 @@ func (t *Tracker) Digest(key string, budget int) []string {
 	return out
 }
 
-// setDigest orders the candidates of the output just added (t.cands), sets each
-// candidate name's digest cost (the cumulative cost up to its compound's
-// representative) and keeps the names within t.DigestTokens for oe when its
-// output has DigestMinTokens or more.
+// setDigest orders the candidates of the output just added (t.cands, in place),
+// sets every name the output carries to its compound's digest cost (the
+// cumulative cost up to the compound's candidate; 0 for a compound without one:
+// t.candGroups) and keeps the names within t.DigestTokens for oe when its output
+// has DigestMinTokens or more.
 func (t *Tracker) setDigest(oe *outEvidence, tokens int) {
-	if len(t.cands) == 0 {
-		return
-	}
-	order := digestOrder(t.cands)
+	digestOrder(t.cands)
 	keep := t.DigestTokens > 0 && tokens >= t.DigestMinTokens
 	cum := 0
-	defer func() { oe.dfull = cum }()
-	groupCost := make(map[int32]int32, len(order))
-	for _, c := range order {
+	for _, c := range t.cands {
 		cum += DigestNameTokens(c.name)
-		groupCost[c.group] = int32(cum)
+		t.candGroups[c.group] = int32(cum)
 		if keep && cum <= t.DigestTokens {
 			oe.digest = append(oe.digest, strings.Clone(c.name))
 		}
 	}
+	oe.dfull = cum
 	for _, m := range t.carried {
-		if cost, ok := groupCost[m.group]; ok {
-			t.infos[m.idx].dcost = cost
-		} else {
-			t.infos[m.idx].dcost = 0
-		}
+		t.infos[m.idx].dcost = t.candGroups[m.group] // 0 when no candidate
 	}
 }
 

@@ -214,9 +214,10 @@ type Tracker struct {
 	written []string
 	// cands and carried are the scratch of addOutput: the output's digest
 	// candidates and every name it carries.
-	cands      []digestCand
-	carried    []carriedName
-	candGroups map[int32]bool
+	cands   []digestCand
+	carried []carriedName
+	// candGroups holds the compounds with a candidate, and then their digest cost.
+	candGroups map[int32]int32
 	step       int // step of the last message added
 	stats      TrackerStats
 }
@@ -298,7 +299,7 @@ func NewTracker() *Tracker {
 		runs:  map[uint64]int{},
 		ev:    map[int]*rawUse{},
 
-		candGroups: map[int32]bool{},
+		candGroups: map[int32]int32{},
 	}
 }
 
@@ -659,9 +660,9 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 			return
 		}
 		t.carried = append(t.carried, carriedName{idx: i, group: e.group})
-		if !t.candGroups[e.group] {
+		if _, taken := t.candGroups[e.group]; !taken {
 			if Specific(name, t.Background) {
-				t.candGroups[e.group] = true
+				t.candGroups[e.group] = 0 // its cost comes with setDigest
 				t.cands = append(t.cands, digestCand{name: name, group: e.group, pos: len(t.cands), spec: digestSpec(name)})
 			}
 		} else if c := &t.cands[len(t.cands)-1]; c.group == e.group && shorterRep(c.name, name) {

@@ -165,13 +165,28 @@ func mergeSteps(a, b []int) []int {
 }
 
 // digestBudget is the digest budget of the stub the advisor of r's settings gives
-// output f (advisor.DigestBudget over its stub without a digest); 0 for an output
-// the rules kill (its stub has no digest: its content is in context again) or that
-// is never a candidate.
+// output f (stubDigest at the configured budget).
 func (r *Record) digestBudget(f OutputFacts) int {
-	if f.CandidateFrom == 0 || f.RuleDeadAt > 0 {
-		return 0
-	}
 	cfg := r.Settings.Config
-	return advisor.DigestBudget(cfg, advisor.StubTokens(cfg, f.Tool, f.Summary, f.Tokens), f.Tokens)
+	_, budget := stubDigest(cfg, &f, cfg.DigestTokens)
+	return budget
+}
+
+// stubDigest returns the tokens of the stub the advisor with cfg gives output f
+// without its digest (advisor.StubTokens; 0 for an output never stubbed: neither
+// a candidate nor rule-dead) and the digest budget that stub has when the
+// configured budget is b (advisor.DigestBudget, StubMaxShare applied): 0 for an
+// output that is never a candidate or that the rules kill, whose stub has no
+// digest (its content is in context again). The one rule replay, calibrate and
+// the digest coverage share.
+func stubDigest(cfg advisor.Config, f *OutputFacts, b int) (base, budget int) {
+	if f.CandidateFrom == 0 && f.RuleDeadAt == 0 {
+		return 0, 0
+	}
+	base = advisor.StubTokens(cfg, f.Tool, f.Summary, f.Tokens)
+	if f.CandidateFrom == 0 || f.RuleDeadAt > 0 {
+		return base, 0
+	}
+	cfg.DigestTokens = b
+	return base, advisor.DigestBudget(cfg, base, f.Tokens)
 }

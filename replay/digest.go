@@ -5,8 +5,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-
-	"github.com/pruneadvisor/pruneadvisor/advisor"
 )
 
 // DigestBudgets are the stub digest budgets, in tokens, that DigestCoverage
@@ -29,8 +27,9 @@ type DigestRow struct {
 	// tokens holds (0 < evidence.Use.Digest <= budget).
 	Uses int   `json:"uses"`
 	Held []int `json:"held"`
-	// Outputs and Tokens count the outputs that could be stubbed (candidates or
-	// rule-dead) and their tokens; Stub[i] is their stubs' tokens with a digest of
+	// Outputs and Tokens count the outputs whose stub carries a digest (candidates
+	// the rules do not kill: stubDigest; the others' uses are no stub misses
+	// either) and their tokens; Stub[i] is their stubs' tokens with a digest of
 	// DigestBudgets[i] tokens at most: the stub without one (advisor.StubTokens)
 	// plus the smaller of the output's whole digest (OutputFacts.DigestTokens) and
 	// its budget under the replay's StubMaxShare (advisor.DigestBudget). A use is
@@ -66,24 +65,29 @@ func (c *DigestCoverage) Add(rec *Record) {
 		c.by[f] = row
 	}
 	cfg := rec.Settings.Config
+	// budgets[key][i]: the digest budget of the output's stub at DigestBudgets[i],
+	// for the outputs whose stub carries a digest (stubDigest).
+	budgets := make(map[string][]int, len(rec.Outputs))
 	outs := make(map[string]*OutputFacts, len(rec.Outputs))
-	base := make(map[string]int, len(rec.Outputs)) // stub tokens without a digest
 	for i := range rec.Outputs {
 		o := &rec.Outputs[i]
-		outs[o.Key] = o
-		if o.CandidateFrom == 0 && o.RuleDeadAt == 0 {
-			continue
+		if o.CandidateFrom == 0 || o.RuleDeadAt > 0 {
+			continue // no stub, or one without a digest: no stub miss either way
 		}
-		// OutputFacts.StubTokens holds the digest at the replay's own budget.
-		b0 := advisor.StubTokens(cfg, o.Tool, o.Summary, o.Tokens)
-		base[o.Key] = b0
+		outs[o.Key] = o
+		bs := make([]int, len(DigestBudgets))
 		for _, r := range []*DigestRow{row, &c.all} {
 			r.Outputs++
 			r.Tokens += o.Tokens
-			for i, b := range DigestBudgets {
-				r.Stub[i] += b0 + min(budgetAt(cfg, b, b0, o.Tokens), o.DigestTokens)
+		}
+		for i, b := range DigestBudgets {
+			base, budget := stubDigest(cfg, o, b)
+			bs[i] = budget
+			for _, r := range []*DigestRow{row, &c.all} {
+				r.Stub[i] += base + min(budget, o.DigestTokens)
 			}
 		}
+		budgets[o.Key] = bs
 	}
 	for _, u := range rec.Evidence {
 		o := outs[u.Key]
@@ -93,21 +97,13 @@ func (c *DigestCoverage) Add(rec *Record) {
 		}
 		for _, r := range []*DigestRow{row, &c.all} {
 			r.Uses++
-			for i, b := range DigestBudgets {
-				if u.Digest > 0 && u.Digest <= budgetAt(cfg, b, base[u.Key], o.Tokens) {
+			for i, budget := range budgets[u.Key] {
+				if u.Digest > 0 && u.Digest <= budget {
 					r.Held[i]++
 				}
 			}
 		}
 	}
-}
-
-// budgetAt is the digest budget a stub of b0 tokens for an output of tokens
-// tokens has when the configured budget is b (advisor.DigestBudget: the share
-// cap applies).
-func budgetAt(cfg advisor.Config, b, b0, tokens int) int {
-	cfg.DigestTokens = b
-	return advisor.DigestBudget(cfg, b0, tokens)
 }
 
 // Result returns the rows, by format name, then "all".

@@ -480,12 +480,11 @@ func (f *folder) finish(tr *evidence.Tracker) error {
 	for i := range f.facts {
 		f.facts[i].EndStep = rec.Steps
 		f.facts[i].DigestTokens = tr.DigestFull(f.facts[i].Key)
-		if f.facts[i].CandidateFrom > 0 || f.facts[i].RuleDeadAt > 0 {
-			fc := &f.facts[i]
-			fc.StubTokens = advisor.StubTokens(f.rec.Settings.Config, fc.Tool, fc.Summary, fc.Tokens)
-			// The digest the stub would carry, at most: its budget, or the whole digest.
-			fc.StubTokens += min(advisor.DigestBudget(f.rec.Settings.Config, fc.StubTokens, fc.Tokens), fc.DigestTokens)
-		}
+		// The stub, with the digest it would carry at most: its budget, or the
+		// whole digest.
+		cfg := f.rec.Settings.Config
+		base, budget := stubDigest(cfg, &f.facts[i], cfg.DigestTokens)
+		f.facts[i].StubTokens = base + min(budget, f.facts[i].DigestTokens)
 	}
 	rec.Outputs = f.facts
 	rec.Evidence = tr.All()
