@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // Agent names, as `wrap` names the agents it starts, `serve --agent` takes them and
@@ -31,9 +33,32 @@ type CompactionPoint struct {
 	Tokens int `json:"tokens,omitempty" validate:"gte=0"`
 	// Source says where the row's numbers come from (documentation only).
 	Source string `json:"source,omitempty"`
-	// Keeps says what the agent keeps when it compacts (documentation only).
+	// Keeps says what the agent keeps when it compacts, in words.
 	Keeps string `json:"keeps,omitempty"`
+	// SummaryTokens is the size in tokens of the summary a compaction of this
+	// agent leaves, for the compaction model of replay and calibrate; 0 takes
+	// MeanSummaryTokens.
+	SummaryTokens int `json:"summary_tokens,omitempty" validate:"gte=0"`
+	// KeepTokens, KeepFraction and KeepSteps are Keeps for the compaction model
+	// (calibrate.Compaction): the newest KeepTokens tokens, the newest KeepFraction
+	// of the context, the messages of the last KeepSteps model calls; 0: none.
+	KeepTokens   int     `json:"keep_tokens,omitempty" validate:"gte=0"`
+	KeepFraction float64 `json:"keep_fraction,omitempty" validate:"gte=0,lte=1"`
+	KeepSteps    int     `json:"keep_steps,omitempty" validate:"gte=0"`
 }
+
+// Summary sizes measured on the real compacted sessions in ../shared/sessions
+// (TestCompactionSummarySizes reads them again): Claude Code's one compaction
+// (claude-code/3af9b1a7-…, 4,369 tokens), pi's three (session.jsonl 1,064,
+// before-compaction.jsonl 1,113 and 963; mean 1,047). MeanSummaryTokens, the mean
+// of those four, stands for the agents with no compacted session to measure
+// (Codex, Gemini CLI, opencode) and for unknown agents. ../shared/corpus holds no
+// compacted session.
+const (
+	ClaudeSummaryTokens = 4_369
+	PiSummaryTokens     = 1_047
+	MeanSummaryTokens   = 1_877
+)
 
 // At returns the point in tokens for a window of window tokens (never below 1).
 func (p CompactionPoint) At(window int) int {
@@ -73,7 +98,7 @@ var CompactionPoints = map[string]CompactionPoint{
 	// from (a tokens row).
 	AgentClaude: {Reserve: 33_000,
 		Source: "Claude Code autoCompact: effective window = window - min(max output, 20,000); threshold = effective - 13,000 (AUTOCOMPACT_BUFFER_TOKENS)",
-		Keeps:  "the summary (and the files it re-reads)"},
+		Keeps:  "the summary (and the files it re-reads)", SummaryTokens: ClaudeSummaryTokens},
 	// Codex: the lower of model_auto_compact_token_limit and 90% of the window
 	// (244,800 of 272,000); set the limit with a tokens override.
 	AgentCodex: {Fraction: 0.9,
@@ -82,16 +107,16 @@ var CompactionPoints = map[string]CompactionPoint{
 	// pi: window - reserveTokens (16,384).
 	AgentPi: {Reserve: 16_384,
 		Source: "pi-coding-agent compaction settings: reserveTokens 16384 (keepRecentTokens 20000)",
-		Keeps:  "the summary and the last keepRecentTokens (20,000)"},
+		Keeps:  "the summary and the last keepRecentTokens (20,000)", SummaryTokens: PiSummaryTokens, KeepTokens: 20_000},
 	// Gemini CLI: compressionThreshold (default 0.5) of the model's limit.
 	AgentGemini: {Fraction: 0.5,
 		Source: "gemini-cli chatCompressionService: DEFAULT_COMPRESSION_TOKEN_THRESHOLD 0.5 of tokenLimit(model) (model.compressionThreshold)",
-		Keeps:  "the summary and the latest 30% of the history"},
+		Keeps:  "the summary and the latest 30% of the history", KeepFraction: 0.3},
 	// opencode: input limit - compaction.reserved (default min(20,000, the model's
 	// output limit): 20,000 for current coding models).
 	AgentOpencode: {Reserve: 20_000,
 		Source: "opencode session/compaction: overflow when tokens > input limit - compaction.reserved (default min(20000, output limit))",
-		Keeps:  "the summary and the last tail_turns (2)"},
+		Keeps:  "the summary and the last tail_turns (2)", KeepSteps: 2},
 }
 
 // Agents returns the agent names the configuration knows: the table's and
@@ -190,4 +215,22 @@ func (c Config) HardLimitFor(agent string, trigger, growth int) Limit {
 	l.Margin = max(c.Margin(), growth)
 	l.Tokens = max(l.Point-l.Margin, 1)
 	return l
+}
+
+// AgentOf returns the agent that writes sessions of format f ("" when the format
+// does not say: chat-completions lists, Anthropic request bodies, the SWE-agent
+// family): Claude Code's, Codex CLI's (rollouts and Responses bodies), pi's and
+// Gemini CLI's (chat files and API bodies).
+func AgentOf(f transcript.Format) string {
+	switch f {
+	case transcript.FormatClaudeCode:
+		return AgentClaude
+	case transcript.FormatCodex, transcript.FormatResponses:
+		return AgentCodex
+	case transcript.FormatPi:
+		return AgentPi
+	case transcript.FormatGemini, transcript.FormatGeminiAPI:
+		return AgentGemini
+	}
+	return ""
 }

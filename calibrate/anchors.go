@@ -163,10 +163,21 @@ func (p *keepNewestP) stub(v *view) []int {
 	case p.idle > 0 && v.sd.gap[v.s-1] <= p.idle:
 		return nil
 	}
+	// The keep newest outputs still in the context (a compaction drops the others).
+	last, kept := v.visible, 0
+	for last > 0 && kept < p.keep {
+		last--
+		if !v.gone[last] {
+			kept++
+		}
+	}
+	if kept < p.keep {
+		return nil
+	}
 	var out []int
 	cleared := 0
-	for j := 0; j < v.visible-p.keep; j++ {
-		if !v.stubbed[j] && v.savesOf(j) > 0 {
+	for j := 0; j < last; j++ {
+		if !v.stubbed[j] && !v.gone[j] && v.savesOf(j) > 0 {
 			out = append(out, j)
 			cleared += v.out(j).Tokens
 		}
@@ -187,14 +198,14 @@ func (p *protectWindowP) placeholder() int { return AnchorPlaceholderTokens }
 func (p *protectWindowP) stub(v *view) []int {
 	window, j := 0, v.visible-1
 	for ; j >= 0 && window < p.protect; j-- {
-		if !v.stubbed[j] {
+		if !v.stubbed[j] && !v.gone[j] {
 			window += v.out(j).Tokens
 		}
 	}
 	var out []int
 	prunable := 0
 	for ; j >= 0; j-- {
-		if !v.stubbed[j] && v.savesOf(j) > 0 {
+		if !v.stubbed[j] && !v.gone[j] && v.savesOf(j) > 0 {
 			out = append(out, j)
 			prunable += v.out(j).Tokens
 		}

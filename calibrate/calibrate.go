@@ -209,6 +209,9 @@ type Session struct {
 	// Provider names the price model (Options.Prices) the session is priced under;
 	// "" means Anthropic.
 	Provider prices.Provider
+	// Agent names the agent that wrote the session ("claude", "codex", "pi",
+	// "gemini", "opencode"; "" when unknown), for Options.CompactionOf.
+	Agent string
 }
 
 // Options are the simulation settings. Build them with DefaultOptions and change
@@ -248,6 +251,13 @@ type Options struct {
 	Seed uint64
 	// PerSession keeps every Result's per-session rows (Result.Sessions).
 	PerSession bool
+	// Window is the modelled context window in tokens (`calibrate --window`);
+	// default 200,000 (advisor.DefaultConfig's). It only matters through
+	// CompactionOf.
+	Window int
+	// CompactionOf, when set, gives how a session of agent (Session.Agent) compacts
+	// in a window of Window tokens; nil: no session compacts (nothing modelled).
+	CompactionOf func(agent string, window int) Compaction `json:"-"`
 	// OnRewrite, when set, is told of every rewrite the planner makes at the applied
 	// level of a decision pruner: the session, the call, and the planner's decision
 	// (what `calibrate --trace` prints to explain a session's cost).
@@ -259,7 +269,7 @@ func DefaultOptions() Options {
 	return Options{
 		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true,
 		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, CacheTTL: 5 * time.Minute,
-		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1,
+		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1, Window: 200_000,
 	}
 }
 
@@ -290,6 +300,8 @@ func (o Options) Validate() error {
 		return bad("RecallOverheadTokens", o.RecallOverheadTokens)
 	case o.Bins < 1 || o.Bins > 1000:
 		return bad("Bins", o.Bins)
+	case o.CompactionOf != nil && o.Window <= 0:
+		return bad("Window", o.Window)
 	}
 	if err := o.Prices.Validate(); err != nil {
 		return fmt.Errorf("%w: option Prices: %v", ErrInvalid, err)
@@ -314,10 +326,19 @@ type Level struct {
 	// SessionsCostlier counts sessions where the pruner paid more than keep-all
 	// (NetUSD < 0); 0 in a per-session row.
 	SessionsCostlier int `json:"sessions_costlier"`
-	// Misses counts pruned outputs used again (each repaired by a recall round trip).
+	// Misses counts pruned outputs used again (stub misses, each repaired by a
+	// recall round trip).
 	Misses int `json:"misses"`
-	// TokenSteps is the context kept out of the calls: the sum over calls of the
-	// tokens removed, net of what recalls put back.
+	// Compactions counts the agent's compactions (Compaction): calls before which
+	// the context passed the agent's compaction point.
+	Compactions int `json:"compactions"`
+	// CompactionMisses counts outputs a compaction dropped and the agent used
+	// later: lost, not recallable; each priced as the agent fetching the output
+	// again (a round trip writing it, like a recall).
+	CompactionMisses int `json:"compaction_misses"`
+	// TokenSteps is the context kept out of the calls by the pruner's stubs: the
+	// sum over calls of the tokens removed, net of what repairs put back; what
+	// compactions remove is not counted.
 	TokenSteps int64 `json:"token_steps"`
 }
 
@@ -390,6 +411,11 @@ type sessionData struct {
 	price   prices.Model
 	outs    []int // indexes into Evaluator.outs, in (Offset, input) order
 	keepAll Level // keep-all's figures (its PaidUSD is the reference price)
+	// compaction is how the session's agent compacts (Options.CompactionOf; zero:
+	// never); growth[s-1] is the largest growth of the unpruned context in one
+	// call up to call s, in tokens (the hard limit's margin).
+	compaction Compaction
+	growth     []int
 }
 
 // NewEvaluator validates opts, every output (Output.Validate, unique (Session,
@@ -453,7 +479,7 @@ func NewEvaluator(outputs []Output, sessions []Session, opts Options) (*Evaluato
 	}
 	for _, sd := range e.sessions {
 		sort.SliceStable(sd.outs, func(a, b int) bool { return e.outs[sd.outs[a]].Offset < e.outs[sd.outs[b]].Offset })
-		sd.keepAll = e.keepAllLevel(sd)
+		sd.keepAll = e.simulate(sd, nil)
 	}
 	return e, nil
 }
@@ -472,7 +498,16 @@ func (e *Evaluator) newSessionData(s *Session, end int) (*sessionData, error) {
 		return nil, fmt.Errorf("%w: session %q: %v", ErrInvalid, s.Name, err)
 	}
 	sd := &sessionData{name: s.Name, end: end, context: s.Context, price: price,
-		cold: make([]bool, end), gap: make([]time.Duration, end)}
+		cold: make([]bool, end), gap: make([]time.Duration, end), growth: make([]int, end)}
+	if f := e.opts.CompactionOf; f != nil {
+		sd.compaction = f(s.Agent, e.opts.Window)
+		if err := sd.compaction.Validate(); err != nil {
+			return nil, fmt.Errorf("session %q (agent %q): %w", s.Name, s.Agent, err)
+		}
+	}
+	for i := 1; i < end; i++ {
+		sd.growth[i] = max(sd.growth[i-1], s.Context[i]-s.Context[i-1])
+	}
 	var prev time.Time
 	for i := 0; i < end && i < len(s.At); i++ {
 		t := s.At[i]
@@ -608,32 +643,12 @@ func (l *Level) add(s Level) {
 	l.PeakContext = max(l.PeakContext, s.PeakContext)
 	l.Rewrites += s.Rewrites
 	l.Misses += s.Misses
+	l.Compactions += s.Compactions
+	l.CompactionMisses += s.CompactionMisses
 	l.TokenSteps += s.TokenSteps
 	if s.NetUSD < 0 {
 		l.SessionsCostlier++
 	}
-}
-
-// keepAllLevel prices doing nothing: every call reads what the previous call sent
-// (up to the shorter of the two, when the context shrank) and writes the rest; a
-// cold call writes everything.
-func (e *Evaluator) keepAllLevel(sd *sessionData) Level {
-	var l Level
-	prev := 0
-	for s := 1; s <= sd.end; s++ {
-		c := sd.context[s-1]
-		cached := min(prev, c)
-		if sd.cold[s-1] {
-			cached = 0
-		}
-		l.PaidUSD += sd.price.Call(cached, c)
-		if c > e.opts.Budget {
-			l.StepsOverBudget++
-		}
-		l.PeakContext = max(l.PeakContext, c)
-		prev = c
-	}
-	return l
 }
 
 // missFrom is MissFrom with the advisor's stubs (digest), else UsedFrom.

@@ -584,7 +584,7 @@ func TestReport(t *testing.T) {
 	if err := rep.WriteText(&sb); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"scorer x:", "scorer high:", "recommended cutoff: 0.00", "oracle", "[0.90,1.00)", "budget 100000 tokens: keep-all pays $0.32", "gemini-cli-masking"} {
+	for _, s := range []string{"scorer x:", "scorer high:", "recommended cutoff: 0.00", "oracle", "[0.90,1.00)", "budget 100000 tokens, window 200000: keep-all pays $0.32", "gemini-cli-masking"} {
 		if !strings.Contains(sb.String(), s) {
 			t.Errorf("text report lacks %q:\n%s", s, sb.String())
 		}

@@ -68,8 +68,11 @@ func dominance(front, anchors []Result) []Dominance {
 	return out
 }
 
-// BudgetReport is everything priced at one budget.
+// BudgetReport is everything priced at one budget in one modelled window.
 type BudgetReport struct {
+	// Window is the modelled context window in tokens (Options.Window): where
+	// the agents compact (Options.CompactionOf).
+	Window     int     `json:"window"`
 	Budget     int     `json:"budget"`
 	KeepAllUSD float64 `json:"keep_all_usd"` // what doing nothing pays for input
 	// Advisor is what the advisor did in the replay (its own rewrites, when the budget
@@ -106,6 +109,7 @@ type AdvisorInput struct {
 	Scorer    string
 	Cutoff    float64
 	Budget    int
+	Window    int // the replay's context window in tokens; 0: Options.Window
 	AppliedAt []int
 }
 
@@ -114,6 +118,11 @@ type AdvisorInput struct {
 type ReportConfig struct {
 	Options Options // simulation settings; Budget is overridden by each of Budgets
 	Budgets []int   // the budgets to price at, in tokens; nil: Options.Budget alone
+	// Windows are the context windows to model, in tokens; nil: Options.Window
+	// alone. In a window w other than Options.Window the hard limit is
+	// Options.HardLimit scaled by w / Options.Window, and with Budgets nil the
+	// budget is Options.Budget scaled the same way (the window fractions).
+	Windows []int
 	Cutoffs []float64
 	Recency []int
 	// TargetMiss is the miss-rate target of the recommendation, in [0,1]; 0 is a
@@ -145,12 +154,14 @@ func NewReport(base []Output, sessions []Session, scorers []ScorerInput, cfg Rep
 	if err != nil {
 		return Report{}, err
 	}
-	for _, b := range cfg.budgets() {
-		br, err := cfg.budgetReport(b, base, sessions, inputs)
-		if err != nil {
-			return Report{}, err
+	for _, w := range cfg.windows() {
+		for _, b := range cfg.budgetsAt(w) {
+			br, err := cfg.budgetReport(w, b, base, sessions, inputs)
+			if err != nil {
+				return Report{}, err
+			}
+			rep.Budgets = append(rep.Budgets, br)
 		}
-		rep.Budgets = append(rep.Budgets, br)
 	}
 	ev, err := NewEvaluator(base, sessions, cfg.Options)
 	if err != nil {
@@ -188,17 +199,40 @@ func (c *ReportConfig) check() error {
 			return fmt.Errorf("%w: cutoff %v outside [0,1]", ErrInvalid, x)
 		}
 	}
-	for _, b := range c.budgets() {
+	for _, b := range c.Budgets {
 		if b <= 0 {
 			return fmt.Errorf("%w: budget %d: want a positive number of tokens", ErrInvalid, b)
+		}
+	}
+	for _, w := range c.Windows {
+		if w <= 0 {
+			return fmt.Errorf("%w: window %d: want a positive number of tokens", ErrInvalid, w)
 		}
 	}
 	return c.Options.Validate()
 }
 
-func (c *ReportConfig) budgets() []int {
+// windows returns the windows to model (Windows, else Options.Window).
+func (c *ReportConfig) windows() []int {
+	if len(c.Windows) == 0 {
+		return []int{c.Options.Window}
+	}
+	return c.Windows
+}
+
+// scaled returns n scaled from Options.Window to window w (n when either is 0).
+func (c *ReportConfig) scaled(n, w int) int {
+	if c.Options.Window <= 0 || w == c.Options.Window {
+		return n
+	}
+	return int(int64(n) * int64(w) / int64(c.Options.Window))
+}
+
+// budgetsAt returns the budgets to price at in window w: Budgets, else
+// Options.Budget scaled to w.
+func (c *ReportConfig) budgetsAt(w int) []int {
 	if len(c.Budgets) == 0 {
-		return []int{c.Options.Budget}
+		return []int{max(c.scaled(c.Options.Budget, w), 1)}
 	}
 	return c.Budgets
 }
@@ -231,15 +265,16 @@ func alignScorers(base []Output, scorers []ScorerInput) ([]ScorerInput, error) {
 	return out, nil
 }
 
-// budgetReport prices everything at budget b.
-func (c *ReportConfig) budgetReport(b int, base []Output, sessions []Session, scorers []ScorerInput) (BudgetReport, error) {
+// budgetReport prices everything at budget b in window w.
+func (c *ReportConfig) budgetReport(w, b int, base []Output, sessions []Session, scorers []ScorerInput) (BudgetReport, error) {
 	opts := c.Options
-	opts.Budget, opts.HardLimit = b, max(opts.HardLimit, b)
+	opts.Window = w
+	opts.Budget, opts.HardLimit = b, max(c.scaled(opts.HardLimit, w), b)
 	be, err := NewEvaluator(base, sessions, opts)
 	if err != nil {
 		return BudgetReport{}, fmt.Errorf("base outputs: %w", err)
 	}
-	br := BudgetReport{Budget: b, KeepAllUSD: be.KeepAllUSD(), Baselines: be.Baselines(c.Recency), Anchors: be.Anchors(int(math.Ceil(0.05 * float64(b))))}
+	br := BudgetReport{Window: w, Budget: b, KeepAllUSD: be.KeepAllUSD(), Baselines: be.Baselines(c.Recency), Anchors: be.Anchors(int(math.Ceil(0.05 * float64(b))))}
 	for _, sc := range scorers {
 		ev, err := NewEvaluator(sc.Outputs, sessions, opts)
 		if err != nil {
@@ -259,7 +294,7 @@ func (c *ReportConfig) budgetReport(b int, base []Output, sessions []Session, sc
 		br.Scorers = append(br.Scorers, ss)
 	}
 	if a := c.Advisor; a != nil {
-		r, err := c.advisorRow(a, b, be, br)
+		r, err := c.advisorRow(a, w, b, be, br)
 		if err != nil {
 			return BudgetReport{}, err
 		}
@@ -268,10 +303,15 @@ func (c *ReportConfig) budgetReport(b int, base []Output, sessions []Session, sc
 	return br, nil
 }
 
-// advisorRow is the advisor's own rewrites at its replay's budget, and its scorer's
-// sweep entry at its cutoff (the planner over its decisions) at any other.
-func (c *ReportConfig) advisorRow(a *AdvisorInput, b int, be *Evaluator, br BudgetReport) (Result, error) {
-	if b == a.Budget && a.AppliedAt != nil {
+// advisorRow is the advisor's own rewrites at its replay's budget and window, and
+// its scorer's sweep entry at its cutoff (the planner over its decisions) at any
+// other.
+func (c *ReportConfig) advisorRow(a *AdvisorInput, w, b int, be *Evaluator, br BudgetReport) (Result, error) {
+	aw := a.Window
+	if aw == 0 {
+		aw = c.Options.Window
+	}
+	if b == a.Budget && w == aw && a.AppliedAt != nil {
 		r, err := be.Applied("advisor", a.AppliedAt)
 		if err == nil {
 			r.Cutoff = a.Cutoff
@@ -304,7 +344,8 @@ func sameOutput(a, b Output) bool {
 // (with random at equal prune rate) and recommendation. Money is in US dollars;
 // "net $" is keep-all's price minus the pruner's (positive: cheaper than doing
 // nothing), at the decision level ("dec") and the applied level (the planner's
-// regime).
+// regime), compactions included. "compactions", "lost" (compaction misses) and
+// "stub misses" are the applied level's.
 func (r Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	o := r.Options
@@ -326,19 +367,20 @@ func (r Report) WriteText(w io.Writer) error {
 	return tw.Flush()
 }
 
-const resultHeader = "pruner\tcutoff\tpruned\tmiss rate\tshare\tdec net $\tdec costlier\tnet $\tcostlier\tover budget\tpeak\trewrites\t\n"
+const resultHeader = "pruner\tcutoff\tpruned\tmiss rate\tshare\tdec net $\tdec costlier\tnet $\tcostlier\tover budget\tpeak\trewrites\tcompactions\tlost\tstub misses\t\n"
 
 func resultRow(tw io.Writer, x Result) {
 	c := "-"
 	if x.Cutoff >= 0 {
 		c = fmt.Sprintf("%.2f", x.Cutoff)
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.2f\t%d\t%.2f\t%d\t%d\t%d\t%d\t\n", x.Name, c, x.Pruned, x.MissRate, x.SavedShare(),
-		x.Decision.NetUSD, x.Decision.SessionsCostlier, x.Applied.NetUSD, x.Applied.SessionsCostlier, x.Applied.StepsOverBudget, x.Applied.PeakContext, x.Applied.Rewrites)
+	fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.2f\t%d\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", x.Name, c, x.Pruned, x.MissRate, x.SavedShare(),
+		x.Decision.NetUSD, x.Decision.SessionsCostlier, x.Applied.NetUSD, x.Applied.SessionsCostlier, x.Applied.StepsOverBudget, x.Applied.PeakContext, x.Applied.Rewrites,
+		x.Applied.Compactions, x.Applied.CompactionMisses, x.Applied.Misses)
 }
 
 func (b BudgetReport) writeText(tw io.Writer) {
-	fmt.Fprintf(tw, "\nbudget %d tokens: keep-all pays $%.2f for input\n", b.Budget, b.KeepAllUSD)
+	fmt.Fprintf(tw, "\nbudget %d tokens, window %d: keep-all pays $%.2f for input, its compactions included\n", b.Budget, b.Window, b.KeepAllUSD)
 	fmt.Fprint(tw, resultHeader)
 	if b.Advisor != nil {
 		resultRow(tw, *b.Advisor)

@@ -28,6 +28,12 @@ type view struct {
 	// stubSize is the stub size the policy uses in place of each output's own
 	// StubTokens (the anchors' placeholders), -1 for none.
 	stubSize int
+	// gone[j]: a compaction dropped output j (it can be neither stubbed nor
+	// recalled any more).
+	gone []bool
+	// added is what repairs of misses appended to the context, in tokens; cut is
+	// what compactions removed net of their summaries.
+	added, cut int
 }
 
 // placeholderer is a policy whose stubs are all of one size.
@@ -46,7 +52,7 @@ func (v *view) savesOf(j int) int {
 type appendAt struct{ step, tokens int }
 
 func newView(e *Evaluator, sd *sessionData) *view {
-	v := &view{e: e, sd: sd, stubbed: make([]bool, len(sd.outs)), fen: make(fenwick, len(sd.outs)), first: make([]int, len(sd.outs)), stubSize: -1}
+	v := &view{e: e, sd: sd, stubbed: make([]bool, len(sd.outs)), gone: make([]bool, len(sd.outs)), fen: make(fenwick, len(sd.outs)), first: make([]int, len(sd.outs)), stubSize: -1}
 	for j := range sd.outs {
 		v.first[j] = j
 		if j > 0 && e.outs[sd.outs[j]].Offset == e.outs[sd.outs[j-1]].Offset {
@@ -61,10 +67,11 @@ func (v *view) out(j int) *Output { return &v.e.outs[v.sd.outs[j]] }
 
 // offset returns the tokens before output j's message as the context is sent now:
 // its offset, less the stubs before that message, plus the recalled originals
-// appended before it.
+// appended before it, less what compactions cut (only meaningful for an output
+// not gone).
 func (v *view) offset(j int) int {
 	o := v.out(j)
-	off := o.Offset - v.fen.sum(v.first[j])
+	off := o.Offset - v.fen.sum(v.first[j]) - v.cut
 	for _, a := range v.appends {
 		if a.step > o.Step {
 			break
@@ -74,41 +81,28 @@ func (v *view) offset(j int) int {
 	return off
 }
 
-// simulate runs one session under p and prices it against keep-all.
+// simulate runs one session under p (nil: keep-all, nothing stubbed) and prices
+// it against keep-all. Each call goes through three phases: the policy's stubs
+// (stubPhase), the agent's compaction when the context passes its point
+// (compactPhase), and the call's price with the misses it meets (missPhase).
 func (e *Evaluator) simulate(sd *sessionData, p policy) Level {
 	v := newView(e, sd)
 	if ph, ok := p.(placeholderer); ok {
 		v.stubSize = ph.placeholder()
 	}
 	var l Level
-	lastSent, added := 0, 0
+	lastSent := 0
 	missAt := map[int][]int{} // call -> positions first used then after their stub
+	lost := map[int][]int{}   // call -> positions a compaction dropped, first used then
 	for s := 1; s <= sd.end; s++ {
 		v.s = s
 		for v.visible < len(sd.outs) && v.out(v.visible).Step < s {
 			v.visible++
 		}
-		full := sd.context[s-1] + added
-		v.ctx = full - v.saved
-		first := -1
-		for _, j := range p.stub(v) {
-			if v.stubbed[j] || v.savesOf(j) <= 0 {
-				continue
-			}
-			if off := v.offset(j); first < 0 || off < first {
-				first = off
-			}
-			v.stubbed[j] = true
-			n := v.savesOf(j)
-			v.fen.add(j, n)
-			v.saved += n
-			// A placeholder (stubSize >= 0) holds nothing; the advisor's stub holds
-			// the uses its digest names.
-			if u := v.out(j).missFrom(s, v.stubSize < 0); u != 0 {
-				missAt[u] = append(missAt[u], j)
-			}
-		}
-		ctx := full - v.saved
+		full := sd.context[s-1] + v.added
+		v.ctx = full - v.saved - v.cut
+		first := v.stubPhase(p, missAt)
+		ctx := full - v.saved - v.cut
 		cached := min(lastSent, ctx)
 		if first >= 0 {
 			l.Rewrites++
@@ -117,27 +111,89 @@ func (e *Evaluator) simulate(sd *sessionData, p policy) Level {
 		if sd.cold[s-1] {
 			cached = 0
 		}
+		if c := sd.compaction; c.Point > 0 && ctx > c.Point {
+			ctx, cached = v.compactPhase(&l, ctx, cached, lost), 0
+		}
 		l.PaidUSD += sd.price.Call(cached, ctx)
 		if ctx > e.opts.Budget {
 			l.StepsOverBudget++
 		}
 		l.PeakContext = max(l.PeakContext, ctx)
-		l.TokenSteps += int64(sd.context[s-1] - ctx)
-		lastSent = ctx
-		for _, j := range missAt[s] {
-			// The call went out without the output: one more round trip reads the
-			// context and writes the recall and the original, which stays.
-			back := v.out(j).Tokens + e.opts.RecallOverheadTokens
-			l.Misses++
-			l.PaidUSD += sd.price.Call(ctx, ctx+back)
-			added += back
-			v.appends = append(v.appends, appendAt{s, back})
-			lastSent = ctx + back
-			ctx += back
+		l.TokenSteps += int64(sd.context[s-1] - ctx - v.cut)
+		lastSent = v.missPhase(&l, ctx, missAt[s], lost[s])
+	}
+	if p != nil {
+		l.NetUSD = sd.keepAll.PaidUSD - l.PaidUSD
+	}
+	return l
+}
+
+// stubPhase applies the policy's stubs at call v.s, registers the misses they will
+// meet in missAt, and returns the offset of the first changed message (-1: none).
+func (v *view) stubPhase(p policy, missAt map[int][]int) int {
+	if p == nil {
+		return -1
+	}
+	first := -1
+	for _, j := range p.stub(v) {
+		if v.stubbed[j] || v.gone[j] || v.savesOf(j) <= 0 {
+			continue
+		}
+		if off := v.offset(j); first < 0 || off < first {
+			first = off
+		}
+		v.stubbed[j] = true
+		n := v.savesOf(j)
+		v.fen.add(j, n)
+		v.saved += n
+		// A placeholder (stubSize >= 0) holds nothing; the advisor's stub holds
+		// the uses its digest names.
+		if u := v.out(j).missFrom(v.s, v.stubSize < 0); u != 0 {
+			missAt[u] = append(missAt[u], j)
 		}
 	}
-	l.NetUSD = sd.keepAll.PaidUSD - l.PaidUSD
-	return l
+	return first
+}
+
+// compactPhase prices the agent's compaction before call v.s over a context of ctx
+// tokens of which cached are cache reads: the summarising call reads the context
+// and writes the summary as its answer (output tokens). It returns the context
+// after the compaction, which the call then writes whole.
+func (v *view) compactPhase(l *Level, ctx, cached int, lost map[int][]int) int {
+	sd := v.sd
+	l.Compactions++
+	l.PeakContext = max(l.PeakContext, ctx)
+	l.PaidUSD += sd.price.Call(cached, ctx) + float64(sd.compaction.SummaryTokens)*sd.price.Output()
+	return v.compact(ctx, lost)
+}
+
+// missPhase repairs, after call v.s sent ctx tokens, the stub misses and the
+// compaction misses first met there, and returns what the last call sent. A stub
+// miss is a recall; a compaction miss is the agent fetching the output again (a
+// tool call, priced as a recall round trip: a lower bound on what the loss costs).
+// Either way one more round trip reads the context and writes the original and
+// RecallOverheadTokens, which then stay in the context.
+func (v *view) missPhase(l *Level, ctx int, stubMisses, compactionMisses []int) int {
+	sent := ctx
+	repair := func(j int) {
+		back := v.out(j).Tokens + v.e.opts.RecallOverheadTokens
+		l.PaidUSD += v.sd.price.Call(sent, sent+back)
+		v.added += back
+		v.appends = append(v.appends, appendAt{v.s, back})
+		sent += back
+	}
+	for _, j := range stubMisses {
+		if v.gone[j] {
+			continue // a compaction dropped the stub too: a compaction miss
+		}
+		l.Misses++
+		repair(j)
+	}
+	for _, j := range compactionMisses {
+		l.CompactionMisses++
+		repair(j)
+	}
+	return sent
 }
 
 // bySession groups decided steps by call for one session: step -> positions.
@@ -174,15 +230,20 @@ func (p *regimeP) stub(v *view) []int {
 			p.pending = slices.Insert(p.pending, k, j)
 		}
 	}
+	p.pending = slices.DeleteFunc(p.pending, func(j int) bool { return v.gone[j] })
 	if len(p.pending) == 0 {
 		return nil
 	}
 	e, sd := v.e, v.sd
 	o := e.opts
+	// The budget is never above the hard limit, as the live advisor's
+	// (advisor.Advisor.limit).
+	hard := v.hardLimit()
+	budget := min(o.Budget, hard)
 	in := planner.Input{
-		Context: v.ctx, Budget: o.Budget, HardLimit: o.HardLimit,
-		LowWater:     int(o.LowWaterFraction * float64(o.Budget)),
-		LeastRewrite: int(ceil(o.RewriteFraction * float64(o.Budget))),
+		Context: v.ctx, Budget: budget, HardLimit: hard,
+		LowWater:     int(o.LowWaterFraction * float64(budget)),
+		LeastRewrite: int(ceil(o.RewriteFraction * float64(budget))),
 		Cold:         sd.cold[v.s-1], Remaining: o.Estimator.Remaining(v.s),
 		Read: sd.price.Read(), Premium: max(sd.price.Write()-sd.price.Read(), 0), PayFactor: o.PayFactor,
 		PriceForced: o.PriceForced,

@@ -73,7 +73,9 @@ func (r *Record) CalibrateOutputs() []calibrate.Output {
 }
 
 // CalibrateSession returns the calibrate session of r: its name, the context size
-// with nothing pruned at every step, the call times, and its provider.
+// with nothing pruned at every step, the call times, its provider, and its agent
+// (the config's Agent when set, else the one its format names: advisor.AgentOf),
+// the agent the replay's advisor took its hard limit from.
 func (r *Record) CalibrateSession() calibrate.Session {
 	ctx := make([]int, len(r.StepFacts))
 	var at []time.Time
@@ -86,7 +88,35 @@ func (r *Record) CalibrateSession() calibrate.Session {
 			at[i] = s.At
 		}
 	}
-	return calibrate.Session{Name: r.CalibrateSessionName(), Context: ctx, At: at, Provider: r.Provider}
+	return calibrate.Session{Name: r.CalibrateSessionName(), Context: ctx, At: at, Provider: r.Provider, Agent: r.agent()}
+}
+
+// CompactionOf returns calibrate's compaction model under cfg
+// (calibrate.Options.CompactionOf): a session of a known agent compacts at the
+// agent's point for the window (Config.PointOf, CompactionPoint.At) with the
+// row's summary size (MeanSummaryTokens when the row has none) and what it keeps,
+// and its hard limit is the point less the margin (Config.Margin, or the session's
+// largest step), as live; when that point is not above the margin, or the agent
+// is unknown, the session compacts at the window itself (an agent cannot send
+// more) and the hard limit is calibrate's Options.HardLimit (the window fraction),
+// as live.
+func CompactionOf(cfg advisor.Config) func(agent string, window int) calibrate.Compaction {
+	return func(agent string, window int) calibrate.Compaction {
+		p, ok := cfg.PointOf(agent)
+		c := calibrate.Compaction{Point: window, SummaryTokens: advisor.MeanSummaryTokens}
+		if !ok || p.Reserve >= window {
+			return c
+		}
+		c.Point = p.At(window)
+		if c.Point > cfg.Margin() {
+			c.Margin = cfg.Margin()
+		}
+		if p.SummaryTokens > 0 {
+			c.SummaryTokens = p.SummaryTokens
+		}
+		c.KeepTokens, c.KeepFraction, c.KeepSteps = p.KeepTokens, p.KeepFraction, p.KeepSteps
+		return c
+	}
 }
 
 // PendingDecisions returns, for each of r's outputs in order, the advisor's own
@@ -189,4 +219,12 @@ func stubDigest(cfg advisor.Config, f *OutputFacts, b int) (base, budget int) {
 	}
 	cfg.DigestTokens = b
 	return base, advisor.DigestBudget(cfg, base, f.Tokens)
+}
+
+// agent is the agent of r's session: the config's, else its format's.
+func (r *Record) agent() string {
+	if a := r.Settings.Config.Agent; a != "" {
+		return a
+	}
+	return advisor.AgentOf(r.Format)
 }

@@ -37,8 +37,10 @@ import (
 //
 // replay-5: later-use evidence that means use (specific names, whole tokens,
 // latest carrier, re-reads and reruns not uses; evidence package), labelled under
-// the word statistics Settings.Words names.
-const Version = "replay-5"
+// the word statistics Settings.Words names. replay-6: each session's advisor takes
+// its hard limit from the session's agent (advisor.AgentOf its format) when the
+// config names none.
+const Version = "replay-6"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (

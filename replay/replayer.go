@@ -199,7 +199,13 @@ func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Reco
 	if r.Scorer != nil {
 		scorer = m
 	}
-	adv, err := advisor.New(r.Config, scorer, store)
+	// The session's agent sets its hard limit (its compaction point), as wrap
+	// tells the live proxy, unless the config names one.
+	cfg := r.Config
+	if cfg.Agent == "" {
+		cfg.Agent = advisor.AgentOf(src.Session.Format)
+	}
+	adv, err := advisor.New(cfg, scorer, store)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
 	}

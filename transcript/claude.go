@@ -239,6 +239,7 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 		if e.IsMeta || e.IsCompactSummary {
 			m.Meta = true
 		}
+		m.AgentCompaction = e.IsCompactSummary
 		var tur ccToolUseResult
 		turString := false
 		if len(m.Outputs) == 1 {

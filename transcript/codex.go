@@ -224,7 +224,7 @@ func (r *codexReader) wrapped(n, start, stop int, typ string, p map[string]json.
 	case "compacted":
 		r.flush()
 		if msg := str("message"); msg != "" {
-			r.b.add(&Message{Role: RoleUser, Text: msg, Meta: true, Line: n, Time: r.at(n)})
+			r.b.add(&Message{Role: RoleUser, Text: msg, Meta: true, Line: n, Time: r.at(n), AgentCompaction: true})
 		}
 	case "response_item":
 		return r.item(n, start, stop, p, "payload")

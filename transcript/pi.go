@@ -401,7 +401,7 @@ func piAdd(b *builder, o *piObj) error {
 			return fieldErr("summary", "summary must be a string")
 		}
 		if s != "" {
-			add(&Message{Role: RoleUser, Text: s, Meta: true, Line: o.line})
+			add(&Message{Role: RoleUser, Text: s, Meta: true, Line: o.line, AgentCompaction: o.e.Type == "compaction"})
 		}
 		return nil
 	case "custom_message":
@@ -456,7 +456,7 @@ func piAdd(b *builder, o *piObj) error {
 		return piInjected(pm.Content, "message.content", o.line, add)
 	case "branchSummary", "compactionSummary":
 		if pm.Summary != "" {
-			add(&Message{Role: RoleUser, Text: pm.Summary, Meta: true, Line: o.line})
+			add(&Message{Role: RoleUser, Text: pm.Summary, Meta: true, Line: o.line, AgentCompaction: pm.Role == "compactionSummary"})
 		}
 	}
 	return nil

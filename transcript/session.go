@@ -295,6 +295,12 @@ type Message struct {
 	// editing, or on-demand compaction) or an OpenAI Responses compaction item. The
 	// provider reads the context from the latest one on and ignores what is before.
 	Compaction bool
+	// AgentCompaction reports that the message is the agent's own compaction
+	// summary (Claude Code's isCompactSummary user line, pi's compaction entry or
+	// compactionSummary message, Codex's compacted line): the agent compacted its
+	// context here and went on from this summary (DESIGN.md "Compaction: what
+	// pruning is for"). The message is also Meta.
+	AgentCompaction bool
 	// Time is when the message was written, as the format records it, in UTC; the
 	// zero time means unknown. Claude Code and Codex CLI: the line's timestamp (an
 	// assistant message merged from several lines takes the first line's); pi: the

@@ -166,6 +166,8 @@ func loadSource(rs storage.ReplayedSession, lenient bool) (*replay.Source, error
 type calibrateFlags struct {
 	priceFlags
 	budgets     []int
+	windows     []int
+	budgetSet   bool // --budget was given
 	db          string
 	targetMiss  float64
 	objective   string
@@ -230,11 +232,13 @@ has its own recommendation.
 first stored scorer) into an advisor config file, keeping its other fields.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.budgetSet = cmd.Flags().Changed("budget")
 			return runCalibrate(cmd.Context(), e, f)
 		},
 	}
 	f.priceFlags.register(c)
 	c.Flags().IntSliceVar(&f.budgets, "budget", []int{20_000, 50_000, 100_000}, "budgets to price at, in tokens (a list); the replay's own budget shows the advisor's real rewrites")
+	c.Flags().IntSliceVar(&f.windows, "window", nil, "context windows to model, in tokens (a list; default: the config's context_window): where each session's agent compacts (docs/EVALUATION.md); in a window other than the config's, the hard limit and, unless --budget is given, the budget are the config's fractions of it")
 	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store holding the replays: an SQLite file, or a postgres:// URL")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "highest acceptable miss rate (pruned outputs used later / pruned outputs)")
 	c.Flags().StringVar(&f.objective, "objective", string(calibrate.ObjectiveTokenSteps), "what the recommended cutoff maximises: token-steps | net")
@@ -281,12 +285,22 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 			return usageError{fmt.Errorf("--budget %d: want a positive number of tokens", b)}
 		}
 	}
-	adv := &calibrate.AdvisorInput{Scorer: scorerLabel(groups[0], groups), Cutoff: base.CutoffFor(groups[0].scorer), Budget: base.BudgetTokens(), AppliedAt: in.applied}
+	for _, w := range f.windows {
+		if w < 1000 {
+			return usageError{fmt.Errorf("--window %d: want a context window of at least 1,000 tokens", w)}
+		}
+	}
+	opts.Window, opts.CompactionOf = base.ContextWindow, replay.CompactionOf(base)
+	budgets := f.budgets
+	if len(f.windows) > 0 && !f.budgetSet {
+		budgets = nil // each window's own budget: the config's fraction of it
+	}
+	adv := &calibrate.AdvisorInput{Scorer: scorerLabel(groups[0], groups), Cutoff: base.CutoffFor(groups[0].scorer), Budget: base.BudgetTokens(), Window: base.ContextWindow, AppliedAt: in.applied}
 	if groups[0].scorer == replay.ScorerNone {
 		adv = nil
 	}
 	rep, err := calibrate.NewReport(in.base, in.sessions, in.scorers, calibrate.ReportConfig{
-		Options: opts, Budgets: f.budgets, Recency: f.recency, TargetMiss: f.targetMiss, Objective: ob, Advisor: adv,
+		Options: opts, Budgets: budgets, Windows: f.windows, Recency: f.recency, TargetMiss: f.targetMiss, Objective: ob, Advisor: adv,
 	})
 	if err != nil {
 		if errors.Is(err, calibrate.ErrInvalid) && len(groups) > 1 {

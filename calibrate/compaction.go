@@ -1,0 +1,108 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+)
+
+// Compaction is how a session's agent compacts its context (DESIGN.md "Compaction:
+// what pruning is for"): when the context it is about to send passes Point, it
+// first makes one summarising call over that context, whose answer (SummaryTokens)
+// replaces everything but the tail it keeps; every output not in that tail is gone
+// for good (no stub, no recall). The simulation models it for keep-all, every
+// baseline, every anchor and the advisor alike (simulate).
+type Compaction struct {
+	// Point is the context size in tokens past which the agent compacts; 0: the
+	// session never compacts (nothing modelled).
+	Point int `json:"point"`
+	// Margin is one step's growth the planner keeps free below Point: the hard
+	// limit is Point - max(Margin, the largest growth of one step so far), as the
+	// live advisor's (advisor.Config.HardLimitFor); 0 takes the Options.HardLimit
+	// instead.
+	Margin int `json:"margin"`
+	// SummaryTokens is the size of the summary the compaction leaves, in tokens.
+	SummaryTokens int `json:"summary_tokens"`
+	// KeepTokens, KeepFraction and KeepSteps say what the agent keeps besides the
+	// summary: the newest KeepTokens tokens of the context, or the newest
+	// KeepFraction of it, or the messages of the last KeepSteps calls; the largest
+	// of those that are set (0: none; all 0: the summary alone). An output is kept
+	// when its message lies wholly in that tail.
+	KeepTokens   int     `json:"keep_tokens"`
+	KeepFraction float64 `json:"keep_fraction"`
+	KeepSteps    int     `json:"keep_steps"`
+}
+
+// Validate reports a negative size or a fraction outside [0,1] (wrapping
+// ErrInvalid).
+func (c Compaction) Validate() error {
+	bad := func(field string, v any) error {
+		return fmt.Errorf("%w: compaction %s = %v", ErrInvalid, field, v)
+	}
+	switch {
+	case c.Point < 0:
+		return bad("Point", c.Point)
+	case c.Margin < 0:
+		return bad("Margin", c.Margin)
+	case c.SummaryTokens < 0:
+		return bad("SummaryTokens", c.SummaryTokens)
+	case c.KeepTokens < 0:
+		return bad("KeepTokens", c.KeepTokens)
+	case math.IsNaN(c.KeepFraction) || c.KeepFraction < 0 || c.KeepFraction > 1:
+		return bad("KeepFraction", c.KeepFraction)
+	case c.KeepSteps < 0:
+		return bad("KeepSteps", c.KeepSteps)
+	}
+	return nil
+}
+
+// tailStart returns where, in the context of ctx tokens as sent at call v.s, the
+// tail the agent keeps begins (tokens before it; ctx when it keeps nothing).
+func (c Compaction) tailStart(v *view, ctx int) int {
+	keep := max(c.KeepTokens, int(c.KeepFraction*float64(ctx)))
+	start := ctx - min(keep, ctx)
+	if c.KeepSteps > 0 {
+		for j := 0; j < v.visible; j++ {
+			if !v.gone[j] && v.out(j).Step >= v.s-c.KeepSteps {
+				start = min(start, v.offset(j))
+				break
+			}
+		}
+	}
+	return start
+}
+
+// compact models the agent's compaction before call v.s of a context of ctx
+// tokens: every visible output whose message starts before the kept tail is gone
+// (a later use of it is a compaction miss, registered in lost at the step of its
+// first use from v.s on), and the context becomes the summary plus the tail. It
+// returns the context after the compaction, in tokens.
+func (v *view) compact(ctx int, lost map[int][]int) int {
+	c := v.sd.compaction
+	start := v.tailStart(ctx)
+	for j := 0; j < v.visible; j++ {
+		if v.gone[j] || v.offset(j) >= start {
+			continue
+		}
+		v.gone[j] = true
+		if u := v.out(j).UsedFrom(v.s); u != 0 {
+			lost[u] = append(lost[u], j)
+		}
+	}
+	v.cut += start - c.SummaryTokens
+	return ctx - start + c.SummaryTokens
+}
+
+// tailStart is the session's Compaction.tailStart.
+func (v *view) tailStart(ctx int) int { return v.sd.compaction.tailStart(v, ctx) }
+
+// hardLimit returns the planner's hard limit at call v.s: the compaction point
+// less the larger of the margin and the largest one-step growth of the context so
+// far, when the session's agent compacts and a margin is set; else
+// Options.HardLimit.
+func (v *view) hardLimit() int {
+	c := v.sd.compaction
+	if c.Point <= 0 || c.Margin <= 0 {
+		return v.e.opts.HardLimit
+	}
+	return max(c.Point-max(c.Margin, v.sd.growth[v.s-1]), 1)
+}

@@ -1,0 +1,146 @@
+package calibrate
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// growingSession is the session worked by hand in TestCompactionHand: 10 calls,
+// the context grows 10,000 tokens per call (10,000 x s at call s), and each call
+// k = 1..9 produces a 9,000-token output (stub 100 tokens) whose message ends where
+// call k+1's context does (offset 10,000 k + 1,000). Output 2 is used at call 7.
+func growingSession() ([]Output, []Session) {
+	var outs []Output
+	for k := 1; k <= 9; k++ {
+		o := Output{Session: "g", Key: string(rune('0' + k)), Tokens: 9000, StubTokens: 100, Offset: 10_000*k + 1000,
+			Step: k, CandidateFrom: k + 1, EndStep: 10}
+		if k == 2 {
+			o.Uses = []int{7}
+		}
+		outs = append(outs, o)
+	}
+	c := make([]int, 10)
+	for s := range c {
+		c[s] = 10_000 * (s + 1)
+	}
+	return outs, []Session{{Name: "g", Context: c, Provider: "anthropic", Agent: "test"}}
+}
+
+// TestCompactionHand checks the compaction model against a hand computation: the
+// agent compacts past 45,000 tokens to a 1,000-token summary (keeping nothing
+// else, or the newest 15,000 tokens).
+//
+// Keep-all, summary only. Calls 1-4 send 10k..40k. Call 5 would send 50,000: the
+// agent compacts (outputs 1-4 gone, cut 49,000) and sends 1,000. Calls 6-7 send
+// 11,000 and 21,000; output 2, gone, is used at 7: a compaction miss, its 9,100
+// tokens (output and overhead) written again and kept. Call 8 sends 80,000 +
+// 9,100 - 49,000 = 40,100; call 9 would send 50,100: a second compaction (outputs
+// 5-8 gone) down to 1,000; call 10 sends 11,000. Peak 50,100 (the summarising
+// call's input).
+//
+// Keep-all, keeping 15,000 tokens: call 5's tail starts at 35,000, so output 4
+// (offset 41,000) stays, output 3 (31,000) goes; the context becomes 16,000 (cut
+// 34,000). Call 6 sends 26,000, call 7 36,000, then output 2's compaction miss
+// writes 9,100 more; call 8 would send 89,100 - 34,000 = 55,100: a compaction
+// with its tail from 40,100, where outputs 4-6 (offsets 7,000, 17,000, 27,000 in
+// the compacted context) go and output 7 (71,000 + 9,100 - 34,000 = 46,100)
+// stays. Two compactions, one compaction miss, peak 55,100.
+//
+// Every output stubbed as soon as it may be (decision level): call s sends 1,100 s
+// + 8,900, plus from call 8 the 9,100 of output 2's stub miss at 7 (recalled):
+// 29,000 at call 10, never past the point: no compaction.
+func TestCompactionHand(t *testing.T) {
+	outs, sessions := growingSession()
+	for _, tc := range []struct {
+		name              string
+		comp              Compaction
+		keepAll, decision Level
+	}{
+		{"summary only", Compaction{Point: 45_000, Margin: 5_000, SummaryTokens: 1000},
+			Level{Compactions: 2, CompactionMisses: 1, PeakContext: 50_100},
+			Level{Misses: 1, PeakContext: 29_000, Rewrites: 9}},
+		{"keeps 15k", Compaction{Point: 45_000, Margin: 5_000, SummaryTokens: 1000, KeepTokens: 15_000},
+			Level{Compactions: 2, CompactionMisses: 1, PeakContext: 55_100},
+			Level{Misses: 1, PeakContext: 29_000, Rewrites: 9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.Budget, opts.HardLimit = 100_000, 180_000
+			opts.CompactionOf = func(agent string, window int) Compaction {
+				if agent != "test" || window != opts.Window {
+					t.Errorf("CompactionOf(%q, %d)", agent, window)
+				}
+				return tc.comp
+			}
+			e := mustEval(t, outs, sessions, opts)
+			ka := e.KeepAll()
+			got := Level{Compactions: ka.Decision.Compactions, CompactionMisses: ka.Decision.CompactionMisses, PeakContext: ka.Decision.PeakContext}
+			if d := cmp.Diff(tc.keepAll, got); d != "" {
+				t.Errorf("keep-all (-want +got):\n%s", d)
+			}
+			ds := make([]Decision, len(outs))
+			for i, o := range outs {
+				ds[i] = Decision{Step: o.CandidateFrom}
+			}
+			r, err := e.Evaluate("all", -1, ds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = Level{Compactions: r.Decision.Compactions, CompactionMisses: r.Decision.CompactionMisses, Misses: r.Decision.Misses,
+				PeakContext: r.Decision.PeakContext, Rewrites: r.Decision.Rewrites}
+			if d := cmp.Diff(tc.decision, got); d != "" {
+				t.Errorf("decision level (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestCompactionPrice checks keep-all's price with a compaction against the calls
+// summed by hand (summary only, as in TestCompactionHand).
+func TestCompactionPrice(t *testing.T) {
+	outs, sessions := growingSession()
+	opts := DefaultOptions()
+	opts.CompactionOf = func(string, int) Compaction { return Compaction{Point: 45_000, SummaryTokens: 1000} }
+	e := mustEval(t, outs, sessions, opts)
+	p, err := opts.Prices.For("anthropic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := p.Call(0, 10_000) + p.Call(10_000, 20_000) + p.Call(20_000, 30_000) + p.Call(30_000, 40_000) +
+		p.Call(40_000, 50_000) + 1000*p.Output() + p.Call(0, 1000) + // call 5: summarise, then write the new prefix
+		p.Call(1000, 11_000) + p.Call(11_000, 21_000) + p.Call(21_000, 30_100) + // call 7 and the re-fetch of output 2
+		p.Call(30_100, 40_100) +
+		p.Call(40_100, 50_100) + 1000*p.Output() + p.Call(0, 1000) + // call 9
+		p.Call(1000, 11_000)
+	if got := e.KeepAllUSD(); math.Abs(got-want) > 1e-12 {
+		t.Errorf("keep-all pays %.9f, want %.9f", got, want)
+	}
+}
+
+// TestCompactionHardLimit: under the planner (applied level) the hard limit is the
+// point less the larger of the margin and the growth so far (10,000 here), so the
+// regime stubs before the point and the agent never compacts.
+func TestCompactionHardLimit(t *testing.T) {
+	outs, sessions := growingSession()
+	opts := DefaultOptions()
+	opts.CompactionOf = func(string, int) Compaction { return Compaction{Point: 45_000, Margin: 5_000, SummaryTokens: 1000} }
+	e := mustEval(t, outs, sessions, opts)
+	ds := make([]Decision, len(outs))
+	for i, o := range outs {
+		ds[i] = Decision{Step: o.CandidateFrom, Keep: 0.1}
+	}
+	r, err := e.Evaluate("all", -1, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Applied.Compactions != 0 || r.Applied.PeakContext > 35_000 || r.Applied.Rewrites == 0 {
+		t.Errorf("applied: %d compactions, peak %d, %d rewrites; want none, <= 35,000 (45,000 - 10,000), some",
+			r.Applied.Compactions, r.Applied.PeakContext, r.Applied.Rewrites)
+	}
+	ka := e.KeepAll()
+	if ka.Applied.Compactions != 2 {
+		t.Errorf("keep-all compacts %d times, want 2", ka.Applied.Compactions)
+	}
+}
