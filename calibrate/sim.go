@@ -213,11 +213,16 @@ type immediateP struct{ at map[int][]int }
 func (p *immediateP) stub(v *view) []int { return p.at[v.s] }
 
 // regimeP makes decisions pending prunes and lets the planner apply them: the
-// applied level, as the advisor does live.
+// applied level, as the advisor does live. With extra set (a scorer's decisions,
+// as the advisor's are), a rewrite forced by the hard limit may also prune
+// candidates that are not pending, lowest last score first (never scored: 1), as
+// the live advisor does (advisor's extraCandidates, DESIGN.md step 6(c)); the
+// baselines have no such candidates.
 type regimeP struct {
 	at      map[int][]int
 	ds      []Decision
 	pending []int // positions, ascending
+	extra   bool
 }
 
 func (e *Evaluator) regime(sd *sessionData, ds []Decision) policy {
@@ -231,16 +236,44 @@ func (p *regimeP) stub(v *view) []int {
 		}
 	}
 	p.pending = slices.DeleteFunc(p.pending, func(j int) bool { return v.gone[j] })
-	if len(p.pending) == 0 {
+	in := p.input(v)
+	var extra []int
+	if p.extra && in.Context > in.HardLimit {
+		extra = p.extraCandidates(v)
+	}
+	if len(p.pending) == 0 && len(extra) == 0 {
 		return nil
 	}
-	e, sd := v.e, v.sd
-	o := e.opts
-	// The budget is never above the hard limit, as the live advisor's
-	// (advisor.Advisor.limit).
+	if !in.Urgent() && !planner.PaysDue(v.s, len(p.pending)) {
+		return nil
+	}
+	sd := v.sd
+	in.Pending = make([]planner.Pending, len(p.pending))
+	for k, j := range p.pending {
+		d := p.ds[sd.outs[j]]
+		in.Pending[k] = planner.Pending{Offset: v.offset(j), Saves: max(v.savesOf(j), 1), Keep: clamp01(d.Keep), Rule: d.Rule}
+	}
+	in.Extra = make([]planner.Pending, len(extra))
+	for k, j := range extra {
+		in.Extra[k] = planner.Pending{Offset: v.offset(j), Saves: max(v.savesOf(j), 1), Keep: lastKeep(v.out(j), v.s)}
+	}
+	dec := planner.Plan(in)
+	if len(dec.Apply) == 0 && len(dec.Extra) == 0 {
+		return nil
+	}
+	if f := v.e.opts.OnRewrite; f != nil {
+		f(sd.name, v.s, dec)
+	}
+	return p.take(dec, extra)
+}
+
+// input is the planner's input at call v.s, without the prunes. The budget is
+// never above the hard limit, as the live advisor's (advisor.Advisor.limit).
+func (p *regimeP) input(v *view) planner.Input {
+	o, sd := v.e.opts, v.sd
 	hard := v.hardLimit()
 	budget := min(o.Budget, hard)
-	in := planner.Input{
+	return planner.Input{
 		Context: v.ctx, Budget: budget, HardLimit: hard,
 		LowWater:     int(o.LowWaterFraction * float64(budget)),
 		LeastRewrite: int(ceil(o.RewriteFraction * float64(budget))),
@@ -248,26 +281,49 @@ func (p *regimeP) stub(v *view) []int {
 		Read: sd.price.Read(), Premium: max(sd.price.Write()-sd.price.Read(), 0), PayFactor: o.PayFactor,
 		PriceForced: o.PriceForced,
 	}
-	if !in.Urgent() && !planner.PaysDue(v.s, len(p.pending)) {
-		return nil
+}
+
+// extraCandidates returns the positions of the visible candidates (CandidateFrom
+// reached) that are neither pending, stubbed nor gone and whose stub is shorter.
+func (p *regimeP) extraCandidates(v *view) []int {
+	var out []int
+	for j := 0; j < v.visible; j++ {
+		o := v.out(j)
+		if v.stubbed[j] || v.gone[j] || o.CandidateFrom == 0 || o.CandidateFrom > v.s || v.savesOf(j) <= 0 {
+			continue
+		}
+		if _, pending := slices.BinarySearch(p.pending, j); !pending {
+			out = append(out, j)
+		}
 	}
-	in.Pending = make([]planner.Pending, len(p.pending))
-	for k, j := range p.pending {
-		d := p.ds[sd.outs[j]]
-		in.Pending[k] = planner.Pending{Offset: v.offset(j), Saves: max(v.savesOf(j), 1), Keep: clamp01(d.Keep), Rule: d.Rule}
+	return out
+}
+
+// lastKeep is o's last scored keep-probability at or before step s; 1 when none.
+func lastKeep(o *Output, s int) float64 {
+	keep := 1.0
+	for _, a := range o.Asks {
+		if a.Step > s {
+			break
+		}
+		if a.OK {
+			keep = clamp01(a.Keep)
+		}
 	}
-	dec := planner.Plan(in)
-	if len(dec.Apply) == 0 {
-		return nil
-	}
-	if o.OnRewrite != nil {
-		o.OnRewrite(sd.name, v.s, dec)
-	}
-	out := make([]int, len(dec.Apply))
+	return keep
+}
+
+// take returns the positions the planner chose (pending ones and extra ones) and
+// drops the chosen pending ones from the pending list.
+func (p *regimeP) take(dec planner.Decision, extra []int) []int {
+	out := make([]int, 0, len(dec.Apply)+len(dec.Extra))
 	drop := make(map[int]bool, len(dec.Apply))
-	for k, a := range dec.Apply {
-		out[k] = p.pending[a]
+	for _, a := range dec.Apply {
+		out = append(out, p.pending[a])
 		drop[a] = true
+	}
+	for _, k := range dec.Extra {
+		out = append(out, extra[k])
 	}
 	kept := p.pending[:0]
 	for k, j := range p.pending {

@@ -148,8 +148,14 @@ func RandomPrunes(outs []Output, k int, seed uint64) []Decision {
 func ScorerName(scorer string) string { return "scorer:" + scorer }
 
 // Scorer evaluates the scorer whose asks the outputs hold, at cutoff.
+// Under the planner (the applied level) a rewrite forced by the hard limit may
+// also prune candidates not pending yet, by their last score, as the advisor does.
 func (e *Evaluator) Scorer(name string, cutoff float64) Result {
-	return e.evaluate(ScorerName(name), cutoff, ScorerPrunes(e.outs, cutoff))
+	ds := ScorerPrunes(e.outs, cutoff)
+	r := e.pruneFigures(ScorerName(name), cutoff, ds, true)
+	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
+		func(sd *sessionData) policy { p := e.regime(sd, ds).(*regimeP); p.extra = true; return p })
+	return r
 }
 
 // Sweep evaluates the scorer at every cutoff, in the order given.
