@@ -224,6 +224,14 @@ rest too: their stored replays, or scored in this process when the store holds n
 (the session files are read again; a baseline some session cannot be read for is
 left out, said on stderr).
 
+Every session compacts where its agent would (Claude Code at the window less 33,000
+tokens, Codex at 90%, pi at the window less 16,384, Gemini CLI at half, opencode at
+the window less 20,000; an agent the format does not name at the window itself), for
+every pruner alike: the summarising call is priced, the context becomes the summary
+and what the agent keeps, and outputs dropped that the agent uses later are counted
+as lost ("compactions", "lost", beside the recallable "stub misses"). --window models
+other windows (a list; the budget is then half of each unless --budget is given).
+
 Objective: token-steps (default) maximises the context kept out of the agent's calls;
 net maximises net dollars under the planner's regime (the applied level). Each budget
 has its own recommendation.
@@ -329,7 +337,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	// priced, else at the first budget.
 	br := rep.Budgets[0]
 	for _, b := range rep.Budgets {
-		if b.Budget == base.BudgetTokens() {
+		if b.Budget == base.BudgetTokens() && b.Window == base.ContextWindow {
 			br = b
 		}
 	}
