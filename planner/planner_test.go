@@ -90,6 +90,26 @@ func TestPlan(t *testing.T) {
 			Decision{Apply: []int{1, 2}, Reason: ReasonOverBudget, Frees: 450, Suffix: 150, Cost: 1500, Saving: 2250},
 		},
 		{
+			// The same with price_forced (the default), pay factor 1: the budget's
+			// rewrite saves 2,250 >= 1 x its cost 1,500: applied as it is.
+			"over budget, price_forced, pays", with(func(in *Input) {
+				in.Context, in.PriceForced = 1200, true
+				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}, {Offset: 600, Saves: 250, Rule: true}, {Offset: 700, Saves: 200, Keep: 0.05}}
+			}),
+			Decision{Apply: []int{1, 2}, Reason: ReasonOverBudget, Frees: 450, Suffix: 150, Cost: 1500, Saving: 2250},
+		},
+		{
+			// Pay factor 2: 2,250 < 2 x 1,500, and no rewrite that pays exists (from
+			// 700: frees 200, suffix 300, cost 3,000, saving 1,000; from 600: the
+			// budget's; from 100: frees 750, suffix 350, cost 3,500, saving 3,750):
+			// it waits, over the budget, saying why.
+			"over budget, price_forced, does not pay", with(func(in *Input) {
+				in.Context, in.PriceForced, in.PayFactor = 1200, true, 2
+				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}, {Offset: 600, Saves: 250, Rule: true}, {Offset: 700, Saves: 200, Keep: 0.05}}
+			}),
+			Decision{Wait: "over budget, but the rewrite would cost $1500.0000 and save $2250.0000 over the expected remaining steps (price_forced)"},
+		},
+		{
 			// Over budget, the priority order reaches the mark with the prune at 100
 			// (0.1 before 0.3): first change at 100, so the one at 700 (0.3) rides along
 			// for free. Frees 300+400+100 = 800; suffix 1300-100-800 = 400.
