@@ -1,6 +1,8 @@
 package advisor_test
 
 import (
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -35,7 +37,7 @@ func realSessions(t testing.TB) []string {
 		return nil
 	})
 	if err != nil {
-		t.Skipf("no real sessions: %v", err)
+		sessionfiles.Missing(t, "no real sessions: %v", err)
 	}
 	sort.Strings(files)
 	return files

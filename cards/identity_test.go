@@ -107,7 +107,7 @@ func realTexts(t *testing.T) []string {
 		}
 	}
 	if read < 50 {
-		t.Skipf("only %d real sessions readable", read)
+		sessionfiles.Missing(t, "only %d real sessions readable", read)
 	}
 	t.Logf("%d sessions, %d texts", read, len(texts))
 	return texts

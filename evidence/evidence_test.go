@@ -1,6 +1,8 @@
 package evidence
 
 import (
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -413,7 +415,7 @@ func sessionFiles(t testing.TB) []string {
 		return nil
 	})
 	if err != nil {
-		t.Skipf("no shared sessions: %v", err)
+		sessionfiles.Missing(t, "no shared sessions: %v", err)
 	}
 	return files
 }

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"context"
 	"runtime"
 	"testing"
@@ -19,7 +21,7 @@ func scheduleRecords(t *testing.T, n int, schedules []string) [][]*Record {
 	t.Helper()
 	srcs := sharedSources(t)
 	if len(srcs) < n {
-		t.Skipf("only %d real sessions", len(srcs))
+		sessionfiles.Missing(t, "only %d real sessions", len(srcs))
 	}
 	out := make([][]*Record, n) // [session][schedule]
 	for i, src := range srcs[:n] {

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,7 +63,7 @@ func TestShardHas(t *testing.T) {
 	}
 	entries, err := os.ReadDir(filepath.Join("..", "..", "shared", "corpus"))
 	if err != nil {
-		t.Skipf("corpus: %v", err)
+		sessionfiles.Missing(t, "corpus: %v", err)
 	}
 	counts := make([]int, 3)
 	files := 0

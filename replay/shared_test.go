@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"errors"
 	"testing"
 )
@@ -22,7 +24,7 @@ func filesUnder(tb testing.TB, dir string) []string {
 	tb.Helper()
 	found, _, _, fails := Discover([]string{dir})
 	if len(fails) > 0 {
-		tb.Skipf("real sessions not available: %v", fails[0])
+		sessionfiles.Missing(tb, "real sessions not available: %v", fails[0])
 	}
 	var out []string
 	for _, f := range found {

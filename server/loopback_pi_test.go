@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"bufio"
 	"encoding/json"
 	"fmt"
@@ -259,7 +261,7 @@ func benchLoopPiSteady(b *testing.B, env *loopEnv) {
 func TestPiToAnthropic(t *testing.T) {
 	msgs, err := piToAnthropic(filepath.FromSlash(piSessionFile))
 	if os.IsNotExist(err) {
-		t.Skipf("%s: not beside the repository", piSessionFile)
+		sessionfiles.Missing(t, "%s: not beside the repository", piSessionFile)
 	}
 	if err != nil {
 		t.Fatal(err)

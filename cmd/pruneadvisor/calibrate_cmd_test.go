@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"bytes"
 	"encoding/json"
 	"os"
@@ -197,7 +199,7 @@ func TestCalibrateBaselines(t *testing.T) {
 	dirs := []string{filepath.Join(shared, "claude-code"), filepath.Join(shared, "mini-swe-agent")}
 	for _, d := range dirs {
 		if _, err := os.Stat(d); err != nil {
-			t.Skipf("real sessions not available: %v", err)
+			sessionfiles.Missing(t, "real sessions not available: %v", err)
 		}
 	}
 	db := filepath.Join(t.TempDir(), "r.db")

@@ -5,6 +5,8 @@ package main
 // SIGKILL) must reach the upstream as the very bytes it reaches it without one.
 
 import (
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -33,7 +35,7 @@ func chatBodies(t *testing.T, file string) [][]byte {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
-		t.Skipf("the shared sessions are not here: %v", err)
+		sessionfiles.Missing(t, "the shared sessions are not here: %v", err)
 	}
 	s, err := transcript.Read(filepath.Base(file), data, transcript.Options{})
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"encoding/csv"
 	"encoding/json"
 	"math"
@@ -23,7 +25,7 @@ import (
 func TestDefaultModelIsReproducible(t *testing.T) {
 	corpus := filepath.Join("..", "..", "..", "shared", "corpus")
 	if _, err := os.Stat(corpus); err != nil {
-		t.Skipf("no corpus: %v", err)
+		sessionfiles.Missing(t, "no corpus: %v", err)
 	}
 	out := filepath.Join(t.TempDir(), "model.json")
 	code, stdout, stderr := runCLI(t, "fit", "--db", filepath.Join(t.TempDir(), "fit.db"), "--out", out, corpus)
@@ -63,7 +65,7 @@ func TestDefaultModelIsReproducible(t *testing.T) {
 func TestFitDumpRows(t *testing.T) {
 	shared := filepath.Join("..", "..", "..", "shared", "sessions", "gemini-cli")
 	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("no shared sessions: %v", err)
+		sessionfiles.Missing(t, "no shared sessions: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "dump")
 	code, stdout, stderr := runCLI(t, "fit", "--db", filepath.Join(t.TempDir(), "fit.db"), "--json", "--dump-rows", dir, shared)

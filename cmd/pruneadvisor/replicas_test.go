@@ -5,6 +5,8 @@ package main
 // (storage/pgtest): skipped locally when no server answers, required in CI.
 
 import (
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -509,7 +511,7 @@ func TestReplayShardsIntoPostgres(t *testing.T) {
 	dirs := []string{filepath.Join(shared, "mini-swe-agent"), filepath.Join(shared, "gemini-cli")}
 	for _, d := range dirs {
 		if _, err := os.Stat(d); err != nil {
-			t.Skipf("real sessions not available: %v", err)
+			sessionfiles.Missing(t, "real sessions not available: %v", err)
 		}
 	}
 	dsn := pgtest.URL(t)

@@ -4,8 +4,11 @@
 package sessionfiles
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 )
 
 // Sample returns every file of root/sessions/*/* and every third file (in glob
@@ -27,4 +30,21 @@ func Sample(root string) []string {
 		}
 	}
 	return out
+}
+
+// RequiredEnv is the environment variable that makes the real sessions mandatory:
+// .ci/run sets it, so that a test that needs ../shared fails there, saying why,
+// instead of passing as skipped.
+const RequiredEnv = "PRUNEADVISOR_TEST_SHARED_REQUIRED"
+
+// Missing reports that the real sessions a test needs (../shared) cannot be read:
+// it fails tb when RequiredEnv is set (CI), else skips it; either way with the
+// message (format and args as fmt.Sprintf's).
+func Missing(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv(RequiredEnv) != "" {
+		tb.Fatalf("%s (%s is set: the real sessions in ../shared are required)", msg, RequiredEnv)
+	}
+	tb.Skip(msg)
 }
