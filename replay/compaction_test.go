@@ -2,6 +2,11 @@ package replay_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"testing"
 
@@ -10,6 +15,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
+	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 )
 
@@ -67,4 +73,106 @@ func TestReplayHardLimitFromAgent(t *testing.T) {
 		}
 	}
 	t.Error("no hard-limit rewrite in a session that grows to 368,400 tokens")
+}
+
+// compactedAnthropicBody is an Anthropic Messages request body: two large reads,
+// then the assistant message a provider's compaction block opens (a plain text
+// block when compacted is false), then eight more reads.
+func compactedAnthropicBody(t *testing.T, compacted bool) []byte {
+	t.Helper()
+	var msgs []map[string]any
+	n := 0
+	read := func(path string) {
+		n++
+		id := fmt.Sprintf("toolu_%d", n)
+		var text strings.Builder
+		for i := range 400 {
+			fmt.Fprintf(&text, "%s line %d: value_%d = %d\n", path, i, i*7, i*i)
+		}
+		msgs = append(msgs,
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "Read", "input": map[string]any{"file_path": path}}}},
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": text.String()}}})
+	}
+	msgs = append(msgs, map[string]any{"role": "user", "content": "Port the parser to the new API."})
+	read("/src/a.go")
+	read("/src/b.go")
+	first := map[string]any{"type": "text", "text": "Summary so far: a.go and b.go read."}
+	if compacted {
+		first = map[string]any{"type": "compaction", "content": "Summary so far: a.go and b.go read."}
+	}
+	msgs = append(msgs,
+		map[string]any{"role": "assistant", "content": []any{first, map[string]any{"type": "text", "text": "Going on."}}},
+		map[string]any{"role": "user", "content": "Carry on."})
+	for i := range 8 {
+		read(fmt.Sprintf("/src/c%d.go", i))
+	}
+	b, err := json.Marshal(map[string]any{"model": "claude-test", "max_tokens": 1024, "messages": msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestReplayProviderCompaction (issue 38, "the same in replay"): a transcript that
+// holds a provider's compaction block is replayed as the provider reads it: the
+// outputs before the block are never candidates nor pruned, and the context each
+// later step counts starts at the block, so it is smaller than the same session's
+// with a text block there by the two reads' tokens at least.
+func TestReplayProviderCompaction(t *testing.T) {
+	recs := map[bool]*replay.Record{}
+	for _, compacted := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "body.json")
+		if err := os.WriteFile(path, compactedAnthropicBody(t, compacted), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src, err := replay.Load(path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := advisor.DefaultConfig()
+		cfg.Budget, cfg.PriceForced = 3000, false
+		rec, err := (&replay.Replayer{Config: cfg, Scorer: zeroKeep{}}).Replay(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[compacted] = rec
+	}
+	early := 0
+	for _, f := range recs[true].Outputs {
+		if f.Key != "toolu_1" && f.Key != "toolu_2" {
+			continue
+		}
+		early += f.Tokens
+		if f.CandidateFrom != 0 || f.PendingAt != 0 || f.PrunedAt != 0 {
+			t.Errorf("%s, before the compaction: candidate from %d, pending at %d, pruned at %d; want never", f.Key, f.CandidateFrom, f.PendingAt, f.PrunedAt)
+		}
+	}
+	pruned := 0
+	for _, f := range recs[false].Outputs {
+		if (f.Key == "toolu_1" || f.Key == "toolu_2") && f.PrunedAt != 0 {
+			pruned++
+		}
+	}
+	if pruned == 0 {
+		t.Error("without the compaction block neither early read was pruned: the test shows nothing")
+	}
+	with, without := recs[true].StepFacts, recs[false].StepFacts
+	last := len(with) - 1
+	if len(without) != len(with) || without[last].ContextTokens-with[last].ContextTokens < early {
+		t.Errorf("last step's context %d with the block, %d without; want it smaller by the early reads' %d tokens at least",
+			with[last].ContextTokens, without[last].ContextTokens, early)
+	}
+}
+
+// zeroKeep scores every card 0: prune whatever may be pruned.
+type zeroKeep struct{}
+
+func (zeroKeep) Name() string { return "zero" }
+
+func (zeroKeep) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
+	out := make([]cards.Score, len(b.Cards))
+	for i := range out {
+		out[i] = cards.Score{Keep: 0, OK: true}
+	}
+	return out, nil
 }
