@@ -37,6 +37,13 @@ const (
 	GeminiPrunableTokens = 30_000
 )
 
+// GeminiPreviewTokens is the size of gemini-cli's masked output in tokens: the
+// first and last evidence.PreviewChars (250) characters it keeps, 141 tokens on
+// average over the corpus's prunable outputs (issue 39's table), plus its
+// placeholder's own words (AnchorPlaceholderTokens). Its later uses are misses
+// only when the head and tail do not hold their names (Output.Previewed).
+const GeminiPreviewTokens = 141 + AnchorPlaceholderTokens
+
 // opencode's prune (packages/opencode/src/session/compaction.ts, PRUNE_PROTECT and
 // PRUNE_MINIMUM): walking back from the newest output, the first 40,000 tokens of
 // tool output are protected; older outputs are pruned together once they add up to
@@ -77,7 +84,7 @@ func (e *Evaluator) Anchors(clearAtLeast int) []Result {
 	if clearAtLeast > 0 {
 		run("anthropic-clearing-at-least", &keepNewestP{trigger: AnthropicTrigger, keep: AnthropicKeep, atLeast: clearAtLeast})
 	}
-	run("gemini-cli-masking", &protectWindowP{protect: GeminiProtectTokens, minimum: GeminiPrunableTokens})
+	run("gemini-cli-masking", &protectWindowP{protect: GeminiProtectTokens, minimum: GeminiPrunableTokens, preview: true})
 	run("opencode-prune", &protectWindowP{protect: OpencodeProtectTokens, minimum: OpencodeMinimumTokens})
 	run("claude-code-idle-clearing", &keepNewestP{idle: ClaudeCodeIdle, keep: ClaudeCodeKeep})
 	return out
@@ -110,12 +117,13 @@ func (e *Evaluator) evaluatePolicy(name string, mk func(*sessionData) policy) Re
 	rec := func(sd *sessionData) policy { return &recordingP{inner: mk(sd), sd: sd, into: cleared} }
 	r := Result{Name: name, Cutoff: -1}
 	e.price(&r, mk, rec)
-	digest := true // the advisor's own stubs, unless the policy's are placeholders
+	h := holdDigest // the advisor's own stubs, unless the policy's are placeholders
 	if len(e.sessions) > 0 {
-		_, ph := mk(e.sessions[0]).(placeholderer)
-		digest = !ph
+		if ph, ok := mk(e.sessions[0]).(placeholderer); ok {
+			_, h = ph.placeholder()
+		}
 	}
-	flat := e.pruneFigures(name, -1, cleared, digest)
+	flat := e.pruneFigures(name, -1, cleared, h)
 	r.Outputs, r.Pruned, r.Misses, r.PruneRate, r.MissRate = flat.Outputs, flat.Pruned, flat.Misses, flat.PruneRate, flat.MissRate
 	r.TokenSteps, r.TotalTokenSteps = flat.TokenSteps, flat.TotalTokenSteps
 	return r
@@ -138,11 +146,11 @@ func (p *recordingP) stub(v *view) []int {
 	return out
 }
 
-func (p *recordingP) placeholder() int {
+func (p *recordingP) placeholder() (int, hold) {
 	if ph, ok := p.inner.(placeholderer); ok {
 		return ph.placeholder()
 	}
-	return -1
+	return -1, holdDigest
 }
 
 // keepNewestP clears every visible output but the keep newest, when the context
@@ -154,7 +162,7 @@ type keepNewestP struct {
 	idle                   time.Duration
 }
 
-func (p *keepNewestP) placeholder() int { return AnchorPlaceholderTokens }
+func (p *keepNewestP) placeholder() (int, hold) { return AnchorPlaceholderTokens, holdNothing }
 
 func (p *keepNewestP) stub(v *view) []int {
 	switch {
@@ -190,10 +198,20 @@ func (p *keepNewestP) stub(v *view) []int {
 
 // protectWindowP protects the newest outputs up to protect tokens (counting outputs
 // not cleared yet) and clears all older ones together once they hold at least
-// minimum tokens (both tools count the outputs' own sizes).
-type protectWindowP struct{ protect, minimum int }
+// minimum tokens (both tools count the outputs' own sizes); with preview set its
+// placeholder keeps the output's head and tail (Gemini CLI's), else nothing
+// (opencode's).
+type protectWindowP struct {
+	protect, minimum int
+	preview          bool
+}
 
-func (p *protectWindowP) placeholder() int { return AnchorPlaceholderTokens }
+func (p *protectWindowP) placeholder() (int, hold) {
+	if p.preview {
+		return GeminiPreviewTokens, holdPreview
+	}
+	return AnchorPlaceholderTokens, holdNothing
+}
 
 func (p *protectWindowP) stub(v *view) []int {
 	window, j := 0, v.visible-1

@@ -93,6 +93,10 @@ type Output struct {
 	// whose stubs are the advisor's (MissFrom); the anchors' placeholders hold
 	// nothing (UsedFrom).
 	Held []bool
+	// Previewed, nil or one per use, says that the output's first and last 250
+	// characters hold Uses[i] (evidence.Use.Preview): no miss of Gemini CLI's
+	// masking, whose placeholder keeps them.
+	Previewed []bool
 	// Offset is the number of tokens before the output's message in the session as
 	// sent with nothing pruned; outputs of a session are ordered by it.
 	Offset int
@@ -185,6 +189,9 @@ func (o *Output) Validate() error {
 	}
 	if o.Held != nil && len(o.Held) != len(o.Uses) {
 		return bad("Held", "%d values for %d uses", len(o.Held), len(o.Uses))
+	}
+	if o.Previewed != nil && len(o.Previewed) != len(o.Uses) {
+		return bad("Previewed", "%d values for %d uses", len(o.Previewed), len(o.Uses))
 	}
 	prev = o.Step
 	for i, u := range o.Uses {
@@ -450,6 +457,7 @@ func NewEvaluator(outputs []Output, sessions []Session, opts Options) (*Evaluato
 		o.Asks = append([]Ask(nil), o.Asks...)
 		o.Uses = append([]int(nil), o.Uses...)
 		o.Held = append([]bool(nil), o.Held...)
+		o.Previewed = append([]bool(nil), o.Previewed...)
 		if err := o.Validate(); err != nil {
 			return nil, fmt.Errorf("outputs[%d]: %w", i, err)
 		}
@@ -587,7 +595,7 @@ func (e *Evaluator) Evaluate(name string, cutoff float64, ds []Decision) (Result
 
 // evaluate is Evaluate without the checks.
 func (e *Evaluator) evaluate(name string, cutoff float64, ds []Decision) Result {
-	r := e.pruneFigures(name, cutoff, ds, true)
+	r := e.pruneFigures(name, cutoff, ds, holdDigest)
 	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
 		func(sd *sessionData) policy { return e.regime(sd, ds) })
 	return r
@@ -595,8 +603,9 @@ func (e *Evaluator) evaluate(name string, cutoff float64, ds []Decision) Result 
 
 // pruneFigures computes the flat, decision-level prune figures of Result; digest
 // says the pruner's stubs are the advisor's, whose digests hold some uses
-// (Output.MissFrom), else placeholders that hold none (Output.UsedFrom).
-func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []Decision, digest bool) Result {
+// (Output.MissFrom), Gemini CLI's previews hold those their head and tail name,
+// placeholders none (Output.UsedFrom).
+func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []Decision, h hold) Result {
 	r := Result{Name: name, Cutoff: cutoff, Outputs: len(e.outs)}
 	for i := range e.outs {
 		o := &e.outs[i]
@@ -607,7 +616,7 @@ func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []Decision, dig
 		}
 		r.Pruned++
 		stop := o.EndStep + 1
-		if u := o.missFrom(p, digest); u != 0 {
+		if u := o.missFrom(p, h); u != 0 {
 			r.Misses++
 			stop = u
 		}
@@ -651,10 +660,20 @@ func (l *Level) add(s Level) {
 	}
 }
 
-// missFrom is MissFrom with the advisor's stubs (digest), else UsedFrom.
-func (o *Output) missFrom(step int, digest bool) int {
-	if digest {
+// missFrom is the first use at or after step that a stub holding h does not hold:
+// MissFrom for the advisor's digests, the first use not Previewed for Gemini CLI's
+// preview, UsedFrom for a placeholder.
+func (o *Output) missFrom(step int, h hold) int {
+	switch h {
+	case holdDigest:
 		return o.MissFrom(step)
+	case holdPreview:
+		for i := sort.SearchInts(o.Uses, step); i < len(o.Uses); i++ {
+			if i >= len(o.Previewed) || !o.Previewed[i] {
+				return o.Uses[i]
+			}
+		}
+		return 0
 	}
 	return o.UsedFrom(step)
 }

@@ -610,7 +610,7 @@ func TestDigestHeldUse(t *testing.T) {
 		t.Errorf("with the digest: %d misses (decision level %d), %d token-steps; want 0, 0, 49000", got.Misses, got.Decision.Misses, got.TokenSteps)
 	}
 	ds := ScorerPrunes(outs, 0.25)
-	if r := e.pruneFigures("placeholder", 0.25, ds, false); r.Misses != 1 || r.TokenSteps != 34_000 {
+	if r := e.pruneFigures("placeholder", 0.25, ds, holdNothing); r.Misses != 1 || r.TokenSteps != 34_000 {
 		t.Errorf("placeholders: %d misses, %d token-steps; want 1, 34000", r.Misses, r.TokenSteps)
 	}
 	o := outs[0]
@@ -667,5 +667,38 @@ func TestFrontAndDominance(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("dominance (-want +got):\n%s", d)
+	}
+}
+
+// TestPreviewHeldUse: Gemini CLI's masking keeps an output's head and tail, so a
+// use they name (Previewed) is no miss of it; the hand session's output A is used
+// at 6 after its prune at 4: with the preview holding that use, no miss and
+// 3,000 x (11 - 4) = 21,000 token-steps as with the advisor's digest; a use the
+// preview does not hold misses as with a placeholder. The anchor's stub is
+// GeminiPreviewTokens, so an output no larger than that is never masked.
+func TestPreviewHeldUse(t *testing.T) {
+	outs, sessions := handOutputs()
+	ds := ScorerPrunes(outs, 0.25)
+	for _, tt := range []struct {
+		previewed []bool
+		misses    int
+		steps     int64
+	}{{[]bool{true}, 0, 49_000}, {[]bool{false}, 1, 34_000}, {nil, 1, 34_000}} {
+		outs[0].Previewed = tt.previewed
+		e := mustEval(t, outs, sessions, DefaultOptions())
+		if r := e.pruneFigures("preview", 0.25, ds, holdPreview); r.Misses != tt.misses || r.TokenSteps != tt.steps {
+			t.Errorf("Previewed %v: %d misses, %d token-steps; want %d, %d", tt.previewed, r.Misses, r.TokenSteps, tt.misses, tt.steps)
+		}
+	}
+	bad := outs[0]
+	bad.Previewed = []bool{true, true}
+	if err := bad.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Previewed: 2 values for 1 uses") {
+		t.Errorf("Previewed longer than Uses: %v", err)
+	}
+	if n, h := (&protectWindowP{preview: true}).placeholder(); n != GeminiPreviewTokens || h != holdPreview {
+		t.Errorf("gemini's stub: %d tokens, hold %d", n, h)
+	}
+	if n, h := (&protectWindowP{}).placeholder(); n != AnchorPlaceholderTokens || h != holdNothing {
+		t.Errorf("opencode's stub: %d tokens, hold %d", n, h)
 	}
 }

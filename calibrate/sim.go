@@ -26,8 +26,10 @@ type view struct {
 	first   []int   // first[j]: the first position in output j's message
 	appends []appendAt
 	// stubSize is the stub size the policy uses in place of each output's own
-	// StubTokens (the anchors' placeholders), -1 for none.
+	// StubTokens (the anchors' placeholders), -1 for none; hold is what its stubs
+	// keep of an output.
 	stubSize int
+	hold     hold
 	// gone[j]: a compaction dropped output j (it can be neither stubbed nor
 	// recalled any more).
 	gone []bool
@@ -36,8 +38,23 @@ type view struct {
 	added, cut int
 }
 
-// placeholderer is a policy whose stubs are all of one size.
-type placeholderer interface{ placeholder() int }
+// placeholderer is a policy whose stubs are all of one size and hold the same
+// kind of thing: an anchor's.
+type placeholderer interface{ placeholder() (tokens int, h hold) }
+
+// hold is what a pruner's stub keeps of an output, which decides which later uses
+// of it miss.
+type hold int
+
+const (
+	// holdDigest: the advisor's stub, whose digest holds some uses (Output.Held).
+	holdDigest hold = iota
+	// holdNothing: a placeholder ("[Old tool result content cleared]").
+	holdNothing
+	// holdPreview: Gemini CLI's masking, which keeps the output's head and tail
+	// (Output.Previewed).
+	holdPreview
+)
 
 // savesOf is what a stub of output j removes under the policy, in tokens (>= 0).
 func (v *view) savesOf(j int) int {
@@ -88,7 +105,7 @@ func (v *view) offset(j int) int {
 func (e *Evaluator) simulate(sd *sessionData, p policy) Level {
 	v := newView(e, sd)
 	if ph, ok := p.(placeholderer); ok {
-		v.stubSize = ph.placeholder()
+		v.stubSize, v.hold = ph.placeholder()
 	}
 	var l Level
 	lastSent := 0
@@ -146,9 +163,9 @@ func (v *view) stubPhase(p policy, missAt map[int][]int) int {
 		n := v.savesOf(j)
 		v.fen.add(j, n)
 		v.saved += n
-		// A placeholder (stubSize >= 0) holds nothing; the advisor's stub holds
-		// the uses its digest names.
-		if u := v.out(j).missFrom(v.s, v.stubSize < 0); u != 0 {
+		// A placeholder holds nothing, a preview the uses its head and tail name,
+		// the advisor's stub the uses its digest names.
+		if u := v.out(j).missFrom(v.s, v.hold); u != 0 {
 			missAt[u] = append(missAt[u], j)
 		}
 	}

@@ -152,7 +152,7 @@ func ScorerName(scorer string) string { return "scorer:" + scorer }
 // also prune candidates not pending yet, by their last score, as the advisor does.
 func (e *Evaluator) Scorer(name string, cutoff float64) Result {
 	ds := ScorerPrunes(e.outs, cutoff)
-	r := e.pruneFigures(ScorerName(name), cutoff, ds, true)
+	r := e.pruneFigures(ScorerName(name), cutoff, ds, holdDigest)
 	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
 		func(sd *sessionData) policy { p := e.regime(sd, ds).(*regimeP); p.extra = true; return p })
 	return r

@@ -76,6 +76,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -163,7 +164,16 @@ type Use struct {
 	// of a stub with that budget or more; 0 when no digest holds it (and for a
 	// recall).
 	Digest int
+	// Preview reports that the output's first and last PreviewChars characters
+	// (Gemini CLI's masking keeps them in place of the output) hold every name of
+	// the use, so that the use is no miss of that stub; false for a recall.
+	Preview bool
 }
+
+// PreviewChars is how many characters of an output's head and of its tail Gemini
+// CLI's tool-output masking keeps in its placeholder (issue 39 quotes 250 + 250 from
+// packages/core's masking service); Use.Preview is measured against them.
+const PreviewChars = 250
 
 // Counts reports whether the use is strong enough to count as "used".
 func (u Use) Counts() bool { return u.Weight >= UseThreshold }
@@ -218,8 +228,11 @@ type Tracker struct {
 	carried []carriedName
 	// candGroups holds the compounds with a candidate, and then their digest cost.
 	candGroups map[int32]int32
-	step       int // step of the last message added
-	stats      TrackerStats
+	// prev is the names of the head and tail of the output being added
+	// (previewNames), scratch of addOutput.
+	prev  map[string]struct{}
+	step  int // step of the last message added
+	stats TrackerStats
 }
 
 // nameSeed seeds nameKey, once per process.
@@ -245,7 +258,9 @@ type nameInfo struct {
 	// dcost is the digest budget, in tokens, at which the carrier's digest holds
 	// the name (its compound's representative); 0 = the digest never does.
 	dcost int32
-	df    int32 // outputs whose text holds the name
+	// preview: the carrier's head and tail (PreviewChars each) hold the name.
+	preview bool
+	df      int32 // outputs whose text holds the name
 	// Scratch of scan: part is the number of the last part that visited the name,
 	// pos its entry in Tracker.order during that part.
 	part int32
@@ -281,13 +296,16 @@ type rawUse struct {
 	nameW     float64
 	nameProof string
 	// digest is the least digest budget, in tokens, whose digest of the output
-	// holds the use's names (fixName); 0 = none does.
-	digest int
+	// holds the use's names (fixName); 0 = none does. preview: the output's head
+	// and tail hold them (fixName).
+	digest  int
+	preview bool
 	// The names found, until fixName weighs them.
 	names  []string
 	ids    []int32 // each name's index entry (Tracker.infos)
 	groups []int32 // compound of the agent's words each name came from
 	dcosts []int32 // each name's digest cost in the carrier's digest when found
+	inPrev []bool  // each name held by the carrier's head and tail when found
 }
 
 // NewTracker returns an empty tracker for one session, without word statistics
@@ -593,6 +611,7 @@ func (t *Tracker) nameUses(m *transcript.Message) {
 			r.ids = append(r.ids, idx)
 			r.groups = append(r.groups, e.group)
 			r.dcosts = append(r.dcosts, info.dcost)
+			r.inPrev = append(r.inPrev, info.preview)
 		}
 		t.written = append(t.written, name)
 	}
@@ -646,6 +665,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 	var g int32
 	t.cands, t.carried = t.cands[:0], t.carried[:0]
 	clear(t.candGroups) // the groups with a candidate: one candidate a compound
+	t.previewNames(o.Text)
 	t.scan(o.Text, nil, true, true, &g, func(name string, e scrEntry, i int32, info *nameInfo) {
 		switch {
 		case e.flags&namePart != 0:
@@ -660,6 +680,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 			return
 		}
 		t.carried = append(t.carried, carriedName{idx: i, group: e.group})
+		_, info.preview = t.prev[name]
 		if _, taken := t.candGroups[e.group]; !taken {
 			if Specific(name, t.Background) {
 				t.candGroups[e.group] = 0 // its cost comes with setDigest
@@ -670,7 +691,8 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 		}
 	})
 	t.setDigest(oe, o.Tokens)
-	clear(t.cands) // pieces of the output's text: not kept past the call
+	clear(t.prev)  // pieces of the output's text: not kept past the call
+	clear(t.cands) // the same
 	t.cands = t.cands[:0]
 	if c := o.Call; c != nil {
 		h := t.cmdHash(c)
@@ -786,7 +808,7 @@ func (t *Tracker) UseSteps(key string) []int {
 func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 	u := Use{Key: o.key, Step: r.step, Kind: r.kind, Proof: r.proof, Weight: min(r.strong+r.nameW, 1)}
 	if r.strong == 0 {
-		u.Digest = r.digest
+		u.Digest, u.Preview = r.digest, r.preview
 	}
 	if r.strong == 0 {
 		u.Kind, u.Proof = UseName, r.nameProof
@@ -833,7 +855,8 @@ func (t *Tracker) fixName(r *rawUse) {
 		r.nameProof += " +" + strconv.Itoa(len(r.names)-1) + " more"
 	}
 	r.digest = digestNeed(idx, r.groups, r.dcosts)
-	r.names, r.ids, r.groups, r.dcosts = nil, nil, nil, nil
+	r.preview = previewHolds(idx, r.groups, r.inPrev)
+	r.names, r.ids, r.groups, r.dcosts, r.inPrev = nil, nil, nil, nil, nil
 }
 
 // digestNeed is the least digest budget that holds a use's names: each compound
@@ -858,6 +881,23 @@ func digestNeed(idx []int, groups, dcosts []int32) int {
 		return 0
 	}
 	return int(max(need, groupMin))
+}
+
+// previewHolds reports whether the output's head and tail hold a use's names: each
+// compound of the agent's words is held when any of its names is, and the use when
+// every compound is (digestNeed's rule). idx orders the names by group.
+func previewHolds(idx []int, groups []int32, in []bool) bool {
+	held := false
+	for k, i := range idx {
+		if k > 0 && groups[i] != groups[idx[k-1]] {
+			if !held {
+				return false
+			}
+			held = false
+		}
+		held = held || in[i]
+	}
+	return held
 }
 
 // weightOf is the IDF weight of the name of index entry i over the N outputs added
@@ -1371,4 +1411,37 @@ func (t *Tracker) All() []Use {
 		out = append(out, t.Uses(k)...)
 	}
 	return out
+}
+
+// previewNames sets t.prev to the whole names of text's first and last
+// PreviewChars characters (Gemini CLI's masking preview), each read as the
+// separate text the preview shows; all of text when it is no longer than both.
+// A name cut at a preview's edge is a different, shorter name there.
+func (t *Tracker) previewNames(text string) {
+	if t.prev == nil {
+		t.prev = map[string]struct{}{}
+	}
+	clear(t.prev)
+	add := func(part string) {
+		var g int32
+		visitNames(part, &g, func(name string, _ int32, _ uint8) { t.prev[name] = struct{}{} })
+	}
+	n := utf8.RuneCountInString(text)
+	if n <= 2*PreviewChars {
+		add(text)
+		return
+	}
+	head, tail, k := 0, 0, 0
+	for i := range text { // i: the byte offset of rune k
+		if k == PreviewChars {
+			head = i
+		}
+		if k == n-PreviewChars {
+			tail = i
+			break
+		}
+		k++
+	}
+	add(text[:head])
+	add(text[tail:])
 }

@@ -67,7 +67,7 @@ var daemonCommon = &Background{Sessions: 100, MinShare: DefaultMinShare, Counts:
 func round(u []Use) []Use {
 	for i := range u {
 		u[i].Weight = math.Round(u[i].Weight*1e4) / 1e4
-		u[i].Digest = 0
+		u[i].Digest, u[i].Preview = 0, false // tested by TestDigest* and TestPreview
 	}
 	return u
 }

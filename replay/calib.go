@@ -26,10 +26,17 @@ func (r *Record) CalibrateOutputs() []calibrate.Output {
 		asks[a.OutputKey] = append(asks[a.OutputKey], calibrate.Ask{Step: a.Step, Keep: a.Score, OK: a.OK})
 	}
 	uses := map[string][]int{}
-	need := map[string]map[int]int{} // output -> use step -> digest budget that holds it
+	need := map[string]map[int]int{}     // output -> use step -> digest budget that holds it
+	preview := map[string]map[int]bool{} // output -> use step -> held by Gemini CLI's preview
 	for _, u := range r.Evidence {
 		if u.Counts() {
 			uses[u.Key] = append(uses[u.Key], u.Step)
+			if u.Preview {
+				if preview[u.Key] == nil {
+					preview[u.Key] = map[int]bool{}
+				}
+				preview[u.Key][u.Step] = true
+			}
 			if u.Digest > 0 {
 				if need[u.Key] == nil {
 					need[u.Key] = map[int]int{}
@@ -64,6 +71,7 @@ func (r *Record) CalibrateOutputs() []calibrate.Output {
 				// of this output's: not held.
 				n := need[f.Key][u]
 				o.Held = append(o.Held, n > 0 && n <= budget)
+				o.Previewed = append(o.Previewed, preview[f.Key][u])
 				prev = u
 			}
 		}

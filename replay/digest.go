@@ -27,6 +27,9 @@ type DigestRow struct {
 	// tokens holds (0 < evidence.Use.Digest <= budget).
 	Uses int   `json:"uses"`
 	Held []int `json:"held"`
+	// Previewed counts those Gemini CLI's blind preview (the output's first and
+	// last 250 characters: evidence.Use.Preview) holds, for comparison.
+	Previewed int `json:"previewed"`
 	// Outputs and Tokens count the outputs whose stub carries a digest (candidates
 	// the rules do not kill: stubDigest; the others' uses are no stub misses
 	// either) and their tokens; Stub[i] is their stubs' tokens with a digest of
@@ -97,6 +100,9 @@ func (c *DigestCoverage) Add(rec *Record) {
 		}
 		for _, r := range []*DigestRow{row, &c.all} {
 			r.Uses++
+			if u.Preview {
+				r.Previewed++
+			}
 			for i, budget := range budgets[u.Key] {
 				if u.Digest > 0 && u.Digest <= budget {
 					r.Held[i]++
@@ -151,9 +157,12 @@ func (c *DigestCoverage) Recommend() (budget int, reason string, ok bool) {
 // each budget, and the stubs' share of the tokens they replace at each budget.
 func (c *DigestCoverage) Print(w io.Writer) {
 	fmt.Fprintf(w, "stub digests: name uses that could become misses (outputs of %d+ tokens, used %d+ steps later) held by a digest, and stub tokens over the tokens replaced, at digest budgets %v tokens\n", DigestMinOutput, DigestMinAge, DigestBudgets)
-	fmt.Fprintf(w, "  %-16s %6s  %-34s  %s\n", "format", "uses", "held", "stub share")
+	fmt.Fprintf(w, "  %-16s %6s  %-34s  %-34s  %s\n", "format", "uses", "held", "stub share", "250+250 preview")
 	for _, r := range c.Result() {
-		held, share := "", ""
+		held, share, prev := "", "", "     -"
+		if r.Uses > 0 {
+			prev = fmt.Sprintf("%5.1f%%", 100*float64(r.Previewed)/float64(r.Uses))
+		}
 		for i := range DigestBudgets {
 			if r.Uses > 0 {
 				held += fmt.Sprintf(" %5.1f%%", 100*float64(r.Held[i])/float64(r.Uses))
@@ -164,7 +173,7 @@ func (c *DigestCoverage) Print(w io.Writer) {
 				share += fmt.Sprintf(" %5.1f%%", 100*float64(r.Stub[i])/float64(r.Tokens))
 			}
 		}
-		fmt.Fprintf(w, "  %-16s %6d  %-34s  %s\n", r.Format, r.Uses, held, share)
+		fmt.Fprintf(w, "  %-16s %6d  %-34s  %-34s  %s\n", r.Format, r.Uses, held, share, prev)
 	}
 	if b, why, ok := c.Recommend(); ok {
 		fmt.Fprintf(w, "recommended digest budget: %d tokens (%s)\n", b, why)

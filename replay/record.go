@@ -39,8 +39,9 @@ import (
 // latest carrier, re-reads and reruns not uses; evidence package), labelled under
 // the word statistics Settings.Words names. replay-6: each session's advisor takes
 // its hard limit from the session's agent (advisor.AgentOf its format) when the
-// config names none.
-const Version = "replay-6"
+// config names none. replay-7: each use records whether the output's head and tail
+// (Gemini CLI's masking preview) hold it (evidence.Use.Preview).
+const Version = "replay-7"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (

@@ -147,7 +147,9 @@ func TestReplayFacts(t *testing.T) {
 		}
 	}
 	wantEv := []evidence.Use{
-		{Key: "call_1", Step: 6, Kind: evidence.UseName, Proof: `name "listen_port"`, Weight: 1, Digest: digestUpTo(t, src, "call_1", "listen_port")},
+		// listen_port is on the output's third line: in its first 250 characters,
+		// which Gemini CLI's preview keeps.
+		{Key: "call_1", Step: 6, Kind: evidence.UseName, Proof: `name "listen_port"`, Weight: 1, Digest: digestUpTo(t, src, "call_1", "listen_port"), Preview: true},
 		// Step 5 re-reads NOTES.md (call_3's file): a re-read is not a use.
 	}
 	if diff := cmp.Diff(wantEv, rec.Evidence); diff != "" {

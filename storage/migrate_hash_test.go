@@ -24,10 +24,10 @@ func TestMigrationDropsOutputsHash(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Undo what the later migrations added (SQLite's ADD COLUMN has no IF NOT
-		// EXISTS): 0010's columns.
+		// EXISTS): 0010's and 0011's columns.
 		if db.kind == sqliteBackend {
-			for _, table := range []string{"evidence", "replay_outputs"} {
-				if _, err := db.w.ExecContext(ctx, `ALTER TABLE `+table+` DROP COLUMN digest_tokens`); err != nil {
+			for _, drop := range []string{"evidence DROP COLUMN digest_tokens", "replay_outputs DROP COLUMN digest_tokens", "evidence DROP COLUMN preview"} {
+				if _, err := db.w.ExecContext(ctx, `ALTER TABLE `+drop); err != nil {
 					t.Fatal(err)
 				}
 			}

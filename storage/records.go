@@ -286,6 +286,9 @@ type Evidence struct {
 	// Digest is the least stub digest budget, in tokens, that holds the use
 	// (evidence.Use.Digest); 0 = none does.
 	Digest int
+	// Preview reports that the output's head and tail (Gemini CLI's masking
+	// preview) hold the use (evidence.Use.Preview).
+	Preview bool
 }
 
 // RecordEvidence stores evs in one transaction (all or none); each needs a session
@@ -303,7 +306,7 @@ func (db *DB) RecordEvidence(ctx context.Context, evs []Evidence) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		return db.insertAll(ctx, tx, evidenceColumns, len(evs), func(i int) []any {
 			e := evs[i]
-			return []any{e.SessionID, e.OutputKey, e.UseStep, e.Proof, nullFloat(e.Weight), e.Digest}
+			return []any{e.SessionID, e.OutputKey, e.UseStep, e.Proof, nullFloat(e.Weight), e.Digest, e.Preview}
 		})
 	})
 	if err != nil {
@@ -314,7 +317,7 @@ func (db *DB) RecordEvidence(ctx context.Context, evs []Evidence) error {
 
 // evidenceColumns are the evidence table's columns as RecordEvidence and
 // CommitReplay write them.
-const evidenceColumns = `evidence(session_id, output_key, use_step, proof, weight, digest_tokens)`
+const evidenceColumns = `evidence(session_id, output_key, use_step, proof, weight, digest_tokens, preview)`
 
 // EvidenceFilter selects evidence; an empty field matches every value.
 type EvidenceFilter struct {
@@ -325,7 +328,7 @@ type EvidenceFilter struct {
 // Evidence returns the evidence matching f in the order it was recorded.
 func (db *DB) Evidence(ctx context.Context, f EvidenceFilter) ([]Evidence, error) {
 	where, args := conditions([]cond{{"session_id", f.SessionID}, {"output_key", f.OutputKey}})
-	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, use_step, proof, weight, digest_tokens FROM evidence`+where+` ORDER BY id`, args...)
+	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, use_step, proof, weight, digest_tokens, preview FROM evidence`+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("storage: evidence %+v: %w", f, db.classify(err))
 	}
@@ -334,7 +337,7 @@ func (db *DB) Evidence(ctx context.Context, f EvidenceFilter) ([]Evidence, error
 	for rows.Next() {
 		var e Evidence
 		var w sql.NullFloat64
-		if err := rows.Scan(&e.SessionID, &e.OutputKey, &e.UseStep, &e.Proof, &w, &e.Digest); err != nil {
+		if err := rows.Scan(&e.SessionID, &e.OutputKey, &e.UseStep, &e.Proof, &w, &e.Digest, &e.Preview); err != nil {
 			return nil, fmt.Errorf("storage: evidence %+v: %w", f, err)
 		}
 		e.Weight = floatBack(w)
