@@ -75,7 +75,11 @@ func (v *view) offset(j int) int {
 }
 
 // simulate runs one session under p and prices it against keep-all.
-func (e *Evaluator) simulate(sd *sessionData, p policy) Level {
+func (e *Evaluator) simulate(sd *sessionData, p policy) Level { return e.simulateInto(sd, p, nil) }
+
+// simulateInto is simulate that also records, when tr is not nil, the context sent
+// at every call, the calls that rewrote and the calls whose stub was recalled.
+func (e *Evaluator) simulateInto(sd *sessionData, p policy, tr *Series) Level {
 	v := newView(e, sd)
 	if ph, ok := p.(placeholderer); ok {
 		v.stubSize = ph.placeholder()
@@ -124,6 +128,15 @@ func (e *Evaluator) simulate(sd *sessionData, p policy) Level {
 		l.PeakContext = max(l.PeakContext, ctx)
 		l.TokenSteps += int64(sd.context[s-1] - ctx)
 		lastSent = ctx
+		if tr != nil {
+			tr.Context = append(tr.Context, ctx)
+			if first >= 0 {
+				tr.Rewrites = append(tr.Rewrites, s)
+			}
+			if len(missAt[s]) > 0 {
+				tr.Recalls = append(tr.Recalls, s)
+			}
+		}
 		for _, j := range missAt[s] {
 			// The call went out without the output: one more round trip reads the
 			// context and writes the recall and the original, which stays.
