@@ -34,7 +34,7 @@ func TestTraces(t *testing.T) {
 		t.Fatal(err)
 	}
 	type figures struct {
-		TokenSteps                          int64
+		TokenSteps                         int64
 		OverBudget, Peak, Rewrites, Misses int
 	}
 	of := func(keepAll []int, s Series) figures {

@@ -221,21 +221,27 @@ first stored scorer) into an advisor config file, keeping its other fields.`,
 			return runCalibrate(cmd.Context(), e, f)
 		},
 	}
+	f.register(c)
+	c.Flags().StringVar(&f.plot, "plot", "", "also draw the reliability and savings plot to this .png or .svg file")
+	c.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
+	c.Flags().StringVar(&f.writeConfig, "write-config", "", "write the recommended cutoff into this advisor config file (created if missing)")
+	c.Flags().StringVar(&f.scorer, "scorer", "", "the scorer whose cutoff --write-config writes (default: the first stored scorer, else lexical)")
+	return c
+}
+
+// register adds the flags calibrate and report share (the same names, defaults and
+// meaning, so that one set of flags gives both the same figures).
+func (f *calibrateFlags) register(c *cobra.Command) {
 	f.priceFlags.register(c)
 	c.Flags().IntSliceVar(&f.budgets, "budget", []int{20_000, 50_000, 100_000}, "budgets to price at, in tokens (a list); the replay's own budget shows the advisor's real rewrites")
 	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store holding the replays: an SQLite file, or a postgres:// URL")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "highest acceptable miss rate (pruned outputs used later / pruned outputs)")
 	c.Flags().StringVar(&f.objective, "objective", string(calibrate.ObjectiveTokenSteps), "what the recommended cutoff maximises: token-steps | net")
-	c.Flags().StringVar(&f.plot, "plot", "", "also draw the reliability and savings plot to this .png or .svg file")
-	c.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
-	c.Flags().StringVar(&f.writeConfig, "write-config", "", "write the recommended cutoff into this advisor config file (created if missing)")
-	c.Flags().StringVar(&f.scorer, "scorer", "", "the scorer whose cutoff --write-config writes (default: the first stored scorer, else lexical)")
 	c.Flags().StringSliceVar(&f.settings, "settings", nil, "use only the replays whose settings hash starts with these prefixes (default: all)")
 	c.Flags().IntSliceVar(&f.recency, "recency", calibrate.DefaultRecency, "windows N of the recency-masking baseline (keep the last N outputs)")
 	c.Flags().IntVar(&f.bins, "bins", 10, "score bins of the reliability table")
 	c.Flags().Uint64Var(&f.seed, "seed", 1, "seed of the random baseline")
 	c.Flags().IntVar(&f.workers, "workers", 0, "sessions scored at once by the in-process lexical baseline (default: the number of CPUs)")
-	return c
 }
 
 func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {

@@ -1,0 +1,194 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// chart is one plot as the templates draw it in inline SVG ("chart" in
+// common.html): every coordinate is in SVG user units, computed here.
+type chart struct {
+	ID            string // element id (also the test's handle)
+	Title         string
+	W, H          float64
+	Left, Top     float64 // the plot area's corner
+	PW, PH        float64 // the plot area's size
+	XLabel        string
+	YLabel        string
+	XTicks        []tick
+	YTicks        []tick
+	Rules         []rule // horizontal lines across the plot area (budget, hard limit)
+	Lines         []line
+	Dots          []dot
+	Marks         []mark // vertical ticks along the bottom of the plot area
+	Legend        []legendItem
+	Caption       string
+	xmin, xmax    float64
+	ymin, ymax    float64
+	legendY       float64
+	legendRowSize float64
+}
+
+type tick struct {
+	Pos   float64
+	Label string
+}
+
+type rule struct {
+	Y     float64
+	Label string
+	Color string
+	Dash  string
+}
+
+type line struct {
+	Name   string
+	Color  string
+	Dash   string
+	Points string // "x,y x,y ..."
+}
+
+type dot struct {
+	X, Y  float64
+	R     float64
+	Color string
+	Title string // the tooltip: name and figures
+	Label string // drawn beside the dot ("" for none)
+}
+
+type mark struct {
+	X     float64
+	Y1    float64
+	Y2    float64
+	Color string
+	Title string
+}
+
+type legendItem struct {
+	X, Y  float64
+	Color string
+	Dash  string
+	Name  string
+}
+
+// newChart returns a chart of size w x h with its axes over [xmin, xmax] x [ymin,
+// ymax] (a degenerate range is widened to 1).
+func newChart(id, title string, w, h, xmin, xmax, ymin, ymax float64) *chart {
+	if xmax <= xmin {
+		xmax = xmin + 1
+	}
+	if ymax <= ymin {
+		ymax = ymin + 1
+	}
+	c := &chart{ID: id, Title: title, W: w, H: h, Left: 64, Top: 24, xmin: xmin, xmax: xmax, ymin: ymin, ymax: ymax}
+	c.PW, c.PH = w-c.Left-16, h-c.Top-44
+	return c
+}
+
+// x and y map data coordinates to SVG user units (clamped to the plot area).
+func (c *chart) x(v float64) float64 {
+	return round1(c.Left + c.PW*clamp01((v-c.xmin)/(c.xmax-c.xmin)))
+}
+
+func (c *chart) y(v float64) float64 {
+	return round1(c.Top + c.PH*(1-clamp01((v-c.ymin)/(c.ymax-c.ymin))))
+}
+
+func clamp01(f float64) float64 {
+	if math.IsNaN(f) {
+		return 0
+	}
+	return min(max(f, 0), 1)
+}
+
+func round1(f float64) float64 { return math.Round(f*10) / 10 }
+
+// ticks puts n+1 evenly spaced ticks on both axes, labelled by fx and fy.
+func (c *chart) ticks(n int, fx, fy func(float64) string) {
+	for i := 0; i <= n; i++ {
+		vx := c.xmin + (c.xmax-c.xmin)*float64(i)/float64(n)
+		vy := c.ymin + (c.ymax-c.ymin)*float64(i)/float64(n)
+		c.XTicks = append(c.XTicks, tick{c.x(vx), fx(vx)})
+		c.YTicks = append(c.YTicks, tick{c.y(vy), fy(vy)})
+	}
+}
+
+// polyline adds a line through the points (xs[i], ys[i]).
+func (c *chart) polyline(name, color, dash string, xs, ys []float64) {
+	var b strings.Builder
+	for i := range xs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.FormatFloat(c.x(xs[i]), 'f', -1, 64))
+		b.WriteByte(',')
+		b.WriteString(strconv.FormatFloat(c.y(ys[i]), 'f', -1, 64))
+	}
+	c.Lines = append(c.Lines, line{Name: name, Color: color, Dash: dash, Points: b.String()})
+	c.legend(name, color, dash)
+}
+
+// legend adds an entry to the legend, in rows under the plot.
+func (c *chart) legend(name, color, dash string) {
+	for _, l := range c.Legend {
+		if l.Name == name {
+			return
+		}
+	}
+	const perRow = 4
+	n := len(c.Legend)
+	col, row := n%perRow, n/perRow
+	c.Legend = append(c.Legend, legendItem{X: c.Left + float64(col)*(c.PW/perRow), Y: c.H - 8 - 14*float64(row), Color: color, Dash: dash, Name: name})
+}
+
+// hrule adds a horizontal line at data value v when it lies within the y range.
+func (c *chart) hrule(v float64, label, color, dash string) bool {
+	if v < c.ymin || v > c.ymax {
+		return false
+	}
+	c.Rules = append(c.Rules, rule{Y: c.y(v), Label: label, Color: color, Dash: dash})
+	return true
+}
+
+// palette is the colour of the i-th series.
+func palette(i int) string {
+	p := []string{"#1f77b4", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"}
+	return p[i%len(p)]
+}
+
+// thousands writes n with thin separators: 123456 -> "123,456".
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// tokensLabel labels a token axis: 0, 12k, 1.5M.
+func tokensLabel(v float64) string {
+	switch {
+	case math.Abs(v) >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', 1, 64) + "M"
+	case math.Abs(v) >= 1e3:
+		return strconv.FormatFloat(math.Round(v/1e3), 'f', 0, 64) + "k"
+	}
+	return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+}
+
+func fixed2(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+func stepLabel(v float64) string { return strconv.FormatFloat(math.Round(v), 'f', 0, 64) }
