@@ -10,25 +10,23 @@ import (
 // chart is one plot as the templates draw it in inline SVG ("chart" in
 // common.html): every coordinate is in SVG user units, computed here.
 type chart struct {
-	ID            string // element id (also the test's handle)
-	Title         string
-	W, H          float64
-	Left, Top     float64 // the plot area's corner
-	PW, PH        float64 // the plot area's size
-	XLabel        string
-	YLabel        string
-	XTicks        []tick
-	YTicks        []tick
-	Rules         []rule // horizontal lines across the plot area (budget, hard limit)
-	Lines         []line
-	Dots          []dot
-	Marks         []mark // vertical ticks along the bottom of the plot area
-	Legend        []legendItem
-	Caption       string
-	xmin, xmax    float64
-	ymin, ymax    float64
-	legendY       float64
-	legendRowSize float64
+	ID         string // element id (also the test's handle)
+	Title      string
+	W, H       float64
+	Left, Top  float64 // the plot area's corner
+	PW, PH     float64 // the plot area's size
+	XLabel     string
+	YLabel     string
+	XTicks     []tick
+	YTicks     []tick
+	Rules      []rule // horizontal lines across the plot area (budget, hard limit)
+	Lines      []line
+	Dots       []dot
+	Marks      []mark // vertical ticks along the bottom of the plot area
+	Legend     []legendItem
+	Caption    string
+	xmin, xmax float64
+	ymin, ymax float64
 }
 
 type tick struct {
@@ -56,6 +54,10 @@ type dot struct {
 	Color string
 	Title string // the tooltip: name and figures
 	Label string // drawn beside the dot ("" for none)
+	// LX, LY place the label (done moves labels apart); LAnchor is its
+	// text-anchor ("start", or "end" near the right edge).
+	LX, LY  float64
+	LAnchor string
 }
 
 type mark struct {
@@ -130,17 +132,51 @@ func (c *chart) polyline(name, color, dash string, xs, ys []float64) {
 	c.legend(name, color, dash)
 }
 
-// legend adds an entry to the legend, in rows under the plot.
+// legend adds an entry to the legend (placed by done).
 func (c *chart) legend(name, color, dash string) {
 	for _, l := range c.Legend {
 		if l.Name == name {
 			return
 		}
 	}
-	const perRow = 4
-	n := len(c.Legend)
-	col, row := n%perRow, n/perRow
-	c.Legend = append(c.Legend, legendItem{X: c.Left + float64(col)*(c.PW/perRow), Y: c.H - 8 - 14*float64(row), Color: color, Dash: dash, Name: name})
+	c.Legend = append(c.Legend, legendItem{Color: color, Dash: dash, Name: name})
+}
+
+// done places the legend in rows under the x axis's label, the height growing to
+// hold them, and moves apart the labels of dots that would overlap.
+func (c *chart) done() *chart {
+	const perRow, rowH = 4, 15
+	base := c.Top + c.PH + 46
+	for i := range c.Legend {
+		col, row := i%perRow, i/perRow
+		c.Legend[i].X, c.Legend[i].Y = c.Left+float64(col)*(c.PW/perRow), base+rowH*float64(row)
+	}
+	rows := (len(c.Legend) + perRow - 1) / perRow
+	c.H = base + rowH*float64(max(rows, 1)) - 4
+	type box struct{ x, y float64 }
+	var placed []box
+	for i := range c.Dots {
+		d := &c.Dots[i]
+		if d.Label == "" {
+			continue
+		}
+		x, y, anchor := d.X+7, d.Y+4, "start"
+		if d.X > c.Left+c.PW-120 {
+			x, anchor = d.X-7, "end"
+		}
+		for moved := true; moved; {
+			moved = false
+			for _, b := range placed {
+				if math.Abs(b.x-x) < 110 && math.Abs(b.y-y) < 12 {
+					y -= 12
+					moved = true
+				}
+			}
+		}
+		placed = append(placed, box{x, y})
+		d.LX, d.LY, d.LAnchor = x, y, anchor
+	}
+	return c
 }
 
 // hrule adds a horizontal line at data value v when it lies within the y range.

@@ -69,7 +69,7 @@ func ledgerRowOf(name, p string, t ledger.Totals) ledgerRow {
 }
 
 func usd4(path string, v float64) figure {
-	return figure{Path: path, Value: exact(v), Text: fmt.Sprintf("$%.4f", v)}
+	return figure{Path: path, Value: exact(v), Text: dollars(v, 4)}
 }
 
 type liveSessionView struct {
@@ -132,7 +132,7 @@ func liveChart(id string, s LiveSession) *chart {
 		}
 		ch.Caption += "hard limit " + thousands(int64(p.HardLimit)) + " above the plot"
 	}
-	return ch
+	return ch.done()
 }
 
 // WriteLive writes the live page of l to w: the ledger's savings, the recent

@@ -86,7 +86,7 @@ func write(t *testing.T, d report.Data) string {
 func TestWriteErrors(t *testing.T) {
 	d := sample(t)
 	for name, bad := range map[string]report.Data{
-		"no calibration": {Traces: d.Traces},
+		"no calibration":  {Traces: d.Traces},
 		"one trace short": {Calibration: d.Calibration, Traces: d.Traces[:1]},
 	} {
 		if err := report.Write(&bytes.Buffer{}, bad); err == nil {
@@ -106,7 +106,7 @@ func TestSelfContained(t *testing.T) {
 		}
 	}
 	hashOf := func(tag string) string {
-		m := regexp.MustCompile(`(?s)<` + tag + `>(.*?)</` + tag + `>`).FindAllStringSubmatch(page, -1)
+		m := regexp.MustCompile(`(?s)<`+tag+`>(.*?)</`+tag+`>`).FindAllStringSubmatch(page, -1)
 		if len(m) != 1 {
 			t.Fatalf("%d <%s> elements, want 1", len(m), tag)
 		}

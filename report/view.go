@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/replay"
@@ -21,7 +23,7 @@ type figure struct {
 }
 
 func usd(path string, v float64) figure {
-	return figure{Path: path, Value: exact(v), Text: fmt.Sprintf("$%.2f", v)}
+	return figure{Path: path, Value: exact(v), Text: dollars(v, 2)}
 }
 
 func count(path string, v int) figure {
@@ -81,6 +83,7 @@ type budgetView struct {
 	Budget  figure
 	KeepAll figure
 	Main    bool // the replay's own budget (the advisor's real rewrites)
+	Header  []string
 	Rows    []prunerRow
 }
 
@@ -88,7 +91,7 @@ func budgetViews(c *replay.Calibration, main int) []budgetView {
 	var out []budgetView
 	for bi, b := range c.Report.Budgets {
 		p := fmt.Sprintf("report.budgets.%d", bi)
-		v := budgetView{Budget: count(p+".budget", b.Budget), KeepAll: usd(p+".keep_all_usd", b.KeepAllUSD), Main: b.Budget == main}
+		v := budgetView{Budget: count(p+".budget", b.Budget), KeepAll: usd(p+".keep_all_usd", b.KeepAllUSD), Main: b.Budget == main, Header: overviewHeader}
 		if b.Advisor != nil {
 			v.Rows = append(v.Rows, rowOf("advisor", p+".advisor", *b.Advisor))
 		}
@@ -159,8 +162,8 @@ func maybeRate(path string, v float64) figure {
 }
 
 // paretoChart draws miss rate against the share of the oracle's token-steps at
-// budget bi: each scorer's sweep as a line over its cutoffs, each baseline and
-// anchor as a dot. The share is a ratio of two figures of the JSON (the result's
+// budget bi: each scorer's sweep as a line over its cutoffs, the advisor, each
+// baseline and each anchor as a dot. The share is a ratio of two figures of the JSON (the result's
 // token_steps over the oracle's), both named in each dot's tooltip.
 func paretoChart(c *replay.Calibration, bi int) *chart {
 	b := c.Report.Budgets[bi]
@@ -178,6 +181,9 @@ func paretoChart(c *replay.Calibration, bi int) *chart {
 	}
 	xmax, ymax := 1.0, 0.0
 	all := append(append([]calibrate.Result(nil), b.Baselines...), b.Anchors...)
+	if b.Advisor != nil {
+		all = append(all, *b.Advisor)
+	}
 	for _, s := range b.Scorers {
 		all = append(all, s.Sweep...)
 	}
@@ -197,12 +203,16 @@ func paretoChart(c *replay.Calibration, bi int) *chart {
 		}
 		ch.polyline("scorer "+s.Scorer+" (sweep)", palette(i), "", xs, ys)
 	}
-	for j, r := range all[:len(b.Baselines)+len(b.Anchors)] {
+	named := all[:len(b.Baselines)+len(b.Anchors)]
+	if b.Advisor != nil {
+		named = append([]calibrate.Result{*b.Advisor}, named...)
+	}
+	for j, r := range named {
 		col := palette(len(b.Scorers) + j)
 		ch.Dots = append(ch.Dots, dot{X: ch.x(share(r)), Y: ch.y(r.MissRate), R: 5, Color: col, Label: r.Name,
 			Title: fmt.Sprintf("%s: miss rate %.4f, %s token-steps (oracle %s)", r.Name, r.MissRate, thousands(r.TokenSteps), thousands(oracle))})
 	}
-	return ch
+	return ch.done()
 }
 
 // reliabilityChart draws each scorer's observed later-use rate against its mean
@@ -224,7 +234,7 @@ func reliabilityChart(c *replay.Calibration) *chart {
 		}
 		ch.polyline("scorer "+s.Scorer, palette(i), "", xs, ys)
 	}
-	return ch
+	return ch.done()
 }
 
 // sessionView is one session's section: its name, its context chart and the steps
@@ -302,5 +312,14 @@ func contextChart(id string, t calibrate.SessionTrace) *chart {
 		}
 		ch.Caption += n
 	}
-	return ch
+	return ch.done()
+}
+
+// dollars writes v with the sign before the dollar: -$0.26, $1.50.
+func dollars(v float64, decimals int) string {
+	s := strconv.FormatFloat(math.Abs(v), 'f', decimals, 64)
+	if v < 0 && strings.Trim(s, "0.") != "" {
+		return "-$" + s
+	}
+	return "$" + s
 }
