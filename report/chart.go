@@ -107,13 +107,24 @@ func clamp01(f float64) float64 {
 
 func round1(f float64) float64 { return math.Round(f*10) / 10 }
 
-// ticks puts n+1 evenly spaced ticks on both axes, labelled by fx and fy.
-func (c *chart) ticks(n int, fx, fy func(float64) string) {
-	for i := 0; i <= n; i++ {
-		vx := c.xmin + (c.xmax-c.xmin)*float64(i)/float64(n)
-		vy := c.ymin + (c.ymax-c.ymin)*float64(i)/float64(n)
-		c.XTicks = append(c.XTicks, tick{c.x(vx), fx(vx)})
-		c.YTicks = append(c.YTicks, tick{c.y(vy), fy(vy)})
+// ticks puts nx+1 evenly spaced ticks on the x axis (at whole numbers when
+// whole) and 5 on the y axis, labelled by fx and fy.
+func (c *chart) ticks(nx int, whole bool, fx, fy func(float64) string) {
+	last := math.NaN()
+	for i := 0; i <= nx; i++ {
+		v := c.xmin + (c.xmax-c.xmin)*float64(i)/float64(nx)
+		if whole {
+			v = math.Round(v)
+		}
+		if v == last {
+			continue
+		}
+		last = v
+		c.XTicks = append(c.XTicks, tick{c.x(v), fx(v)})
+	}
+	for i := 0; i <= 4; i++ {
+		v := c.ymin + (c.ymax-c.ymin)*float64(i)/4
+		c.YTicks = append(c.YTicks, tick{c.y(v), fy(v)})
 	}
 }
 
@@ -214,17 +225,40 @@ func thousands(n int64) string {
 	return b.String()
 }
 
-// tokensLabel labels a token axis: 0, 12k, 1.5M.
+// tokensLabel labels a token axis: 0, 500, 2.5k, 12k, 1.5M.
 func tokensLabel(v float64) string {
+	trim := func(f float64, unit string) string {
+		return strings.TrimSuffix(strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), "0"), ".") + unit
+	}
 	switch {
 	case math.Abs(v) >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'f', 1, 64) + "M"
+		return trim(v/1e6, "M")
 	case math.Abs(v) >= 1e3:
-		return strconv.FormatFloat(math.Round(v/1e3), 'f', 0, 64) + "k"
+		return trim(v/1e3, "k")
 	}
 	return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
 }
 
 func fixed2(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// niceMax returns the smallest 4 x step at or above v, step one of 1, 2, 2.5 or 5
+// times a power of ten: an axis over [0, niceMax(v)] gets round ticks.
+func niceMax(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	raw := v / 4
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= raw {
+			return 4 * m * p
+		}
+	}
+	return 40 * p
+}
+
+// stepTicks is the number of tick intervals of a step axis over [first, last]: 4,
+// or fewer when fewer steps would repeat labels.
+func stepTicks(first, last float64) int { return max(1, min(4, int(last-first))) }
 
 func stepLabel(v float64) string { return strconv.FormatFloat(math.Round(v), 'f', 0, 64) }

@@ -111,9 +111,9 @@ func liveChart(id string, s LiveSession) *chart {
 	for _, st := range s.Steps {
 		peak = max(peak, st.Context+st.Saved)
 	}
-	ch := newChart(id, "", 860, 220, float64(first), float64(last), 0, float64(peak)*1.08)
+	ch := newChart(id, "", 860, 220, float64(first), float64(last), 0, niceMax(float64(peak)*1.02))
 	ch.XLabel, ch.YLabel = "step", "context (tokens)"
-	ch.ticks(4, stepLabel, tokensLabel)
+	ch.ticks(stepTicks(float64(first), float64(last)), true, stepLabel, tokensLabel)
 	xs, sent, full := make([]float64, n), make([]float64, n), make([]float64, n)
 	for i, st := range s.Steps {
 		xs[i], sent[i], full[i] = float64(st.Step), float64(st.Context), float64(st.Context+st.Saved)
@@ -123,6 +123,12 @@ func liveChart(id string, s LiveSession) *chart {
 	}
 	ch.polyline("nothing pruned", "#999", "", xs, full)
 	ch.polyline("sent (advisor)", palette(0), "", xs, sent)
+	if n <= 3 { // too few steps for a line to show: a dot each
+		for i := range xs {
+			ch.Dots = append(ch.Dots, dot{X: ch.x(xs[i]), Y: ch.y(full[i]), R: 3, Color: "#999", Title: fmt.Sprintf("step %d: %s tokens with nothing pruned", s.Steps[i].Step, thousands(int64(full[i])))},
+				dot{X: ch.x(xs[i]), Y: ch.y(sent[i]), R: 3, Color: palette(0), Title: fmt.Sprintf("step %d: %s tokens sent", s.Steps[i].Step, thousands(int64(sent[i])))})
+		}
+	}
 	if !ch.hrule(float64(p.Budget), "budget "+thousands(int64(p.Budget)), "#e69f00", "6 3") {
 		ch.Caption = "budget " + thousands(int64(p.Budget)) + " above the plot"
 	}

@@ -192,7 +192,7 @@ func paretoChart(c *replay.Calibration, bi int) *chart {
 	}
 	ch := newChart("pareto", fmt.Sprintf("Miss rate against share of the oracle's token-steps (budget %s)", thousands(int64(b.Budget))), 860, 420, 0, xmax*1.02, 0, max(ymax*1.05, c.Report.TargetMiss*1.5, 0.01))
 	ch.XLabel, ch.YLabel = "token-steps kept out, share of the oracle's", "miss rate (pruned outputs used later)"
-	ch.ticks(5, fixed2, func(v float64) string { return fmt.Sprintf("%.3f", v) })
+	ch.ticks(5, false, fixed2, func(v float64) string { return fmt.Sprintf("%.3f", v) })
 	ch.hrule(c.Report.TargetMiss, fmt.Sprintf("target miss %.3f", c.Report.TargetMiss), "#888", "2 3")
 	for i, s := range b.Scorers {
 		xs, ys := make([]float64, len(s.Sweep)), make([]float64, len(s.Sweep))
@@ -220,7 +220,7 @@ func paretoChart(c *replay.Calibration, bi int) *chart {
 func reliabilityChart(c *replay.Calibration) *chart {
 	ch := newChart("reliability", "Reliability: later use against keep-probability", 520, 420, 0, 1, 0, 1)
 	ch.XLabel, ch.YLabel = "keep-probability (bin mean)", "used later (rate)"
-	ch.ticks(5, fixed2, fixed2)
+	ch.ticks(5, false, fixed2, fixed2)
 	ch.polyline("perfect calibration", "#aaa", "4 3", []float64{0, 1}, []float64{0, 1})
 	for i, s := range c.Report.Scorers {
 		var xs, ys []float64
@@ -266,9 +266,10 @@ func contextChart(id string, t calibrate.SessionTrace) *chart {
 		peak = max(peak, c)
 	}
 	n := len(t.KeepAll)
-	ch := newChart(id, "", 860, 240, 1, float64(max(n, 2)), 0, float64(max(peak, 1))*1.08)
+	last := float64(max(n, 2))
+	ch := newChart(id, "", 860, 240, 1, last, 0, niceMax(float64(max(peak, 1))*1.02))
 	ch.XLabel, ch.YLabel = "model call (step)", "context sent (tokens)"
-	ch.ticks(4, stepLabel, tokensLabel)
+	ch.ticks(stepTicks(1, last), true, stepLabel, tokensLabel)
 	xs := make([]float64, n)
 	for i := range xs {
 		xs[i] = float64(i + 1)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,76 +12,6 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/internal/browsertest"
 )
-
-// lookupJSON returns the value at a dotted path ("report.budgets.0.keep_all_usd")
-// of a document decoded with UseNumber.
-func lookupJSON(doc any, path string) (any, bool) {
-	cur := doc
-	for _, part := range strings.Split(path, ".") {
-		switch v := cur.(type) {
-		case map[string]any:
-			next, ok := v[part]
-			if !ok {
-				return nil, false
-			}
-			cur = next
-		case []any:
-			i, err := strconv.Atoi(part)
-			if err != nil || i < 0 || i >= len(v) {
-				return nil, false
-			}
-			cur = v[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-// checkFields checks every figure of a page against doc, the JSON the command
-// line prints for the same data: the field must exist, its value must equal the
-// page's exact value, and the text shown must be that value rounded (within half
-// a unit of its last digit). It returns the paths checked.
-func checkFields(t *testing.T, doc any, fields []browsertest.Field) map[string]bool {
-	t.Helper()
-	seen := map[string]bool{}
-	for _, f := range fields {
-		seen[f.Path] = true
-		v, ok := lookupJSON(doc, f.Path)
-		if !ok {
-			t.Errorf("page figure %s (%q): no such field in the JSON", f.Path, f.Text)
-			continue
-		}
-		n, ok := v.(json.Number)
-		if !ok {
-			t.Errorf("page figure %s: the JSON holds %v, not a number", f.Path, v)
-			continue
-		}
-		want, err := n.Float64()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := strconv.ParseFloat(f.Value, 64)
-		if err != nil || got != want {
-			t.Errorf("page figure %s = %s, the JSON says %s", f.Path, f.Value, n)
-			continue
-		}
-		text := strings.NewReplacer("$", "", ",", "").Replace(strings.TrimSpace(f.Text)) // -$0.26 -> -0.26
-		shown, err := strconv.ParseFloat(text, 64)
-		if err != nil {
-			t.Errorf("page figure %s shows %q, not a number", f.Path, f.Text)
-			continue
-		}
-		decimals := 0
-		if i := strings.IndexByte(text, '.'); i >= 0 {
-			decimals = len(text) - i - 1
-		}
-		if math.Abs(shown-want) > 0.5*math.Pow(10, -float64(decimals))+1e-12 {
-			t.Errorf("page figure %s shows %q for %v", f.Path, f.Text, want)
-		}
-	}
-	return seen
-}
 
 // TestReportBrowser replays the repository's sessions into a fresh store, prints
 // calibrate --json for it and writes its report, then loads the report in
@@ -167,7 +96,7 @@ func TestReportBrowser(t *testing.T) {
 	}
 
 	fields := b.Fields()
-	seen := checkFields(t, doc, fields)
+	seen := browsertest.CheckFields(t, doc, fields)
 	t.Logf("%d figures checked against calibrate --json", len(fields))
 	want := []string{"report.sessions", "report.outputs", "report.target_miss", "digest_budget_recommended"}
 	for i := range nb {

@@ -14,10 +14,12 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -163,7 +165,7 @@ func (b *Browser) Eval(expr string, out any) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, timeout)
 	defer cancel()
-	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage]("JSON.stringify(" + expr + ")"))
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage]("JSON.stringify("+expr+")"))
 	if err != nil {
 		b.t.Fatalf("evaluate %s: %v", expr, err)
 	}
@@ -231,4 +233,74 @@ func (b *Browser) Screenshot(name string, maxHeight int) {
 func root() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// LookupJSON returns the value at a dotted path ("report.budgets.0.keep_all_usd")
+// of a document decoded with UseNumber.
+func LookupJSON(doc any, path string) (any, bool) {
+	cur := doc
+	for _, part := range strings.Split(path, ".") {
+		switch v := cur.(type) {
+		case map[string]any:
+			next, ok := v[part]
+			if !ok {
+				return nil, false
+			}
+			cur = next
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(v) {
+				return nil, false
+			}
+			cur = v[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// CheckFields checks every figure of a page against doc, the JSON the command
+// line prints for the same data: the field must exist, its value must equal the
+// page's exact value, and the text shown must be that value rounded (within half
+// a unit of its last digit). It returns the paths checked.
+func CheckFields(t testing.TB, doc any, fields []Field) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, f := range fields {
+		seen[f.Path] = true
+		v, ok := LookupJSON(doc, f.Path)
+		if !ok {
+			t.Errorf("page figure %s (%q): no such field in the JSON", f.Path, f.Text)
+			continue
+		}
+		n, ok := v.(json.Number)
+		if !ok {
+			t.Errorf("page figure %s: the JSON holds %v, not a number", f.Path, v)
+			continue
+		}
+		want, err := n.Float64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := strconv.ParseFloat(f.Value, 64)
+		if err != nil || got != want {
+			t.Errorf("page figure %s = %s, the JSON says %s", f.Path, f.Value, n)
+			continue
+		}
+		text := strings.NewReplacer("$", "", ",", "").Replace(strings.TrimSpace(f.Text)) // -$0.26 -> -0.26
+		shown, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			t.Errorf("page figure %s shows %q, not a number", f.Path, f.Text)
+			continue
+		}
+		decimals := 0
+		if i := strings.IndexByte(text, '.'); i >= 0 {
+			decimals = len(text) - i - 1
+		}
+		if math.Abs(shown-want) > 0.5*math.Pow(10, -float64(decimals))+1e-12 {
+			t.Errorf("page figure %s shows %q for %v", f.Path, f.Text, want)
+		}
+	}
+	return seen
 }
