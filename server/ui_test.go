@@ -240,5 +240,3 @@ func indexOf(list []string, s string) int {
 	}
 	return -1
 }
-
-
