@@ -77,7 +77,7 @@ func runReport(ctx context.Context, e *env, f reportFlags) error {
 	if err := os.WriteFile(f.out, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	fmt.Fprintf(e.stdout, "wrote %s: %d sessions, %d stubs, %.1f MB in %.1f s\n", f.out, len(d.Calibration.Sessions), len(d.Stubs),
+	fmt.Fprintf(e.stdout, "wrote %s: %s, %s, %.1f MB in %.1f s\n", f.out, counted(len(d.Calibration.Sessions), "session"), counted(len(d.Stubs), "stub"),
 		float64(buf.Len())/1e6, time.Since(start).Seconds())
 	if f.open {
 		if err := openBrowser(f.out); err != nil {
@@ -131,4 +131,12 @@ func openBrowser(path string) error {
 	}
 	go func() { _ = cmd.Wait() }()
 	return nil
+}
+
+// counted writes n and the noun, plural unless n is 1: "1 session", "2 stubs".
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
