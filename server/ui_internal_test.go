@@ -32,7 +32,8 @@ func TestLiveStateSteps(t *testing.T) {
 		l.note(plan(s, 10*s))
 	}
 	ls, ok := l.get()
-	want := []report.LiveStep{{1, 10, 1, false}, {2, 20, 1, false}, {3, 30, 1, true}, {4, 40, 1, false}}
+	want := []report.LiveStep{{Step: 1, Context: 10, Saved: 1}, {Step: 2, Context: 20, Saved: 1},
+		{Step: 3, Context: 30, Saved: 1, Rewrite: true}, {Step: 4, Context: 40, Saved: 1}}
 	if diff := cmp.Diff(want, ls.Steps); !ok || diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
