@@ -144,7 +144,8 @@ type reportView struct {
 	Scorers        []scorerView
 	Budgets        []budgetView
 	OverviewHeader []string
-	MainBudget     string
+	MainBudget     string // the Pareto front's budget
+	TraceBudget    string // the traces' budget (Data.Budget)
 	Pareto         *chart
 	Reliability    *chart
 	SessionViews   []sessionView
@@ -177,8 +178,8 @@ func Write(w io.Writer, d Data) error {
 			Target: rate("report.target_miss", c.Report.TargetMiss), Digest: count("digest_budget_recommended", c.DigestBudget),
 		},
 		Scorers: scorerViews(c, bi), Budgets: budgetViews(c, c.Report.Budgets[bi].Budget), OverviewHeader: overviewHeader,
-		MainBudget: thousands(int64(c.Report.Budgets[bi].Budget)),
-		Pareto:     paretoChart(c, bi), Reliability: reliabilityChart(c),
+		MainBudget: thousands(int64(c.Report.Budgets[bi].Budget)), TraceBudget: thousands(int64(d.Budget)),
+		Pareto: paretoChart(c, bi), Reliability: reliabilityChart(c),
 		StubTable: stubTable{ID: "stub-table", WithSession: true},
 	}
 	perSession := map[string]int{}
