@@ -175,7 +175,7 @@ func Write(w io.Writer, d Data) error {
 		Facts: facts{
 			Sessions: count("report.sessions", c.Report.Sessions), Outputs: count("report.outputs", c.Report.Outputs),
 			Untimed: count("report.sessions_untimed", c.Report.SessionsUntimed), Cold: count("report.cold_calls", c.Report.ColdCalls),
-			Target: rate("report.target_miss", c.Report.TargetMiss), Digest: count("digest_budget_recommended", c.DigestBudget),
+			Target: rate("report.target_miss", c.Report.TargetMiss), Digest: digestFigure(c.DigestBudget),
 		},
 		Scorers: scorerViews(c, bi), Budgets: budgetViews(c, c.Report.Budgets[bi].Budget), OverviewHeader: overviewHeader,
 		MainBudget: thousands(int64(c.Report.Budgets[bi].Budget)), TraceBudget: thousands(int64(d.Budget)),
@@ -199,4 +199,13 @@ func Write(w io.Writer, d Data) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
+}
+
+// digestFigure is the recommended stub digest budget, or a dash when none is
+// recommended (-1 in calibrate --json).
+func digestFigure(b int) figure {
+	if b < 0 {
+		return missing("no digest budget recommended (digest_budget_recommended -1)")
+	}
+	return count("digest_budget_recommended", b)
 }
