@@ -156,11 +156,12 @@ func (c *chart) legend(name, color, dash string) {
 // done places the legend in rows under the x axis's label, the height growing to
 // hold them, and moves apart the labels of dots that would overlap.
 func (c *chart) done() *chart {
-	const perRow, rowH = 4, 15
+	const colW, rowH = 190, 15
+	perRow := max(1, int(c.PW/colW))
 	base := c.Top + c.PH + 46
 	for i := range c.Legend {
 		col, row := i%perRow, i/perRow
-		c.Legend[i].X, c.Legend[i].Y = c.Left+float64(col)*(c.PW/perRow), base+rowH*float64(row)
+		c.Legend[i].X, c.Legend[i].Y = c.Left+float64(col)*colW, base+rowH*float64(row)
 	}
 	rows := (len(c.Legend) + perRow - 1) / perRow
 	c.H = base + rowH*float64(max(rows, 1)) - 4
