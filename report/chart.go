@@ -251,7 +251,7 @@ func niceMax(v float64) float64 {
 	raw := v / 4
 	p := math.Pow(10, math.Floor(math.Log10(raw)))
 	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*p >= raw {
+		if m*p >= raw*(1-1e-12) {
 			return 4 * m * p
 		}
 	}

@@ -190,9 +190,9 @@ func paretoChart(c *replay.Calibration, bi int) *chart {
 	for _, r := range all {
 		xmax, ymax = max(xmax, share(r)), max(ymax, r.MissRate)
 	}
-	ch := newChart("pareto", fmt.Sprintf("Miss rate against share of the oracle's token-steps (budget %s)", thousands(int64(b.Budget))), 860, 420, 0, xmax*1.02, 0, max(ymax*1.05, c.Report.TargetMiss*1.5, 0.01))
+	ch := newChart("pareto", fmt.Sprintf("Miss rate against share of the oracle's token-steps (budget %s)", thousands(int64(b.Budget))), 860, 420, 0, xmax*1.02, 0, niceMax(max(ymax*1.02, c.Report.TargetMiss*1.5, 0.01)))
 	ch.XLabel, ch.YLabel = "token-steps kept out, share of the oracle's", "miss rate (pruned outputs used later)"
-	ch.ticks(5, false, fixed2, func(v float64) string { return fmt.Sprintf("%.3f", v) })
+	ch.ticks(5, false, fixed2, func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) })
 	ch.hrule(c.Report.TargetMiss, fmt.Sprintf("target miss %.3f", c.Report.TargetMiss), "#888", "2 3")
 	for i, s := range b.Scorers {
 		xs, ys := make([]float64, len(s.Sweep)), make([]float64, len(s.Sweep))

@@ -304,3 +304,4 @@ func CheckFields(t testing.TB, doc any, fields []Field) map[string]bool {
 	}
 	return seen
 }
+
