@@ -304,4 +304,3 @@ func CheckFields(t testing.TB, doc any, fields []Field) map[string]bool {
 	}
 	return seen
 }
-
