@@ -33,10 +33,19 @@ type liveState struct {
 	set   bool
 }
 
-// note records a step's plan (a clone the caller will not change). The stub texts
-// are dropped: the page shows the items.
+// note records a step's plan (a clone the caller will not change). Only the
+// stubbed items are kept (pruned or recalled: what the page lists), without the
+// stub texts, so that a session held in memory keeps a few hundred bytes a stub
+// for the page, not its whole item table.
 func (l *liveState) note(p advisor.Plan) {
-	p.Stubs, p.Changed = nil, nil
+	var stubbed []advisor.Item
+	for _, it := range p.Items {
+		if it.Decision == advisor.DecisionPruned || it.Decision == advisor.DecisionRecalled {
+			it.Stub = ""
+			stubbed = append(stubbed, it)
+		}
+	}
+	p.Items, p.Stubs, p.Changed = stubbed, nil, nil
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.plan, l.set = p, true

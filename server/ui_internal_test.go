@@ -11,10 +11,12 @@ import (
 
 // TestLiveStateSteps: steps are kept in order; a step seen again (a retried
 // request) or an earlier one (a rewritten history) restarts the course there; at
-// most liveSteps are kept, the latest; the stub texts are not kept.
+// most liveSteps are kept, the latest; of the items only the stubbed ones, without
+// their stub texts.
 func TestLiveStateSteps(t *testing.T) {
 	plan := func(step, ctx int) advisor.Plan {
-		return advisor.Plan{SessionID: "s", Step: step, ContextTokens: ctx, SavedTokens: 1, Rewrite: step == 3, Stubs: map[string]string{"k": "[pruned]"}}
+		return advisor.Plan{SessionID: "s", Step: step, ContextTokens: ctx, SavedTokens: 1, Rewrite: step == 3, Stubs: map[string]string{"k": "[pruned]"},
+			Items: []advisor.Item{{Key: "k", Decision: advisor.DecisionPruned, Stub: "[pruned]"}, {Key: "j", Decision: advisor.DecisionKeep}, {Key: "r", Decision: advisor.DecisionRecalled}}}
 	}
 	steps := func(l *liveState) []int {
 		ls, _ := l.get()
@@ -39,6 +41,9 @@ func TestLiveStateSteps(t *testing.T) {
 	}
 	if ls.Plan.Step != 4 || ls.Plan.Stubs != nil {
 		t.Errorf("plan step %d, stubs %v: want 4 and none kept", ls.Plan.Step, ls.Plan.Stubs)
+	}
+	if diff := cmp.Diff([]advisor.Item{{Key: "k", Decision: advisor.DecisionPruned}, {Key: "r", Decision: advisor.DecisionRecalled}}, ls.Plan.Items); diff != "" {
+		t.Errorf("items kept: the stubbed ones, without their stub text (-want +got):\n%s", diff)
 	}
 	l.note(plan(4, 41)) // retried
 	l.note(plan(2, 20)) // history rewritten back to step 2
