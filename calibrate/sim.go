@@ -102,7 +102,12 @@ func (v *view) offset(j int) int {
 // it against keep-all. Each call goes through three phases: the policy's stubs
 // (stubPhase), the agent's compaction when the context passes its point
 // (compactPhase), and the call's price with the misses it meets (missPhase).
-func (e *Evaluator) simulate(sd *sessionData, p policy) Level {
+func (e *Evaluator) simulate(sd *sessionData, p policy) Level { return e.simulateInto(sd, p, nil) }
+
+// simulateInto is simulate that also records, when tr is not nil, the context sent
+// at every call, the calls that rewrote, the calls whose stub was recalled and the
+// calls before which the agent compacted.
+func (e *Evaluator) simulateInto(sd *sessionData, p policy, tr *Series) Level {
 	v := newView(e, sd)
 	if ph, ok := p.(placeholderer); ok {
 		v.stubSize, v.hold = ph.placeholder()
@@ -128,8 +133,9 @@ func (e *Evaluator) simulate(sd *sessionData, p policy) Level {
 		if sd.cold[s-1] {
 			cached = 0
 		}
+		compacted := false
 		if c := sd.compaction; c.Point > 0 && ctx > c.Point {
-			ctx, cached = v.compactPhase(&l, ctx, cached, lost), 0
+			ctx, cached, compacted = v.compactPhase(&l, ctx, cached, lost), 0, true
 		}
 		l.PaidUSD += sd.price.Call(cached, ctx)
 		if ctx > e.opts.Budget {
@@ -137,6 +143,9 @@ func (e *Evaluator) simulate(sd *sessionData, p policy) Level {
 		}
 		l.PeakContext = max(l.PeakContext, ctx)
 		l.TokenSteps += int64(sd.context[s-1] - ctx - v.cut)
+		if tr != nil {
+			tr.record(s, ctx, first >= 0, compacted, len(missAt[s]) > 0)
+		}
 		lastSent = v.missPhase(&l, ctx, missAt[s], lost[s])
 	}
 	if p != nil {

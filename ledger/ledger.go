@@ -317,3 +317,13 @@ type Session struct {
 	Last      time.Time `json:"last"`  // the latest At of its entries
 	Totals
 }
+
+// Sum returns the totals of sessions, merged in order (what `ledger` prints as
+// its total row, and serve's /ui/ shows).
+func Sum(sessions []Session) Totals {
+	var t Totals
+	for _, s := range sessions {
+		t.Merge(s.Totals)
+	}
+	return t
+}

@@ -469,6 +469,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("/v1/recall/{id}", s.instrument("recall", s.auth(false, methods(s.recallHandler, http.MethodGet, http.MethodHead))))
 	mux.Handle("/v1/", proxy)
 	mux.Handle("/healthz", s.instrument("healthz", methods(s.healthz, http.MethodGet, http.MethodHead)))
+	mux.Handle("/ui/", s.instrument("ui", s.auth(false, methods(s.ui, http.MethodGet, http.MethodHead))))
 	mux.Handle("/metrics", s.instrument("metrics", s.auth(false, methods(
 		promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, http.MethodGet))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

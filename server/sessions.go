@@ -10,6 +10,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/prices"
+	"github.com/pruneadvisor/pruneadvisor/report"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -71,6 +72,9 @@ type sessionEntry struct {
 	// warnedNoRecall is set once the server logged that the session's agent has no
 	// recall tool (warnNoRecall).
 	warnedNoRecall atomic.Bool
+	// live is what /ui/ shows of the session (ui.go), under its own lock so that
+	// the page never waits for a step in progress.
+	live liveState
 }
 
 // advise runs one step of the session and returns a plan of its own (a clone, so a
@@ -82,7 +86,9 @@ func (e *sessionEntry) advise(ctx context.Context, s *transcript.Session) (advis
 	if err != nil {
 		return plan, err
 	}
-	return plan.Clone(), nil
+	plan = plan.Clone()
+	e.live.note(plan)
+	return plan, nil
 }
 
 func newSessionTable(max int, build func(advisorKey) (*advisor.Advisor, error), onSize func(int)) *sessionTable {
@@ -180,6 +186,24 @@ func (t *sessionTable) evictLocked() {
 	if t.onSize != nil {
 		t.onSize(t.lru.Len())
 	}
+}
+
+// snapshot returns what /ui/ shows of every session held, the most recently used
+// first.
+func (t *sessionTable) snapshot() []report.LiveSession {
+	t.mu.Lock()
+	entries := make([]*sessionEntry, 0, t.lru.Len())
+	for el := t.lru.Front(); el != nil; el = el.Next() {
+		entries = append(entries, el.Value.(*sessionEntry))
+	}
+	t.mu.Unlock()
+	out := make([]report.LiveSession, 0, len(entries))
+	for _, e := range entries {
+		if ls, ok := e.live.get(); ok {
+			out = append(out, ls)
+		}
+	}
+	return out
 }
 
 // len returns the number of sessions held.

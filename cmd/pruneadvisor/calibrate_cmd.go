@@ -182,21 +182,9 @@ type calibrateFlags struct {
 	workers     int
 }
 
-// calibrateJSON is calibrate's --json output.
-type calibrateJSON struct {
-	DB       string           `json:"db"`
-	Groups   []string         `json:"replays"`
-	Sessions []string         `json:"sessions"`
-	Dropped  []string         `json:"dropped,omitempty"`
-	Omitted  []string         `json:"omitted_baselines,omitempty"`
-	Report   calibrate.Report `json:"report"`
-	Chosen   string           `json:"chosen_scorer,omitempty"`
-	Wrote    string           `json:"wrote_config,omitempty"`
-	// Digests is the stub digests' coverage by format (replay.DigestCoverage),
-	// "all" last; DigestBudget the budget it recommends (-1: none).
-	Digests      []*replay.DigestRow `json:"digests"`
-	DigestBudget int                 `json:"digest_budget_recommended"`
-}
+// calibrateJSON is calibrate's --json output: replay.Calibration, which the report
+// page shows too (report.go), so the two cannot disagree.
+type calibrateJSON = replay.Calibration
 
 func calibrateCmd(e *env) *cobra.Command {
 	var f calibrateFlags
@@ -244,41 +232,126 @@ first stored scorer) into an advisor config file, keeping its other fields.`,
 			return runCalibrate(cmd.Context(), e, f)
 		},
 	}
+	f.register(c)
+	c.Flags().StringVar(&f.plot, "plot", "", "also draw the reliability and savings plot to this .png or .svg file")
+	c.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
+	c.Flags().StringVar(&f.writeConfig, "write-config", "", "write the recommended cutoff into this advisor config file (created if missing)")
+	c.Flags().StringVar(&f.scorer, "scorer", "", "the scorer whose cutoff --write-config writes (default: the first stored scorer, else lexical)")
+	return c
+}
+
+// register adds the flags calibrate and report share (the same names, defaults and
+// meaning, so that one set of flags gives both the same figures).
+func (f *calibrateFlags) register(c *cobra.Command) {
 	f.priceFlags.register(c)
 	c.Flags().IntSliceVar(&f.budgets, "budget", []int{20_000, 50_000, 100_000}, "budgets to price at, in tokens (a list); the replay's own budget shows the advisor's real rewrites")
 	c.Flags().IntSliceVar(&f.windows, "window", nil, "context windows to model, in tokens (a list; default: the config's context_window): where each session's agent compacts (docs/EVALUATION.md); in a window other than the config's, the hard limit and, unless --budget is given, the budget are the config's fractions of it")
 	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store holding the replays: an SQLite file, or a postgres:// URL")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "highest acceptable miss rate (pruned outputs used later / pruned outputs)")
 	c.Flags().StringVar(&f.objective, "objective", string(calibrate.ObjectiveTokenSteps), "what the recommended cutoff maximises: token-steps | net")
-	c.Flags().StringVar(&f.plot, "plot", "", "also draw the reliability and savings plot to this .png or .svg file")
-	c.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
-	c.Flags().StringVar(&f.writeConfig, "write-config", "", "write the recommended cutoff into this advisor config file (created if missing)")
-	c.Flags().StringVar(&f.scorer, "scorer", "", "the scorer whose cutoff --write-config writes (default: the first stored scorer, else lexical)")
 	c.Flags().StringSliceVar(&f.settings, "settings", nil, "use only the replays whose settings hash starts with these prefixes (default: all)")
 	c.Flags().IntSliceVar(&f.recency, "recency", calibrate.DefaultRecency, "windows N of the recency-masking baseline (keep the last N outputs)")
 	c.Flags().IntVar(&f.bins, "bins", 10, "score bins of the reliability table")
 	c.Flags().Uint64Var(&f.seed, "seed", 1, "seed of the random baseline")
 	c.Flags().IntVar(&f.workers, "workers", 0, "sessions scored at once by the in-process lexical baseline (default: the number of CPUs)")
-	return c
 }
 
 func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
+	run, err := computeCalibration(ctx, e, f, false)
+	if err != nil {
+		return err
+	}
+	defer run.closeDB()
+	out, sr, br := run.out, run.chosen, run.budget
+	if f.plot != "" {
+		if err := writePlot(f.plot, out.Report); err != nil {
+			return err
+		}
+	}
+	var writeErr error
+	if f.writeConfig != "" {
+		if sr.Recommendation.None {
+			writeErr = fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
+		} else if writeErr = writeCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, 0); writeErr == nil {
+			out.Wrote = f.writeConfig
+			if w := lowestCutoffWarning(sr); w != "" {
+				fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: warning: %s\n", w)
+			}
+		}
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		if err := printCalibrate(e.stdout, *out, run.groups, run.in); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout)
+		run.in.digest.Print(e.stdout)
+		if out.Wrote != "" {
+			fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f for scorer %s (objective %s, target miss %.3f, budget %d) to %s\n",
+				sr.Recommendation.Cutoff, sr.Scorer, out.Report.Objective, f.targetMiss, br.Budget, out.Wrote)
+		}
+		if f.plot != "" {
+			fmt.Fprintf(e.stdout, "plot written to %s\n", f.plot)
+		}
+	}
+	return writeErr
+}
+
+// calibrationRun is one calibration computed from a store (computeCalibration):
+// what calibrate prints, and what the report page shows.
+type calibrationRun struct {
+	out     *calibrateJSON
+	groups  []*replayGroup
+	in      *calibration
+	db      *storage.DB
+	closeDB func()
+	// chosen is the sweep of the scorer --write-config writes (nil when the report
+	// has none and none was asked for), at budget, the replay's own budget when
+	// priced, else the first.
+	chosen *calibrate.ScorerSweep
+	budget calibrate.BudgetReport
+	// opts are the pricing options of the report (its Budget the first budget's).
+	opts calibrate.Options
+	// replayBudget is the base replay's own budget, in tokens.
+	replayBudget int
+}
+
+// computeCalibration opens f.db and computes the calibration calibrate prints;
+// withStubs also reads every stubbed output's decision (the report's table of
+// stubs: calibration.stubs). The caller calls closeDB. Errors: bad flags
+// (usageError), the store's, and calibrate.NewReport's.
+func computeCalibration(ctx context.Context, e *env, f calibrateFlags, withStubs bool) (*calibrationRun, error) {
 	ob := calibrate.Objective(f.objective)
 	if ob != calibrate.ObjectiveTokenSteps && ob != calibrate.ObjectiveNet {
-		return usageError{fmt.Errorf("--objective %q: want token-steps or net", f.objective)}
+		return nil, usageError{fmt.Errorf("--objective %q: want token-steps or net", f.objective)}
 	}
 	if f.targetMiss < 0 || f.targetMiss > 1 || f.targetMiss != f.targetMiss {
-		return usageError{fmt.Errorf("--target-miss %v: want a rate in [0,1]", f.targetMiss)}
+		return nil, usageError{fmt.Errorf("--target-miss %v: want a rate in [0,1]", f.targetMiss)}
 	}
 	db, closeDB, groups, err := openGroups(ctx, f.db, f.settings)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeDB()
-	in, err := buildCalibration(ctx, e, db, groups, f.workers)
+	run := &calibrationRun{db: db, closeDB: closeDB, groups: groups}
+	if err := run.compute(ctx, e, f, ob, withStubs); err != nil {
+		closeDB()
+		return nil, err
+	}
+	return run, nil
+}
+
+func (run *calibrationRun) compute(ctx context.Context, e *env, f calibrateFlags, ob calibrate.Objective, withStubs bool) error {
+	groups := run.groups
+	in, err := buildCalibration(ctx, e, run.db, groups, f.workers, withStubs)
 	if err != nil {
 		return err
 	}
+	run.in = in
 	base := groups[0].settings.Config
 	opts, err := f.priceFlags.options(base)
 	if err != nil {
@@ -316,10 +389,11 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 		}
 		return err
 	}
+	run.opts, run.replayBudget = opts, base.BudgetTokens()
 	if factor, ok := planner.FitFactor(in.lengths); ok {
 		in.factor = factor
 	}
-	out := calibrateJSON{DB: storage.Redact(f.db), Report: rep, Dropped: in.dropped, Omitted: in.omitted}
+	out := &calibrateJSON{DB: storage.Redact(f.db), Report: rep, Dropped: in.dropped, Omitted: in.omitted}
 	for _, g := range groups {
 		out.Groups = append(out.Groups, g.label())
 	}
@@ -328,11 +402,11 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	if b, _, ok := in.digest.Recommend(); ok {
 		out.DigestBudget = b
 	}
+	run.out = out
 	chosen := f.scorer
 	if chosen == "" {
 		chosen = in.primary
 	}
-	var sr *calibrate.ScorerSweep
 	// The recommendation written is the one at the replay's own budget when it was
 	// priced, else at the first budget.
 	br := rep.Budgets[0]
@@ -341,58 +415,23 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 			br = b
 		}
 	}
+	run.budget = br
 	for i := range br.Scorers {
 		if br.Scorers[i].Scorer == chosen {
-			sr = &br.Scorers[i]
+			run.chosen = &br.Scorers[i]
 		}
 	}
-	if sr == nil && (f.scorer != "" || f.writeConfig != "") {
+	if run.chosen == nil && (f.scorer != "" || f.writeConfig != "") {
 		names := make([]string, len(br.Scorers))
 		for i, s := range br.Scorers {
 			names[i] = s.Scorer
 		}
 		return usageError{fmt.Errorf("--scorer %q: no such scorer in the report (have %s)", chosen, strings.Join(names, ", "))}
 	}
-	if sr != nil {
-		out.Chosen = sr.Scorer
+	if run.chosen != nil {
+		out.Chosen = run.chosen.Scorer
 	}
-	if f.plot != "" {
-		if err := writePlot(f.plot, rep); err != nil {
-			return err
-		}
-	}
-	var writeErr error
-	if f.writeConfig != "" {
-		if sr.Recommendation.None {
-			writeErr = fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
-		} else if writeErr = writeCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, 0); writeErr == nil {
-			out.Wrote = f.writeConfig
-			if w := lowestCutoffWarning(sr); w != "" {
-				fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: warning: %s\n", w)
-			}
-		}
-	}
-	if f.asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	} else {
-		if err := printCalibrate(e.stdout, out, groups, in); err != nil {
-			return err
-		}
-		fmt.Fprintln(e.stdout)
-		in.digest.Print(e.stdout)
-		if out.Wrote != "" {
-			fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f for scorer %s (objective %s, target miss %.3f, budget %d) to %s\n",
-				sr.Recommendation.Cutoff, sr.Scorer, ob, f.targetMiss, br.Budget, out.Wrote)
-		}
-		if f.plot != "" {
-			fmt.Fprintf(e.stdout, "plot written to %s\n", f.plot)
-		}
-	}
-	return writeErr
+	return nil
 }
 
 // writeCutoff sets the cutoff of scorer (scorer_cutoffs, and cutoff itself for the
@@ -443,11 +482,12 @@ type calibration struct {
 	lengths  []int    // steps of each session
 	factor   float64  // planner.FitFactor of lengths (0: none)
 	digest   *replay.DigestCoverage
+	stubs    []replay.Stub // the advisor's stubs, per session in order (buildCalibration withStubs)
 }
 
 // buildCalibration loads the groups' records over the sessions they all hold, and
 // scores the lexical baseline in process when no group holds lexical asks.
-func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*replayGroup, workers int) (*calibration, error) {
+func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*replayGroup, workers int, withStubs bool) (*calibration, error) {
 	in := &calibration{digest: replay.NewDigestCoverage()}
 	// Sessions every group holds, by content hash, in the base group's order.
 	count := map[string]int{}
@@ -533,6 +573,12 @@ func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*rep
 				in.applied = append(in.applied, rec.AppliedSteps()...)
 				in.lengths = append(in.lengths, rec.Steps)
 				in.digest.Add(rec)
+				if withStubs {
+					if rec.Decisions, err = db.Decisions(ctx, storage.DecisionFilter{SessionID: s.ID, Decision: advisor.DecisionPending}); err != nil {
+						return nil, err
+					}
+					in.stubs = append(in.stubs, rec.Stubs()...)
+				}
 				for k := range baselines {
 					if lr := inProc[k][s.ContentHash]; lr != nil {
 						l, err := withAsks(o, lr)

@@ -12,7 +12,7 @@ import (
 
 // Exit codes as docs/COMMANDS.md gives them, for the cases a new user meets first:
 // a bad flag value is 2, a --db that names no database is 1 and creates nothing
-// (recall, ledger, calibrate, backoff and fit only read what others stored).
+// (recall, ledger, calibrate, report, backoff and fit only read what others stored).
 // mcp's --tool-name is in TestServeRefusesExposedAddr.
 func TestExitCodesOfFirstMistakes(t *testing.T) {
 	session := filepath.Join("..", "..", "testdata", "sessions", "fix-port.jsonl")
@@ -29,6 +29,9 @@ func TestExitCodesOfFirstMistakes(t *testing.T) {
 		{"recall, no database", []string{"recall", "--db", missing, "o_0000000000"}, exitError, "no database at " + missing + ": advise, replay, serve and wrap create it"},
 		{"ledger, no database", []string{"ledger", "--db", missing}, exitError, "no database at " + missing + ": serve and wrap create it"},
 		{"calibrate, no database", []string{"calibrate", "--db", missing}, exitError, "no database at " + missing + ": run `pruneadvisor replay --db " + missing + " PATH...` first"},
+		{"report, no database", []string{"report", "--db", missing, "--out", filepath.Join(t.TempDir(), "r.html")}, exitError, "no database at " + missing + ": run `pruneadvisor replay --db " + missing + " PATH...` first"},
+		{"report --objective unknown", []string{"report", "--db", missing, "--objective", "best"}, exitUsage, `--objective "best": want token-steps or net`},
+		{"report --out empty", []string{"report", "--db", missing, "--out", ""}, exitUsage, "--out: want a file name"},
 		{"backoff, no database", []string{"backoff", "--db", missing}, exitError, "no database at " + missing},
 		{"fit, no database", []string{"fit", "--db", missing}, exitError, "no database at " + missing},
 	}

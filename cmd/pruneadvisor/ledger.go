@@ -88,9 +88,7 @@ func readLedger(cmd *cobra.Command, store *storage.DB, session string) (ledgerRe
 	if rep.Sessions == nil {
 		rep.Sessions = []ledger.Session{}
 	}
-	for _, s := range sessions {
-		rep.Total.Merge(s.Totals)
-	}
+	rep.Total = ledger.Sum(sessions)
 	if session == "" {
 		return rep, nil
 	}

@@ -103,6 +103,7 @@ func commands(e *env) []*cobra.Command {
 		ledgerCmd(e),
 		replayCmd(e),
 		calibrateCmd(e),
+		reportCmd(e),
 		fitCmd(e),
 		backoffCmd(e),
 		serveCmd(e),

@@ -57,6 +57,9 @@ func serveCmd(e *env) *cobra.Command {
   GET  /v1/recall/{id}       a pruned output's original, byte for byte; ?lines=200-250 or
                              ?grep=PATTERN[&context=N]: only those lines, numbered
   GET  /healthz, GET /metrics (Prometheus)
+  GET  /ui/                  the live page: the sessions advised now, their context and
+                             stubs, the ledger's savings, the recent recalls (HTML that
+                             loads nothing; docs/COMMANDS.md)
 
 Other /v1/ paths pass through to the upstream untouched. Proxied requests keep every
 byte but the content of pruned tool results; responses, streams included, come back as

@@ -15,8 +15,10 @@ const module = "github.com/pruneadvisor/pruneadvisor"
 // domain lists the packages that must link no HTTP stack, no model client and no
 // plotting (issue 15; HELPERS.md "House style"): the store's adapter and the
 // offline pipeline included, since what they need from a scorer (its request-size
-// estimate) comes through an interface.
-var domain = []string{"storage", "replay", "calibrate", "advisor", "planner", "rules", "cards", "evidence", "backoff", "recall", "wire"}
+// estimate) comes through an interface; and report, which renders the report and
+// live pages from the domain's structures (the command writes the one, server
+// serves the other).
+var domain = []string{"storage", "replay", "calibrate", "advisor", "planner", "rules", "cards", "evidence", "backoff", "recall", "wire", "report"}
 
 // forbidden are the import paths (or path prefixes, ending in "/") no domain package
 // may depend on, directly or not.
