@@ -184,8 +184,12 @@ type Limit struct {
 	// Margin is one step's growth kept free below Point.
 	Margin int
 	// Tokens is the hard limit: Point - Margin, or the window fraction's when the
-	// agent is unknown; never below 1.
+	// agent is unknown; never below 1. The advisor takes Tools off it.
 	Tokens int
+	// Tools is the request's tool definitions in tokens
+	// (transcript.Session.ToolTokens), taken off Tokens by the advisor (0 from
+	// HardLimitFor): the point counts them, the context does not.
+	Tools int
 	// Source names it: "agent:claude", "trigger", or "window-fraction" (with why
 	// when the agent is known but its point is not above the margin).
 	Source string

@@ -249,3 +249,35 @@ func TestHardLimitTriggerAndBudget(t *testing.T) {
 		t.Errorf("gemini: hard limit %d, budget %d; want both 9000", p.HardLimit, p.Budget)
 	}
 }
+
+// The tool definitions a request carries count toward the agent's point but are
+// in no message: the hard limit is lowered by them (e2e TestClaudeCompaction:
+// Claude Code's 11,087 tokens of tools took it past its point through the proxy
+// before). The same session under the hard limit by its messages alone is pruned
+// once its tools are counted, down to the low-water mark of the lowered limit.
+func TestHardLimitLessToolTokens(t *testing.T) {
+	cfg := hardLimitConfig() // point 16,000, margin 1,000: hard limit 15,000
+	cfg.Budget = cfg.ContextWindow
+	p, err := newAdvisor(t, cfg, nil, advisor.NewMemoryStore(), newClock()).Advise(context.Background(), survey(t, 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rewrite || p.HardLimit != 15_000 || p.ToolTokens != 0 || p.ContextTokens <= 10_000 || p.ContextTokens >= 15_000 {
+		t.Fatalf("without tools: rewrite %v, hard limit %d, tool tokens %d, context %d; want no rewrite, 15000, 0, a context in (10000, 15000)",
+			p.Rewrite, p.HardLimit, p.ToolTokens, p.ContextTokens)
+	}
+	full := p.ContextTokens
+	s := survey(t, 20)
+	s.ToolTokens = 5_000
+	p, err = newAdvisor(t, cfg, nil, advisor.NewMemoryStore(), newClock()).Advise(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HardLimit != 10_000 || p.ToolTokens != 5_000 || p.HardLimitSource != "agent:tiny" {
+		t.Errorf("with 5,000 tokens of tools: hard limit %d (%q), tool tokens %d; want 10000 (agent:tiny), 5000", p.HardLimit, p.HardLimitSource, p.ToolTokens)
+	}
+	// The low-water mark is 0.8 of the lowered limit (the budget is lowered to it).
+	if !p.Rewrite || p.RewriteReason != "hard-limit" || p.ContextTokens > 8_000 {
+		t.Errorf("with 5,000 tokens of tools: rewrite %v (%q), context %d of %d; want a hard-limit rewrite to <= 8000", p.Rewrite, p.RewriteReason, p.ContextTokens, full)
+	}
+}

@@ -109,7 +109,10 @@ func testCompaction(t *testing.T, c compactionCase) {
 	if r1.exit != 0 {
 		t.Errorf("direct: exit %d\nstdout:\n%s\nstderr:\n%s", r1.exit, tail(r1.stdout), tail(r1.stderr))
 	}
-	compactAt, largest := -1, 0
+	// largest is the largest context before the compaction, growth the step
+	// that led to it: pi and Codex compact once the last usage passed the point,
+	// Claude Code once that usage plus its estimate of the output since would.
+	compactAt, largest, growth, prev := -1, 0, 0, 0
 	for i, q := range m1.requests {
 		if q.compaction {
 			compactAt = i
@@ -117,16 +120,17 @@ func testCompaction(t *testing.T, c compactionCase) {
 		}
 		if q.main {
 			largest = max(largest, usageTotal(q))
+			growth, prev = usageTotal(q)-prev, usageTotal(q)
 		}
 	}
 	if compactAt < 0 {
 		t.Errorf("direct: the agent never compacted (no request with its compaction prompt %q); largest context %d tokens, point %d; steps %v",
 			c.model().compactMark, largest, c.point, m1.steps)
 	} else {
-		t.Logf("direct: the agent compacted at request %d of %d, after a context of %d tokens (point %d); its summarising request was %d tokens",
-			compactAt, len(m1.requests), largest, c.point, m1.requests[compactAt].tokens)
-		if largest < c.point {
-			t.Errorf("direct: the agent compacted under its point: largest context %d tokens, point %d", largest, c.point)
+		t.Logf("direct: the agent compacted at request %d of %d, after a context of %d tokens (point %d, the last step %d); its summarising request was %d tokens",
+			compactAt, len(m1.requests), largest, c.point, growth, m1.requests[compactAt].tokens)
+		if largest+growth < c.point {
+			t.Errorf("direct: the agent compacted a step or more short of its point: largest context %d tokens, the last step %d, point %d", largest, growth, c.point)
 		}
 	}
 	t.Logf("direct: contexts at the model %v", contexts(m1))
@@ -291,5 +295,48 @@ func TestCodexCompaction(t *testing.T) {
 			}
 		},
 		config: compactionConfig(272_000, fmt.Sprintf(`{"codex": {"tokens": %d}}`, codexCompactLimit)),
+	})
+}
+
+// claudeCompactWindow is the CLAUDE_CODE_AUTO_COMPACT_WINDOW TestClaudeCompaction
+// gives Claude Code, the least it takes (100,000): it compacts at the window less
+// min(max output, 20,000) less 13,000, 67,000 tokens, the proxy's claude row for
+// a context_window of 100,000.
+const claudeCompactWindow = 100_000
+
+// TestClaudeCompaction: Claude Code with CLAUDE_CODE_AUTO_COMPACT_WINDOW at its
+// least. Claude Code checks its point before every model call, against the last
+// usage plus an estimate of what came after it.
+func TestClaudeCompaction(t *testing.T) {
+	requireIsolated(t)
+	p := pins(t)["claude"]
+	var work string
+	testCompaction(t, compactionCase{
+		pin:   p,
+		point: claudeCompactWindow - 20_000 - 13_000,
+		model: func() *model {
+			return &model{proto: "anthropic", agent: "claude", readTool: "Read",
+				plan: compactionPlan(func(name string) action {
+					return action{tool: "Read", args: map[string]any{"file_path": filepath.Join(work, name)}}
+				}),
+				compactMark: "Your task is to create a detailed summary of the conversation so far"}
+		},
+		opts: func(direct bool) runOpts {
+			return runOpts{
+				direct: direct,
+				args: func(string) []string {
+					return []string{"-p", prompt, "--model", "claude-sonnet-4-5", "--dangerously-skip-permissions", "--output-format", "text"}
+				},
+				env: func(upstream string) []string {
+					env := []string{fmt.Sprintf("CLAUDE_CODE_AUTO_COMPACT_WINDOW=%d", claudeCompactWindow)}
+					if upstream != "" {
+						env = append(env, "ANTHROPIC_BASE_URL="+upstream) // as wrap points it at the proxy
+					}
+					return env
+				},
+				prepare: func(_, w, _ string) { work = w },
+			}
+		},
+		config: compactionConfig(claudeCompactWindow, ""),
 	})
 }

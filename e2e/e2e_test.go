@@ -180,7 +180,7 @@ type run struct {
 func runAgent(t *testing.T, p agentPin, m *model, args []string, env []string, prepare func(home, work string)) *run {
 	t.Helper()
 	return runAgentWith(t, p, m, runOpts{
-		args: func(string) []string { return args }, env: env,
+		args: func(string) []string { return args }, env: func(string) []string { return env },
 		prepare: func(home, work, _ string) {
 			if prepare != nil {
 				prepare(home, work)
@@ -194,7 +194,7 @@ type runOpts struct {
 	// args are the agent's arguments and env adds to its environment; upstream
 	// is the fake model's URL in direct mode, "" through wrap.
 	args func(upstream string) []string
-	env  []string
+	env  func(upstream string) []string
 	// prepare writes the agent's settings into its HOME and files into its work
 	// folder before it starts; upstream as for args.
 	prepare func(home, work, upstream string)
@@ -285,7 +285,10 @@ func runAgentWith(t *testing.T, p agentPin, m *model, o runOpts) *run {
 	}
 	c := exec.Command(name, cmdArgs...)
 	c.Dir = work
-	c.Env = append(baseEnv(home, bin), o.env...)
+	c.Env = baseEnv(home, bin)
+	if o.env != nil {
+		c.Env = append(c.Env, o.env(upstream)...)
+	}
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	c.Stdin = nil

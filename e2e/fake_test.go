@@ -90,8 +90,9 @@ type recorded struct {
 const outputTokens = 10
 
 // summaryText is the fake's answer to a compaction request: the agent carries on
-// from it.
-const summaryText = "## Goal\nFix main.go so the server reads $PORT.\n## Progress\nRead the numbered files; nothing is left to do but answer.\n## Next steps\nAnswer the user."
+// from it. In <analysis> and <summary> blocks, as Claude Code asks (it asks
+// again when the summary is not in <summary> tags); the others take any text.
+const summaryText = "<analysis>The user asked for a fix; the files are read.</analysis>\n<summary>\n## Goal\nFix main.go so the server reads $PORT.\n## Progress\nRead the numbered files; nothing is left to do but answer.\n## Next steps\nAnswer the user.\n</summary>"
 
 // requestTokens is the input tokens the fake reports for a request: the o200k
 // tokens of the whole body as sent, what a provider's usage counts (tool
