@@ -1,6 +1,7 @@
 // Package e2e runs the real agent CLIs (e2e/agents.txt, installed by .ci/e2e-install)
 // through `pruneadvisor wrap` against a scripted fake model, inside a loopback-only
-// network namespace, with a recording hop between the agent and the proxy. Run it
+// network namespace, with a recording hop between the agent and the proxy; the
+// compaction tests also run each agent straight at the fake (runOpts.direct). Run it
 // with .ci/run, or by hand:
 //
 //	.ci/e2e-install
