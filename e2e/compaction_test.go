@@ -340,3 +340,64 @@ func TestClaudeCompaction(t *testing.T) {
 		config: compactionConfig(claudeCompactWindow, ""),
 	})
 }
+
+// geminiCompressionThreshold is the model.compressionThreshold
+// TestGeminiCompaction gives Gemini CLI: it compresses its history when the last
+// prompt's tokens reach that fraction of the model's limit (1,048,576 for
+// gemini-2.5-pro): 52,428 tokens.
+const geminiCompressionThreshold = 0.05
+
+// TestGeminiCompaction: Gemini CLI with compressionThreshold set low in its
+// settings. Gemini CLI checks it before each request of a turn, tool results'
+// included, against the last response's promptTokenCount; but it compresses only
+// up to a user message that is not a tool result, or all of a history that ends
+// in a model's answer, which a one-prompt run of tool calls never has. So the
+// script answers in words after the eighth read, and Gemini CLI's next-speaker
+// check (on in its settings here) is told the model goes on: Gemini CLI sends
+// "Please continue." and checks its threshold first.
+func TestGeminiCompaction(t *testing.T) {
+	requireIsolated(t)
+	p := pins(t)["gemini"]
+	const window = 1_048_576
+	var work string
+	testCompaction(t, compactionCase{
+		pin:   p,
+		point: 52_428, // 0.05 x 1,048,576, rounded down as the proxy does
+		model: func() *model {
+			return &model{proto: "gemini", agent: "gemini", readTool: "read_file",
+				plan: geminiPlan(compactionPlan(func(name string) action {
+					return action{tool: "read_file", args: map[string]any{"file_path": filepath.Join(work, name)}}
+				})),
+				compactMark: "distilling chat history into a structured XML <state_snapshot>"}
+		},
+		opts: func(direct bool) runOpts {
+			return runOpts{
+				direct: direct,
+				args: func(string) []string {
+					return []string{"-p", prompt, "--yolo", "-m", "gemini-2.5-pro", "--output-format", "text"}
+				},
+				env: func(upstream string) []string {
+					if upstream != "" {
+						return []string{"GOOGLE_GEMINI_BASE_URL=" + upstream} // as wrap points it at the proxy
+					}
+					return nil
+				},
+				prepare: func(home, w, _ string) {
+					work = w
+					// TestGemini's settings, and the threshold.
+					writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},`+
+						`"telemetry":{"enabled":false},"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true,"disableUpdateNag":true},`+
+						fmt.Sprintf(`"model":{"compressionThreshold":%g,"skipNextSpeakerCheck":false}}`, geminiCompressionThreshold))
+				},
+			}
+		},
+		config: compactionConfig(window, fmt.Sprintf(`{"gemini": {"fraction": %g}}`, geminiCompressionThreshold)),
+	})
+}
+
+// geminiPlan is plan with an answer in words after its eighth step.
+func geminiPlan(plan []func() action) []func() action {
+	out := append([]func() action{}, plan[:8]...)
+	out = append(out, func() action { return action{text: "Eight files read; two to go."} })
+	return append(out, plan[8:]...)
+}

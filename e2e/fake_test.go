@@ -33,6 +33,9 @@ type action struct {
 	// namespace is the Responses namespace tool the function belongs to (Codex lists
 	// MCP servers' tools as {type: namespace, name: mcp__<server>, tools}).
 	namespace string
+	// text, in a plan without a tool, is an answer that does not end the task:
+	// the next next-speaker check (Gemini CLI's) says the model goes on.
+	text string
 }
 
 // script maps a step to the agent's tool call; recall is given the stub's id.
@@ -73,6 +76,8 @@ type model struct {
 	toolList []string   // tool names of the first main-loop request
 	n        int
 	planned  int // main-loop requests answered from plan
+	// goOn makes the next next-speaker check answer "model" (action.text).
+	goOn bool
 }
 
 type recorded struct {
@@ -151,6 +156,11 @@ func (m *model) nextPlanned() (action, string) {
 		return action{}, finalText
 	}
 	a := m.plan[k]()
+	if a.tool == "" {
+		m.steps = append(m.steps, fmt.Sprintf("%d text", k))
+		m.goOn = true
+		return action{}, a.text
+	}
 	m.steps = append(m.steps, fmt.Sprintf("%d %s", k, a.tool))
 	return a, ""
 }
@@ -199,6 +209,10 @@ func (m *model) isMain(body []byte) bool {
 func (m *model) sideText(body []byte) string {
 	if gjson.GetBytes(body, "generationConfig.responseMimeType").String() == "application/json" ||
 		gjson.GetBytes(body, "generationConfig.responseJsonSchema").Exists() {
+		if m.goOn {
+			m.goOn = false
+			return `{"reasoning":"The model said it goes on.","next_speaker":"model"}`
+		}
 		return `{"reasoning":"The model finished its task.","next_speaker":"user"}`
 	}
 	return "Fix the port"
