@@ -401,3 +401,49 @@ func geminiPlan(plan []func() action) []func() action {
 	out = append(out, func() action { return action{text: "Eight files read; two to go."} })
 	return append(out, plan[8:]...)
 }
+
+// opencodeInputLimit is the input limit TestOpencodeCompaction gives the model in
+// opencode's config (provider.anthropic.models[...].limit.input); opencode
+// compacts when a step's tokens reach it less compaction.reserved (20,000, its
+// default made explicit): 40,000, the proxy's opencode row for a context_window
+// of 60,000.
+const opencodeInputLimit = 60_000
+
+// TestOpencodeCompaction: opencode with the model's input limit set low in its
+// config (OPENCODE_CONFIG_CONTENT, which wrap merges its own over). opencode checks
+// its point after every step, against the step's usage.
+func TestOpencodeCompaction(t *testing.T) {
+	requireIsolated(t)
+	p := pins(t)["opencode"]
+	var work string
+	testCompaction(t, compactionCase{
+		pin:   p,
+		point: opencodeInputLimit - 20_000,
+		model: func() *model {
+			return &model{proto: "anthropic", agent: "opencode", readTool: "read",
+				plan: compactionPlan(func(name string) action {
+					return action{tool: "read", args: map[string]any{"filePath": filepath.Join(work, name)}}
+				}),
+				compactMark: "You are a context summarization agent"}
+		},
+		opts: func(direct bool) runOpts {
+			return runOpts{
+				direct: direct,
+				args: func(string) []string {
+					return []string{"run", "--model", "anthropic/claude-sonnet-4-5", prompt}
+				},
+				env: func(upstream string) []string {
+					anthropic := map[string]any{"models": map[string]any{"claude-sonnet-4-5": map[string]any{
+						"limit": map[string]any{"context": opencodeInputLimit, "input": opencodeInputLimit, "output": 32_000}}}}
+					if upstream != "" {
+						anthropic["options"] = map[string]any{"baseURL": upstream + "/v1"} // as wrap points it at the proxy
+					}
+					b, _ := json.Marshal(map[string]any{"compaction": map[string]any{"reserved": 20_000}, "provider": map[string]any{"anthropic": anthropic}})
+					return []string{"OPENCODE_CONFIG_CONTENT=" + string(b)}
+				},
+				prepare: func(_, w, _ string) { work = w },
+			}
+		},
+		config: compactionConfig(opencodeInputLimit, ""),
+	})
+}
