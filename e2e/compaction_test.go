@@ -110,8 +110,9 @@ func testCompaction(t *testing.T, c compactionCase) {
 		t.Errorf("direct: exit %d\nstdout:\n%s\nstderr:\n%s", r1.exit, tail(r1.stdout), tail(r1.stderr))
 	}
 	// largest is the largest context before the compaction, growth the step
-	// that led to it: pi and Codex compact once the last usage passed the point,
-	// Claude Code once that usage plus its estimate of the output since would.
+	// that led to it: pi, Codex, Gemini CLI and opencode compact once the last
+	// usage passed the point, Claude Code once that usage plus its estimate of
+	// the output since would.
 	compactAt, largest, growth, prev := -1, 0, 0, 0
 	for i, q := range m1.requests {
 		if q.compaction {
