@@ -34,7 +34,8 @@ func TestCompactionPoints(t *testing.T) {
 		{"opencode", nil, 200_000, 180_000},
 		// model_auto_compact_token_limit = 200,000 under 90% of 272,000.
 		{"codex", map[string]advisor.CompactionPoint{"codex": {Fraction: 0.9, Tokens: 200_000}}, 272_000, 200_000},
-		// CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=70.
+		// A fraction row: 70% of the window. (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=70 is
+		// 70% of the window less 20,000 in 2.1.332, a tokens row: docs/CONFIG.md.)
 		{"claude", map[string]advisor.CompactionPoint{"claude": {Fraction: 0.7}}, 200_000, 140_000},
 		// An agent the table does not have.
 		{"aider", map[string]advisor.CompactionPoint{"aider": {Reserve: 50_000}}, 200_000, 150_000},
