@@ -93,9 +93,10 @@ func (p CompactionPoint) check(window int) string {
 var CompactionPoints = map[string]CompactionPoint{
 	// Claude Code: window - min(max output, 20k) - 13k; every current Claude
 	// model's max output is over 20k, so 33k below the window: 167k of 200k,
-	// 967k of 1M. CLAUDE_AUTOCOMPACT_PCT_OVERRIDE lowers it (a fraction row),
-	// CLAUDE_CODE_AUTO_COMPACT_WINDOW / autoCompactWindow set the window it counts
-	// from (a tokens row).
+	// 967k of 1M. CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=P lowers it to P% of the window
+	// less 20k (2.1.332; a tokens row), CLAUDE_CODE_AUTO_COMPACT_WINDOW /
+	// autoCompactWindow set the window it counts from, 100k at least (a tokens
+	// row of that less 33k, or context_window).
 	AgentClaude: {Reserve: 33_000,
 		Source: "Claude Code autoCompact: effective window = window - min(max output, 20,000); threshold = effective - 13,000 (AUTOCOMPACT_BUFFER_TOKENS)",
 		Keeps:  "the summary (and the files it re-reads)", SummaryTokens: ClaudeSummaryTokens},
@@ -184,8 +185,12 @@ type Limit struct {
 	// Margin is one step's growth kept free below Point.
 	Margin int
 	// Tokens is the hard limit: Point - Margin, or the window fraction's when the
-	// agent is unknown; never below 1.
+	// agent is unknown; never below 1. The advisor takes Tools off it.
 	Tokens int
+	// Tools is the request's tool definitions in tokens
+	// (transcript.Session.ToolTokens), taken off Tokens by the advisor (0 from
+	// HardLimitFor): the point counts them, the context does not.
+	Tools int
 	// Source names it: "agent:claude", "trigger", or "window-fraction" (with why
 	// when the agent is known but its point is not above the margin).
 	Source string

@@ -34,7 +34,8 @@ func TestCompactionPoints(t *testing.T) {
 		{"opencode", nil, 200_000, 180_000},
 		// model_auto_compact_token_limit = 200,000 under 90% of 272,000.
 		{"codex", map[string]advisor.CompactionPoint{"codex": {Fraction: 0.9, Tokens: 200_000}}, 272_000, 200_000},
-		// CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=70.
+		// A fraction row: 70% of the window. (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=70 is
+		// 70% of the window less 20,000 in 2.1.332, a tokens row: docs/CONFIG.md.)
 		{"claude", map[string]advisor.CompactionPoint{"claude": {Fraction: 0.7}}, 200_000, 140_000},
 		// An agent the table does not have.
 		{"aider", map[string]advisor.CompactionPoint{"aider": {Reserve: 50_000}}, 200_000, 150_000},
@@ -247,5 +248,37 @@ func TestHardLimitTriggerAndBudget(t *testing.T) {
 	// 0.5 x 20,000 - 1,000 = 9,000, under the budget of 10,000.
 	if p.HardLimit != 9_000 || p.Budget != 9_000 {
 		t.Errorf("gemini: hard limit %d, budget %d; want both 9000", p.HardLimit, p.Budget)
+	}
+}
+
+// The tool definitions a request carries count toward the agent's point but are
+// in no message: the hard limit is lowered by them (e2e TestClaudeCompaction:
+// Claude Code's 11,087 tokens of tools took it past its point through the proxy
+// before). The same session under the hard limit by its messages alone is pruned
+// once its tools are counted, down to the low-water mark of the lowered limit.
+func TestHardLimitLessToolTokens(t *testing.T) {
+	cfg := hardLimitConfig() // point 16,000, margin 1,000: hard limit 15,000
+	cfg.Budget = cfg.ContextWindow
+	p, err := newAdvisor(t, cfg, nil, advisor.NewMemoryStore(), newClock()).Advise(context.Background(), survey(t, 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rewrite || p.HardLimit != 15_000 || p.ToolTokens != 0 || p.ContextTokens <= 10_000 || p.ContextTokens >= 15_000 {
+		t.Fatalf("without tools: rewrite %v, hard limit %d, tool tokens %d, context %d; want no rewrite, 15000, 0, a context in (10000, 15000)",
+			p.Rewrite, p.HardLimit, p.ToolTokens, p.ContextTokens)
+	}
+	full := p.ContextTokens
+	s := survey(t, 20)
+	s.ToolTokens = 5_000
+	p, err = newAdvisor(t, cfg, nil, advisor.NewMemoryStore(), newClock()).Advise(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HardLimit != 10_000 || p.ToolTokens != 5_000 || p.HardLimitSource != "agent:tiny" {
+		t.Errorf("with 5,000 tokens of tools: hard limit %d (%q), tool tokens %d; want 10000 (agent:tiny), 5000", p.HardLimit, p.HardLimitSource, p.ToolTokens)
+	}
+	// The low-water mark is 0.8 of the lowered limit (the budget is lowered to it).
+	if !p.Rewrite || p.RewriteReason != "hard-limit" || p.ContextTokens > 8_000 {
+		t.Errorf("with 5,000 tokens of tools: rewrite %v (%q), context %d of %d; want a hard-limit rewrite to <= 8000", p.Rewrite, p.RewriteReason, p.ContextTokens, full)
 	}
 }

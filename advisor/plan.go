@@ -56,6 +56,10 @@ type Plan struct {
 	// (the compaction trigger the request asked the provider for, less the same
 	// margin) or "window-fraction" (no agent known: hard_limit_fraction).
 	HardLimitSource string `json:"hard_limit_source,omitempty"`
+	// ToolTokens is the request's tool definitions in tokens, already taken off
+	// HardLimit (the agent's point counts them, ContextTokens does not); 0 for
+	// session files, which record none.
+	ToolTokens int `json:"tool_tokens,omitempty"`
 	// ContextTokens is the session's size in tokens with every applied stub,
 	// after this step's rewrite.
 	ContextTokens int `json:"context_tokens"`

@@ -210,13 +210,23 @@ func (a *Advisor) recall(st *state, sp *stepState, o *outState, at int) {
 
 // limit sets the step's hard limit (Config.HardLimitFor: the session's agent,
 // Config.Agent; the request's compaction trigger; the largest growth of the
-// context in one step so far) and a budget no higher than it.
+// context in one step so far), less the request's tool definitions, and a budget
+// no higher than it.
 func (a *Advisor) limit(st *state, sp *stepState) {
 	if st.sentTokens > 0 {
 		st.maxGrowth = max(st.maxGrowth, st.ctxTokens-st.sentTokens)
 	}
 	sp.limit = a.Config.HardLimitFor(a.Config.Agent, sp.s.CompactTrigger, st.maxGrowth)
+	// The agent's point and the provider's trigger count the tool definitions
+	// the request carries; the context counted here is its messages only. Left
+	// in, they came on top of the margin: Claude Code's 11,087 tokens of tools
+	// took it past its point through the proxy (e2e TestClaudeCompaction).
+	if tt := sp.s.ToolTokens; tt > 0 {
+		sp.limit.Tools = tt
+		sp.limit.Tokens = max(sp.limit.Tokens-tt, 1)
+	}
 	sp.plan.HardLimit, sp.plan.HardLimitSource = sp.limit.Tokens, sp.limit.Source
+	sp.plan.ToolTokens = sp.limit.Tools
 	sp.plan.Budget = min(sp.plan.Budget, sp.limit.Tokens)
 }
 

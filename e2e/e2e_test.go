@@ -1,6 +1,7 @@
 // Package e2e runs the real agent CLIs (e2e/agents.txt, installed by .ci/e2e-install)
 // through `pruneadvisor wrap` against a scripted fake model, inside a loopback-only
-// network namespace, with a recording hop between the agent and the proxy. Run it
+// network namespace, with a recording hop between the agent and the proxy; the
+// compaction tests also run each agent straight at the fake (runOpts.direct). Run it
 // with .ci/run, or by hand:
 //
 //	.ci/e2e-install
@@ -179,6 +180,38 @@ type run struct {
 // through wrap with args; env adds to the agent's environment.
 func runAgent(t *testing.T, p agentPin, m *model, args []string, env []string, prepare func(home, work string)) *run {
 	t.Helper()
+	return runAgentWith(t, p, m, runOpts{
+		args: func(string) []string { return args }, env: func(string) []string { return env },
+		prepare: func(home, work, _ string) {
+			if prepare != nil {
+				prepare(home, work)
+			}
+		},
+	})
+}
+
+// runOpts says how runAgentWith runs an agent.
+type runOpts struct {
+	// args are the agent's arguments and env adds to its environment; upstream
+	// is the fake model's URL in direct mode, "" through wrap.
+	args func(upstream string) []string
+	env  func(upstream string) []string
+	// prepare writes the agent's settings into its HOME and files into its work
+	// folder before it starts; upstream as for args.
+	prepare func(home, work, upstream string)
+	// direct runs the agent itself, pointed at the fake model by its own
+	// settings (args, env, prepare), with no proxy: the hop records what it
+	// sent in front of the fake. Else it runs through wrap and the proxy.
+	direct bool
+	// config is the proxy's config file; "" is e2eConfig.
+	config string
+}
+
+// runAgentWith starts the fake model and, unless o.direct, the proxy; puts the
+// recording hop in front of whichever the agent talks to; and runs the agent
+// (through wrap unless o.direct).
+func runAgentWith(t *testing.T, p agentPin, m *model, o runOpts) *run {
+	t.Helper()
 	bin := agentBin(t, p)
 	pa := pruneadvisorBin(t)
 	m.t = t
@@ -206,37 +239,57 @@ func runAgent(t *testing.T, p agentPin, m *model, args []string, env []string, p
 		}
 	}
 	writeWorkdir(t, work)
-	if prepare != nil {
-		prepare(home, work)
-	}
-	db := filepath.Join(tmp, "pa.db")
-	cfg := filepath.Join(tmp, "config.json")
-	if err := os.WriteFile(cfg, []byte(e2eConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	serve := exec.CommandContext(ctx, pa, "serve", "--addr", addr, "--db", db, "--scorer", "none", "--config", cfg,
-		"--anthropic-upstream", fake.URL, "--openai-upstream", fake.URL, "--gemini-upstream", fake.URL)
-	var serveLog bytes.Buffer
-	serve.Stdout, serve.Stderr = &serveLog, &serveLog
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = serve.Wait()
-		if t.Failed() {
-			t.Logf("proxy log:\n%s", serveLog.String())
-		}
-	})
-	waitHealthy(t, "http://"+addr)
-	hs := newHop(t, "http://"+addr)
 
-	wrapArgs := append([]string{"wrap", p.name, "--proxy", hs.URL, "--db", db, "--"}, args...)
-	c := exec.Command(pa, wrapArgs...)
+	var hs *httptest.Server
+	var cmdArgs []string
+	upstream := ""
+	if o.direct {
+		hs = newHop(t, fake.URL)
+		upstream = hs.URL
+	} else {
+		db := filepath.Join(tmp, "pa.db")
+		cfg := filepath.Join(tmp, "config.json")
+		config := o.config
+		if config == "" {
+			config = e2eConfig
+		}
+		if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		addr := freeAddr(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		serve := exec.CommandContext(ctx, pa, "serve", "--addr", addr, "--db", db, "--scorer", "none", "--config", cfg,
+			"--anthropic-upstream", fake.URL, "--openai-upstream", fake.URL, "--gemini-upstream", fake.URL)
+		var serveLog bytes.Buffer
+		serve.Stdout, serve.Stderr = &serveLog, &serveLog
+		if err := serve.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cancel()
+			_ = serve.Wait()
+			if t.Failed() {
+				t.Logf("proxy log:\n%s", serveLog.String())
+			}
+		})
+		waitHealthy(t, "http://"+addr)
+		hs = newHop(t, "http://"+addr)
+		cmdArgs = []string{"wrap", p.name, "--proxy", hs.URL, "--db", db, "--"}
+	}
+	if o.prepare != nil {
+		o.prepare(home, work, upstream)
+	}
+	cmdArgs = append(cmdArgs, o.args(upstream)...)
+	name := pa
+	if o.direct {
+		name = filepath.Join(bin, p.bin)
+	}
+	c := exec.Command(name, cmdArgs...)
 	c.Dir = work
-	c.Env = append(baseEnv(home, bin), env...)
+	c.Env = baseEnv(home, bin)
+	if o.env != nil {
+		c.Env = append(c.Env, o.env(upstream)...)
+	}
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	c.Stdin = nil

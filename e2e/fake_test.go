@@ -33,6 +33,9 @@ type action struct {
 	// namespace is the Responses namespace tool the function belongs to (Codex lists
 	// MCP servers' tools as {type: namespace, name: mcp__<server>, tools}).
 	namespace string
+	// text, in a plan without a tool, is an answer that does not end the task:
+	// the next next-speaker check (Gemini CLI's) says the model goes on.
+	text string
 }
 
 // script maps a step to the agent's tool call; recall is given the stub's id.
@@ -55,6 +58,14 @@ type model struct {
 	script script
 	// readTool is a tool name every main-loop request of the agent lists.
 	readTool string
+	// plan, when set, replaces script: the model answers its k-th main-loop
+	// request with steps[k] (counted by the model, not by the tool results in the
+	// request, so that a compaction that drops them does not start it over), and
+	// with finalText after the last.
+	plan []func() action
+	// compactMark is a phrase of the agent's own compaction prompt: a request
+	// holding it is the agent compacting, answered with summaryText.
+	compactMark string
 
 	mu       sync.Mutex
 	requests []recorded // as the proxy forwarded them
@@ -64,6 +75,9 @@ type model struct {
 	recallAt int        // index in requests of the request answered with the recall
 	toolList []string   // tool names of the first main-loop request
 	n        int
+	planned  int // main-loop requests answered from plan
+	// goOn makes the next next-speaker check answer "model" (action.text).
+	goOn bool
 }
 
 type recorded struct {
@@ -71,6 +85,26 @@ type recorded struct {
 	body []byte
 	main bool
 	at   time.Time
+	// tokens is the input the usage of the answer reports (requestTokens).
+	tokens int
+	// compaction marks the agent's summarising request (model.compactMark).
+	compaction bool
+}
+
+// outputTokens is the output every answer's usage reports.
+const outputTokens = 10
+
+// summaryText is the fake's answer to a compaction request: the agent carries on
+// from it. In <analysis> and <summary> blocks, as Claude Code asks (it asks
+// again when the summary is not in <summary> tags); the others take any text.
+const summaryText = "<analysis>The user asked for a fix; the files are read.</analysis>\n<summary>\n## Goal\nFix main.go so the server reads $PORT.\n## Progress\nRead the numbered files; nothing is left to do but answer.\n## Next steps\nAnswer the user.\n</summary>"
+
+// requestTokens is the input tokens the fake reports for a request: the o200k
+// tokens of the whole body as sent, what a provider's usage counts (tool
+// definitions and instructions included) give or take the JSON punctuation, so
+// that an agent that compacts by its usage sees the context it really sent.
+func requestTokens(body []byte) int {
+	return transcript.CountTokens(string(body))
 }
 
 func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -87,17 +121,48 @@ func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.other(w, r)
 		return
 	}
+	tokens := requestTokens(body)
+	if m.compactMark != "" && strings.Contains(string(body), m.compactMark) {
+		m.requests = append(m.requests, recorded{path: r.URL.Path, body: body, at: time.Now(), tokens: tokens, compaction: true})
+		m.steps = append(m.steps, "compaction")
+		m.reply(w, r, body, action{}, summaryText, tokens)
+		return
+	}
 	main := m.isMain(body)
 	if !main && m.toolList == nil {
 		m.t.Logf("fake %s: side request %s, tools %s", m.proto, r.URL.Path, gjson.GetBytes(body, "tools.#.name").Raw)
 	}
-	m.requests = append(m.requests, recorded{path: r.URL.Path, body: body, main: main, at: time.Now()})
+	m.requests = append(m.requests, recorded{path: r.URL.Path, body: body, main: main, at: time.Now(), tokens: tokens})
 	if !main {
-		m.reply(w, r, body, action{}, m.sideText(body))
+		m.reply(w, r, body, action{}, m.sideText(body), tokens)
 		return
 	}
-	a, text := m.next(body)
-	m.reply(w, r, body, a, text)
+	var a action
+	var text string
+	if m.plan != nil {
+		a, text = m.nextPlanned()
+	} else {
+		a, text = m.next(body)
+	}
+	m.reply(w, r, body, a, text, tokens)
+}
+
+// nextPlanned answers a main-loop request from m.plan.
+func (m *model) nextPlanned() (action, string) {
+	k := m.planned
+	m.planned++
+	if k >= len(m.plan) {
+		m.steps = append(m.steps, "final")
+		return action{}, finalText
+	}
+	a := m.plan[k]()
+	if a.tool == "" {
+		m.steps = append(m.steps, fmt.Sprintf("%d text", k))
+		m.goOn = true
+		return action{}, a.text
+	}
+	m.steps = append(m.steps, fmt.Sprintf("%d %s", k, a.tool))
+	return a, ""
 }
 
 // other answers model listings and token counts.
@@ -144,6 +209,10 @@ func (m *model) isMain(body []byte) bool {
 func (m *model) sideText(body []byte) string {
 	if gjson.GetBytes(body, "generationConfig.responseMimeType").String() == "application/json" ||
 		gjson.GetBytes(body, "generationConfig.responseJsonSchema").Exists() {
+		if m.goOn {
+			m.goOn = false
+			return `{"reasoning":"The model said it goes on.","next_speaker":"model"}`
+		}
 		return `{"reasoning":"The model finished its task.","next_speaker":"user"}`
 	}
 	return "Fix the port"
@@ -200,16 +269,16 @@ func (m *model) next(body []byte) (action, string) {
 }
 
 // reply writes the model's answer: a tool call when a.tool is set, else text;
-// streamed when the request asks for it.
-func (m *model) reply(w http.ResponseWriter, r *http.Request, body []byte, a action, text string) {
+// streamed when the request asks for it; its usage reports tokens of input.
+func (m *model) reply(w http.ResponseWriter, r *http.Request, body []byte, a action, text string, tokens int) {
 	callID := fmt.Sprintf("call_%03d", m.n)
 	switch m.proto {
 	case "anthropic":
-		anthropicReply(w, gjson.GetBytes(body, "stream").Bool(), a, text, "toolu_"+callID, len(body)/4)
+		anthropicReply(w, gjson.GetBytes(body, "stream").Bool(), a, text, "toolu_"+callID, tokens)
 	case "responses":
-		responsesReply(w, gjson.GetBytes(body, "stream").Bool(), a, text, callID, m.n, len(body)/4)
+		responsesReply(w, gjson.GetBytes(body, "stream").Bool(), a, text, callID, m.n, tokens)
 	case "gemini":
-		geminiReply(w, strings.Contains(r.URL.Path, ":streamGenerateContent"), a, text, len(body)/4)
+		geminiReply(w, strings.Contains(r.URL.Path, ":streamGenerateContent"), a, text, tokens)
 	}
 }
 
@@ -231,7 +300,7 @@ func argsJSON(a action) string {
 
 // anthropicReply speaks the Messages API (SSE events or one JSON message).
 func anthropicReply(w http.ResponseWriter, stream bool, a action, text, id string, tokens int) {
-	usage := map[string]any{"input_tokens": tokens, "output_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+	usage := map[string]any{"input_tokens": tokens, "output_tokens": outputTokens, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
 	var block map[string]any
 	stop := "end_turn"
 	if a.tool != "" {
@@ -268,7 +337,7 @@ func anthropicReply(w http.ResponseWriter, stream bool, a action, text, id strin
 	}
 	sseEvent(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	sseEvent(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": 10}})
+		"usage": map[string]any{"output_tokens": outputTokens}})
 	sseEvent(w, "message_stop", map[string]any{"type": "message_stop"})
 }
 
@@ -289,7 +358,7 @@ func responsesReply(w http.ResponseWriter, stream bool, a action, text, callID s
 			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
 	}
 	usage := map[string]any{"input_tokens": tokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
-		"output_tokens": 10, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": tokens + 10}
+		"output_tokens": outputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": tokens + outputTokens}
 	resp := map[string]any{"id": respID, "object": "response", "created_at": 1764590000, "status": "completed", "model": "gpt-5",
 		"output": []any{item}, "usage": usage, "error": nil, "incomplete_details": nil}
 	if !stream {
@@ -354,7 +423,7 @@ func geminiReply(w http.ResponseWriter, stream bool, a action, text string, toke
 	}
 	resp := map[string]any{
 		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
-		"usageMetadata": map[string]any{"promptTokenCount": tokens, "candidatesTokenCount": 10, "totalTokenCount": tokens + 10},
+		"usageMetadata": map[string]any{"promptTokenCount": tokens, "candidatesTokenCount": outputTokens, "totalTokenCount": tokens + outputTokens},
 		"modelVersion":  "gemini-2.5-pro", "responseId": "r1",
 	}
 	if !stream {

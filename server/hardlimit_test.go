@@ -228,3 +228,46 @@ func TestProxyUnknownAgent(t *testing.T) {
 		t.Errorf("server.New with agent aider: %v; want an error naming agent", err)
 	}
 }
+
+// The tool definitions a request carries count toward the agent's point but are
+// in no message (e2e TestClaudeCompaction: Claude Code's 11,087 tokens of tools
+// took it past its point through the proxy): with about 7,000 tokens of tools the
+// proxy's hard limit for Claude Code's session is 17,000 less them, and the tool
+// results forwarded stay under it at every step of the growing session.
+func TestProxyHardLimitTools(t *testing.T) {
+	var tools []any
+	for i := 0; len(tools) == 0 || transcript.ToolTokens([]byte(`{"tools":`+mustJSON(t, tools)+`}`)) < 7_000; i++ {
+		tools = append(tools, map[string]any{"name": fmt.Sprintf("tool_%d", i),
+			"description":  strings.Repeat(fmt.Sprintf("Tool %d reads the files the user names and says what each holds. ", i), 20),
+			"input_schema": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}})
+	}
+	extra := `,"tools":` + mustJSON(t, tools)
+	toolTokens := transcript.ToolTokens([]byte(`{"tools":` + mustJSON(t, tools) + `}`))
+	limit := 17_000 - toolTokens
+	env, up := hardLimitProxy(t, nil)
+	stubbed := 0
+	for n := 1; n <= 12; n++ {
+		body, _ := readsBody(t, n, extra)
+		postReads(t, env, body, map[string]string{"User-Agent": "claude-cli/2.1.332 (external, cli)", server.HeaderSession: "tools"})
+		got, stubs := resultTokens(up.body(up.count() - 1))
+		if got > limit {
+			t.Fatalf("step %d: %d tokens of tool results forwarded beside %d of tools, over the hard limit %d less the tools (%d)", n, got, toolTokens, 17_000, limit)
+		}
+		if stubs > 0 && stubbed == 0 {
+			stubbed = n
+		}
+	}
+	if stubbed == 0 {
+		t.Fatalf("no stub in 12 steps of 2,279 tokens with %d tokens of tools", toolTokens)
+	}
+	t.Logf("%d tokens of tools: the results kept under %d; first stubs at step %d", toolTokens, limit, stubbed)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

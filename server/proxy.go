@@ -379,6 +379,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	}
 	sess.ID = id
 	sess.CompactTrigger = transcript.CompactTrigger(body) // the compaction point when set
+	sess.ToolTokens = transcript.ToolTokens(body)         // counted by the agent's point, held by no message
 	note.setSession(id)
 	e, err := s.acquireSession(tool, providerOf(kind), agent, body, id)
 	if err != nil {

@@ -1,0 +1,28 @@
+package transcript
+
+import "testing"
+
+// ToolTokens counts each API's tool definitions as the JSON sent, and nothing else
+// of the body.
+func TestToolTokens(t *testing.T) {
+	anthropic := `[{"name":"Read","description":"Reads a file from the local filesystem.","input_schema":{"type":"object","properties":{"file_path":{"type":"string"}}}}]`
+	responses := `[{"type":"function","name":"exec_command","description":"Runs a command.","parameters":{"type":"object"}},{"type":"namespace","name":"mcp__pruneadvisor","tools":[{"name":"recall"}]}]`
+	gemini := `[{"functionDeclarations":[{"name":"read_file","description":"Reads a file.","parameters":{"type":"OBJECT"}}]}]`
+	functions := `[{"name":"get_weather","parameters":{"type":"object"}}]`
+	for _, tt := range []struct {
+		name, body string
+		want       int
+	}{
+		{"anthropic", `{"model":"m","system":"be brief","messages":[{"role":"user","content":"hi"}],"tools":` + anthropic + `}`, CountTokens(anthropic)},
+		{"responses", `{"model":"m","instructions":"be brief","input":[],"tools":` + responses + `}`, CountTokens(responses)},
+		{"gemini", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":` + gemini + `}`, CountTokens(gemini)},
+		{"chat, tools and legacy functions", `{"messages":[],"tools":` + anthropic + `,"functions":` + functions + `}`, CountTokens(anthropic) + CountTokens(functions)},
+		{"none", `{"model":"m","messages":[{"role":"user","content":"a long enough message"}]}`, 0},
+		{"not an array", `{"tools":"none","functions":7}`, 0},
+		{"not JSON", `not json`, 0},
+	} {
+		if got := ToolTokens([]byte(tt.body)); got != tt.want || (tt.want > 0) != (got > 0) {
+			t.Errorf("%s: ToolTokens = %d; want %d", tt.name, got, tt.want)
+		}
+	}
+}
