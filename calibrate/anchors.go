@@ -125,7 +125,7 @@ func (e *Evaluator) evaluatePolicy(name string, mk func(*sessionData) policy) Re
 	}
 	flat := e.pruneFigures(name, -1, cleared, h)
 	r.Outputs, r.Pruned, r.Misses, r.PruneRate, r.MissRate = flat.Outputs, flat.Pruned, flat.Misses, flat.PruneRate, flat.MissRate
-	r.TokenSteps, r.TotalTokenSteps = flat.TokenSteps, flat.TotalTokenSteps
+	r.TokenSteps, r.TotalTokenSteps, r.StubTokenSteps = flat.TokenSteps, flat.TotalTokenSteps, flat.StubTokenSteps
 	return r
 }
 

@@ -377,10 +377,15 @@ type Result struct {
 	TokenSteps int64   `json:"token_steps"` // decision-level token-steps saved (see above)
 	// TotalTokenSteps = sum of Tokens x (EndStep - Step): every output's presence
 	// in the context from its first visible call to the end.
-	TotalTokenSteps int64           `json:"total_token_steps"`
-	Decision        Level           `json:"decision"`
-	Applied         Level           `json:"applied"`
-	Sessions        []SessionResult `json:"sessions,omitempty"`
+	TotalTokenSteps int64 `json:"total_token_steps"`
+	// StubTokenSteps is what the stubs cost in the same currency: each pruned
+	// output's stub tokens (the advisor's with its digest, an anchor's placeholder
+	// or preview) times the calls it stands in for, up to the miss when it misses;
+	// TokenSteps - StubTokenSteps is what the pruner keeps out net of its stubs.
+	StubTokenSteps int64           `json:"stub_token_steps"`
+	Decision       Level           `json:"decision"`
+	Applied        Level           `json:"applied"`
+	Sessions       []SessionResult `json:"sessions,omitempty"`
 }
 
 // SavedShare returns TokenSteps / TotalTokenSteps (0 when there is nothing to save).
@@ -621,6 +626,7 @@ func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []Decision, h h
 			stop = u
 		}
 		r.TokenSteps += int64(o.Tokens) * int64(stop-p)
+		r.StubTokenSteps += int64(min(h.stubTokens(o), o.Tokens)) * int64(stop-p)
 	}
 	if r.Outputs > 0 {
 		r.PruneRate = float64(r.Pruned) / float64(r.Outputs)
@@ -658,6 +664,18 @@ func (l *Level) add(s Level) {
 	if s.NetUSD < 0 {
 		l.SessionsCostlier++
 	}
+}
+
+// stubTokens is the size in tokens of the stub that holds h for o: its own
+// StubTokens for the advisor's, an anchor's placeholder or Gemini CLI's preview.
+func (h hold) stubTokens(o *Output) int {
+	switch h {
+	case holdNothing:
+		return AnchorPlaceholderTokens
+	case holdPreview:
+		return GeminiPreviewTokens
+	}
+	return o.StubTokens
 }
 
 // missFrom is the first use at or after step that a stub holding h does not hold:

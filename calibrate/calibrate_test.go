@@ -78,7 +78,8 @@ func TestEvaluateHand(t *testing.T) {
 	got := e.Scorer("x", 0.25)
 	want := Result{
 		Name: "scorer:x", Cutoff: 0.25, Outputs: 3, Pruned: 3, Misses: 1, PruneRate: 1, MissRate: 1.0 / 3,
-		TokenSteps: 34_000, TotalTokenSteps: 66_000,
+		// The 40-token stubs: A's for 2 calls until its miss, B's 6, C's 4.
+		TokenSteps: 34_000, TotalTokenSteps: 66_000, StubTokenSteps: 40*2 + 40*6 + 40*4,
 		Decision: Level{NetUSD: 0.3225 - 0.782082, PaidUSD: 0.782082, PeakContext: 50_000, Rewrites: 3, SessionsCostlier: 1, Misses: 1, TokenSteps: 35_920},
 		Applied:  Level{NetUSD: 0, PaidUSD: 0.3225, PeakContext: 50_000},
 	}

@@ -254,6 +254,7 @@ func (r *ScheduleResult) add(s ScheduleResult) {
 	t.Misses += x.Misses
 	t.TokenSteps += x.TokenSteps
 	t.TotalTokenSteps += x.TotalTokenSteps
+	t.StubTokenSteps += x.StubTokenSteps
 	if t.Outputs > 0 {
 		t.PruneRate = float64(t.Pruned) / float64(t.Outputs)
 	}

@@ -20,6 +20,15 @@ func (r *Record) CalibrateSessionName() string { return r.ContentHash }
 // EndStep] cannot come from Replay; records read back from elsewhere are filtered
 // to those bounds so that calibrate.Output.Validate holds.
 func (r *Record) CalibrateOutputs() []calibrate.Output {
+	return r.CalibrateOutputsAt(r.Settings.Config.DigestTokens)
+}
+
+// CalibrateOutputsAt is CalibrateOutputs with stubs whose digest budget is b
+// tokens instead of the replay's (calibrate's digest budget sweep): each output's
+// StubTokens is its stub without a digest plus the smaller of its whole digest and
+// its budget (stubDigest), and a use is Held when its digest need is within that
+// budget.
+func (r *Record) CalibrateOutputsAt(b int) []calibrate.Output {
 	name := r.CalibrateSessionName()
 	asks := map[string][]calibrate.Ask{}
 	for _, a := range r.Asks {
@@ -53,6 +62,10 @@ func (r *Record) CalibrateOutputs() []calibrate.Output {
 			CandidateFrom: f.CandidateFrom, EndStep: f.EndStep, RuleDeadAt: f.RuleDeadAt,
 			Offset: f.Offset, StubTokens: f.StubTokens,
 		}
+		base, budget := stubDigest(r.Settings.Config, &r.Outputs[i], b)
+		if b != r.Settings.Config.DigestTokens && (f.CandidateFrom != 0 || f.RuleDeadAt != 0) {
+			o.StubTokens = base + min(budget, f.DigestTokens)
+		}
 		if o.CandidateFrom != 0 {
 			prev := 0
 			for _, a := range asks[f.Key] {
@@ -63,7 +76,6 @@ func (r *Record) CalibrateOutputs() []calibrate.Output {
 			}
 		}
 		prev := o.Step
-		budget := r.digestBudget(f)
 		for _, u := range uses[f.Key] {
 			if u > prev && u <= o.EndStep {
 				o.Uses = append(o.Uses, u)
@@ -200,14 +212,6 @@ func mergeSteps(a, b []int) []int {
 		}
 	}
 	return out
-}
-
-// digestBudget is the digest budget of the stub the advisor of r's settings gives
-// output f (stubDigest at the configured budget).
-func (r *Record) digestBudget(f OutputFacts) int {
-	cfg := r.Settings.Config
-	_, budget := stubDigest(cfg, &f, cfg.DigestTokens)
-	return budget
 }
 
 // stubDigest returns the tokens of the stub the advisor with cfg gives output f

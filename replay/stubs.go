@@ -92,4 +92,9 @@ type Calibration struct {
 	// DigestBudget the budget it recommends (-1: none).
 	Digests      []*DigestRow `json:"digests"`
 	DigestBudget int          `json:"digest_budget_recommended"`
+	// DigestSweep is the chosen scorer's front at each of DigestBudgets, at the
+	// replay's own budget (calibrate.DigestSweep; calibrate only, not the
+	// report), and DigestSweepBudget the budget it recommends (-1: none).
+	DigestSweep       []calibrate.DigestPoint `json:"digest_sweep,omitempty"`
+	DigestSweepBudget int                     `json:"digest_sweep_recommended,omitempty"`
 }

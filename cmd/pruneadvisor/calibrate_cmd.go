@@ -263,6 +263,9 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	}
 	defer run.closeDB()
 	out, sr, br := run.out, run.chosen, run.budget
+	if err := run.digestSweep(f); err != nil {
+		return err
+	}
 	if f.plot != "" {
 		if err := writePlot(f.plot, out.Report); err != nil {
 			return err
@@ -291,6 +294,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 		}
 		fmt.Fprintln(e.stdout)
 		run.in.digest.Print(e.stdout)
+		printDigestSweep(e.stdout, out, f.targetMiss)
 		if out.Wrote != "" {
 			fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f for scorer %s (objective %s, target miss %.3f, budget %d) to %s\n",
 				sr.Recommendation.Cutoff, sr.Scorer, out.Report.Objective, f.targetMiss, br.Budget, out.Wrote)
@@ -482,7 +486,10 @@ type calibration struct {
 	lengths  []int    // steps of each session
 	factor   float64  // planner.FitFactor of lengths (0: none)
 	digest   *replay.DigestCoverage
-	stubs    []replay.Stub // the advisor's stubs, per session in order (buildCalibration withStubs)
+	// digestOuts[i] are the base outputs with stubs of digest budget
+	// replay.DigestBudgets[i] (Record.CalibrateOutputsAt), for the digest sweep.
+	digestOuts [][]calibrate.Output
+	stubs      []replay.Stub // the advisor's stubs, per session in order (buildCalibration withStubs)
 }
 
 // buildCalibration loads the groups' records over the sessions they all hold, and
@@ -568,6 +575,12 @@ func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*rep
 			o := rec.CalibrateOutputs()
 			outs = append(outs, o...)
 			if gi == 0 {
+				if in.digestOuts == nil {
+					in.digestOuts = make([][]calibrate.Output, len(replay.DigestBudgets))
+				}
+				for i, b := range replay.DigestBudgets {
+					in.digestOuts[i] = append(in.digestOuts[i], rec.CalibrateOutputsAt(b)...)
+				}
 				in.sessions = append(in.sessions, rec.CalibrateSession())
 				in.names = append(in.names, s.Path)
 				in.applied = append(in.applied, rec.AppliedSteps()...)

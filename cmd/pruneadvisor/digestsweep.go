@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/pruneadvisor/pruneadvisor/calibrate"
+	"github.com/pruneadvisor/pruneadvisor/replay"
+)
+
+// digestSweep fills the report's digest sweep (issue 39): the base replay's
+// scorer's front at each of replay.DigestBudgets, with the advisor's stubs of that
+// budget, at the replay's own budget and window; nothing for a replay without a
+// scorer.
+func (run *calibrationRun) digestSweep(f calibrateFlags) error {
+	g := run.groups[0]
+	if g.scorer == replay.ScorerNone || g.scorer == "keep" || len(run.in.digestOuts) != len(replay.DigestBudgets) {
+		return nil
+	}
+	opts := run.opts
+	opts.Budget = run.replayBudget
+	opts.HardLimit = max(opts.HardLimit, opts.Budget)
+	opts.PerSession = false
+	at := func(b int) []calibrate.Output {
+		for i, x := range replay.DigestBudgets {
+			if x == b {
+				return run.in.digestOuts[i]
+			}
+		}
+		return nil
+	}
+	points, rec, err := calibrate.DigestSweep(replay.DigestBudgets, at, run.in.sessions, opts, scorerLabel(g, run.groups), calibrate.DefaultCutoffs(), f.targetMiss)
+	if err != nil {
+		return fmt.Errorf("calibrate: digest sweep: %w", err)
+	}
+	run.out.DigestSweep, run.out.DigestSweepBudget = points, rec
+	return nil
+}
+
+// printDigestSweep writes the digest sweep as a table: per digest budget, the
+// front's size, its best point within the target miss rate (cutoff, miss rate,
+// token-steps kept out net of the stubs, and that as a share of the oracle's),
+// and the recommended budget.
+func printDigestSweep(w io.Writer, out *calibrateJSON, target float64) {
+	if len(out.DigestSweep) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\ndigest budget sweep: the scorer's front with stubs of each digest budget (decision level, stub tokens paid), best point at <= %.1f%% miss\n", 100*target)
+	fmt.Fprintf(w, "  %6s  %6s  %7s  %9s  %14s  %14s  %s\n", "digest", "points", "cutoff", "miss rate", "net token-steps", "stub tok-steps", "share of oracle")
+	for _, p := range out.DigestSweep {
+		if p.Best == nil {
+			fmt.Fprintf(w, "  %6d  %6d  no cutoff within the target\n", p.Budget, len(p.Front))
+			continue
+		}
+		share := 0.0
+		if p.OracleTokenSteps > 0 {
+			share = float64(p.Best.Net()) / float64(p.OracleTokenSteps)
+		}
+		fmt.Fprintf(w, "  %6d  %6d  %7.4f  %9.3f  %14d  %14d  %5.1f%%\n", p.Budget, len(p.Front), p.Best.Cutoff, p.Best.MissRate, p.Best.Net(), p.Best.StubTokenSteps, 100*share)
+	}
+	if out.DigestSweepBudget >= 0 {
+		fmt.Fprintf(w, "recommended digest budget from the front: %d tokens (most net token-steps within the target)\n", out.DigestSweepBudget)
+	} else {
+		fmt.Fprintln(w, "no digest budget keeps any cutoff within the target")
+	}
+}
