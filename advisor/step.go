@@ -394,8 +394,9 @@ func (a *Advisor) change(st *state, sp *stepState, o *outState, d Decision, reas
 
 const stubNotShorter = "stub not shorter than the output"
 
-// askDue sends the due cards in one batch (skipping any a rule killed meanwhile) and
-// settles each asked output with its new score.
+// askDue asks the scorer about the due cards in one batch (skipping any a rule
+// killed meanwhile) and settles each asked output with its new score; with asks
+// off the step's path (offPath) it hands them to askOffPath instead.
 func (a *Advisor) askDue(ctx context.Context, st *state, sp *stepState) error {
 	due := sp.due[:0]
 	for _, o := range sp.due {
@@ -408,22 +409,21 @@ func (a *Advisor) askDue(ctx context.Context, st *state, sp *stepState) error {
 	// With a cutoff of 0 no score can prune anything (scores are >= 0), so the
 	// scorer is not asked: rules only, as calibrate recommends when no scorer stays
 	// under the target miss rate.
-	if len(due) == 0 || a.Scorer == nil || a.cutoffNow() <= 0 {
+	if a.Scorer == nil || a.cutoffNow() <= 0 {
+		return nil
+	}
+	if a.offPath() {
+		a.askOffPath(ctx, st, sp, due)
+		return ctx.Err()
+	}
+	if len(due) == 0 {
 		return nil
 	}
 	batch := a.batch(st, sp, due)
 	start := time.Now()
 	scores, err := a.Scorer.Score(ctx, batch)
 	latency := time.Since(start)
-	if err == nil && len(scores) != len(due) {
-		err = fmt.Errorf("%w: %d scores for %d cards", ErrInvalidScores, len(scores), len(due))
-	}
-	kind := ""
-	if err != nil {
-		kind = FailKind(err)
-		a.warnOnce(st, "scorer-"+kind, "scorer failed; nothing pruned on its account", err)
-		scores = nil
-	}
+	kind, scores := a.checkAnswer(st, scores, err, len(due))
 	sp.plan.Asked = len(due)
 	asks := make([]AskRecord, len(due))
 	for i, o := range due {
@@ -434,6 +434,21 @@ func (a *Advisor) askDue(ctx context.Context, st *state, sp *stepState) error {
 		a.warnOnce(st, "storage-asks", "storage: cannot record asks", err)
 	}
 	return ctx.Err()
+}
+
+// checkAnswer returns the failure kind of a batch's answer ("" when the request
+// succeeded with one score per card: n of them) and the scores to use (nil when
+// it failed), logging a failure kind once per session.
+func (a *Advisor) checkAnswer(st *state, scores []cards.Score, err error, n int) (string, []cards.Score) {
+	if err == nil && len(scores) != n {
+		err = fmt.Errorf("%w: %d scores for %d cards", ErrInvalidScores, len(scores), n)
+	}
+	if err == nil {
+		return "", scores
+	}
+	kind := FailKind(err)
+	a.warnOnce(st, "scorer-"+kind, "scorer failed; nothing pruned on its account", err)
+	return kind, nil
 }
 
 func scoreAt(scores []cards.Score, i int) cards.Score {
@@ -484,13 +499,25 @@ func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
 	return b
 }
 
-// fold records one card's answer (kind is the batch's failure kind, "" when the
-// request succeeded) and settles its output with it.
+// fold records one card's answer at this step (kind is the batch's failure kind,
+// "" when the request succeeded) and settles its output with it.
 func (a *Advisor) fold(st *state, sp *stepState, o *outState, c cards.Card, sc cards.Score, kind string) AskRecord {
 	o.asks++
 	o.lastAsk = sp.T
+	rec, ok := a.answer(st, sp, o, sp.T, c, sc, kind)
+	if ok {
+		o.score, o.lastOKAsk = sc.Keep, sp.T
+	}
+	a.settle(st, sp, o)
+	return rec
+}
+
+// answer returns the ask record of one card asked at step asked and whether its
+// score is usable; a card with no score is counted in the plan by failure kind
+// (kind is the batch's, "" when the request succeeded).
+func (a *Advisor) answer(st *state, sp *stepState, o *outState, asked int, c cards.Card, sc cards.Score, kind string) (AskRecord, bool) {
 	rec := AskRecord{
-		SessionID: st.id, OutputKey: o.key, Step: sp.T, CardHash: transcript.TextHash(c.Text("c")),
+		SessionID: st.id, OutputKey: o.key, Step: asked, CardHash: transcript.TextHash(c.Text("c")),
 		Scorer: a.Scorer.Name(), Score: sc.Keep, OK: sc.OK, Signals: c.Signals(),
 	}
 	switch {
@@ -502,17 +529,15 @@ func (a *Advisor) fold(st *state, sp *stepState, o *outState, c cards.Card, sc c
 		a.warnOnce(st, "scorer-invalid", "scorer failed; nothing pruned on its account",
 			fmt.Errorf("%w: keep-probability %v for card %s", ErrInvalidScores, sc.Keep, o.key))
 	}
-	if kind != "" {
-		rec.OK, rec.FailKind = false, kind
-		if sp.plan.ScorerFailures == nil {
-			sp.plan.ScorerFailures = map[string]int{}
-		}
-		sp.plan.ScorerFailures[kind]++
-	} else {
-		o.score, o.lastOKAsk = sc.Keep, sp.T
+	if kind == "" {
+		return rec, true
 	}
-	a.settle(st, sp, o)
-	return rec
+	rec.OK, rec.FailKind = false, kind
+	if sp.plan.ScorerFailures == nil {
+		sp.plan.ScorerFailures = map[string]int{}
+	}
+	sp.plan.ScorerFailures[kind]++
+	return rec, false
 }
 
 // decide asks the planner whether the pending prunes become a rewrite now, and
