@@ -77,6 +77,13 @@ type Advisor struct {
 	// first Advise call.
 	AskLag     int
 	AskLatency time.Duration
+	// Fallback, when set, ranks the candidates not scored yet when a rewrite is
+	// forced by the hard limit (DESIGN.md step 6(c)), which never waits for an
+	// ask: an in-process scorer (the fitted one), asked on the step's path for
+	// that ranking only. nil (the default) ranks them after every scored one. The
+	// proxy sets the fitted scorer when asks run in the background. Do not change
+	// it after the first Advise call.
+	Fallback Scorer
 
 	schedule backoff.Schedule
 	cutoff   float64 // Config.CutoffFor the scorer, fixed at the first step

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,5 +269,67 @@ func TestCloseWithAskInFlight(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("stubs after the restart (-before +after):\n%s", d)
+	}
+}
+
+// TestHardLimitNeverWaits: a rewrite forced by the hard limit does not wait for
+// the scorer (here one that never answers, asked in the background): candidates
+// not scored yet are ranked by the Fallback scorer (even files 0.10, odd ones
+// 0.60), lowest first, down to the low-water mark.
+func TestHardLimitNeverWaits(t *testing.T) {
+	cfg := hardLimitConfig()
+	g := &gateScorer{gate: make(chan struct{}), asks: make(chan int, 100)}
+	adv := newAdvisor(t, cfg, g, advisor.NewMemoryStore(), newClock())
+	runner := advisor.NewAskRunner()
+	defer runner.Close()
+	adv.Asks = runner
+	adv.Fallback = &fakeScorer{name: "fitted", fn: func(_ int, b cards.Batch) ([]cards.Score, error) {
+		out := make([]cards.Score, len(b.Cards))
+		for i, c := range b.Cards {
+			var n int
+			fmt.Sscanf(c.Args, "/src/m%d.go", &n)
+			out[i] = cards.Score{Keep: 0.1, OK: true}
+			if n%2 == 1 {
+				out[i].Keep = 0.6
+			}
+		}
+		return out, nil
+	}}
+	done := make(chan advisor.Plan, 1)
+	go func() {
+		p, err := adv.Advise(context.Background(), survey(t, 40))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- p
+	}()
+	var p advisor.Plan
+	select {
+	case p = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Advise waited for the scorer")
+	}
+	if !p.Rewrite || p.RewriteReason != "hard-limit" || p.ContextTokens > 8_000 {
+		t.Fatalf("rewrite %v (%q), context %d; want a hard-limit rewrite to <= 8000", p.Rewrite, p.RewriteReason, p.ContextTokens)
+	}
+	low, high, lowKept := 0, 0, 0
+	for _, it := range p.Items {
+		switch {
+		case it.Decision == advisor.DecisionPruned && it.Reason == "hard limit, not asked yet, fitted score 0.10":
+			low++
+		case it.Decision == advisor.DecisionPruned && it.Reason == "hard limit, not asked yet, fitted score 0.60":
+			high++
+		case it.Decision == advisor.DecisionPruned:
+			t.Errorf("%s pruned for %q", it.Key, it.Reason)
+		case it.Decision == advisor.DecisionKeep && strings.Contains(it.Summary, "m") && it.Tokens > 0:
+			var n int
+			fmt.Sscanf(it.Summary, "/src/m%d.go", &n)
+			if n%2 == 0 {
+				lowKept++
+			}
+		}
+	}
+	if low == 0 || high > 0 && lowKept > 0 {
+		t.Errorf("pruned %d at 0.10 (%d kept) and %d at 0.60; want every 0.10 one before any 0.60", low, lowKept, high)
 	}
 }

@@ -557,7 +557,7 @@ func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 	in := a.plannerInput(st, sp, list)
 	var extra []extraCandidate
 	if over && in.Context-st.pendingTokens > in.LowWater {
-		extra = a.extraCandidates(st)
+		extra = a.extraCandidates(ctx, st, sp)
 		in.Extra = make([]planner.Pending, len(extra))
 		for i, e := range extra {
 			in.Extra[i] = planner.Pending{Offset: st.ctxOffset(e.o.msg), Saves: e.o.tokens - e.n, Keep: e.keep}
@@ -601,13 +601,19 @@ type extraCandidate struct {
 // extraCandidates returns the candidates that are not pending (kept: scored at or
 // over the cutoff, or not scored yet) whose stub is shorter, for a rewrite forced by
 // the hard limit (DESIGN.md step 6(c)): it may prune them, lowest keep-probability
-// first, when the pending prunes do not reach the low-water mark.
-func (a *Advisor) extraCandidates(st *state) []extraCandidate {
+// first, when the pending prunes do not reach the low-water mark. Such a rewrite
+// never waits for a score: a candidate not scored yet is ranked by the Fallback
+// scorer when there is one (fallbackKeeps), else last.
+func (a *Advisor) extraCandidates(ctx context.Context, st *state, sp *stepState) []extraCandidate {
+	live := st.liveKept()
+	fb := a.fallbackKeeps(ctx, st, sp, live)
 	var out []extraCandidate
-	for _, o := range st.liveKept() {
+	for _, o := range live {
 		keep, reason := 1.0, "hard limit, not scored yet"
 		if o.lastOKAsk > 0 {
 			keep, reason = o.score, fmt.Sprintf("hard limit, score %.2f the lowest kept", o.score)
+		} else if k, ok := fb[o]; ok {
+			keep, reason = k, fmt.Sprintf("hard limit, not asked yet, %s score %.2f", a.Fallback.Name(), k)
 		}
 		stub := a.stubText(st, o, reason)
 		n := transcript.CountTokens(stub)
@@ -615,6 +621,37 @@ func (a *Advisor) extraCandidates(st *state) []extraCandidate {
 			continue
 		}
 		out = append(out, extraCandidate{o: o, reason: reason, stub: stub, n: n, keep: keep})
+	}
+	return out
+}
+
+// fallbackKeeps scores the candidates of live that have no score yet with the
+// Fallback scorer, in one batch, for the ranking of a rewrite forced by the hard
+// limit; nil without a Fallback, or when it fails (they then rank last). These
+// scores rank only: they are not asks, not recorded, and no prune's reason but
+// that rewrite's names them.
+func (a *Advisor) fallbackKeeps(ctx context.Context, st *state, sp *stepState, live []*outState) map[*outState]float64 {
+	if a.Fallback == nil {
+		return nil
+	}
+	var unscored []*outState
+	for _, o := range live {
+		if o.lastOKAsk == 0 && o.card != nil {
+			unscored = append(unscored, o)
+		}
+	}
+	if len(unscored) == 0 {
+		return nil
+	}
+	scores, err := a.Fallback.Score(ctx, a.batch(st, sp, unscored))
+	if err != nil || len(scores) != len(unscored) {
+		return nil
+	}
+	out := make(map[*outState]float64, len(unscored))
+	for i, o := range unscored {
+		if sc := scores[i]; sc.OK && sc.Keep >= 0 && sc.Keep <= 1 {
+			out[o] = sc.Keep
+		}
 	}
 	return out
 }

@@ -257,6 +257,11 @@ type Options struct {
 	// scorer that answers in microseconds (fitted, lexical). Serve, and Close, stop
 	// the asks still running.
 	BackgroundAsks bool
+	// Fallback ranks the candidates not scored yet when a rewrite is forced by the
+	// hard limit while asks run in the background (advisor.Advisor.Fallback): an
+	// in-process scorer, the fitted one. nil ranks them after the scored ones.
+	// Used only with BackgroundAsks.
+	Fallback advisor.Scorer
 	// AskTimeout bounds one background ask (advisor.AskRunner.Timeout); zero means
 	// advisor.DefaultAskTimeout.
 	AskTimeout time.Duration
@@ -414,6 +419,9 @@ func New(opts Options) (*Server, error) {
 		}
 		a.NoRecallTool = k.noRecall
 		a.Asks = s.asks
+		if s.asks != nil {
+			a.Fallback = opts.Fallback
+		}
 		return a, nil
 	}
 	if _, err := build(advisorKey{}); err != nil {

@@ -194,8 +194,18 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 		return err
 	}
 	bg, _ := backgroundAsks(f.bgAsks, scorer)
+	var fallback advisor.Scorer
+	if bg {
+		// A rewrite forced by the hard limit ranks the candidates not asked yet
+		// with the fitted scorer, on the request path (microseconds).
+		fs, err := f.scorerFlags.fitted(e)
+		if err != nil {
+			return err
+		}
+		fallback = fs
+	}
 	srv, err := server.New(server.Options{
-		BackgroundAsks: bg, AskTimeout: f.scorerFlags.timeout,
+		BackgroundAsks: bg, AskTimeout: f.scorerFlags.timeout, Fallback: fallback,
 		Config: cfg, Scorer: scorer, Store: store, Ledger: store, RecallSecret: secret,
 		Background:     f.scorerFlags.background(e),
 		OpenAIUpstream: f.openai, AnthropicUpstream: f.anthropic, GeminiUpstream: f.gemini,
