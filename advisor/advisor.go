@@ -77,6 +77,10 @@ type Advisor struct {
 	// first Advise call.
 	AskLag     int
 	AskLatency time.Duration
+	// AskMeasured, with Asks nil, models the lag as AskLatency does with each
+	// ask's own measured wall time (AskRecord.Latency) as its latency: replay's
+	// --ask-latency measured, the default for the Ollama scorer. Default false.
+	AskMeasured bool
 	// Fallback, when set, ranks the candidates not scored yet when a rewrite is
 	// forced by the hard limit (DESIGN.md step 6(c)), which never waits for an
 	// ask: an in-process scorer (the fitted one), asked on the step's path for

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // DefaultAskTimeout bounds one background ask (AskRunner.Timeout) when the runner
@@ -138,13 +139,17 @@ func (a *Advisor) answered(f *flight, T int, now time.Time) bool {
 	if T-f.step < max(a.AskLag, 1) {
 		return false
 	}
-	return a.AskLatency <= 0 || now.IsZero() || f.at.IsZero() || !now.Before(f.at.Add(a.AskLatency))
+	lat := a.AskLatency
+	if a.AskMeasured {
+		lat = f.latency
+	}
+	return lat <= 0 || now.IsZero() || f.at.IsZero() || !now.Before(f.at.Add(lat))
 }
 
 // offPath reports whether asks leave the step's path: run by an AskRunner, or
 // answered after a modelled lag (AskLag, AskLatency).
 func (a *Advisor) offPath() bool {
-	return a.Asks != nil || a.AskLag > 0 || a.AskLatency > 0
+	return a.Asks != nil || a.AskLag > 0 || a.AskLatency > 0 || a.AskMeasured
 }
 
 // askOffPath is askDue off the step's path: it folds in the answer of the ask in
@@ -158,7 +163,7 @@ func (a *Advisor) askOffPath(ctx context.Context, st *state, sp *stepState, due 
 			st.asks.waiting = append(st.asks.waiting, o)
 		}
 	}
-	if st.asks.flight != nil || len(st.asks.waiting) == 0 {
+	if st.asks.flight != nil {
 		return
 	}
 	send := make([]*outState, 0, len(st.asks.waiting))
@@ -170,9 +175,29 @@ func (a *Advisor) askOffPath(ctx context.Context, st *state, sp *stepState, due 
 	}
 	clear(st.asks.waiting)
 	st.asks.waiting = st.asks.waiting[:0]
+	send = a.ahead(st, sp, send)
 	if len(send) > 0 {
 		a.dispatch(ctx, st, sp, send)
 	}
+}
+
+// ahead adds to send the outputs that become candidates at the next step (their
+// recency protection ends at this one) and have never been asked about: their
+// cards are known now, so an ask about them that takes no longer than a step
+// gives their first score at the step they become candidates, as an ask on the
+// step's path would. Only the outputs of step T-K are looked at (the last ones
+// indexed), so it costs no pass over the session.
+func (a *Advisor) ahead(st *state, sp *stepState, send []*outState) []*outState {
+	at := sp.T - a.Config.ProtectedSteps // recent through T: a candidate at T+1
+	for i := len(st.outs) - 1; i >= st.compactOuts && st.outs[i].step >= at; i-- {
+		o := st.outs[i]
+		if o.step != at || o.asks > 0 || o.card == nil || o.fixed != "" || o.dead || o.inWait ||
+			o.retention == transcript.RetentionDisposable || o.protectTil > sp.T || o.decision != DecisionProtected {
+			continue
+		}
+		send = append(send, o)
+	}
+	return send
 }
 
 // dispatch asks about send at this step: the batch is built now (the cards as

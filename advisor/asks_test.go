@@ -27,7 +27,8 @@ func lagSession(t *testing.T) *transcript.Session {
 }
 
 // TestModelledLag: with AskLag k an ask's scores count k steps after it, one ask
-// in flight per session, and the asks are stored with the step they were made at.
+// in flight per session, the outputs whose recency protection ends next are
+// asked a step ahead, and the asks are stored with the step they were made at.
 func TestModelledLag(t *testing.T) {
 	s := lagSession(t)
 	cfg := advisor.DefaultConfig()
@@ -40,9 +41,12 @@ func TestModelledLag(t *testing.T) {
 		firstStub1 int   // the step c1 is stubbed at
 	}{
 		{0, []int{5, 6, 7, 8, 9}, 5, 6},
-		{1, []int{5, 6, 7, 8, 9}, 6, 6},
-		{2, []int{5, 7, 9, 11, 13}, 7, 7},
-		{4, []int{5, 9, 13, 17, 21}, 9, 9},
+		// From lag 1 on, an output is first asked a step ahead, at step i+3, when
+		// its card is known and its recency protection ends: at lag 1 its score
+		// counts at the step it becomes a candidate, as on the step's path.
+		{1, []int{4, 5, 6, 7, 8}, 5, 6},
+		{2, []int{4, 6, 8, 10, 12}, 6, 6},
+		{4, []int{4, 8, 12, 16, 20}, 8, 8},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("lag%d", tt.lag), func(t *testing.T) {
@@ -135,7 +139,7 @@ func TestBackgroundAsks(t *testing.T) {
 	adv.Asks = runner
 	r := newRunner(t, adv, s)
 	var last step
-	for range 8 { // steps 1..8: the ask of step 5 stays unanswered
+	for range 8 { // steps 1..8: the ask of step 4 (c1, a step ahead) stays unanswered
 		last = r.next()
 	}
 	started(t, g)
@@ -147,18 +151,18 @@ func TestBackgroundAsks(t *testing.T) {
 	}
 	close(g.gate)
 	waitIdle(t, runner)
-	p := r.next().plan // step 9 folds in the answer of step 5 and asks about c2..c5
+	p := r.next().plan // step 9 folds in the answer of step 4 and asks about c2..c6
 	if d := cmp.Diff([]float64{0.1, -1}, []float64{item(t, p, "c1").Score, item(t, p, "c2").Score}); d != "" {
 		t.Errorf("step 9 scores of c1, c2 (-want +got):\n%s", d)
 	}
-	if p.Asked != 4 || item(t, p, "c1").Decision != advisor.DecisionPruned {
-		t.Errorf("step 9: asked %d (want 4: c2..c5, due while c1's ask was out), c1 %s (%s)", p.Asked, item(t, p, "c1").Decision, p.Waiting)
+	if p.Asked != 5 || item(t, p, "c1").Decision != advisor.DecisionPruned {
+		t.Errorf("step 9: asked %d (want 5: c2..c5, due while c1's ask was out, and c6 ahead), c1 %s (%s)", p.Asked, item(t, p, "c1").Decision, p.Waiting)
 	}
 	var steps []int
 	for _, a := range store.Asks() {
 		steps = append(steps, a.Step)
 	}
-	if d := cmp.Diff([]int{5}, steps); d != "" {
+	if d := cmp.Diff([]int{4}, steps); d != "" {
 		t.Errorf("stored ask steps (-want +got):\n%s", d)
 	}
 	runner.Close()

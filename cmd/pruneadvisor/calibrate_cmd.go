@@ -194,6 +194,10 @@ type calibrateJSON struct {
 	// "all" last; DigestBudget the budget it recommends (-1: none).
 	Digests      []*replay.DigestRow `json:"digests"`
 	DigestBudget int                 `json:"digest_budget_recommended"`
+	// LagCost compares the replays that differ only in their modelled ask lag
+	// (replay --ask-lag, --ask-latency), the one without first: the advisor's own
+	// rewrites under each (lagRow). Absent when no selected replay has a lag.
+	LagCost []lagRow `json:"lag_cost,omitempty"`
 }
 
 func calibrateCmd(e *env) *cobra.Command {
@@ -263,6 +267,15 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 		return err
 	}
 	defer closeDB()
+	// Replays that differ only in their modelled ask lag are compared on their
+	// own (what the lag costs); the rest of the report is made of those without.
+	compare, groups := splitLag(groups)
+	var lag []lagRow
+	if compare != nil {
+		if lag, err = lagCost(ctx, e, db, compare, &f); err != nil {
+			return err
+		}
+	}
 	in, err := buildCalibration(ctx, e, db, groups, f.workers)
 	if err != nil {
 		return err
@@ -297,7 +310,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	if factor, ok := planner.FitFactor(in.lengths); ok {
 		in.factor = factor
 	}
-	out := calibrateJSON{DB: storage.Redact(f.db), Report: rep, Dropped: in.dropped, Omitted: in.omitted}
+	out := calibrateJSON{DB: storage.Redact(f.db), Report: rep, Dropped: in.dropped, Omitted: in.omitted, LagCost: lag}
 	for _, g := range groups {
 		out.Groups = append(out.Groups, g.label())
 	}
@@ -359,6 +372,12 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	} else {
 		if err := printCalibrate(e.stdout, out, groups, in); err != nil {
 			return err
+		}
+		if len(lag) > 0 {
+			fmt.Fprintln(e.stdout)
+			if err := printLagCost(e.stdout, lag, compare[0].scorer, compare[0].settings.Config.BudgetTokens()); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintln(e.stdout)
 		in.digest.Print(e.stdout)
