@@ -231,10 +231,14 @@ func (a *Advisor) settleChanged(st *state, sp *stepState) {
 	st.touched = st.touched[:0]
 	over := st.ctxTokens > sp.plan.Budget
 	sp.plan.OverBudget = over
-	if (over || sp.cold || a.Config.ReaskUnderBudget) && len(st.ripe) > 0 {
+	if (over || sp.cold || a.Config.ReaskUnderBudget || a.offPath()) && len(st.ripe) > 0 {
 		// Re-asks are due only while over budget, or when the cache is cold (a
 		// rewrite is free now, so fresh scores matter), unless the config asks for
-		// them always: scores barely move between asks, and asks cost.
+		// them always: scores barely move between asks, and asks cost. Asked off
+		// the step's path they are due always: an answer comes after its step, so
+		// a re-ask made when the cache went cold would miss that free rewrite
+		// (docs/EVALUATION.md, "What the ask lag costs"); they cost the agent no
+		// wait, and one ask in flight per session bounds the scorer's work.
 		for _, o := range st.ripe {
 			o.inRipe = false
 			if o.decision == DecisionKeep {

@@ -20,7 +20,6 @@ import (
 type lagRow struct {
 	Replay     string  `json:"replay"`      // the group's label
 	Lag        string  `json:"lag"`         // "none", "2 steps", "3s", "measured", or both
-	Asks       int     `json:"asks"`        // asks stored (an ask still out at a session's end is not)
 	Pruned     int     `json:"pruned"`      // outputs stubbed
 	Misses     int     `json:"misses"`      // stubbed outputs used at or after their stub step
 	MissRate   float64 `json:"miss_rate"`   // Misses / Pruned
@@ -118,12 +117,8 @@ func lagCost(ctx context.Context, e *env, db *storage.DB, compare []*replayGroup
 			return nil, fmt.Errorf("replay %s: %w", short(g.hash), err)
 		}
 		r := rep.Budgets[0].Advisor
-		asks := 0
-		for _, o := range in.base {
-			asks += len(o.Asks)
-		}
 		rows = append(rows, lagRow{
-			Replay: g.label(), Lag: lagOf(g.settings), Asks: asks, Pruned: r.Pruned, Misses: r.Misses,
+			Replay: g.label(), Lag: lagOf(g.settings), Pruned: r.Pruned, Misses: r.Misses,
 			MissRate: r.MissRate, TokenSteps: r.TokenSteps, NetUSD: r.Applied.NetUSD, Rewrites: r.Applied.Rewrites,
 		})
 	}
@@ -139,9 +134,9 @@ func lagCost(ctx context.Context, e *env, db *storage.DB, compare []*replayGroup
 func printLagCost(w io.Writer, rows []lagRow, scorer string, budget int) error {
 	fmt.Fprintf(w, "what the ask lag costs (scorer %s, the advisor's own rewrites at the replays' budget %d):\n", scorer, budget)
 	tw := tabwriter.NewWriter(w, 2, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "lag\tasks\tpruned\tmisses\tmiss rate\ttoken-steps\tlost to the lag\tnet $\trewrites\t")
+	fmt.Fprintln(tw, "lag\tpruned\tmisses\tmiss rate\ttoken-steps\tlost to the lag\tnet $\trewrites\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%d\t%d\t%.2f\t%d\t\n", r.Lag, r.Asks, r.Pruned, r.Misses, r.MissRate, r.TokenSteps, r.LostTokenSteps, r.NetUSD, r.Rewrites)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%d\t%d\t%.2f\t%d\t\n", r.Lag, r.Pruned, r.Misses, r.MissRate, r.TokenSteps, r.LostTokenSteps, r.NetUSD, r.Rewrites)
 	}
 	return tw.Flush()
 }
