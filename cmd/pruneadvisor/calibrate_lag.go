@@ -88,7 +88,9 @@ func splitLag(groups []*replayGroup) (compare, rest []*replayGroup) {
 	}
 	// By lag in steps, then latency: the no-lag replay (0, "") first.
 	slices.SortStableFunc(compare, func(x, y *replayGroup) int {
-		return cmp.Or(cmp.Compare(x.settings.AskLag, y.settings.AskLag), cmp.Compare(x.settings.AskLatency, y.settings.AskLatency))
+		lx, mx, _ := replay.ParseAskLatency(x.settings.AskLatency)
+		ly, my, _ := replay.ParseAskLatency(y.settings.AskLatency)
+		return cmp.Or(cmp.Compare(x.settings.AskLag, y.settings.AskLag), cmp.Compare(lx, ly), cmpBool(mx, my))
 	})
 	return compare, rest
 }
@@ -139,4 +141,15 @@ func printLagCost(w io.Writer, rows []lagRow, scorer string, budget int) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%d\t%d\t%.2f\t%d\t\n", r.Lag, r.Pruned, r.Misses, r.MissRate, r.TokenSteps, r.LostTokenSteps, r.NetUSD, r.Rewrites)
 	}
 	return tw.Flush()
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
