@@ -560,7 +560,8 @@ func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*rep
 // and returns the records by content hash; failed names the first session that could
 // not be read again or replayed (and how many did not), "" when all were.
 func scoreInProcess(ctx context.Context, base *replayGroup, keep []storage.ReplayedSession, sc advisor.Scorer, workers int) (map[string]*replay.Record, string, error) {
-	rp := &replay.Replayer{Config: base.settings.Config, Scorer: sc, Lenient: base.settings.Lenient, Sizer: ollama.Sizer{}}
+	rp := &replay.Replayer{Config: base.settings.Config, Scorer: sc, Lenient: base.settings.Lenient, Sizer: ollama.Sizer{},
+		AskLag: base.settings.AskLag, AskLatency: base.settings.AskLatency}
 	recs := make([]*replay.Record, len(keep))
 	errs := parallel(len(keep), workers, func(i int) error {
 		src, err := loadSource(keep[i], base.settings.Lenient)
