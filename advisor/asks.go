@@ -93,6 +93,7 @@ func (r *AskRunner) start(sc Scorer, f *flight) bool {
 		begun := clock()
 		scores, err := sc.Score(ctx, f.batch)
 		f.scores, f.err, f.latency = scores, err, clock().Sub(begun)
+		f.dropped = r.ctx.Err() != nil // Close cut it short: no answer of the scorer's
 		close(f.done)
 	}()
 	return true
@@ -121,6 +122,7 @@ type flight struct {
 	scores  []cards.Score
 	err     error
 	latency time.Duration
+	dropped bool // the runner was closed while it ran: not folded in, not stored
 }
 
 // answered reports whether f's answer may be folded in at step T (clock now):
@@ -208,33 +210,28 @@ func (a *Advisor) dispatch(ctx context.Context, st *state, sp *stepState, send [
 	f := &flight{step: sp.T, at: sp.now, gen: st.asks.gen, keys: make([]string, len(send)), batch: b}
 	for i, o := range send {
 		f.keys[i] = o.key
-		o.asks++
-		o.lastAsk = sp.T
 	}
-	sp.plan.Asked = len(send)
 	if a.Asks == nil {
 		// A modelled lag (replay): the scorer answers now, the answer counts later.
 		start := time.Now()
 		f.scores, f.err = a.Scorer.Score(ctx, b)
 		f.latency = time.Since(start)
-		st.asks.flight = f
-		return
+	} else {
+		// The session's corpus keeps changing while the ask runs: the batch goes
+		// without it (the lexical scorer then counts document frequencies in the
+		// batch's own cards; a card's Lexical signal was computed with it).
+		f.batch.Corpus = nil
+		f.done = make(chan struct{})
+		if !a.Asks.start(a.Scorer, f) {
+			return // the runner is closed (the process is stopping): nothing asked
+		}
 	}
-	// The session's corpus keeps changing while the ask runs: the batch goes
-	// without it (the lexical scorer then counts document frequencies in the
-	// batch's own cards; a card's Lexical signal was computed with it).
-	f.batch.Corpus = nil
-	f.done = make(chan struct{})
-	if a.Asks.start(a.Scorer, f) {
-		st.asks.flight = f
-		return
-	}
-	// The runner is closed (the process is stopping): no answer will come.
+	st.asks.flight = f
 	for _, o := range send {
-		o.asks--
-		o.lastAsk = 0
+		o.asks++
+		o.lastAsk = sp.T
 	}
-	sp.plan.Asked = 0
+	sp.plan.Asked = len(send)
 }
 
 // collect folds in the answer of the session's ask in flight when it has come
@@ -246,8 +243,10 @@ func (a *Advisor) collect(ctx context.Context, st *state, sp *stepState) {
 		return
 	}
 	st.asks.flight = nil
-	if f.gen != st.asks.gen {
-		return // the session was reset since: its outputs are indexed anew, asked anew
+	if f.gen != st.asks.gen || f.dropped {
+		// The session was reset since (its outputs are indexed anew, asked anew),
+		// or the process is stopping: nothing of it counts.
+		return
 	}
 	kind, scores := a.checkAnswer(st, f.scores, f.err, len(f.keys))
 	asks := make([]AskRecord, 0, len(f.keys))

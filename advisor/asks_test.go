@@ -258,6 +258,17 @@ func TestCloseWithAskInFlight(t *testing.T) {
 	if n := runner.Running(); n != 0 {
 		t.Fatalf("%d asks running after Close", n)
 	}
+	// The runner is closed: later steps ask nothing (and start no goroutine).
+	// The ask in flight was never answered: it is neither folded in nor stored.
+	asksBefore := len(store.Asks())
+	for range 3 {
+		if p := r.next().plan; p.Asked != 0 || len(p.ScorerFailures) != 0 {
+			t.Fatalf("step %d after Close: asked %d, failures %v", p.Step, p.Asked, p.ScorerFailures)
+		}
+	}
+	if n, m := runner.Running(), len(store.Asks()); n != 0 || m != asksBefore {
+		t.Fatalf("after Close: %d asks running, %d asks stored (%d before)", n, m, asksBefore)
+	}
 	fresh := newAdvisor(t, cfg, constScorer(0.9), store, newClock())
 	view := *s
 	view.Messages = s.Messages[:r.ends[r.k-1]]
