@@ -59,6 +59,35 @@ type Advisor struct {
 	// route; NoRecallHint). Default false: stubs name Config.RecallTool. Do not
 	// change it after the first Advise call.
 	NoRecallTool bool
+	// Asks, when set, runs the scorer off the step's path: Advise hands the due
+	// cards to it and returns without waiting, and the scores count from the first
+	// step after they came (docs/ARCHITECTURE.md, "Asks off the request path";
+	// the rule for late answers is docs/SCORERS.md's). nil (the default) asks on
+	// the step's path, as for a scorer that answers in microseconds (fitted,
+	// lexical). The proxy sets it for the Ollama scorer. Do not change it after
+	// the first Advise call.
+	Asks *AskRunner
+	// AskLag and AskLatency model a scorer whose answer comes later (replay's
+	// --ask-lag and --ask-latency): with either set and Asks nil, an ask is
+	// answered at once but its scores count only from the first step at least
+	// AskLag steps (at least 1) after the ask whose clock is at least AskLatency
+	// after the ask's (the step count alone when a time is unknown), with one ask
+	// in flight per session, as with Asks. Zero (the default) for both: the
+	// scores count at the step they were asked at. Do not change them after the
+	// first Advise call.
+	AskLag     int
+	AskLatency time.Duration
+	// AskMeasured, with Asks nil, models the lag as AskLatency does with each
+	// ask's own measured wall time (AskRecord.Latency) as its latency: replay's
+	// --ask-latency measured, the default for the Ollama scorer. Default false.
+	AskMeasured bool
+	// Fallback, when set, ranks the candidates not scored yet when a rewrite is
+	// forced by the hard limit (DESIGN.md step 6(c)), which never waits for an
+	// ask: an in-process scorer (the fitted one), asked on the step's path for
+	// that ranking only. nil (the default) ranks them after every scored one. The
+	// proxy sets the fitted scorer when asks run in the background. Do not change
+	// it after the first Advise call.
+	Fallback Scorer
 
 	schedule backoff.Schedule
 	cutoff   float64 // Config.CutoffFor the scorer, fixed at the first step

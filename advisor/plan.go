@@ -87,8 +87,12 @@ type Plan struct {
 	Waiting       string `json:"waiting,omitempty"`
 	Pruned        int    `json:"pruned"`         // outputs newly stubbed at this step
 	PendingTokens int    `json:"pending_tokens"` // tokens a rewrite would free, after this step
-	Asked         int    `json:"asked"`          // cards sent to the scorer at this step
-	// ScorerFailures counts cards that got no score at this step, by failure kind.
+	// Asked counts the cards sent to the scorer at this step (with asks off the
+	// step's path, Advisor.Asks: sent in the ask made at this step, answered later).
+	Asked int `json:"asked"`
+	// ScorerFailures counts cards that got no score at this step, by failure kind
+	// (with asks off the step's path: the cards of the answer folded in at this
+	// step, whichever step asked).
 	ScorerFailures map[string]int `json:"scorer_failures,omitempty"`
 	// StorageError is set when storage failed at this step: nothing new was pruned.
 	StorageError string `json:"storage_error,omitempty"`

@@ -91,6 +91,10 @@ type state struct {
 	pendingTokens int         // tokens the pending prunes would free
 	stubs         map[string]string
 
+	// asks is the ask in flight and the outputs waiting for the next, when asks
+	// leave the step's path (asks.go).
+	asks askState
+
 	warned sync.Map       // failure kinds already logged
 	small  map[int]string // fixedProtection's reason for a small output, by its tokens
 }
@@ -159,6 +163,7 @@ type outState struct {
 	inPending bool
 	inKept    bool // in state.kept
 	inDue     bool
+	inWait    bool // in state.asks.waiting
 }
 
 func newState(id string, bg *evidence.Background, digestTokens, digestMin int) *state {
@@ -190,6 +195,10 @@ func (st *state) clear() {
 	st.events, st.ripe, st.touched, st.pending, st.pendingTokens = nil, nil, nil, nil, 0
 	st.kept = nil
 	st.stubs = map[string]string{}
+	// An ask in flight stays in flight (one per session) and is dropped when it
+	// comes back; its outputs are indexed and asked about anew.
+	st.asks.gen++
+	st.asks.waiting = nil
 }
 
 // fingerprint identifies a message cheaply, to notice a client that rewrote history.

@@ -241,10 +241,14 @@ func (a *Advisor) settleChanged(st *state, sp *stepState) {
 	st.touched = st.touched[:0]
 	over := st.ctxTokens > sp.plan.Budget
 	sp.plan.OverBudget = over
-	if (over || sp.cold || a.Config.ReaskUnderBudget) && len(st.ripe) > 0 {
+	if (over || sp.cold || a.Config.ReaskUnderBudget || a.offPath()) && len(st.ripe) > 0 {
 		// Re-asks are due only while over budget, or when the cache is cold (a
 		// rewrite is free now, so fresh scores matter), unless the config asks for
-		// them always: scores barely move between asks, and asks cost.
+		// them always: scores barely move between asks, and asks cost. Asked off
+		// the step's path they are due always: an answer comes after its step, so
+		// a re-ask made when the cache went cold would miss that free rewrite
+		// (docs/EVALUATION.md, "What the ask lag costs"); they cost the agent no
+		// wait, and one ask in flight per session bounds the scorer's work.
 		for _, o := range st.ripe {
 			o.inRipe = false
 			if o.decision == DecisionKeep {
@@ -404,8 +408,9 @@ func (a *Advisor) change(st *state, sp *stepState, o *outState, d Decision, reas
 
 const stubNotShorter = "stub not shorter than the output"
 
-// askDue sends the due cards in one batch (skipping any a rule killed meanwhile) and
-// settles each asked output with its new score.
+// askDue asks the scorer about the due cards in one batch (skipping any a rule
+// killed meanwhile) and settles each asked output with its new score; with asks
+// off the step's path (offPath) it hands them to askOffPath instead.
 func (a *Advisor) askDue(ctx context.Context, st *state, sp *stepState) error {
 	due := sp.due[:0]
 	for _, o := range sp.due {
@@ -418,22 +423,21 @@ func (a *Advisor) askDue(ctx context.Context, st *state, sp *stepState) error {
 	// With a cutoff of 0 no score can prune anything (scores are >= 0), so the
 	// scorer is not asked: rules only, as calibrate recommends when no scorer stays
 	// under the target miss rate.
-	if len(due) == 0 || a.Scorer == nil || a.cutoffNow() <= 0 {
+	if a.Scorer == nil || a.cutoffNow() <= 0 {
+		return nil
+	}
+	if a.offPath() {
+		a.askOffPath(ctx, st, sp, due)
+		return ctx.Err()
+	}
+	if len(due) == 0 {
 		return nil
 	}
 	batch := a.batch(st, sp, due)
 	start := time.Now()
 	scores, err := a.Scorer.Score(ctx, batch)
 	latency := time.Since(start)
-	if err == nil && len(scores) != len(due) {
-		err = fmt.Errorf("%w: %d scores for %d cards", ErrInvalidScores, len(scores), len(due))
-	}
-	kind := ""
-	if err != nil {
-		kind = FailKind(err)
-		a.warnOnce(st, "scorer-"+kind, "scorer failed; nothing pruned on its account", err)
-		scores = nil
-	}
+	kind, scores := a.checkAnswer(st, scores, err, len(due))
 	sp.plan.Asked = len(due)
 	asks := make([]AskRecord, len(due))
 	for i, o := range due {
@@ -444,6 +448,21 @@ func (a *Advisor) askDue(ctx context.Context, st *state, sp *stepState) error {
 		a.warnOnce(st, "storage-asks", "storage: cannot record asks", err)
 	}
 	return ctx.Err()
+}
+
+// checkAnswer returns the failure kind of a batch's answer ("" when the request
+// succeeded with one score per card: n of them) and the scores to use (nil when
+// it failed), logging a failure kind once per session.
+func (a *Advisor) checkAnswer(st *state, scores []cards.Score, err error, n int) (string, []cards.Score) {
+	if err == nil && len(scores) != n {
+		err = fmt.Errorf("%w: %d scores for %d cards", ErrInvalidScores, len(scores), n)
+	}
+	if err == nil {
+		return "", scores
+	}
+	kind := FailKind(err)
+	a.warnOnce(st, "scorer-"+kind, "scorer failed; nothing pruned on its account", err)
+	return kind, nil
 }
 
 func scoreAt(scores []cards.Score, i int) cards.Score {
@@ -494,13 +513,25 @@ func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
 	return b
 }
 
-// fold records one card's answer (kind is the batch's failure kind, "" when the
-// request succeeded) and settles its output with it.
+// fold records one card's answer at this step (kind is the batch's failure kind,
+// "" when the request succeeded) and settles its output with it.
 func (a *Advisor) fold(st *state, sp *stepState, o *outState, c cards.Card, sc cards.Score, kind string) AskRecord {
 	o.asks++
 	o.lastAsk = sp.T
+	rec, ok := a.answer(st, sp, o, sp.T, c, sc, kind)
+	if ok {
+		o.score, o.lastOKAsk = sc.Keep, sp.T
+	}
+	a.settle(st, sp, o)
+	return rec
+}
+
+// answer returns the ask record of one card asked at step asked and whether its
+// score is usable; a card with no score is counted in the plan by failure kind
+// (kind is the batch's, "" when the request succeeded).
+func (a *Advisor) answer(st *state, sp *stepState, o *outState, asked int, c cards.Card, sc cards.Score, kind string) (AskRecord, bool) {
 	rec := AskRecord{
-		SessionID: st.id, OutputKey: o.key, Step: sp.T, CardHash: transcript.TextHash(c.Text("c")),
+		SessionID: st.id, OutputKey: o.key, Step: asked, CardHash: transcript.TextHash(c.Text("c")),
 		Scorer: a.Scorer.Name(), Score: sc.Keep, OK: sc.OK, Signals: c.Signals(),
 	}
 	switch {
@@ -512,17 +543,15 @@ func (a *Advisor) fold(st *state, sp *stepState, o *outState, c cards.Card, sc c
 		a.warnOnce(st, "scorer-invalid", "scorer failed; nothing pruned on its account",
 			fmt.Errorf("%w: keep-probability %v for card %s", ErrInvalidScores, sc.Keep, o.key))
 	}
-	if kind != "" {
-		rec.OK, rec.FailKind = false, kind
-		if sp.plan.ScorerFailures == nil {
-			sp.plan.ScorerFailures = map[string]int{}
-		}
-		sp.plan.ScorerFailures[kind]++
-	} else {
-		o.score, o.lastOKAsk = sc.Keep, sp.T
+	if kind == "" {
+		return rec, true
 	}
-	a.settle(st, sp, o)
-	return rec
+	rec.OK, rec.FailKind = false, kind
+	if sp.plan.ScorerFailures == nil {
+		sp.plan.ScorerFailures = map[string]int{}
+	}
+	sp.plan.ScorerFailures[kind]++
+	return rec, false
 }
 
 // decide asks the planner whether the pending prunes become a rewrite now, and
@@ -542,7 +571,7 @@ func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 	in := a.plannerInput(st, sp, list)
 	var extra []extraCandidate
 	if over && in.Context-st.pendingTokens > in.LowWater {
-		extra = a.extraCandidates(st)
+		extra = a.extraCandidates(ctx, st, sp)
 		in.Extra = make([]planner.Pending, len(extra))
 		for i, e := range extra {
 			in.Extra[i] = planner.Pending{Offset: st.ctxOffset(e.o.msg), Saves: e.o.tokens - e.n, Keep: e.keep}
@@ -586,13 +615,19 @@ type extraCandidate struct {
 // extraCandidates returns the candidates that are not pending (kept: scored at or
 // over the cutoff, or not scored yet) whose stub is shorter, for a rewrite forced by
 // the hard limit (DESIGN.md step 6(c)): it may prune them, lowest keep-probability
-// first, when the pending prunes do not reach the low-water mark.
-func (a *Advisor) extraCandidates(st *state) []extraCandidate {
+// first, when the pending prunes do not reach the low-water mark. Such a rewrite
+// never waits for a score: a candidate not scored yet is ranked by the Fallback
+// scorer when there is one (fallbackKeeps), else last.
+func (a *Advisor) extraCandidates(ctx context.Context, st *state, sp *stepState) []extraCandidate {
+	live := st.liveKept()
+	fb := a.fallbackKeeps(ctx, st, sp, live)
 	var out []extraCandidate
-	for _, o := range st.liveKept() {
+	for _, o := range live {
 		keep, reason := 1.0, "hard limit, not scored yet"
 		if o.lastOKAsk > 0 {
 			keep, reason = o.score, fmt.Sprintf("hard limit, score %.2f the lowest kept", o.score)
+		} else if k, ok := fb[o]; ok {
+			keep, reason = k, fmt.Sprintf("hard limit, not asked yet, %s score %.2f", a.Fallback.Name(), k)
 		}
 		stub := a.stubText(st, o, reason)
 		n := transcript.CountTokens(stub)
@@ -600,6 +635,37 @@ func (a *Advisor) extraCandidates(st *state) []extraCandidate {
 			continue
 		}
 		out = append(out, extraCandidate{o: o, reason: reason, stub: stub, n: n, keep: keep})
+	}
+	return out
+}
+
+// fallbackKeeps scores the candidates of live that have no score yet with the
+// Fallback scorer, in one batch, for the ranking of a rewrite forced by the hard
+// limit; nil without a Fallback, or when it fails (they then rank last). These
+// scores rank only: they are not asks, not recorded, and no prune's reason but
+// that rewrite's names them.
+func (a *Advisor) fallbackKeeps(ctx context.Context, st *state, sp *stepState, live []*outState) map[*outState]float64 {
+	if a.Fallback == nil {
+		return nil
+	}
+	var unscored []*outState
+	for _, o := range live {
+		if o.lastOKAsk == 0 && o.card != nil {
+			unscored = append(unscored, o)
+		}
+	}
+	if len(unscored) == 0 {
+		return nil
+	}
+	scores, err := a.Fallback.Score(ctx, a.batch(st, sp, unscored))
+	if err != nil || len(scores) != len(unscored) {
+		return nil
+	}
+	out := make(map[*outState]float64, len(unscored))
+	for i, o := range unscored {
+		if sc := scores[i]; sc.OK && sc.Keep >= 0 && sc.Keep <= 1 {
+			out[o] = sc.Keep
+		}
 	}
 	return out
 }

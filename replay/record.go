@@ -68,6 +68,12 @@ type Settings struct {
 	// Words is the Digest of the plain-word statistics the later-use evidence was
 	// found under (evidence.Background; Replayer.Background).
 	Words string `json:"words"`
+	// AskLag and AskLatency are the modelled lag of the scorer's answers
+	// (Replayer.AskLag, Replayer.AskLatency): absent when the scores counted at
+	// the step they were asked at, so the settings of replays made before the lag
+	// existed hash as they did.
+	AskLag     int    `json:"ask_lag,omitempty"`
+	AskLatency string `json:"ask_latency,omitempty"`
 }
 
 // ScorerNone is Settings.Scorer when no scorer is used (rules only).

@@ -116,6 +116,36 @@ type Replayer struct {
 	// clause Specific of package evidence); nil means the embedded default model's
 	// (fitted.DefaultBackground). Its Digest is recorded in the settings.
 	Background *evidence.Background
+	// AskLag and AskLatency model a scorer that answers later, as the proxy's
+	// background asks do (advisor.Advisor.AskLag, AskLatency, AskMeasured): an
+	// ask's scores count from the first step at least AskLag steps (at least 1)
+	// after it whose transcript time is at least the latency after the ask's, with
+	// one ask in flight per session. AskLatency is "" (none), "measured" (each
+	// ask's own wall time) or a Go duration ("3s"). Both are recorded in the
+	// settings. Zero and "" (the default): scores count at their ask's step.
+	AskLag     int
+	AskLatency string
+}
+
+// ErrAskLatency means Replayer.AskLatency is neither "", "measured" nor a
+// non-negative Go duration.
+var ErrAskLatency = errors.New(`ask latency: want "measured" or a duration such as 3s`)
+
+// ParseAskLatency reads an ask latency (Replayer.AskLatency): "" is none,
+// "measured" each ask's own wall time, else a non-negative Go duration.
+// Errors wrap ErrAskLatency.
+func ParseAskLatency(s string) (d time.Duration, measured bool, err error) {
+	switch s {
+	case "":
+		return 0, false, nil
+	case "measured":
+		return 0, true, nil
+	}
+	d, err = time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, false, fmt.Errorf("%w: %q", ErrAskLatency, s)
+	}
+	return d, false, nil
 }
 
 // background returns r.Background, or the embedded default's.
@@ -140,7 +170,8 @@ func (r *Replayer) Settings() Settings {
 	if r.Scorer != nil {
 		name = r.Scorer.Name()
 	}
-	return Settings{Version: Version, Config: r.Config, Scorer: name, Lenient: r.Lenient, Words: r.background().Digest()}
+	return Settings{Version: Version, Config: r.Config, Scorer: name, Lenient: r.Lenient, Words: r.background().Digest(),
+		AskLag: r.AskLag, AskLatency: r.AskLatency}
 }
 
 // Replay runs the advisor over src step by step (Simulate, without the final step)
@@ -210,6 +241,10 @@ func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Reco
 		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
 	}
 	adv.Background = r.background()
+	adv.AskLag = r.AskLag
+	if adv.AskLatency, adv.AskMeasured, err = ParseAskLatency(r.AskLatency); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
+	}
 	adv.Logger = r.Logger
 	if adv.Logger == nil {
 		adv.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -97,4 +97,27 @@ type Calibration struct {
 	// report), and DigestSweepBudget the budget it recommends (-1: none).
 	DigestSweep       []calibrate.DigestPoint `json:"digest_sweep,omitempty"`
 	DigestSweepBudget int                     `json:"digest_sweep_recommended,omitempty"`
+	// LagCost compares the replays that differ only in their modelled ask lag
+	// (replay --ask-lag, --ask-latency), the one without first: the advisor's own
+	// rewrites under each (LagRow; calibrate only, not the report). Absent when no
+	// selected replay has a lag.
+	LagCost []LagRow `json:"lag_cost,omitempty"`
+}
+
+// LagRow is what the advisor did under one replay of a lag comparison
+// (calibrate's "what the ask lag costs", Calibration.LagCost): its own rewrites (the applied stub
+// steps) priced at the replay's budget. The flat figures are the decision-level
+// ones of calibrate.Result at those steps.
+type LagRow struct {
+	Replay     string  `json:"replay"`      // the group's label
+	Lag        string  `json:"lag"`         // "none", "2 steps", "3s", "measured", or both
+	Pruned     int     `json:"pruned"`      // outputs stubbed
+	Misses     int     `json:"misses"`      // stubbed outputs used at or after their stub step
+	MissRate   float64 `json:"miss_rate"`   // Misses / Pruned
+	TokenSteps int64   `json:"token_steps"` // token-steps the stubs saved
+	// LostTokenSteps is the no-lag replay's TokenSteps less this one's (0 for
+	// it, and when there is none).
+	LostTokenSteps int64   `json:"lost_token_steps"`
+	NetUSD         float64 `json:"net_usd"` // keep-all's price less the advisor's, recalls included
+	Rewrites       int     `json:"rewrites"`
 }

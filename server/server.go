@@ -249,6 +249,22 @@ type Options struct {
 	Transport http.RoundTripper
 	// Clock is the advisors' clock for the cache-TTL rule. Default time.Now.
 	Clock func() time.Time
+	// BackgroundAsks runs the scorer off the request path (advisor.Advisor.Asks,
+	// one advisor.AskRunner for the server): a request is advised with the scores
+	// the session already has and forwarded at once, its due cards are asked in
+	// the background (one ask in flight per session), and their scores count from
+	// the session's next request on. Default false: asks on the request path, for a
+	// scorer that answers in microseconds (fitted, lexical). Serve, and Close, stop
+	// the asks still running.
+	BackgroundAsks bool
+	// Fallback ranks the candidates not scored yet when a rewrite is forced by the
+	// hard limit while asks run in the background (advisor.Advisor.Fallback): an
+	// in-process scorer, the fitted one. nil ranks them after the scored ones.
+	// Used only with BackgroundAsks.
+	Fallback advisor.Scorer
+	// AskTimeout bounds one background ask (advisor.AskRunner.Timeout); zero means
+	// advisor.DefaultAskTimeout.
+	AskTimeout time.Duration
 }
 
 // Server is the sidecar and proxy. Create it with New; it is safe for concurrent use.
@@ -278,6 +294,7 @@ type Server struct {
 	msgCache      *transcript.MessageCache // nil when off
 	bodies        bodyPool                 // request body buffers (bodypool.go)
 	handler       http.Handler             // the routes behind the Host check
+	asks          *advisor.AskRunner       // background asks (Options.BackgroundAsks); nil when off
 	// warnedAgent is set once the server logged that a request's agent is not
 	// known and its hard limit is the window fraction (agentOf).
 	warnedAgent atomic.Bool
@@ -372,6 +389,10 @@ func New(opts Options) (*Server, error) {
 	s.ledger = newLedgerWriter(opts.Ledger, cfg.PriceModel, clock, s.log, s.registry)
 	advStore, records := newRecordQueue(opts.Store, s.log)
 	s.records = records
+	if opts.BackgroundAsks && scorer != nil {
+		s.asks = advisor.NewAskRunner()
+		s.asks.Timeout = opts.AskTimeout
+	}
 	build := func(k advisorKey) (*advisor.Advisor, error) {
 		c := cfg
 		if k.budget > 0 {
@@ -397,6 +418,10 @@ func New(opts Options) (*Server, error) {
 			a.Background = opts.Background
 		}
 		a.NoRecallTool = k.noRecall
+		a.Asks = s.asks
+		if s.asks != nil {
+			a.Fallback = opts.Fallback
+		}
 		return a, nil
 	}
 	if _, err := build(advisorKey{}); err != nil {
@@ -609,6 +634,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
+		s.Close()
 		s.closeIdle()
 		fctx, cancel := context.WithTimeout(context.Background(), s.shutdown)
 		defer cancel()
@@ -624,12 +650,35 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = hs.Close()
 	}
 	<-errc
+	s.Close()
 	s.closeIdle()
 	if err := s.Flush(sctx); err != nil {
 		s.log.Warn("shutdown: asks, decisions and ledger entries not all written", "err", err)
 	}
 	s.stopWriters()
 	return nil
+}
+
+// Close stops the background asks (Options.BackgroundAsks): those in flight are
+// cancelled and dropped, and Close returns once their goroutines have (nothing
+// decided is lost: an answer only counts at a later request, and an unanswered
+// ask is asked again after a restart). Later requests are advised with the
+// scores their sessions have, asking nothing. Serve calls it when it shuts down;
+// a caller that serves Handler itself calls it before Flush. It may be called
+// more than once.
+func (s *Server) Close() {
+	if s.asks != nil {
+		s.asks.Close()
+	}
+}
+
+// AsksRunning returns the number of background asks whose goroutine has not
+// returned (0 when Options.BackgroundAsks is off).
+func (s *Server) AsksRunning() int {
+	if s.asks == nil {
+		return 0
+	}
+	return s.asks.Running()
 }
 
 // stopWriters ends the record queue's and the ledger's writer goroutines once they

@@ -207,7 +207,8 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 		if err := c.Validate(); err != nil {
 			return usageError{err}
 		}
-		replayers[i] = &replay.Replayer{Config: c, Scorer: scorer, Lenient: g.settings.Lenient, Sizer: ollama.Sizer{}}
+		replayers[i] = &replay.Replayer{Config: c, Scorer: scorer, Lenient: g.settings.Lenient, Sizer: ollama.Sizer{},
+			AskLag: g.settings.AskLag, AskLatency: g.settings.AskLatency} // the stored replay's modelled lag
 	}
 
 	opts, err := f.priceFlags.options(cfg)

@@ -292,6 +292,12 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 		if err := printCalibrate(e.stdout, *out, run.groups, run.in); err != nil {
 			return err
 		}
+		if c := run.lagCompare; len(out.LagCost) > 0 {
+			fmt.Fprintln(e.stdout)
+			if err := printLagCost(e.stdout, out.LagCost, c[0].scorer, c[0].settings.Config.BudgetTokens()); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintln(e.stdout)
 		run.in.digest.Print(e.stdout)
 		printDigestSweep(e.stdout, out, f.targetMiss)
@@ -323,6 +329,10 @@ type calibrationRun struct {
 	opts calibrate.Options
 	// replayBudget is the base replay's own budget, in tokens.
 	replayBudget int
+	// lagCompare are the replays that differ only in their modelled ask lag, the
+	// one without first (splitLag; nil when no selected replay has a lag); groups
+	// are then those without a lag.
+	lagCompare []*replayGroup
 }
 
 // computeCalibration opens f.db and computes the calibration calibrate prints;
@@ -341,10 +351,21 @@ func computeCalibration(ctx context.Context, e *env, f calibrateFlags, withStubs
 	if err != nil {
 		return nil, err
 	}
-	run := &calibrationRun{db: db, closeDB: closeDB, groups: groups}
+	// Replays that differ only in their modelled ask lag are compared on their
+	// own (what the lag costs); the rest of the report is made of those without.
+	compare, groups := splitLag(groups)
+	run := &calibrationRun{db: db, closeDB: closeDB, groups: groups, lagCompare: compare}
 	if err := run.compute(ctx, e, f, ob, withStubs); err != nil {
 		closeDB()
 		return nil, err
+	}
+	if compare != nil && !withStubs {
+		lag, err := lagCost(ctx, e, db, compare, &f)
+		if err != nil {
+			closeDB()
+			return nil, err
+		}
+		run.out.LagCost = lag
 	}
 	return run, nil
 }
@@ -622,7 +643,8 @@ func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*rep
 // and returns the records by content hash; failed names the first session that could
 // not be read again or replayed (and how many did not), "" when all were.
 func scoreInProcess(ctx context.Context, base *replayGroup, keep []storage.ReplayedSession, sc advisor.Scorer, workers int) (map[string]*replay.Record, string, error) {
-	rp := &replay.Replayer{Config: base.settings.Config, Scorer: sc, Lenient: base.settings.Lenient, Sizer: ollama.Sizer{}}
+	rp := &replay.Replayer{Config: base.settings.Config, Scorer: sc, Lenient: base.settings.Lenient, Sizer: ollama.Sizer{},
+		AskLag: base.settings.AskLag, AskLatency: base.settings.AskLatency}
 	recs := make([]*replay.Record, len(keep))
 	errs := parallel(len(keep), workers, func(i int) error {
 		src, err := loadSource(keep[i], base.settings.Lenient)

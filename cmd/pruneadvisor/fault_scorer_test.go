@@ -28,6 +28,9 @@ type fakeOllama struct {
 	mode  string
 	chats int // /api/chat requests received
 	t     testing.TB
+	// delay is how long each /api/chat takes before it answers (the model
+	// generating), unless the client gives up first; 0 answers at once.
+	delay time.Duration
 }
 
 // scorerTimeout is the --scorer-timeout of every run here; the "slow" fault answers
@@ -73,8 +76,15 @@ func (f *fakeOllama) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.chats++
-	mode := f.mode
+	mode, delay := f.mode, f.delay
 	f.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-r.Context().Done():
+			return // the client gave up: the real server drops the request (OLLAMA-WIRE.md)
+		case <-time.After(delay):
+		}
+	}
 	// answer gives every card in ks keep 10 (a value of vals where set), then extra.
 	answer := func(ks []string, vals map[string]string, extra string) string {
 		var b strings.Builder
@@ -345,7 +355,10 @@ func TestScorerFaultsServe(t *testing.T) {
 	f, host := newFakeOllama(t, "ok")
 	up := upstream(t)
 	serveArgs := func(t *testing.T) []string {
-		return []string{"--db", filepath.Join(t.TempDir(), "s.db"), "--scorer", "ollama",
+		// Asks on the request path, so that each fault shows in the plan of the
+		// request that asked (background asks: TestServeNeverWaitsForScorer, and
+		// advisor TestBackgroundNeverAnswers).
+		return []string{"--db", filepath.Join(t.TempDir(), "s.db"), "--scorer", "ollama", "--background-asks", "off",
 			"--scorer-timeout", scorerTimeout.String(), "--openai-upstream", up.URL, "--anthropic-upstream", up.URL}
 	}
 	srv := startServe(t, testEnv(t, "OLLAMA_HOST="+host), serveArgs(t)...)

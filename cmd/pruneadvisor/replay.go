@@ -36,6 +36,8 @@ type replayFlags struct {
 	progress string
 	shard    string
 	memory   memoryFlag
+	askLag   int
+	askLat   string
 }
 
 // replaySummary is the JSON form of a replay run.
@@ -142,8 +144,29 @@ otherwise one line per session is logged.`,
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
 	c.Flags().StringVar(&f.progress, "progress", "auto", "auto (bar on a terminal, else log lines) | bar | log | none")
 	c.Flags().StringVar(&f.shard, "shard", "", "replay only shard I of N (I/N, e.g. 2/3) of the sessions found, by file name: one per machine sharing a --db")
+	c.Flags().IntVar(&f.askLag, "ask-lag", 0, "model background asks: a score counts only this many steps after its ask (at least), one ask in flight per session; 0 with --ask-latency off: at its ask's step")
+	c.Flags().StringVar(&f.askLat, "ask-latency", "auto", "model background asks: a score counts from the first step whose transcript time is this long after its ask's (and at least one step later): a duration (3s), measured (each ask's own wall time), off, or auto (measured for the Ollama scorer, off for the fitted and lexical ones, which answer in microseconds)")
 	f.memory.register(c)
 	return c
+}
+
+// askLatency decides replay's --ask-latency for the scorer chosen
+// (replay.Replayer.AskLatency): auto is "measured" for a scorer that asks a
+// server (Ollama, alone or fused), "" for the others; off is "".
+func askLatency(flag string, scorer advisor.Scorer) (string, error) {
+	switch flag {
+	case "off":
+		return "", nil
+	case "auto":
+		if bg, _ := backgroundAsks("auto", scorer); bg {
+			return "measured", nil
+		}
+		return "", nil
+	}
+	if _, _, err := replay.ParseAskLatency(flag); err != nil {
+		return "", fmt.Errorf("--ask-latency: %w (or off, auto)", err)
+	}
+	return flag, nil
 }
 
 func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error {
@@ -162,6 +185,12 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 	shard, err := replay.ParseShard(f.shard)
 	if err != nil {
 		return usageError{fmt.Errorf("--shard: %w", err)}
+	}
+	if f.askLag < 0 {
+		return usageError{fmt.Errorf("--ask-lag %d: want 0 or more steps", f.askLag)}
+	}
+	if _, err := askLatency(f.askLat, nil); err != nil {
+		return usageError{err}
 	}
 	f.scorerFlags.useConfig(cfg)
 	restore, err := f.memory.apply()
@@ -183,7 +212,8 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 	}
 	defer closeStore()
 	rp := &replay.Replayer{Config: cfg, Scorer: scorer, Lenient: !f.strict, Logger: onceLogger(e.stderr), Sizer: ollama.Sizer{},
-		Background: f.scorerFlags.background(e)}
+		Background: f.scorerFlags.background(e), AskLag: f.askLag}
+	rp.AskLatency, _ = askLatency(f.askLat, scorer)
 	settings := rp.Settings()
 	prog := newReplayProgress(e, f.progress)
 	runner := &replay.Runner{Replayer: rp, Sink: store, Workers: workers, Events: prog.event, Shard: shard}

@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/server"
 	"github.com/pruneadvisor/pruneadvisor/storage"
 )
@@ -37,6 +39,7 @@ type serveFlags struct {
 	idleTimeout   time.Duration
 	verbose       bool
 	agent         string
+	bgAsks        string
 }
 
 func serveCmd(e *env) *cobra.Command {
@@ -108,7 +111,27 @@ The usage every proxied response reports is recorded in the database's ledger
 	c.Flags().DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
 	c.Flags().BoolVar(&f.verbose, "verbose", false, "log at info level (default: warnings only)")
 	c.Flags().StringVar(&f.agent, "agent", "", "the coding agent whose compaction point is the hard limit (claude, codex, pi, gemini, opencode, or one the config's compaction_points adds); default: the X-Pruneadvisor-Agent header wrap sends, else the User-Agent header, else hard_limit_fraction of the window")
+	c.Flags().StringVar(&f.bgAsks, "background-asks", "auto", "ask the scorer off the request path (requests go on with the scores they have; one ask in flight per session): auto (on for the Ollama scorer, off for the fitted and lexical ones, which answer in microseconds) | on | off")
 	return c
+}
+
+// backgroundAsks decides --background-asks for the scorer chosen (nil: rules
+// only, nothing to ask): auto means on for a scorer that asks a server (Ollama,
+// alone or fused), whose answer takes seconds.
+func backgroundAsks(flag string, scorer advisor.Scorer) (bool, error) {
+	switch flag {
+	case "on":
+		return scorer != nil, nil
+	case "off":
+		return false, nil
+	case "auto":
+		if scorer == nil {
+			return false, nil
+		}
+		name := scorer.Name()
+		return strings.HasPrefix(name, "ollama:") || strings.HasPrefix(name, "fused("), nil
+	}
+	return false, fmt.Errorf("--background-asks %q: want auto, on or off", flag)
 }
 
 func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
@@ -125,6 +148,9 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 	if cmd.Flags().Changed("max-memory") || os.Getenv("GOMEMLIMIT") == "" {
 		prev := debug.SetMemoryLimit(server.GoMemoryLimit(int64(maxMemory)))
 		defer debug.SetMemoryLimit(prev) // commands also run inside tests, in one process
+	}
+	if _, err := backgroundAsks(f.bgAsks, nil); err != nil {
+		return usageError{err}
 	}
 	if f.maxAdvising < 0 {
 		return usageError{fmt.Errorf("--max-advising %d: want a positive number (0: the number of CPUs)", f.maxAdvising)}
@@ -170,7 +196,19 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	bg, _ := backgroundAsks(f.bgAsks, scorer)
+	var fallback advisor.Scorer
+	if bg {
+		// A rewrite forced by the hard limit ranks the candidates not asked yet
+		// with the fitted scorer, on the request path (microseconds).
+		fs, err := f.scorerFlags.fitted(e)
+		if err != nil {
+			return err
+		}
+		fallback = fs
+	}
 	srv, err := server.New(server.Options{
+		BackgroundAsks: bg, AskTimeout: f.scorerFlags.timeout, Fallback: fallback,
 		Config: cfg, Scorer: scorer, Store: store, Ledger: store, RecallSecret: secret,
 		Background:     f.scorerFlags.background(e),
 		OpenAIUpstream: f.openai, AnthropicUpstream: f.anthropic, GeminiUpstream: f.gemini,
@@ -190,7 +228,11 @@ func runServe(cmd *cobra.Command, e *env, f *serveFlags) error {
 	if scorer != nil {
 		scorerName = scorer.Name()
 	}
-	fmt.Fprintf(e.stderr, "pruneadvisor: serving on http://%s (scorer %s, db %s, recall tool %q)\n", ln.Addr(), scorerName, storage.Redact(f.db), cfg.RecallTool)
+	asks := "on the request path"
+	if bg {
+		asks = "in the background"
+	}
+	fmt.Fprintf(e.stderr, "pruneadvisor: serving on http://%s (scorer %s, asked %s, db %s, recall tool %q)\n", ln.Addr(), scorerName, asks, storage.Redact(f.db), cfg.RecallTool)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
