@@ -400,15 +400,23 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	}
 	s.metrics.observePlan(plan)
 	note.setPlan(plan)
-	stubs := plan.Stubs
+	out, changed = s.rewriteParts(route, id, sess, plan.Stubs)
+	return out, changed, nil
+}
+
+// rewriteParts is the request body's parts with stubs in place (adviseBody's out);
+// changed is false when there are no stubs or the rewrite failed (fail open:
+// logged and counted).
+func (s *Server) rewriteParts(route, id string, sess *transcript.Session, stubs map[string]string) (out [][]byte, changed bool) {
 	if len(stubs) == 0 {
-		return nil, false, nil
+		return nil, false
 	}
-	if out, err = sess.RewriteParts(stubs); err != nil {
+	out, err := sess.RewriteParts(stubs)
+	if err != nil {
 		s.failOpen(route, "rewrite", id, err)
-		return nil, false, nil
+		return nil, false
 	}
-	return out, true, nil
+	return out, true
 }
 
 // headersOf checks the recall tool (recallToolHeader) and the agent (agentOf) a
