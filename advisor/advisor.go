@@ -18,6 +18,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/backoff"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/planner"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 	"github.com/pruneadvisor/pruneadvisor/wire"
@@ -222,6 +223,12 @@ func (a *Advisor) cutoffNow() float64 {
 		}
 	})
 	return a.cutoff
+}
+
+// cutoffOf returns the cutoff candidate o is pruned under: the scorer's cutoff
+// scaled by o's size (planner.CutoffAt with Config.SizeExponent).
+func (a *Advisor) cutoffOf(o *outState) float64 {
+	return planner.CutoffAt(a.cutoffNow(), o.tokens, a.Config.SizeExponent)
 }
 
 // priceModel returns the price model for s: Config.Provider's when set, else the

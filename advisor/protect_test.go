@@ -88,6 +88,7 @@ func TestMemoryToolUnprotectedRecall(t *testing.T) {
 			cfg := advisor.DefaultConfig()
 			cfg.Budget = 10_000
 			cfg.RemainingMin = 100_000 // every pending prune pays for itself at once
+			cfg.SizeExponent = 0       // the stub's reason names the cutoff itself
 			if tt.excluded != nil {
 				cfg.ExcludedTools = tt.excluded
 			}

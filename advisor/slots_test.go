@@ -173,6 +173,7 @@ func TestLargeJSONOutputRecall(t *testing.T) {
 	s := c.session(t, "bigjson.json")
 	cfg := advisor.DefaultConfig()
 	cfg.RemainingMin = 100_000 // every pending prune pays for itself at once
+	cfg.SizeExponent = 0       // the stub's reason names the cutoff itself
 	store := advisor.NewMemoryStore()
 	sc := constScorer(0)
 	steps := simulate(t, newAdvisor(t, cfg, sc, store, newClock()), s)

@@ -621,7 +621,7 @@ func (o *outState) restore(asks []AskRecord) {
 // has not used it since that score was given (a use at step u is seen from plan step
 // u+1, so an ask at step s knew the uses before s).
 func (a *Advisor) scoredOut(o *outState) bool {
-	return o.lastOKAsk > 0 && o.score < a.cutoffNow() && o.lastUse < o.lastOKAsk
+	return o.lastOKAsk > 0 && o.score < a.cutoffOf(o) && o.lastUse < o.lastOKAsk
 }
 
 // prune marks o as replaced by stub text of stubTokens tokens (applied now or

@@ -302,7 +302,7 @@ func (a *Advisor) pruneReason(o *outState) string {
 	case o.retention == transcript.RetentionDisposable:
 		return "disposable"
 	case a.scoredOut(o):
-		return fmt.Sprintf("score %.2f < cutoff %.2f", o.score, a.cutoffNow())
+		return fmt.Sprintf("score %.2f < cutoff %.2f", o.score, a.cutoffOf(o))
 	}
 	return ""
 }
@@ -327,8 +327,8 @@ func (a *Advisor) protection(o *outState, T int) (string, int) {
 func (a *Advisor) keep(st *state, sp *stepState, o *outState) {
 	reason := "candidate, not yet scored"
 	if o.lastOKAsk > 0 {
-		reason = keepReason(o.score, a.cutoffNow())
-		if o.score < a.cutoffNow() {
+		reason = keepReason(o.score, a.cutoffOf(o))
+		if o.score < a.cutoffOf(o) {
 			reason = fmt.Sprintf("used at step %d, after its score %.2f", o.lastUse, o.score)
 		}
 	}
@@ -500,6 +500,7 @@ func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
 		}
 		if st.tracker != nil {
 			c.Names, c.Runs = st.tracker.Owned(o.key), st.tracker.Runs(o.key)
+			c.Live, c.LiveUndigested = st.tracker.Live(o.key)
 		}
 		c.RecentUses = o.recentUses(sp.T)
 		c.SessionUseRate = float64(st.allUses) / float64(len(st.outs))

@@ -258,6 +258,11 @@ type Options struct {
 	Seed uint64
 	// PerSession keeps every Result's per-session rows (Result.Sessions).
 	PerSession bool
+	// SizeExponent scales a scorer's cutoff with each output's size: an output of
+	// n tokens is pruned under planner.CutoffAt(cutoff, n, SizeExponent), as the
+	// live advisor prunes under its config's size_exponent. Default 0 (every
+	// score against the cutoff itself); calibrate sets the replay's.
+	SizeExponent float64
 	// Window is the modelled context window in tokens (`calibrate --window`);
 	// default 200,000 (advisor.DefaultConfig's). It only matters through
 	// CompactionOf.
@@ -289,6 +294,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.Budget <= 0:
 		return bad("Budget", o.Budget)
+	case math.IsNaN(o.SizeExponent) || o.SizeExponent < 0 || o.SizeExponent > 2:
+		return bad("SizeExponent", o.SizeExponent)
 	case o.HardLimit < o.Budget:
 		return bad("HardLimit", o.HardLimit)
 	case !frac(o.LowWaterFraction) || o.LowWaterFraction == 0:

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+
+	"github.com/pruneadvisor/pruneadvisor/planner"
 )
 
 // DefaultCutoffs returns the cutoffs a sweep tries by default: 0, 0.05, 0.10, …,
@@ -23,14 +25,16 @@ func DefaultCutoffs() []float64 {
 var DefaultRecency = []int{5, 10, 20}
 
 // ScorerPrunes returns each output's decision for a scorer at cutoff: the first OK
-// ask with Keep < cutoff (with that keep-probability), or RuleDeadAt when earlier
-// (rule-dead outputs are pruned whatever their score, DESIGN.md step 6); Step 0 =
-// never.
-func ScorerPrunes(outs []Output, cutoff float64) []Decision {
+// ask with Keep under the output's cutoff (planner.CutoffAt(cutoff, Tokens,
+// exponent): the cutoff itself at exponent 0), with that keep-probability, or
+// RuleDeadAt when earlier (rule-dead outputs are pruned whatever their score,
+// DESIGN.md step 6); Step 0 = never.
+func ScorerPrunes(outs []Output, cutoff, exponent float64) []Decision {
 	p := RulePrunes(outs)
 	for i := range outs {
+		c := planner.CutoffAt(cutoff, outs[i].Tokens, exponent)
 		for _, a := range outs[i].Asks {
-			if a.OK && a.Keep < cutoff {
+			if a.OK && a.Keep < c {
 				if p[i].Step == 0 || a.Step < p[i].Step {
 					p[i] = Decision{Step: a.Step, Keep: a.Keep}
 				}
@@ -151,7 +155,7 @@ func ScorerName(scorer string) string { return "scorer:" + scorer }
 // Under the planner (the applied level) a rewrite forced by the hard limit may
 // also prune candidates not pending yet, by their last score, as the advisor does.
 func (e *Evaluator) Scorer(name string, cutoff float64) Result {
-	ds := ScorerPrunes(e.outs, cutoff)
+	ds := ScorerPrunes(e.outs, cutoff, e.opts.SizeExponent)
 	r := e.pruneFigures(ScorerName(name), cutoff, ds, holdDigest)
 	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
 		func(sd *sessionData) policy { p := e.regime(sd, ds).(*regimeP); p.extra = true; return p })

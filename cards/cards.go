@@ -74,6 +74,12 @@ type Card struct {
 	// Names is how many distinct names the output was the first to hold (the names
 	// whose later use counts as its use).
 	Names int `json:"names"`
+	// Live is how many specific names the output still carries for a later use
+	// (evidence.Tracker.Live: their latest carrier, not written by the agent or the
+	// user since; each name serves one use at most); LiveUndigested those of them
+	// its stub's digest would not hold.
+	Live           int `json:"live"`
+	LiveUndigested int `json:"live_undigested"`
 	// PathIdle is the steps since the latest call that touched (read, edited, wrote,
 	// ran a command naming) one of the output's files, its own call included; the
 	// card's age for an output without a file.
@@ -116,6 +122,8 @@ type Signals struct {
 	HasReaction    bool    `json:"has_reaction,omitempty"`
 	SharedReaction bool    `json:"shared_reaction,omitempty"`
 	Names          int     `json:"names"`
+	Live           int     `json:"live"`
+	LiveUndigested int     `json:"live_undigested"`
 	PathIdle       int     `json:"path_idle"`
 	PathReads      int     `json:"path_reads"`
 	Runs           int     `json:"runs"`
@@ -132,7 +140,7 @@ func (c Card) Signals() Signals {
 		Uses: c.Uses, LastUseAgo: c.LastUseAgo, EditedSince: c.EditedSince,
 		NamedByTask: c.NamedByTask, NamedByNow: c.NamedByNow, Lexical: c.Lexical,
 		HasReaction: c.Reaction != "", SharedReaction: c.SharedReaction,
-		Names: c.Names, PathIdle: c.PathIdle, PathReads: c.PathReads,
+		Names: c.Names, Live: c.Live, LiveUndigested: c.LiveUndigested, PathIdle: c.PathIdle, PathReads: c.PathReads,
 		Runs: c.Runs, RecentUses: c.RecentUses, SessionUseRate: c.SessionUseRate,
 		OutputsSince: c.OutputsSince, TokensAfter: c.TokensAfter,
 	}

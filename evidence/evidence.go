@@ -270,6 +270,9 @@ type nameInfo struct {
 	// system's words, or the agent's text, arguments or thinking): those stay in
 	// context, so no output is needed for it any more.
 	pinned bool
+	// spec: the name is Specific (set when an output first carries it): while it
+	// is unpinned it counts as live for its carrier (outEvidence.live).
+	spec bool
 }
 
 // outEvidence is one output's entry.
@@ -283,6 +286,12 @@ type outEvidence struct {
 	// order (digest.go); nil unless kept. dfull is its whole digest's cost.
 	digest []string
 	dfull  int
+	// live is how many specific names this output carries as their latest carrier
+	// that no message other than an output has written since (the names whose
+	// first written use would still be credited to it: each name counts for one
+	// use at most, since the agent's own words then carry it); liveOut the live
+	// names its digest at Tracker.DigestTokens does not hold.
+	live, liveOut int
 }
 
 // rawUse is evidence at one step before weighting; weights are computed on query so
@@ -461,8 +470,35 @@ func (t *Tracker) pin(name string) {
 
 // pinOne marks name alone as held by a message that is not a tool output.
 func (t *Tracker) pinOne(name string) {
-	info := &t.infos[t.entry(name)]
+	t.pinInfo(&t.infos[t.entry(name)])
+}
+
+// pinInfo marks a name's entry seen and pinned; a live name (outEvidence.live)
+// is live no more.
+func (t *Tracker) pinInfo(info *nameInfo) {
+	if !info.pinned {
+		t.unlive(info)
+	}
 	info.seen, info.pinned = true, true
+}
+
+// unlive takes an unpinned name off its carrier's live counts (outEvidence.live,
+// liveOut) before the name is pinned or carried by a later output.
+func (t *Tracker) unlive(info *nameInfo) {
+	if info.carrier <= 0 || !info.spec {
+		return
+	}
+	o := t.outs[info.carrier-1]
+	o.live--
+	if !t.digestHolds(info.dcost) {
+		o.liveOut--
+	}
+}
+
+// digestHolds reports whether a name of digest cost dcost (nameInfo.dcost) is in
+// its carrier's digest at Tracker.DigestTokens.
+func (t *Tracker) digestHolds(dcost int32) bool {
+	return dcost > 0 && int(dcost) <= t.DigestTokens
 }
 
 // pinText pins every name of a text that is not a tool output nor the agent's
@@ -470,7 +506,7 @@ func (t *Tracker) pinOne(name string) {
 func (t *Tracker) pinText(text string) {
 	var g int32
 	t.scan(text, nil, false, true, &g, func(name string, _ scrEntry, _ int32, info *nameInfo) {
-		info.seen, info.pinned = true, true
+		t.pinInfo(info)
 		variants(name, t.pinOne)
 	})
 }
@@ -604,7 +640,7 @@ func (t *Tracker) nameUses(m *transcript.Message) {
 			return
 		}
 		carrier := info.carrier
-		info.seen, info.pinned = true, true
+		t.pinInfo(info)
 		if carrier > 0 && e.flags == 0 && Specific(name, t.Background) && !t.pinnedVariant(name) {
 			r := t.stepUse(int(carrier)-1, m.Step)
 			r.names = append(r.names, strings.Clone(name))
@@ -673,8 +709,10 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 		case !info.seen:
 			info.seen = true
 			info.carrier = int32(idx) + 1
+			info.spec = Specific(name, t.Background)
 			oe.owned++
 		case !info.pinned && info.carrier > 0:
+			t.unlive(info) // the earlier carrier's; live here once its digest cost is known
 			info.carrier = int32(idx) + 1
 		default:
 			return
@@ -691,6 +729,14 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 		}
 	})
 	t.setDigest(oe, o.Tokens)
+	for _, m := range t.carried {
+		if info := &t.infos[m.idx]; info.spec {
+			oe.live++
+			if !t.digestHolds(info.dcost) {
+				oe.liveOut++
+			}
+		}
+	}
 	clear(t.prev)  // pieces of the output's text: not kept past the call
 	clear(t.cands) // the same
 	t.cands = t.cands[:0]
@@ -708,6 +754,19 @@ func (t *Tracker) Owned(key string) int {
 		return t.outs[idx].owned
 	}
 	return 0
+}
+
+// Live returns how many specific names output key carries that a later use would
+// still credit to it (outEvidence.live: it is their latest carrier and no message
+// other than an output has written them since), and how many of those its digest
+// at DigestTokens does not hold; 0, 0 for an unknown key. A name counts for one
+// use at most (the agent's own words carry it after), so an output with no live
+// name can be used again only by a recall.
+func (t *Tracker) Live(key string) (live, undigested int) {
+	if idx, ok := t.byKey[key]; ok {
+		return t.outs[idx].live, t.outs[idx].liveOut
+	}
+	return 0, 0
 }
 
 // Runs returns how many calls with the same tool and arguments as output key's had

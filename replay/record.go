@@ -41,7 +41,7 @@ import (
 // its hard limit from the session's agent (advisor.AgentOf its format) when the
 // config names none. replay-7: each use records whether the output's head and tail
 // (Gemini CLI's masking preview) hold it (evidence.Use.Preview).
-const Version = "replay-7"
+const Version = "replay-8"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (

@@ -213,6 +213,7 @@ func TestReplaySmallBudget(t *testing.T) {
 	cfg := advisor.DefaultConfig()
 	cfg.Budget = 1000
 	cfg.PriceForced = false // the budget forces the rewrite whatever it costs
+	cfg.SizeExponent = 0    // the lexical scores against the cutoff itself
 	rec, err := (&Replayer{Config: cfg, Scorer: lexical.New()}).Replay(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)

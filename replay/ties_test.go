@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,17 +10,19 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/planner"
 )
 
-// constKeep scores every card keep.
-type constKeep float64
+// atCutoff scores every card at its own cutoff (planner.CutoffAt of cutoff, the
+// card's tokens and exponent) less under: a tie when under is 0.
+type atCutoff struct{ cutoff, exponent, under float64 }
 
-func (c constKeep) Name() string { return "const" }
+func (c atCutoff) Name() string { return "const" }
 
-func (c constKeep) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
+func (c atCutoff) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
 	out := make([]cards.Score, len(b.Cards))
-	for i := range out {
-		out[i] = cards.Score{Keep: float64(c), OK: true}
+	for i, card := range b.Cards {
+		out[i] = cards.Score{Keep: min(planner.CutoffAt(c.cutoff, card.Tokens, c.exponent)-c.under, 1), OK: true}
 	}
 	return out, nil
 }
@@ -29,47 +32,52 @@ func (c constKeep) Score(_ context.Context, b cards.Batch) ([]cards.Score, error
 // the scorer at that cutoff) alike, and the two agree output by output; a score just
 // under it prunes in both. (Issue 40: `score < cutoff` turned into `<=` pruned 251
 // more item-steps on a real session and set the advisor against calibrate's sweep.)
+// The same with the cutoff scaled by each output's size (size_exponent 0.5): the
+// advisor and calibrate scale it by one function, planner.CutoffAt.
 func TestTiesAtTheCutoff(t *testing.T) {
 	srcs := sharedSources(t)
-	cfg := advisor.DefaultConfig()
-	cfg.Budget = 20_000 // asks happen
-	cutoff := cfg.CutoffFor("const")
-	for _, tc := range []struct {
-		name      string
-		keep      float64
-		wantScore bool // some output pending by its score
-	}{
-		{"at the cutoff", cutoff, false},
-		{"under it", cutoff - 1e-9, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			byScore := 0
-			for _, src := range srcs[:6] {
-				rec, err := (&Replayer{Config: cfg, Scorer: constKeep(tc.keep), Lenient: true}).Replay(context.Background(), src)
-				if err != nil {
-					t.Fatal(err)
-				}
-				live := rec.PendingDecisions()
-				calib := calibrate.ScorerPrunes(rec.CalibrateOutputs(), cutoff)
-				steps := func(ds []calibrate.Decision) []int {
-					out := make([]int, len(ds))
-					for i, d := range ds {
-						out[i] = d.Step
+	for _, exponent := range []float64{0, 0.5} {
+		cfg := advisor.DefaultConfig()
+		cfg.Budget = 20_000 // asks happen
+		cfg.SizeExponent = exponent
+		cutoff := cfg.CutoffFor("const")
+		for _, tc := range []struct {
+			name      string
+			under     float64
+			wantScore bool // some output pending by its score
+		}{
+			{"at the cutoff", 0, false},
+			{"under it", 1e-9, true},
+		} {
+			t.Run(fmt.Sprintf("exponent %.1f/%s", exponent, tc.name), func(t *testing.T) {
+				byScore := 0
+				for _, src := range srcs[:6] {
+					rec, err := (&Replayer{Config: cfg, Scorer: atCutoff{cutoff, exponent, tc.under}, Lenient: true}).Replay(context.Background(), src)
+					if err != nil {
+						t.Fatal(err)
 					}
-					return out
-				}
-				if d := cmp.Diff(steps(calib), steps(live)); d != "" {
-					t.Errorf("%s: the advisor's pending steps differ from calibrate's decisions at cutoff %.2f (-calibrate +live):\n%s", src.Path, cutoff, d)
-				}
-				for i, d := range live {
-					if d.Step > 0 && !d.Rule && rec.Outputs[i].RuleDeadAt != d.Step {
-						byScore++
+					live := rec.PendingDecisions()
+					calib := calibrate.ScorerPrunes(rec.CalibrateOutputs(), cutoff, exponent)
+					steps := func(ds []calibrate.Decision) []int {
+						out := make([]int, len(ds))
+						for i, d := range ds {
+							out[i] = d.Step
+						}
+						return out
+					}
+					if d := cmp.Diff(steps(calib), steps(live)); d != "" {
+						t.Errorf("%s: the advisor's pending steps differ from calibrate's decisions at cutoff %.2f (-calibrate +live):\n%s", src.Path, cutoff, d)
+					}
+					for i, d := range live {
+						if d.Step > 0 && !d.Rule && rec.Outputs[i].RuleDeadAt != d.Step {
+							byScore++
+						}
 					}
 				}
-			}
-			if (byScore > 0) != tc.wantScore {
-				t.Errorf("scored %.10f against cutoff %.2f: %d outputs pending by score; want some: %v", tc.keep, cutoff, byScore, tc.wantScore)
-			}
-		})
+				if (byScore > 0) != tc.wantScore {
+					t.Errorf("scored %g under the cutoff %.2f: %d outputs pending by score; want some: %v", tc.under, cutoff, byScore, tc.wantScore)
+				}
+			})
+		}
 	}
 }

@@ -47,7 +47,9 @@ func handStore(t *testing.T, ruleDead bool) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	st := replay.Settings{Version: replay.Version, Config: advisor.DefaultConfig(), Scorer: "lexical"}
+	cfg := advisor.DefaultConfig()
+	cfg.SizeExponent = 0 // the hand-set scores against the cutoff itself
+	st := replay.Settings{Version: replay.Version, Config: cfg, Scorer: "lexical"}
 	rec := &replay.Record{Path: "hand.json", Name: "hand.json", ContentHash: "hand", Settings: st, SettingsHash: st.Hash(), Steps: 10}
 	rec.ID = replay.SessionID(rec.ContentHash, rec.SettingsHash)
 	outs := []struct {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -321,15 +322,14 @@ func (t *trainingSet) evaluate(folds int, lambda, targetMiss float64, drop []str
 	}
 	ev := evaluation{cv: fitted.CV{Folds: folds, AUC: fitted.AUC(scores, labels), Brier: fitted.Brier(scores, labels), PerFold: fits, TargetMiss: targetMiss, Cutoff: -1}}
 	ev.rel = calibrate.ReliabilityOf(outs, 10)
-	e, err := calibrate.NewEvaluator(outs, t.sessions, calibrate.DefaultOptions())
+	opts := calibrate.DefaultOptions()
+	opts.SizeExponent = t.group.settings.Config.SizeExponent // the cutoff the advisor will prune under
+	e, err := calibrate.NewEvaluator(outs, t.sessions, opts)
 	if err != nil {
 		return evaluation{}, err
 	}
 	ev.oracle = e.Oracle().TokenSteps
-	var cutoffs []float64
-	for c := 0.01; c < 0.995; c += 0.01 {
-		cutoffs = append(cutoffs, math.Round(c*100)/100)
-	}
+	cutoffs := fitCutoffs(scores)
 	var best calibrate.Result
 	for _, r := range e.Sweep("fitted", cutoffs) {
 		if r.MissRate <= targetMiss && r.TokenSteps > best.TokenSteps {
@@ -438,4 +438,23 @@ func writeModelFile(path, model string) error {
 		return fmt.Errorf("fit: --write-config: %w", err)
 	}
 	return nil
+}
+
+// fitCutoffs are the cutoffs fit's held-out evaluation sweeps: 0.01 to 0.99 by 0.01,
+// and the held-out scores' quantiles at every 0.25% up to the median (where the
+// scores bunch, the fixed grid steps over the cutoffs a low miss rate needs: issue
+// 30 asks for a front without gaps), each rounded up to the next 1e-6 so that the
+// quantile's own score is pruned (a prune is score < cutoff); sorted, unique.
+func fitCutoffs(scores []float64) []float64 {
+	var cutoffs []float64
+	for c := 0.01; c < 0.995; c += 0.01 {
+		cutoffs = append(cutoffs, math.Round(c*100)/100)
+	}
+	sorted := slices.Sorted(slices.Values(scores))
+	for q := 1; q <= 200 && len(sorted) > 0; q++ {
+		v := sorted[min(len(sorted)-1, q*len(sorted)/400)]
+		cutoffs = append(cutoffs, math.Ceil(v*1e6+0.5)/1e6)
+	}
+	slices.Sort(cutoffs)
+	return slices.Compact(cutoffs)
 }

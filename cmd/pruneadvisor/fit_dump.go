@@ -14,7 +14,7 @@ import (
 // dumpRowsHead is rows.csv's header after the features: the raw signals the
 // features are computed from (cards.Signals), for features tried outside Go.
 var dumpRowsHead = []string{"s_step", "s_age", "s_tokens", "s_chars", "s_action", "s_uses", "s_last_use_ago", "s_names",
-	"s_path_idle", "s_path_reads", "s_runs", "s_recent_uses", "s_is_error", "s_edited_since"}
+	"s_path_idle", "s_path_reads", "s_runs", "s_recent_uses", "s_is_error", "s_edited_since", "s_live", "s_live_undigested"}
 
 // dumpTraining writes the training set into dir (created when missing) as two CSV
 // files, for probing other models and features outside Go (fit's hidden
@@ -25,9 +25,10 @@ var dumpRowsHead = []string{"s_step", "s_age", "s_tokens", "s_chars", "s_action"
 //     feature of fitted.Features by name, then the raw signals (dumpRowsHead);
 //   - outputs.csv, one line per output of the replay, what calibrate's
 //     decision-level figures need: out, session, key, tokens, step, candidate_from,
-//     end_step, rule_dead_at, stub_tokens and uses (the steps of its counting uses,
-//     space-separated): a row is used exactly when its output has a use at a step >=
-//     ask_step.
+//     end_step, rule_dead_at, stub_tokens, uses (the steps of its counting uses,
+//     space-separated: a row is used exactly when its output has a use at a step >=
+//     ask_step), held (per use, 1 when the advisor's stub digest holds it:
+//     calibrate.Output.Held) and agent (its session's, calibrate.Session.Agent).
 //
 // Errors name the flag and the file.
 func (t *trainingSet) dumpTraining(dir string) error {
@@ -45,20 +46,25 @@ func (t *trainingSet) dumpTraining(dir string) error {
 		}
 		return append(rec, strconv.Itoa(s.Step), strconv.Itoa(s.Age), strconv.Itoa(s.Tokens), strconv.Itoa(s.Chars), s.Action,
 			strconv.Itoa(s.Uses), strconv.Itoa(s.LastUseAgo), strconv.Itoa(s.Names), strconv.Itoa(s.PathIdle),
-			strconv.Itoa(s.PathReads), strconv.Itoa(s.Runs), strconv.Itoa(s.RecentUses), b01(s.IsError), b01(s.EditedSince))
+			strconv.Itoa(s.PathReads), strconv.Itoa(s.Runs), strconv.Itoa(s.RecentUses), b01(s.IsError), b01(s.EditedSince),
+			strconv.Itoa(s.Live), strconv.Itoa(s.LiveUndigested))
 	})
 	if err != nil {
 		return err
 	}
-	head = []string{"out", "session", "key", "tokens", "step", "candidate_from", "end_step", "rule_dead_at", "stub_tokens", "uses"}
+	head = []string{"out", "session", "key", "tokens", "step", "candidate_from", "end_step", "rule_dead_at", "stub_tokens", "uses", "held", "agent"}
+	agents := make(map[string]string, len(t.sessions))
+	for _, s := range t.sessions {
+		agents[s.Name] = s.Agent
+	}
 	return writeCSV(filepath.Join(dir, "outputs.csv"), head, len(t.outs), func(i int) []string {
 		o := &t.outs[i]
-		uses := make([]string, len(o.Uses))
+		uses, held := make([]string, len(o.Uses)), make([]string, len(o.Uses))
 		for k, u := range o.Uses {
-			uses[k] = strconv.Itoa(u)
+			uses[k], held[k] = strconv.Itoa(u), b01(k < len(o.Held) && o.Held[k])
 		}
 		return []string{strconv.Itoa(i), o.Session, o.Key, strconv.Itoa(o.Tokens), strconv.Itoa(o.Step), strconv.Itoa(o.CandidateFrom),
-			strconv.Itoa(o.EndStep), strconv.Itoa(o.RuleDeadAt), strconv.Itoa(o.StubTokens), strings.Join(uses, " ")}
+			strconv.Itoa(o.EndStep), strconv.Itoa(o.RuleDeadAt), strconv.Itoa(o.StubTokens), strings.Join(uses, " "), strings.Join(held, " "), agents[o.Session]}
 	})
 }
 

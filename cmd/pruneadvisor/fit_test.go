@@ -159,7 +159,7 @@ func TestModelFileWithoutWords(t *testing.T) {
 	v1 := filepath.Join("..", "..", "advisor", "fitted", "testdata", "model-v1-2026-12-03.json")
 	code, _, stderr = runCLI(t, "advise", "--scorer", "fitted", "--model-file", v1, "--db", filepath.Join(dir, "c.db"), session)
 	for _, w := range []string{
-		"pruneadvisor: model " + v1 + " lacks the features log_outputs_since, log_tokens_after, never_x_log_outputs_since (written before they existed): they are weighted 0",
+		"pruneadvisor: model " + v1 + " lacks the features log_outputs_since, log_tokens_after, never_x_log_outputs_since, log_live, no_live, log_live_undigested, no_live_undigested (written before they existed): they are weighted 0",
 		"pruneadvisor: model " + v1 + ` has no word statistics (field "words")`,
 	} {
 		if code != 0 || !strings.Contains(stderr, w) {

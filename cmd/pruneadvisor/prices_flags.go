@@ -45,7 +45,7 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	o := calibrate.DefaultOptions()
 	o.Budget, o.HardLimit = cfg.BudgetTokens(), cfg.HardLimitTokens()
 	o.LowWaterFraction, o.RewriteFraction, o.PayFactor = cfg.LowWaterFraction, cfg.RewriteFraction, cfg.PayFactor
-	o.PriceForced = cfg.PriceForced
+	o.PriceForced, o.SizeExponent = cfg.PriceForced, cfg.SizeExponent
 	o.Estimator, o.CacheTTL = cfg.Estimator(), cfg.CacheTTL.Std()
 	for k, m := range cfg.Prices {
 		o.Prices[k] = m
