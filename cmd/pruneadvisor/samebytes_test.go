@@ -1,0 +1,190 @@
+package main
+
+// The same bytes from any replica (issue 35): a session whose requests go to
+// several `serve` processes sharing one store reaches the upstream byte for byte
+// as it does through one process.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/storage/pgtest"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// sameBytesArgs are the issue's settings: rewrites over a 4,000-token budget,
+// priced rewrites off, the lexical scorer (asked on the step's path).
+var sameBytesArgs = []string{"--scorer", "lexical", "--cutoff", "0.38", "--budget", "4000", "--price-forced=false"}
+
+// sameBytesRequests is the session's length: 20 requests.
+const sameBytesRequests = 20
+
+// readOutput is the text of read k of the session: a source file of about 2,279
+// tokens (o200k_base), its own for every k.
+func readOutput(k int) string {
+	var b strings.Builder
+	for j := 0; transcript.CountTokens(b.String()) < 2279-40; j++ {
+		fmt.Fprintf(&b, "%4d\tvar gauge%dx%d = ledger%d.Sum(bucket%d, %d) + ratio%d\n",
+			j+1, k, j, (k*31+j)%97, j%13, k*j, j%7)
+	}
+	return b.String()
+}
+
+// readBody is request r (1-based) of the session: its task, then r-1 reads of
+// files of the module, each answered by readOutput.
+func readBody(r int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"model":"gpt-test","messages":[{"role":"system","content":"You are a coding agent."},{"role":"user","content":"Find why the scheduler drops jobs and fix it."}`)
+	for k := 1; k < r; k++ {
+		out, _ := json.Marshal(readOutput(k))
+		fmt.Fprintf(&b, `,{"role":"assistant","content":"Continuing.","tool_calls":[{"id":"call_%d","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"internal/mod/part%d.go\"}"}}]}`, k, k)
+		fmt.Fprintf(&b, `,{"role":"tool","tool_call_id":"call_%d","content":%s}`, k, out)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// anyRecallID matches a recall id, which is keyed by its store's secret: runs on
+// different stores are compared with their ids set aside.
+var anyRecallID = regexp.MustCompile(`o_[0-9a-f]{10}`)
+
+// withoutIDs is body with every recall id replaced by o_XXXXXXXXXX.
+func withoutIDs(body []byte) []byte { return anyRecallID.ReplaceAll(body, []byte("o_XXXXXXXXXX")) }
+
+// replicaRun sends the session's requests through the replicas: request r goes to
+// the replica pick(r) names (1-based r; restart, when set, runs before request
+// restartAt). It returns the bodies the upstream received, by request.
+func replicaRun(t *testing.T, procs []*served, pick func(r int) int, restartAt int, restart func()) [][]byte {
+	t.Helper()
+	got := make([][]byte, sameBytesRequests)
+	for r := 1; r <= sameBytesRequests; r++ {
+		if r == restartAt && restart != nil {
+			restart()
+		}
+		code, resp := procs[pick(r)].post(t, "/v1/chat/completions", readBody(r))
+		if code != http.StatusOK {
+			t.Fatalf("request %d to replica %d: %d %s", r, pick(r), code, cutOut(resp, 300))
+		}
+		got[r-1] = []byte(resp)
+	}
+	return got
+}
+
+// compareRuns reports every request of got that differs from want (recall ids set
+// aside) and returns how many did.
+func compareRuns(t *testing.T, what string, want, got [][]byte) int {
+	t.Helper()
+	n := 0
+	for i := range want {
+		if !bytes.Equal(withoutIDs(want[i]), withoutIDs(got[i])) {
+			if n == 0 {
+				t.Errorf("%s: request %d differs (%d stubs, %d through one process):\n%s", what, i+1,
+					stubCount(t, got[i]), stubCount(t, want[i]), cutOut(toolDiff(t, withoutIDs(want[i]), withoutIDs(got[i])), 2000))
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		t.Errorf("%s: %d of %d requests differ from one process's", what, n, len(want))
+	}
+	return n
+}
+
+// stores returns a fresh store of each kind: a PostgreSQL schema of its own and an
+// SQLite file.
+func sameBytesStores(t *testing.T) map[string]string {
+	return map[string]string{
+		"postgres": pgtest.URL(t),
+		"sqlite":   filepath.Join(t.TempDir(), "shared.db"),
+	}
+}
+
+// TestReplicasSameBytes sends the session through one process, then through two
+// replicas on one store (PostgreSQL, and one SQLite file), its requests
+// alternating between them, in a random order, and alternating with both replicas
+// restarted halfway: every request reaches the upstream byte for byte as through
+// one process (recall ids set aside), with at least ten stubs in the last, and
+// every stub recalls from either replica.
+func TestReplicasSameBytes(t *testing.T) {
+	t.Parallel()
+	up := echoUpstream(t)
+	env := testEnv(t)
+	args := append(append([]string{}, sameBytesArgs...), "--openai-upstream", up.URL)
+	one := startServe(t, env, append([]string{"--db", filepath.Join(t.TempDir(), "one.db")}, args...)...)
+	want := replicaRun(t, []*served{one}, func(int) int { return 0 }, 0, nil)
+	if n := stubCount(t, want[len(want)-1]); n < 10 {
+		t.Fatalf("through one process the last request carries %d stubs; the test needs at least 10", n)
+	}
+	seed := rand.Uint64()
+	t.Logf("random order seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 35))
+	orders := map[string][]int{"alternating": nil, "random": nil, "restarted": nil}
+	for r := 1; r <= sameBytesRequests; r++ {
+		orders["alternating"] = append(orders["alternating"], r%2)
+		orders["restarted"] = append(orders["restarted"], r%2)
+		orders["random"] = append(orders["random"], rng.IntN(2))
+	}
+	for kind, db := range sameBytesStores(t) {
+		for name, order := range orders {
+			// A store per run: the sessions would otherwise meet.
+			if kind == "sqlite" {
+				db = filepath.Join(t.TempDir(), name+".db")
+			} else if name != "alternating" {
+				db = pgtest.URL(t)
+			}
+			what := kind + "/" + name
+			start := func() *served { return startServe(t, env, append([]string{"--db", db}, args...)...) }
+			procs := []*served{start(), start()}
+			restart := func() {
+				for i, p := range procs {
+					_ = p.cmd.Process.Signal(syscall.SIGKILL)
+					p.wait(10 * time.Second)
+					procs[i] = start()
+				}
+			}
+			if name != "restarted" {
+				restart = nil
+			}
+			got := replicaRun(t, procs, func(r int) int { return order[r-1] }, sameBytesRequests/2+1, restart)
+			compareRuns(t, what, want, got)
+			checkRecalls(t, what, procs, got[len(got)-1])
+		}
+	}
+}
+
+// checkRecalls recalls every stub of body from every replica: each must give its
+// original byte for byte.
+func checkRecalls(t *testing.T, what string, procs []*served, body []byte) {
+	t.Helper()
+	tools, err := toolContents(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for call, c := range tools {
+		m := stubRecallID.FindStringSubmatch(c)
+		if m == nil || !strings.HasPrefix(c, "[pruned: ") {
+			continue
+		}
+		var k int
+		fmt.Sscanf(call, "call_%d", &k)
+		for i, p := range procs {
+			if code, text := p.get(t, "/v1/recall/"+m[1]); code != http.StatusOK || text != readOutput(k) {
+				t.Errorf("%s: recall %s (%s) from replica %d: %d, %d bytes; want 200 and the original's %d", what, m[1], call, i, code, len(text), len(readOutput(k)))
+			}
+		}
+	}
+}
+
+var _ = io.EOF
+var _ sync.Mutex
