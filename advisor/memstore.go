@@ -3,6 +3,7 @@ package advisor
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 )
 
@@ -17,6 +18,7 @@ type MemoryStore struct {
 	stubs     map[string]StubRecord        // by recall id
 	bySession map[string]map[string]string // session id -> output key -> recall id of its stub
 	versions  map[string]int64             // session id -> SessionVersion
+	lastStep  map[string]int               // session id -> its highest step record (SessionMark)
 	recalls   map[string][]RecallEvent     // by session id, in order
 	asks      []AskRecord
 	decisions []DecisionRecord
@@ -24,8 +26,8 @@ type MemoryStore struct {
 	// Fail, when set, makes SavePrunes, SaveOriginal and SaveStub return it (fault
 	// injection: storage that cannot commit).
 	Fail error
-	// FailReads, when set, makes SessionStubs, SessionRecalls, SessionVersion and
-	// SessionHistory return it (fault injection: storage that cannot be read).
+	// FailReads, when set, makes SessionStubs, SessionRecalls, SessionVersion,
+	// SessionMark, SessionHistory and SessionHistoryBetween return it (fault injection: storage that cannot be read).
 	FailReads error
 }
 
@@ -36,6 +38,7 @@ func NewMemoryStore() *MemoryStore {
 		stubs:     map[string]StubRecord{},
 		bySession: map[string]map[string]string{},
 		versions:  map[string]int64{},
+		lastStep:  map[string]int{},
 		recalls:   map[string][]RecallEvent{},
 	}
 }
@@ -139,8 +142,16 @@ func (m *MemoryStore) RecordDecisions(_ context.Context, ds []DecisionRecord) er
 func (m *MemoryStore) RecordSteps(_ context.Context, steps []StepRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.steps = append(m.steps, steps...)
+	m.addSteps(steps)
 	return nil
+}
+
+// addSteps appends steps and raises each session's latest step; m.mu is held.
+func (m *MemoryStore) addSteps(steps []StepRecord) {
+	m.steps = append(m.steps, steps...)
+	for _, s := range steps {
+		m.lastStep[s.SessionID] = max(m.lastStep[s.SessionID], s.Step)
+	}
 }
 
 // RecordBatch stores asks, decisions and step records in one call under one lock,
@@ -151,13 +162,23 @@ func (m *MemoryStore) RecordBatch(_ context.Context, asks []AskRecord, ds []Deci
 	defer m.mu.Unlock()
 	m.asks = append(m.asks, asks...)
 	m.decisions = append(m.decisions, ds...)
-	m.steps = append(m.steps, steps...)
+	m.addSteps(steps)
 	return nil
 }
 
-// SessionHistory implements Store: the session's asks in the order recorded and its
-// latest step record.
-func (m *MemoryStore) SessionHistory(_ context.Context, sessionID string) (History, error) {
+// SessionHistory returns the session's asks in the order recorded and its latest
+// step record: SessionHistoryBetween(ctx, sessionID, 0, 0).
+func (m *MemoryStore) SessionHistory(ctx context.Context, sessionID string) (History, error) {
+	return m.SessionHistoryBetween(ctx, sessionID, 0, 0)
+}
+
+// SessionHistoryBetween implements Store: the session's asks at steps after step
+// after and before step before (no bound for before <= 0), in the order recorded,
+// and its latest step record before step before.
+func (m *MemoryStore) SessionHistoryBetween(_ context.Context, sessionID string, after, before int) (History, error) {
+	if before <= 0 {
+		before = math.MaxInt
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.FailReads != nil {
@@ -165,12 +186,12 @@ func (m *MemoryStore) SessionHistory(_ context.Context, sessionID string) (Histo
 	}
 	var h History
 	for _, a := range m.asks {
-		if a.SessionID == sessionID {
+		if a.SessionID == sessionID && a.Step > after && a.Step < before {
 			h.Asks = append(h.Asks, a)
 		}
 	}
 	for _, s := range m.steps {
-		if s.SessionID == sessionID && s.Step >= h.Last.Step {
+		if s.SessionID == sessionID && s.Step >= h.Last.Step && s.Step < before {
 			h.Last = s
 		}
 	}
@@ -218,6 +239,17 @@ func (m *MemoryStore) SessionVersion(_ context.Context, sessionID string) (int64
 		return 0, m.FailReads
 	}
 	return m.versions[sessionID], nil
+}
+
+// SessionMark implements Store: the session's version (SessionVersion) and its
+// highest step record.
+func (m *MemoryStore) SessionMark(_ context.Context, sessionID string) (Mark, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.FailReads != nil {
+		return Mark{}, m.FailReads
+	}
+	return Mark{Version: m.versions[sessionID], Step: m.lastStep[sessionID]}, nil
 }
 
 // Original returns a stored original by recall id (the recall.Store method); the

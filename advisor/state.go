@@ -38,6 +38,10 @@ type state struct {
 	recalls  int                    // recall events already applied
 	restored map[string][]AskRecord // asks of the stored history, by output key, until indexed
 	recalled map[string]int         // outputs recalled in the store, not indexed yet: the step of the recall
+	// seen is the latest step this state holds the records of: advised here, or
+	// read from the store (stepAfter). A SessionMark step past it means another
+	// process advised steps since (syncStore).
+	seen int
 
 	// The index.
 	indexed   int    // messages indexed so far
@@ -179,6 +183,7 @@ func newState(id string, bg *evidence.Background, digestTokens, digestMin int) *
 func (st *state) clear() {
 	st.loaded, st.synced, st.version, st.own = false, false, 0, 0
 	st.frozen, st.recalls, st.restored, st.recalled = nil, 0, nil, nil
+	st.seen = 0
 	st.indexed, st.lastPrint, st.steps = 0, "", 0
 	st.outs, st.items, st.byKey, st.byRecall = nil, nil, map[string]*outState{}, map[string]*outState{}
 	st.rules, st.corpus, st.tracker, st.awaiting = rules.NewIndex(), cards.NewCorpus(), evidence.NewTracker(), nil

@@ -94,31 +94,43 @@ func (a *Advisor) begin(ctx context.Context, st *state, s *transcript.Session) (
 	return sp, nil
 }
 
-// syncStore reads the session's stubs and recalls when they may have changed (when
-// SessionVersion moved), and its ask history when the state is new: recalls since the
-// last read mark their outputs, stubs applied by another process are adopted so every
-// process sends the same bytes, and stored asks restore scores and the back-off. On a
-// read error it sets plan.StorageError and st.synced = false: nothing new is pruned.
-// A version that moved by exactly the stubs this process saved since the last read
-// (st.own) moved by nobody else's writes: the version counts every stub and recall
-// once, so another process's write would move it further.
+// syncStore reads what the store holds of the session beyond this state, with one
+// read of its mark (SessionMark) when nothing changed: when another process
+// advised steps since the last one this state holds (the mark's step is past
+// st.seen), their asks and latest step record (catchUp); when the version moved,
+// the stubs and recalls (recalls since the last read mark their outputs, stubs
+// applied by another process are adopted so every process sends the same bytes);
+// and the whole ask history when the state is new. On a read error it sets
+// plan.StorageError and st.synced = false: nothing new is pruned. A version that
+// moved by exactly the stubs this process saved since the last read (st.own) moved
+// by nobody else's writes: the version counts every stub and recall once, so
+// another process's write would move it further.
 func (a *Advisor) syncStore(ctx context.Context, st *state, sp *stepState) {
 	st.synced = false
 	fail := func(what string, err error) {
 		sp.plan.StorageError = fmt.Sprintf("cannot read %s, nothing new pruned: %v", what, err)
 		a.warnOnce(st, "storage-read", "storage: cannot read the session's stubs and recalls; pruning paused", err)
 	}
-	v, err := a.Store.SessionVersion(ctx, st.id)
+	m, err := a.Store.SessionMark(ctx, st.id)
 	if err != nil {
 		fail("the session version", err)
 		return
 	}
+	if st.loaded && m.Step > st.seen {
+		h, err := a.Store.SessionHistoryBetween(ctx, st.id, st.seen, sp.T)
+		if err != nil {
+			fail("the session history", err)
+			return
+		}
+		a.catchUp(st, h)
+	}
+	v := m.Version
 	if st.loaded && v == st.version+st.own {
 		st.version, st.own, st.synced = v, 0, true
 		return
 	}
 	if !st.loaded {
-		h, err := a.Store.SessionHistory(ctx, st.id)
+		h, err := a.Store.SessionHistoryBetween(ctx, st.id, 0, sp.T)
 		if err != nil {
 			fail("the session history", err)
 			return
@@ -139,20 +151,48 @@ func (a *Advisor) syncStore(ctx context.Context, st *state, sp *stepState) {
 	st.loaded, st.synced, st.version, st.own = true, true, v, 0
 }
 
-// restoreHistory keeps the stored asks until their outputs are indexed, and the time
-// of the latest stored step for the cache-TTL rule.
+// restoreHistory keeps the stored asks until their outputs are indexed, and takes
+// what the latest stored step leaves to the next (stepAfter).
 func (a *Advisor) restoreHistory(st *state, h History) {
 	st.restored = map[string][]AskRecord{}
+	a.catchUp(st, h)
+}
+
+// catchUp takes in the asks another process made at steps this state did not
+// advise, and what the latest of them leaves to the next step (stepAfter): it is
+// as if this state had advised them itself, since every other decision of those
+// steps follows from the messages and the stubs. An indexed output's ask history
+// moves on and it is settled again at this step; an output not indexed yet gets
+// it when it is (st.restored).
+func (a *Advisor) catchUp(st *state, h History) {
 	for _, r := range h.Asks {
 		if o := st.byKey[r.OutputKey]; o != nil {
 			o.restore([]AskRecord{r})
+			st.touched = append(st.touched, o)
 			continue
+		}
+		if st.restored == nil {
+			st.restored = map[string][]AskRecord{}
 		}
 		st.restored[r.OutputKey] = append(st.restored[r.OutputKey], r)
 	}
-	if st.lastCall.IsZero() && h.Last.Step > 0 {
-		st.lastCall = h.Last.At
+	st.stepAfter(h.Last)
+}
+
+// stepAfter takes from last, the session's latest stored step record, what the
+// next step continues from when last is past every step this state holds: the
+// time of the step (the cache-TTL rule), the context it sent and the largest
+// growth so far (the hard limit's margin).
+func (st *state) stepAfter(last StepRecord) {
+	if last.Step <= st.seen {
+		return
 	}
+	st.seen = last.Step
+	if last.At.After(st.lastCall) {
+		st.lastCall = last.At
+	}
+	st.sentTokens = last.ContextTokens
+	st.maxGrowth = max(st.maxGrowth, last.MaxGrowth)
 }
 
 // adopt applies recall events and stubs read from the store.
@@ -251,7 +291,9 @@ func (a *Advisor) settleChanged(st *state, sp *stepState) {
 		// wait, and one ask in flight per session bounds the scorer's work.
 		for _, o := range st.ripe {
 			o.inRipe = false
-			if o.decision == DecisionKeep {
+			// An ask another process made since it ripened (catchUp) starts its
+			// gap again: it is not due.
+			if o.decision == DecisionKeep && sp.T-o.lastAsk >= a.schedule.Gap(o.asks) {
 				a.queueAsk(sp, o)
 			}
 		}
@@ -828,7 +870,8 @@ func (a *Advisor) finish(ctx context.Context, st *state, sp *stepState) {
 	}
 	r := &sp.record
 	r.SessionID, r.Step, r.At, r.Pruned = st.id, sp.T, sp.now, p.Pruned
-	r.ContextTokens, r.FullTokens = st.ctxTokens, st.fullTokens
+	r.ContextTokens, r.FullTokens, r.MaxGrowth = st.ctxTokens, st.fullTokens, st.maxGrowth
+	st.seen = max(st.seen, sp.T)
 	if err := a.Store.RecordSteps(ctx, []StepRecord{*r}); err != nil {
 		a.warnOnce(st, "storage-steps", "storage: cannot record steps", err)
 	}

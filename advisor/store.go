@@ -34,27 +34,47 @@ type Store interface {
 	// cache-TTL rule needs after a restart; the rewrites are what the ledger
 	// attributes cache writes to.
 	RecordSteps(ctx context.Context, steps []StepRecord) error
-	// SessionVersion returns a counter that grows by exactly one for every stub saved
-	// and every recall event recorded in the session, by any process sharing the
-	// store (0 for a session with neither), counted in the same transaction as the
-	// write, so that a reader never sees a stub without its count. The advisor
-	// re-reads SessionStubs and SessionRecalls only when it moved by more than its
-	// own stubs.
-	SessionVersion(ctx context.Context, sessionID string) (int64, error)
+	// SessionMark returns, in one read, the session's version and its latest
+	// advised step. The version is a counter that grows by exactly one for every
+	// stub saved and every recall event recorded in the session, by any process
+	// sharing the store (0 for a session with neither), counted in the same
+	// transaction as the write, so that a reader never sees a stub without its
+	// count. The advisor re-reads SessionStubs and SessionRecalls only when it
+	// moved by more than its own stubs. The step is the highest step record stored
+	// for the session (RecordSteps; 0 for none), by any process: when it is past the
+	// last step this advisor advised or read, another process advised steps since,
+	// and the advisor reads their asks and latest step record
+	// (SessionHistoryBetween) before it advises this one.
+	SessionMark(ctx context.Context, sessionID string) (Mark, error)
 	// SessionStubs returns the stubs already applied in a session, keyed by output
 	// key, so decisions stay frozen across processes and restarts.
 	SessionStubs(ctx context.Context, sessionID string) (map[string]StubRecord, error)
 	// SessionRecalls returns the recall events of a session, in the order recorded.
 	SessionRecalls(ctx context.Context, sessionID string) ([]RecallEvent, error)
-	// SessionHistory returns what later decisions depend on beyond the messages and
-	// the stubs: every ask recorded in the session, in the order made, and its
-	// latest step. An advisor that starts on a session already advised (a restart,
-	// another replica) restores scores, ask steps and the back-off from it, so it
-	// sends what an advisor that never stopped would send.
-	SessionHistory(ctx context.Context, sessionID string) (History, error)
+	// SessionHistoryBetween returns what later decisions depend on beyond the
+	// messages and the stubs, as of the steps before step before (every step for
+	// before <= 0): the asks recorded in the session at steps after step after and
+	// before step before, in the order made, and its latest step record before step
+	// before. An advisor that starts on a session already advised (a restart,
+	// another replica) restores scores, ask steps and the back-off from it (after
+	// 0), and one that finds steps advised by another process since its own reads
+	// their asks (after its last step), so it sends what an advisor that advised
+	// every step itself would send. Records of the step being advised and later
+	// ones (another process advising the same request at the same moment) are left
+	// out: the step is advised as of the steps before it.
+	SessionHistoryBetween(ctx context.Context, sessionID string, after, before int) (History, error)
 }
 
-// History is a session's record as SessionHistory returns it.
+// Mark is what one read of a session's counters tells (Store.SessionMark).
+type Mark struct {
+	// Version counts the session's stubs saved and recall events recorded.
+	Version int64
+	// Step is the session's latest step with a step record stored, by any process;
+	// 0 when none.
+	Step int
+}
+
+// History is a session's record as SessionHistoryBetween returns it.
 type History struct {
 	Asks []AskRecord // in the order made (failed asks included)
 	// Last is the session's latest step record; zero (Step 0) when none was stored.
@@ -79,6 +99,10 @@ type StepRecord struct {
 	// CostUSD and SavingUSD are the planner's prices of the rewrite: the cache
 	// premium of Suffix, and Frees x cache read x the expected remaining steps.
 	CostUSD, SavingUSD float64
+	// MaxGrowth is the largest growth of the context, in tokens, from one step to
+	// the next up to this step (the hard limit's margin, Config.HardLimitFor): what
+	// a process advising the session's next step continues from.
+	MaxGrowth int
 }
 
 // Prune is one output's original and the stub that replaces it.

@@ -7,15 +7,15 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 )
 
-// readCounter is a MemoryStore counting its SessionVersion and SessionStubs calls.
+// readCounter is a MemoryStore counting its SessionMark and SessionStubs calls.
 type readCounter struct {
 	*advisor.MemoryStore
 	versions, stubs int
 }
 
-func (r *readCounter) SessionVersion(ctx context.Context, id string) (int64, error) {
+func (r *readCounter) SessionMark(ctx context.Context, id string) (advisor.Mark, error) {
 	r.versions++
-	return r.MemoryStore.SessionVersion(ctx, id)
+	return r.MemoryStore.SessionMark(ctx, id)
 }
 
 func (r *readCounter) SessionStubs(ctx context.Context, id string) (map[string]advisor.StubRecord, error) {

@@ -612,10 +612,12 @@ var _ advisor.Store = (*memStore)(nil)
 
 func newMemStore() *memStore { return &memStore{} }
 
-func (s *memStore) SessionVersion(context.Context, string) (int64, error) {
+// SessionMark is the stubs saved; Step stays 0 (step records are not kept), so the
+// advisor never reads a history back.
+func (s *memStore) SessionMark(context.Context, string) (advisor.Mark, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.version, nil
+	return advisor.Mark{Version: s.version}, nil
 }
 
 func (s *memStore) SavePrunes(_ context.Context, prunes []advisor.Prune) error {
@@ -658,7 +660,7 @@ func (s *memStore) SessionRecalls(context.Context, string) ([]advisor.RecallEven
 	return nil, nil
 }
 
-func (s *memStore) SessionHistory(context.Context, string) (advisor.History, error) {
+func (s *memStore) SessionHistoryBetween(context.Context, string, int, int) (advisor.History, error) {
 	return advisor.History{}, nil
 }
 

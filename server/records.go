@@ -43,7 +43,7 @@ type recordSet struct {
 
 // newRecordQueue wraps store. Every advisor.Store method the queue does not
 // override (SavePrunes, the reads) goes straight to store: the interface carries
-// them, so the wrapper cannot drop one. SessionVersion does too, unless a query
+// them, so the wrapper cannot drop one. SessionMark does too, unless a query
 // for the request was started ahead (prefetchVersion).
 func newRecordQueue(store Store, log *slog.Logger) (advisor.Store, *recordQueue) {
 	q := &recordQueue{Store: store}
@@ -132,24 +132,24 @@ func (q *recordQueue) RecordSteps(ctx context.Context, rs []advisor.StepRecord) 
 // (prefetchVersion).
 type versionKey struct{}
 
-// versionAhead is one SessionVersion query started ahead of the advisor's step.
+// versionAhead is one SessionMark query started ahead of the advisor's step.
 type versionAhead struct {
 	id   string
 	used atomic.Bool   // the advisor's first call took it
 	done chan struct{} // closed once v and err are set
-	v    int64
+	v    advisor.Mark
 	err  error
 }
 
-// prefetchVersion starts the store's SessionVersion query for session id on a
-// goroutine of its own and returns ctx carrying it: the advisor's first
-// SessionVersion call for id with that ctx (or one derived from it) takes its answer
+// prefetchVersion starts the store's SessionMark query (the session's version and
+// latest step) for session id on a goroutine of its own and returns ctx carrying
+// it: the advisor's first SessionMark call for id with that ctx (or one derived from it) takes its answer
 // instead of querying, so the query (a read transaction, 0.15-0.25 ms) runs beside
 // reading the body into a session rather than after it. Any read of the version is
 // of some moment of the request: a stub another process saves after it is seen at
 // the next step, as one saved just after a later read would be; a stub of its own
 // that another process stored first fails the advisor's SavePrunes (first writer
-// wins), and the advisor then reads the stubs back itself (a second SessionVersion
+// wins), and the advisor then reads the stubs back itself (a second SessionMark
 // call in a step goes to the store). id "" (no session header: the id comes from
 // the body) prefetches nothing.
 func (q *recordQueue) prefetchVersion(ctx context.Context, id string) context.Context {
@@ -159,21 +159,21 @@ func (q *recordQueue) prefetchVersion(ctx context.Context, id string) context.Co
 	f := &versionAhead{id: id, done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
-		f.v, f.err = q.Store.SessionVersion(ctx, id)
+		f.v, f.err = q.Store.SessionMark(ctx, id)
 	}()
 	return context.WithValue(ctx, versionKey{}, f)
 }
 
-// SessionVersion implements advisor.Store: the answer prefetchVersion read ahead
+// SessionMark implements advisor.Store: the answer prefetchVersion read ahead
 // for this request and session, once, else the store's.
-func (q *recordQueue) SessionVersion(ctx context.Context, sessionID string) (int64, error) {
+func (q *recordQueue) SessionMark(ctx context.Context, sessionID string) (advisor.Mark, error) {
 	if f, _ := ctx.Value(versionKey{}).(*versionAhead); f != nil && f.id == sessionID && f.used.CompareAndSwap(false, true) {
 		select {
 		case <-f.done:
 			return f.v, f.err
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return advisor.Mark{}, ctx.Err()
 		}
 	}
-	return q.Store.SessionVersion(ctx, sessionID)
+	return q.Store.SessionMark(ctx, sessionID)
 }

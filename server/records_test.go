@@ -152,18 +152,18 @@ func TestRecordQueueCollectsAStep(t *testing.T) {
 	}
 }
 
-// versionStore is a MemoryStore counting its SessionVersion calls.
+// versionStore is a MemoryStore counting its SessionMark calls.
 type versionStore struct {
 	*advisor.MemoryStore
 	calls atomic.Int32
 }
 
-func (s *versionStore) SessionVersion(ctx context.Context, id string) (int64, error) {
+func (s *versionStore) SessionMark(ctx context.Context, id string) (advisor.Mark, error) {
 	s.calls.Add(1)
-	return s.MemoryStore.SessionVersion(ctx, id)
+	return s.MemoryStore.SessionMark(ctx, id)
 }
 
-// A version read ahead answers the step's first SessionVersion call of that
+// A version read ahead answers the step's first SessionMark call of that
 // session, once, with what the store said when it was read; later calls, and calls
 // for another session or without one read ahead, go to the store.
 func TestVersionPrefetched(t *testing.T) {
@@ -179,16 +179,16 @@ func TestVersionPrefetched(t *testing.T) {
 	}
 	var got []int64
 	for _, id := range []string{"s", "s", "other"} {
-		v, err := adv.SessionVersion(ctx, id)
+		m, err := adv.SessionMark(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, v)
+		got = append(got, m.Version)
 	}
 	if d := cmp.Diff([]int64{0, 1, 0}, got); d != "" {
 		t.Errorf("versions of s, s, other (-want +got):\n%s", d)
 	}
 	if n := st.calls.Load(); n != 3 {
-		t.Errorf("%d SessionVersion calls reached the store; want 3 (the read ahead, the second s, other)", n)
+		t.Errorf("%d SessionMark calls reached the store; want 3 (the read ahead, the second s, other)", n)
 	}
 }

@@ -248,35 +248,43 @@ func bumpVersion(ctx context.Context, tx *sql.Tx, sessionID string, n int64) err
 	return err
 }
 
-// SessionVersion implements advisor.Store: a counter that grows by exactly
-// one for every stub saved and every recall recorded in the session, by any process
-// sharing the database; 0 for a session with neither. It runs on every advised
-// request, so its statement is prepared once per read connection (versionStmt)
-// rather than parsed anew each time.
+// SessionVersion is the session's version alone: SessionMark's Version.
 func (db *DB) SessionVersion(ctx context.Context, sessionID string) (int64, error) {
-	st, err := db.versionStmt(ctx)
-	var v int64
-	if err == nil {
-		err = st.QueryRowContext(ctx, sessionID).Scan(&v)
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("storage: version of session %q: %w", sessionID, db.classify(err))
-	}
-	return v, nil
+	m, err := db.SessionMark(ctx, sessionID)
+	return m.Version, err
 }
 
-// versionStmt returns SessionVersion's statement on the read pool, prepared on its
-// first use (not at open: a read-only open of a schema older than migration 0003
-// has no session_versions table, and only this method should fail then). A failed
+// SessionMark implements advisor.Store: in one indexed read, the session's version
+// (a counter that grows by exactly one for every stub saved and every recall
+// recorded in the session, by any process sharing the database; 0 for a session
+// with neither) and its latest advised step (the highest step record stored,
+// RecordBatch; 0 for none). It runs on every advised request, so its statement is
+// prepared once per read connection (versionStmt) rather than parsed anew each
+// time.
+func (db *DB) SessionMark(ctx context.Context, sessionID string) (advisor.Mark, error) {
+	st, err := db.versionStmt(ctx)
+	var m advisor.Mark
+	if err == nil {
+		err = st.QueryRowContext(ctx, sessionID).Scan(&m.Version, &m.Step)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return advisor.Mark{}, nil
+	}
+	if err != nil {
+		return advisor.Mark{}, fmt.Errorf("storage: version of session %q: %w", sessionID, db.classify(err))
+	}
+	return m, nil
+}
+
+// versionStmt returns SessionMark's statement on the read pool, prepared on its
+// first use (not at open: a read-only open of a schema older than migration 0012
+// has no last_step column, and only this method should fail then). A failed
 // prepare is tried again on the next call.
 func (db *DB) versionStmt(ctx context.Context) (*sql.Stmt, error) {
 	db.stmtMu.Lock()
 	defer db.stmtMu.Unlock()
 	if db.version == nil {
-		st, err := db.r.PrepareContext(ctx, `SELECT version FROM session_versions WHERE session_id = $1`)
+		st, err := db.r.PrepareContext(ctx, `SELECT version, last_step FROM session_versions WHERE session_id = $1`)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,10 @@ func (db *DB) RecordBatch(ctx context.Context, asks []advisor.AskRecord, ds []ad
 			}
 		}
 		if len(steps) > 0 {
-			return db.insertAll(ctx, tx, stepColumns, len(steps), func(i int) []any { return stepRow(steps[i]) })
+			if err := db.insertAll(ctx, tx, stepColumns, len(steps), func(i int) []any { return stepRow(steps[i]) }); err != nil {
+				return err
+			}
+			return markSteps(ctx, tx, steps)
 		}
 		return nil
 	})
@@ -139,6 +143,12 @@ func (db *DB) Asks(ctx context.Context, f AskFilter) ([]advisor.AskRecord, error
 	if err != nil {
 		return nil, fmt.Errorf("storage: asks %+v: %w", f, db.classify(err))
 	}
+	return db.scanAsks(rows, fmt.Sprintf("storage: asks %+v", f))
+}
+
+// scanAsks reads the asks rows of a query selecting the asks columns (Asks), and
+// closes them; what names the query in errors.
+func (db *DB) scanAsks(rows *sql.Rows, what string) ([]advisor.AskRecord, error) {
 	defer rows.Close()
 	var out []advisor.AskRecord
 	for rows.Next() {
@@ -147,16 +157,17 @@ func (db *DB) Asks(ctx context.Context, f AskFilter) ([]advisor.AskRecord, error
 		var latency int64
 		var signals string
 		if err := rows.Scan(&a.SessionID, &a.OutputKey, &a.Step, &a.CardHash, &a.Scorer, &score, &a.OK, &a.FailKind, &latency, &a.Tokens, &signals); err != nil {
-			return nil, fmt.Errorf("storage: asks %+v: %w", f, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
+		var err error
 		if a.Signals, err = parseSignals(signals); err != nil {
-			return nil, fmt.Errorf("storage: asks %+v: ask of %q at step %d: signals: %w", f, a.OutputKey, a.Step, err)
+			return nil, fmt.Errorf("%s: ask of %q at step %d: signals: %w", what, a.OutputKey, a.Step, err)
 		}
 		a.Score, a.Latency = floatBack(score), time.Duration(latency)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: asks %+v: %w", f, db.classify(err))
+		return nil, fmt.Errorf("%s: %w", what, db.classify(err))
 	}
 	return out, nil
 }
@@ -518,21 +529,44 @@ func checkSteps(steps []advisor.StepRecord) error {
 }
 
 // stepColumns and stepRow are the steps row of r.
-const stepColumns = `steps(session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd)`
+const stepColumns = `steps(session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd, max_growth)`
 
 func stepRow(r advisor.StepRecord) []any {
-	return []any{r.SessionID, r.Step, timeText(r.At), r.ContextTokens, r.FullTokens, r.Rewrite, r.Pruned, r.Frees, r.Suffix, r.CostUSD, r.SavingUSD}
+	return []any{r.SessionID, r.Step, timeText(r.At), r.ContextTokens, r.FullTokens, r.Rewrite, r.Pruned, r.Frees, r.Suffix, r.CostUSD, r.SavingUSD, r.MaxGrowth}
+}
+
+// markSteps raises each session's latest advised step (session_versions.last_step,
+// read by SessionMark) to the highest step of steps, inside tx: the step records
+// and the mark commit together, so a reader that sees the mark sees the records
+// (and the asks RecordBatch wrote with them). A mark never goes down.
+func markSteps(ctx context.Context, tx *sql.Tx, steps []advisor.StepRecord) error {
+	last := map[string]int{}
+	var order []string
+	for _, r := range steps {
+		if _, ok := last[r.SessionID]; !ok {
+			order = append(order, r.SessionID)
+		}
+		last[r.SessionID] = max(last[r.SessionID], r.Step)
+	}
+	for _, id := range order {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO session_versions(session_id, version, last_step) VALUES ($1, 0, $2)
+			ON CONFLICT(session_id) DO UPDATE SET last_step = CASE WHEN excluded.last_step > session_versions.last_step
+				THEN excluded.last_step ELSE session_versions.last_step END`, id, last[id]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Steps returns the step records of a session in the order recorded.
 func (db *DB) Steps(ctx context.Context, sessionID string) ([]advisor.StepRecord, error) {
 	var out []advisor.StepRecord
-	err := db.query(ctx, `SELECT session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd
+	err := db.query(ctx, `SELECT session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd, max_growth
 		FROM steps WHERE session_id = $1 ORDER BY id`, []any{sessionID}, func(rows *sql.Rows) error {
 		var r advisor.StepRecord
 		var at sql.NullString
 		if err := rows.Scan(&r.SessionID, &r.Step, &at, &r.ContextTokens, &r.FullTokens, &r.Rewrite, &r.Pruned,
-			&r.Frees, &r.Suffix, &r.CostUSD, &r.SavingUSD); err != nil {
+			&r.Frees, &r.Suffix, &r.CostUSD, &r.SavingUSD, &r.MaxGrowth); err != nil {
 			return err
 		}
 		t, err := parseTime(at)
@@ -549,19 +583,32 @@ func (db *DB) Steps(ctx context.Context, sessionID string) ([]advisor.StepRecord
 	return out, nil
 }
 
-// SessionHistory implements advisor.Store: the session's asks in the order recorded
-// and its latest step record (the highest step; the latest recorded among equals).
+// SessionHistory returns the session's history: SessionHistoryBetween(ctx,
+// sessionID, 0, 0), every ask recorded in it and its latest step record.
 func (db *DB) SessionHistory(ctx context.Context, sessionID string) (advisor.History, error) {
+	return db.SessionHistoryBetween(ctx, sessionID, 0, 0)
+}
+
+// SessionHistoryBetween implements advisor.Store: the session's asks of steps
+// after step after and before step before (no bound for before <= 0), in the order
+// recorded, and its latest step record before step before (a zero Last when none
+// is stored). The asks are read by the index on (session_id, step) (migration
+// 0012), so a replica catching up on the steps it did not advise reads those
+// steps' asks only.
+func (db *DB) SessionHistoryBetween(ctx context.Context, sessionID string, after, before int) (advisor.History, error) {
 	var h advisor.History
-	asks, err := db.Asks(ctx, AskFilter{SessionID: sessionID})
+	if before <= 0 {
+		before = math.MaxInt32 // steps are INTEGER columns
+	}
+	asks, err := db.asksBetween(ctx, sessionID, after, before)
 	if err != nil {
 		return h, err
 	}
 	h.Asks = asks
 	var at sql.NullString
-	err = db.r.QueryRowContext(ctx, `SELECT session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd
-		FROM steps WHERE session_id = $1 ORDER BY step DESC, id DESC LIMIT 1`, sessionID).Scan(&h.Last.SessionID, &h.Last.Step, &at,
-		&h.Last.ContextTokens, &h.Last.FullTokens, &h.Last.Rewrite, &h.Last.Pruned, &h.Last.Frees, &h.Last.Suffix, &h.Last.CostUSD, &h.Last.SavingUSD)
+	err = db.r.QueryRowContext(ctx, `SELECT session_id, step, at, context_tokens, full_tokens, rewrite, pruned, frees, suffix, cost_usd, saving_usd, max_growth
+		FROM steps WHERE session_id = $1 AND step < $2 ORDER BY step DESC, id DESC LIMIT 1`, sessionID, before).Scan(&h.Last.SessionID, &h.Last.Step, &at,
+		&h.Last.ContextTokens, &h.Last.FullTokens, &h.Last.Rewrite, &h.Last.Pruned, &h.Last.Frees, &h.Last.Suffix, &h.Last.CostUSD, &h.Last.SavingUSD, &h.Last.MaxGrowth)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return h, nil
@@ -572,4 +619,16 @@ func (db *DB) SessionHistory(ctx context.Context, sessionID string) (advisor.His
 		return h, fmt.Errorf("storage: history of %q: %w", sessionID, err)
 	}
 	return h, nil
+}
+
+// asksBetween returns the asks of session id at steps after step after and
+// before step before, in the order recorded.
+func (db *DB) asksBetween(ctx context.Context, id string, after, before int) ([]advisor.AskRecord, error) {
+	what := fmt.Sprintf("storage: asks of %q between steps %d and %d", id, after, before)
+	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, step, card_hash, scorer, score, ok, fail_kind, latency_ns, tokens, signals
+		FROM asks WHERE session_id = $1 AND step > $2 AND step < $3 ORDER BY id`, id, after, before)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, db.classify(err))
+	}
+	return db.scanAsks(rows, what)
 }
