@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
@@ -158,19 +157,19 @@ func TestReplicasSameBytes(t *testing.T) {
 			}
 			got := replicaRun(t, procs, func(r int) int { return order[r-1] }, sameBytesRequests/2+1, restart)
 			compareRuns(t, what, want, got)
-			checkRecalls(t, what, procs, got[len(got)-1])
+			tools, err := toolContents(got[len(got)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRecalls(t, what, procs, tools)
 		}
 	}
 }
 
-// checkRecalls recalls every stub of body from every replica: each must give its
-// original byte for byte.
-func checkRecalls(t *testing.T, what string, procs []*served, body []byte) {
+// checkRecalls recalls every stub among tools (tool results by call id) from every
+// replica: each must give its original byte for byte.
+func checkRecalls(t *testing.T, what string, procs []*served, tools map[string]string) {
 	t.Helper()
-	tools, err := toolContents(body)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for call, c := range tools {
 		m := stubRecallID.FindStringSubmatch(c)
 		if m == nil || !strings.HasPrefix(c, "[pruned: ") {
@@ -186,5 +185,70 @@ func checkRecalls(t *testing.T, what string, procs []*served, body []byte) {
 	}
 }
 
-var _ = io.EOF
-var _ sync.Mutex
+// TestReplicasAtOnce sends every request of the session to two replicas on one
+// store at the same moment (a client retrying on the other replica, or a balancer
+// that duplicates), on PostgreSQL and on one SQLite file. Both answers of a step
+// carry the same stubs (no two different stub sets for one step), no output is ever
+// sent with two different stubs or whole after its stub, and every stub recalls its
+// original byte for byte from either replica (no lost original).
+func TestReplicasAtOnce(t *testing.T) {
+	t.Parallel()
+	up := echoUpstream(t)
+	env := testEnv(t)
+	args := append(append([]string{}, sameBytesArgs...), "--openai-upstream", up.URL)
+	one := startServe(t, env, append([]string{"--db", filepath.Join(t.TempDir(), "one.db")}, args...)...)
+	want := replicaRun(t, []*served{one}, func(int) int { return 0 }, 0, nil)
+	for kind, db := range sameBytesStores(t) {
+		procs := []*served{startServe(t, env, append([]string{"--db", db}, args...)...), startServe(t, env, append([]string{"--db", db}, args...)...)}
+		stubs := map[string]string{} // call id -> its stub
+		sameAsOne := 0
+		for r := 1; r <= sameBytesRequests; r++ {
+			var got [2][]byte
+			var wg sync.WaitGroup
+			for i, p := range procs {
+				wg.Go(func() {
+					code, resp := p.post(t, "/v1/chat/completions", readBody(r))
+					if code != http.StatusOK {
+						t.Errorf("%s: request %d to replica %d: %d %s", kind, r, i, code, cutOut(resp, 300))
+					}
+					got[i] = []byte(resp)
+				})
+			}
+			wg.Wait()
+			if !bytes.Equal(got[0], got[1]) {
+				t.Errorf("%s: request %d: the replicas sent different bodies (%d and %d stubs):\n%s", kind, r,
+					stubCount(t, got[0]), stubCount(t, got[1]), cutOut(toolDiff(t, got[0], got[1]), 2000))
+			}
+			if bytes.Equal(withoutIDs(got[0]), withoutIDs(want[r-1])) {
+				sameAsOne++
+			}
+			for _, body := range got {
+				tools, err := toolContents(body)
+				if err != nil {
+					t.Fatalf("%s: request %d: %v", kind, r, err)
+				}
+				for call, c := range tools {
+					var k int
+					fmt.Sscanf(call, "call_%d", &k)
+					switch old, ok := stubs[call]; {
+					case c == readOutput(k):
+						if ok {
+							t.Errorf("%s: request %d: %s sent whole after its stub", kind, r, call)
+						}
+					case !strings.HasPrefix(c, "[pruned: "):
+						t.Errorf("%s: request %d: %s is neither its original nor a stub: %q", kind, r, call, cutOut(c, 200))
+					case ok && old != c:
+						t.Errorf("%s: request %d: %s sent with two stubs:\n%s\n%s", kind, r, call, old, c)
+					default:
+						stubs[call] = c
+					}
+				}
+			}
+		}
+		if len(stubs) < 10 {
+			t.Errorf("%s: %d outputs stubbed; the test needs at least 10", kind, len(stubs))
+		}
+		t.Logf("%s: %d outputs stubbed; %d of %d requests as through one process", kind, len(stubs), sameAsOne, sameBytesRequests)
+		checkRecalls(t, kind, procs, stubs)
+	}
+}
