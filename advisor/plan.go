@@ -111,6 +111,13 @@ type Plan struct {
 	// text: exactly what transcript.Session.Rewrite takes. Like Items it is the
 	// advisor's own (valid until the next Advise of the session; Clone copies it).
 	Stubs map[string]string `json:"-"`
+	// PrevFullTokens is the context of the session's previous step with nothing
+	// pruned (its ContextTokens + SavedTokens), by whichever process advised it
+	// (read from the store's step record when another one did), when PrevKnown: what
+	// the proxy's ledger counts the agent's additions from. PrevKnown is false at a
+	// session's first step and when no step record of the one before could be read.
+	PrevFullTokens int  `json:"-"`
+	PrevKnown      bool `json:"-"`
 }
 
 // Clone returns a deep copy of p that later steps do not change.

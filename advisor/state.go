@@ -74,6 +74,10 @@ type state struct {
 	ctxTokens   int            // tokens of the indexed messages with applied stubs, from the latest compaction on
 	fullTokens  int            // tokens of the indexed messages as sent by the agent, from the latest compaction on
 	lastCall    time.Time
+	// lastFull is fullTokens as the session's previous step left it (by this
+	// process, or read from its step record: stepAfter), when fullKnown.
+	lastFull  int
+	fullKnown bool
 	lastNow     string // the latest non-empty assistant text
 	// sentTokens is ctxTokens as the previous step sent it (0 before the first);
 	// maxGrowth the largest growth of the context from one step to the next so

@@ -188,6 +188,7 @@ func (st *state) stepAfter(last StepRecord) {
 		return
 	}
 	st.seen = last.Step
+	st.lastFull, st.fullKnown = last.FullTokens, true
 	if last.At.After(st.lastCall) {
 		st.lastCall = last.At
 	}
@@ -872,6 +873,8 @@ func (a *Advisor) finish(ctx context.Context, st *state, sp *stepState) {
 	r.SessionID, r.Step, r.At, r.Pruned = st.id, sp.T, sp.now, p.Pruned
 	r.ContextTokens, r.FullTokens, r.MaxGrowth = st.ctxTokens, st.fullTokens, st.maxGrowth
 	st.seen = max(st.seen, sp.T)
+	p.PrevFullTokens, p.PrevKnown = st.lastFull, st.fullKnown
+	st.lastFull, st.fullKnown = st.fullTokens, true
 	if err := a.Store.RecordSteps(ctx, []StepRecord{*r}); err != nil {
 		a.warnOnce(st, "storage-steps", "storage: cannot record steps", err)
 	}

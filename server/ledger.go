@@ -83,8 +83,10 @@ type ledgerNote struct {
 }
 
 // setPlan records the advisor's plan for the request, and the unpruned size of the
-// session's previous advised request, taken in the order the requests were
-// advised (their responses may end in another order).
+// session's previous advised request: the advisor's (Plan.PrevFullTokens, which
+// another process sharing the store may have advised), else this process's own
+// latest, taken in the order the requests were advised (their responses may end
+// in another order).
 func (n *ledgerNote) setPlan(p advisor.Plan) {
 	if n == nil {
 		return
@@ -95,6 +97,9 @@ func (n *ledgerNote) setPlan(p advisor.Plan) {
 		n.plan.Rewrite, n.planned = p.RewriteReason, p.RewriteCostUSD
 	}
 	n.plan.PrevFull, n.plan.PrevKnown = n.l.swapFull(n.session, n.plan.Full)
+	if p.PrevKnown {
+		n.plan.PrevFull, n.plan.PrevKnown = p.PrevFullTokens, true
+	}
 }
 
 // swapFull records full as the session's latest unpruned request size and returns
