@@ -195,7 +195,12 @@ func (a *Advisor) state(id string) *state {
 // already sent and the ask history come back from the Store unchanged, and so does
 // a session first seen by this process (a restart, another replica): everything a
 // later decision depends on is in the Store. Stubs and recalls written by other
-// processes sharing the Store are picked up at every step.
+// processes sharing the Store are picked up at every step, and so are the asks and
+// step records of steps another process advised (Store.SessionMark tells, with one
+// read, whether there are any): a session whose steps several processes advise in
+// any order gets the plans and bytes of one advisor that advised every step, when
+// the scorer is asked on the step's path (Asks nil; docs/ARCHITECTURE.md,
+// "Replicas").
 //
 // Errors: ErrNoSession for a nil session or nil message; a storage failure is not an
 // error (nothing new is pruned and Plan.StorageError says why); a scorer failure is
