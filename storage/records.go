@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -538,17 +540,15 @@ func stepRow(r advisor.StepRecord) []any {
 // markSteps raises each session's latest advised step (session_versions.last_step,
 // read by SessionMark) to the highest step of steps, inside tx: the step records
 // and the mark commit together, so a reader that sees the mark sees the records
-// (and the asks RecordBatch wrote with them). A mark never goes down.
+// (and the asks RecordBatch wrote with them). A mark never goes down. Sessions are
+// marked in the order of their ids, so that two rounds of different processes on
+// PostgreSQL take the rows' locks in one order and cannot deadlock.
 func markSteps(ctx context.Context, tx *sql.Tx, steps []advisor.StepRecord) error {
 	last := map[string]int{}
-	var order []string
 	for _, r := range steps {
-		if _, ok := last[r.SessionID]; !ok {
-			order = append(order, r.SessionID)
-		}
 		last[r.SessionID] = max(last[r.SessionID], r.Step)
 	}
-	for _, id := range order {
+	for _, id := range slices.Sorted(maps.Keys(last)) {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO session_versions(session_id, version, last_step) VALUES ($1, 0, $2)
 			ON CONFLICT(session_id) DO UPDATE SET last_step = CASE WHEN excluded.last_step > session_versions.last_step
 				THEN excluded.last_step ELSE session_versions.last_step END`, id, last[id]); err != nil {
