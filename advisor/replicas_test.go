@@ -57,3 +57,76 @@ func TestReplicasGiveSamePlans(t *testing.T) {
 		})
 	}
 }
+
+// With asks in the background (AskRunner), an ask in flight is its replica's own:
+// another replica advising the session meanwhile does not know of it and asks
+// about the same output itself; the answer is stored, with the step it was asked
+// at, by the replica that sent it, when it folds it in; a stub that answer leads to
+// is the one every replica sends (docs/TEAM.md, "Several replicas").
+func TestBackgroundAsksAcrossReplicas(t *testing.T) {
+	s := lagSession(t)
+	cfg := advisor.DefaultConfig()
+	cfg.Budget = 3000
+	cfg.PriceForced = false
+	store := advisor.NewMemoryStore()
+	clk := newClock()
+	replica := func() (*advisor.Advisor, *gateScorer, *advisor.AskRunner) {
+		g := &gateScorer{gate: make(chan struct{}), asks: make(chan int, 100)}
+		adv := newAdvisor(t, cfg, g, store, clk)
+		adv.Asks = advisor.NewAskRunner()
+		t.Cleanup(adv.Asks.Close)
+		return adv, g, adv.Asks
+	}
+	a, ga, ra := replica()
+	b, gb, rb := replica()
+	r := newRunner(t, a, s)
+	for range 4 { // steps 1-4 on A: c1 asked a step ahead, at step 4, unanswered
+		r.next()
+	}
+	started(t, ga)
+	r.adv = b
+	if p := r.next().plan; p.Asked == 0 { // step 5 on B, which knows nothing of A's ask
+		t.Fatalf("step 5 on B asked nothing; want c1 asked again (A's ask is A's own)")
+	}
+	started(t, gb)
+	close(ga.gate)
+	waitIdle(t, ra)
+	r.adv = a
+	p6 := r.next().plan // step 6 on A folds in its answer: c1 scored 0.1 as of step 4
+	if it := item(t, p6, "c1"); it.Score != 0.1 || it.Decision != advisor.DecisionPruned {
+		t.Fatalf("step 6 on A: c1 %s, score %v; want pruned with A's answer", it.Decision, it.Score)
+	}
+	var steps []int
+	for _, ask := range store.Asks() {
+		steps = append(steps, ask.Step)
+	}
+	if d := cmp.Diff([]int{4}, steps); d != "" {
+		t.Errorf("stored ask steps after step 6 (-want +got):\n%s", d)
+	}
+	r.adv = b
+	p7 := r.next().plan // step 7 on B: A's stub is adopted; B's own ask is still out
+	if got, want := item(t, p7, "c1").Stub, item(t, p6, "c1").Stub; got != want || got == "" {
+		t.Errorf("step 7 on B sends c1 as %q; want A's stub %q", got, want)
+	}
+	close(gb.gate)
+	waitIdle(t, rb)
+	r.next() // step 8 on B folds in its own answer, stored with step 5
+	var c1 []int
+	for _, ask := range store.Asks() {
+		if ask.OutputKey == "c1" {
+			c1 = append(c1, ask.Step)
+		}
+	}
+	if d := cmp.Diff([]int{4, 5}, c1); d != "" {
+		t.Errorf("stored asks about c1, by step (-want +got: A's, then B's):\n%s", d)
+	}
+	n := 0
+	for _, st := range store.Stubs() {
+		if st.OutputKey == "c1" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d stubs stored for c1; want 1", n)
+	}
+}
