@@ -88,6 +88,12 @@ func (s *Server) advise(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.adviseSeconds.WithLabelValues("advise").Observe(time.Since(start).Seconds())
+	// The step's asks and step record are in the store before the client has the
+	// plan, as for a proxied request's response: the session's next step, on any
+	// replica or after a restart, reads them (docs/TEAM.md, "Several replicas").
+	if err := s.records.writtenUpTo(r.Context(), s.records.mark()); err != nil {
+		return // the client is gone
+	}
 	writeAdvice(w, out, plan)
 }
 
@@ -158,7 +164,9 @@ func (s *Server) adviseStep(ctx context.Context, req AdviseRequest, sess *transc
 	defer s.sessions.release(e)
 	actx, cancel := context.WithTimeout(ctx, s.adviseTimeout)
 	defer cancel()
+	actx, queue := s.records.collect(actx)
 	plan, err := e.advise(actx, sess)
+	queue() // the step's records, one round of the record queue
 	if err != nil {
 		if ctx.Err() != nil {
 			return plan, nil, 0, err
