@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/pruneadvisor/pruneadvisor/cards"
 
 	"github.com/pruneadvisor/pruneadvisor/server"
 	"github.com/pruneadvisor/pruneadvisor/storage"
@@ -15,12 +18,34 @@ import (
 // anyRecallID matches a recall id; ids are keyed by their store's secret.
 var anyRecallID = regexp.MustCompile(`o_[0-9a-f]{10}`)
 
+// ageScorer scores the NOISE outputs by the step they are asked at (0.01 a step
+// of age, so a stub names the step its score came from) and keeps the others.
+type ageScorer struct{}
+
+func (ageScorer) Name() string { return "age-test" }
+
+func (ageScorer) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
+	out := make([]cards.Score, len(b.Cards))
+	for i, c := range b.Cards {
+		out[i] = cards.Score{Keep: 0.9, OK: true}
+		if strings.Contains(c.Head, "NOISE") {
+			out[i].Keep = 0.01 * float64(c.Age)
+		}
+	}
+	return out, nil
+}
+
 // A session advised through /v1/advise by two servers sharing one SQLite file, its
 // requests alternating between them, gets back the messages one server alone
 // gives, request by request (recall ids set aside): /v1/advise answers once the
-// step's asks and step record are stored, so the other server reads them.
+// step's asks and step record are stored, and the other server reads them before
+// its step (without, it asks again a step later, and its stubs name other scores).
 func TestAdviseReplicasSameMessages(t *testing.T) {
-	one := newProxy(t, server.Options{})
+	cfg := testConfig()
+	cfg.Budget = 8000
+	cfg.RewriteFraction = 0.4 // a rewrite waits for 3,200 tokens of pending prunes: they wait a few steps
+	opts := server.Options{Config: cfg, Scorer: ageScorer{}}
+	one := newProxy(t, opts)
 	dsn := filepath.Join(t.TempDir(), "shared.db")
 	var pair []*proxyEnv
 	for range 2 {
@@ -29,7 +54,7 @@ func TestAdviseReplicasSameMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = db.Close() })
-		pair = append(pair, newProxyOn(t, server.Options{}, db, dsn))
+		pair = append(pair, newProxyOn(t, opts, db, dsn))
 	}
 	advise := func(env *proxyEnv, n int) adviseAnswer {
 		t.Helper()
@@ -45,7 +70,7 @@ func TestAdviseReplicasSameMessages(t *testing.T) {
 		return ans
 	}
 	stubs := 0
-	for n := 1; n <= 16; n++ {
+	for n := 1; n <= 24; n++ {
 		want, got := advise(one, n), advise(pair[n%2], n)
 		if w, g := anyRecallID.ReplaceAll(want.Messages, nil), anyRecallID.ReplaceAll(got.Messages, nil); string(w) != string(g) {
 			t.Fatalf("%d outputs: the replicas answered other messages than one server:\n%s\n%s", n, g, w)
