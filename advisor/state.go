@@ -32,7 +32,7 @@ type state struct {
 	// What the store holds for the session (possibly written by other processes).
 	loaded   bool                   // stubs, recalls and history read since the last reset
 	synced   bool                   // the store was read without error at this step
-	version  int64                  // SessionVersion at the last read
+	version  int64                  // the SessionMark version at the last read
 	own      int64                  // stubs this process saved since that read (apply): the version moved by them
 	frozen   map[string]StubRecord  // stubs read from the store, by output key (for outputs not indexed yet)
 	recalls  int                    // recall events already applied

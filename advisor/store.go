@@ -20,7 +20,7 @@ type Store interface {
 	// A stub is stored once per output, first writer wins, atomically across every
 	// process sharing the store (proxy replicas advising one session at once): a
 	// stub whose text is already stored for its output is a no-op (and does not
-	// move SessionVersion); another stub for an output that has one fails the whole
+	// move the version SessionMark reads); another stub for an output that has one fails the whole
 	// call with an error wrapping ErrConflict, storing nothing. The advisor then
 	// reads the winner's stubs (SessionStubs) and sends those, so no output ever
 	// gets two different stubs.

@@ -25,7 +25,7 @@ const maxQueuedRecordSets = 20_000
 // original is durable. flush waits for the writer. Records not yet written when the
 // process dies are lost, except that a proxied request's response reaches its
 // client only once the records queued before it was forwarded are written (mark,
-// writtenUpTo): the asks a later step restores (advisor.Store.SessionHistory) are
+// writtenUpTo): the asks a later step restores (advisor.Store.SessionHistoryBetween) are
 // then in the store before the agent can send that step, also across kill -9. A
 // failed write is logged and its records dropped, as the advisor does with a
 // synchronous failure.

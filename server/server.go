@@ -133,7 +133,7 @@ type Store interface {
 	// RecordBatch stores asks, decisions and step records in one commit (all or
 	// none), as the advisor.Store methods would one by one: the record queue writes
 	// each round with it (records.go). The commit must survive the process's death
-	// (what SessionHistory reads back after a restart); it need not survive a power
+	// (what SessionHistoryBetween reads back after a restart); it need not survive a power
 	// failure (storage.DB.RecordBatch). Empty slices are no-ops.
 	RecordBatch(ctx context.Context, asks []advisor.AskRecord, decisions []advisor.DecisionRecord, steps []advisor.StepRecord) error
 }

@@ -30,7 +30,7 @@ func (db *DB) RecordAsks(ctx context.Context, asks []advisor.AskRecord) error {
 // none), as RecordAsks, RecordDecisions and RecordSteps would one by one: the record
 // queue of the proxy writes each round with it, so a round is one commit. The commit
 // is crash-safe, not durable: it survives kill -9 (what a restarted server reads
-// back, advisor.Store.SessionHistory, is there), while a power failure may lose the
+// back, advisor.Store.SessionHistoryBetween, is there), while a power failure may lose the
 // last rounds (SQLite synchronous=NORMAL, PostgreSQL synchronous_commit off for the
 // transaction); originals and stubs (SavePrunes) always commit durably. Validation
 // errors (ErrInvalid) name the record; all empty is a no-op.

@@ -167,7 +167,7 @@ type DB struct {
 	ckpt *checkpointer // SQLite read-write: WAL checkpoints off the commits; nil otherwise
 
 	stmtMu  sync.Mutex
-	version *sql.Stmt            // SessionVersion's statement on r, once prepared (versionStmt)
+	version *sql.Stmt            // SessionMark's statement on r, once prepared (versionStmt)
 	inserts map[string]*sql.Stmt // small INSERTs' statements on w, by text (prepareInserts)
 }
 
