@@ -78,7 +78,7 @@ type state struct {
 	// process, or read from its step record: stepAfter), when fullKnown.
 	lastFull  int
 	fullKnown bool
-	lastNow     string // the latest non-empty assistant text
+	lastNow   string // the latest non-empty assistant text
 	// sentTokens is ctxTokens as the previous step sent it (0 before the first);
 	// maxGrowth the largest growth of the context from one step to the next so
 	// far (the hard limit's margin, Config.HardLimitFor).
