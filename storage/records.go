@@ -319,7 +319,7 @@ func (db *DB) RecordEvidence(ctx context.Context, evs []Evidence) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		return db.insertAll(ctx, tx, evidenceColumns, len(evs), func(i int) []any {
 			e := evs[i]
-			return []any{e.SessionID, e.OutputKey, e.UseStep, e.Proof, nullFloat(e.Weight), e.Digest, e.Preview}
+			return []any{e.SessionID, e.OutputKey, e.UseStep, e.Proof, nullFloat(e.Weight), e.Digest, intBool(e.Preview)}
 		})
 	})
 	if err != nil {
@@ -535,6 +535,16 @@ const stepColumns = `steps(session_id, step, at, context_tokens, full_tokens, re
 
 func stepRow(r advisor.StepRecord) []any {
 	return []any{r.SessionID, r.Step, timeText(r.At), r.ContextTokens, r.FullTokens, r.Rewrite, r.Pruned, r.Frees, r.Suffix, r.CostUSD, r.SavingUSD, r.MaxGrowth}
+}
+
+// intBool is b as the INTEGER the preview columns hold (1 or 0): PostgreSQL's
+// driver does not encode a Go bool into an integer column (SQLite's does), and
+// database/sql reads 1 and 0 back into a bool.
+func intBool(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // markSteps raises each session's latest advised step (session_versions.last_step,

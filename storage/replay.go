@@ -87,7 +87,7 @@ func (db *DB) commitReplayTx(ctx context.Context, tx *sql.Tx, rec *replay.Record
 	}
 	if err := db.insertAll(ctx, tx, evidenceColumns, len(rec.Evidence), func(i int) []any {
 		u := rec.Evidence[i]
-		return []any{rec.ID, u.Key, u.Step, u.Proof, nullFloat(u.Weight), u.Digest, u.Preview}
+		return []any{rec.ID, u.Key, u.Step, u.Proof, nullFloat(u.Weight), u.Digest, intBool(u.Preview)}
 	}); err != nil {
 		return fmt.Errorf("evidence: %w", err)
 	}
