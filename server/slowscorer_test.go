@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
+	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/server"
 )
 
@@ -129,6 +131,64 @@ func BenchmarkSlowScorer(b *testing.B) {
 		}
 		delay = d
 	}
+	benchScorer(b, func(b *testing.B) *ollama.Scorer { return slowOllama(b, delay) })
+}
+
+// BenchmarkRealScorer is BenchmarkSlowScorer with the scorer asking a real Ollama
+// server: the loopback host PRUNEADVISOR_TEST_OLLAMA_HOST names (as OLLAMA_HOST)
+// and the model PRUNEADVISOR_TEST_OLLAMA_MODEL names (docs/SCORERS.md "Tests
+// against a real Ollama server"; docs/PERFORMANCE.md records a run with the tiny
+// model of internal/tinymodel). The model is loaded (one ask) before the timed
+// requests. Skipped, saying so, without the variables.
+func BenchmarkRealScorer(b *testing.B) {
+	host, model := os.Getenv("PRUNEADVISOR_TEST_OLLAMA_HOST"), os.Getenv("PRUNEADVISOR_TEST_OLLAMA_MODEL")
+	if host == "" || model == "" {
+		b.Skip("no real Ollama server: set PRUNEADVISOR_TEST_OLLAMA_HOST (e.g. 127.0.0.1:11434) and PRUNEADVISOR_TEST_OLLAMA_MODEL (e.g. qwen2.5:0.5b) to run this against one")
+	}
+	b.Setenv("OLLAMA_HOST", host)
+	client, err := api.ClientFromEnvironment()
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := host
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	if u, err := url.Parse(raw); err != nil || !isLoopback(u.Hostname()) {
+		b.Fatalf("PRUNEADVISOR_TEST_OLLAMA_HOST=%q: not a loopback address (benchmarks send traffic to loopback only)", host)
+	}
+	benchScorer(b, func(b *testing.B) *ollama.Scorer {
+		s := ollama.New(client, model)
+		s.Timeout = 120 * time.Second // a cold load on a busy CPU
+		if _, err := s.Version(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Score(context.Background(), cards.Batch{Task: "load the model",
+			Cards: []cards.Card{{ID: "warm", Tool: "Read", Args: "README.md", Head: "hello", Chars: 5, Age: 1}}}); err != nil {
+			b.Logf("loading the model: %v (the benchmark goes on: a scorer that fails leaves cards unscored)", err)
+		}
+		return s
+	})
+}
+
+// isLoopback reports whether host is a loopback IP or resolves only to loopback
+// addresses.
+func isLoopback(host string) bool {
+	addrs, err := net.LookupHost(host)
+	if err != nil || len(addrs) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		if ip := net.ParseIP(a); ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
+}
+
+// benchScorer runs BenchmarkSlowScorer's sessions with the scorer newScorer
+// returns, asks in the background and on the request path.
+func benchScorer(b *testing.B, newScorer func(*testing.B) *ollama.Scorer) {
 	for _, bg := range []bool{true, false} {
 		name := "background"
 		if !bg {
@@ -136,7 +196,7 @@ func BenchmarkSlowScorer(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			up := &discardTransport{}
-			env := newProxy(b, server.Options{Config: slowConfig(), Scorer: slowOllama(b, delay),
+			env := newProxy(b, server.Options{Config: slowConfig(), Scorer: newScorer(b),
 				BackgroundAsks: bg, AnthropicUpstream: "http://upstream.invalid", Transport: up})
 			b.Cleanup(env.srv.Close)
 			h, bare := env.srv.Handler(), bareProxy(up)
