@@ -202,6 +202,9 @@ func TestAppliedIsWhatTheAdvisorDid(t *testing.T) {
 	want := Result{
 		Name: "advisor", Cutoff: -1, Outputs: 3, Pruned: 3, Misses: 1, PruneRate: 1, MissRate: 1.0 / 3,
 		TokenSteps: 34_000, TotalTokenSteps: 66_000, Decision: lvl, Applied: lvl,
+		// Each stub is 40 tokens for the calls it stands in for: A 4-5 (its miss
+		// at 6), B 5-10, C 7-10: 40 x (2 + 6 + 4) = 480.
+		StubTokenSteps: 480,
 	}
 	if d := cmp.Diff(want, got, cmp.Comparer(approx)); d != "" {
 		t.Errorf("Applied (-want +got):\n%s", d)
