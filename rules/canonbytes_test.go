@@ -42,3 +42,22 @@ func TestCanonArgsReadsEscapesAmongEscapeLetters(t *testing.T) {
 		}
 	}
 }
+
+// A 16-digit integer past 2^53 is read as float64 rounds it, as encoding/json
+// reads it: 9999999999999999 is the float64 1e16, written 10000000000000000, so
+// the two are the same argument (worked out: the float64 nearest to it is 10^16,
+// whose neighbours are 2 apart there).
+func TestCanonArgsReadsLongIntegersAsFloat64(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"id":9999999999999999}`:  `{"id":10000000000000000}`,
+		`{"id":-9999999999999999}`: `{"id":-10000000000000000}`,
+		`{"id":999999999999999}`:   `{"id":999999999999999}`,
+	} {
+		if got := canonArgs(json.RawMessage(in)); got != want {
+			t.Errorf("canonArgs(%q) = %q; want %q", in, got, want)
+		}
+		if got := canonArgsByTree(json.RawMessage(in)); got != want {
+			t.Errorf("encoding/json's route on %q = %q; want %q", in, got, want)
+		}
+	}
+}
