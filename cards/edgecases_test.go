@@ -1,0 +1,69 @@
+package cards
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// The hand-made edge cases of the identity tests against the old definitions,
+// without the real sessions: those tests read ../shared first and skip (or fail
+// in CI) without it, and a checkout or a copy without it (gremlins runs each
+// mutant in a copy of the module alone) must still check every edge of Cut,
+// ReactionOf, HeadTail and Terms.
+
+// Cut and ReactionOf are the old cut and reaction on every edge case and length,
+// zero and negative lengths included, and on runs of the byte 0x80 (the lowest
+// byte that is not ASCII: a run of invalid bytes is one character).
+func TestCutMatchesOldOnEdgeCases(t *testing.T) {
+	texts := append([]string{"\x80\x81abc", "a\x80\x80\x80b", strings.Repeat("\x80", 5) + "xyz"}, cutCases...)
+	for _, text := range texts {
+		for _, n := range cutLengths {
+			if got, want := Cut(text, n), oldCut(text, n); got != want {
+				t.Errorf("Cut(%.80q, %d) = %.80q, want %.80q", text, n, got, want)
+			}
+		}
+		if got, want := ReactionOf(&transcript.Message{Text: text}), oldReaction(text); got != want {
+			t.Errorf("ReactionOf(%.80q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// New's head and tail are HeadTail's on the edge cases, around the 400
+// characters of head and tail together and with invalid UTF-8.
+func TestNewHeadTailMatchesHeadTailOnEdgeCases(t *testing.T) {
+	texts := append(append([]string(nil), termCases...), cutCases...)
+	texts = append(texts, strings.Repeat("é", 399), strings.Repeat("é", 400), strings.Repeat("é", 401),
+		strings.Repeat("a\xff", 300), "\xff\xfe\xfd"+strings.Repeat("b", 500))
+	for i, text := range texts {
+		c := New(&transcript.ToolOutput{Key: "k", Text: text}, 0)
+		head, tail := HeadTail(text, HeadChars, TailChars)
+		if c.Head != head || c.Tail != tail {
+			t.Errorf("text %d %.80q: New gives head %.40q tail %.40q, HeadTail %.40q %.40q", i, text, c.Head, c.Tail, head, tail)
+		}
+	}
+}
+
+// Terms, EachTerm and Corpus.Add are the old terms and counts on the edge cases.
+func TestTermsMatchOldOnEdgeCases(t *testing.T) {
+	c := NewCorpus()
+	old := oldCounts{DF: map[string]int{}}
+	for i, text := range termCases {
+		if d := cmp.Diff(oldTerms(text), Terms(text)); d != "" {
+			t.Errorf("text %d %.80q: Terms differ (-old +new):\n%s", i, text, d)
+		}
+		var each []string
+		EachTerm(text, &c.buf, func(term []byte) { each = append(each, string(term)) })
+		if d := cmp.Diff(Terms(text), each); d != "" {
+			t.Errorf("text %d %.80q: EachTerm differs from Terms (-Terms +EachTerm):\n%s", i, text, d)
+		}
+		c.Add(text)
+		old.add(text)
+	}
+	if d := cmp.Diff(old, c.counts()); d != "" {
+		t.Errorf("corpus counts differ (-old +new):\n%s", d)
+	}
+}
