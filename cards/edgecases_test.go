@@ -67,3 +67,18 @@ func TestTermsMatchOldOnEdgeCases(t *testing.T) {
 		t.Errorf("corpus counts differ (-old +new):\n%s", d)
 	}
 }
+
+// The byte 0x80 alone (invalid UTF-8: the lowest byte that is not ASCII) is no
+// word character: it splits the terms around it, as ranging over the string
+// reads it (U+FFFD), in Terms and in a corpus's counts.
+func TestTermsSplitAtALone0x80(t *testing.T) {
+	text := "ab\x80cd \x80\x80 ef\x80"
+	if d := cmp.Diff([]string{"ab", "cd", "ef"}, Terms(text)); d != "" {
+		t.Errorf("Terms(%q) (-want +got):\n%s", text, d)
+	}
+	c := NewCorpus()
+	c.Add(text)
+	if c.Tokens != 3 || c.DF("ab") != 1 || c.DF("cd") != 1 || c.DF("ef") != 1 {
+		t.Errorf("corpus of %q: %d tokens, DF ab %d, cd %d, ef %d; want 3 tokens, each DF 1", text, c.Tokens, c.DF("ab"), c.DF("cd"), c.DF("ef"))
+	}
+}
