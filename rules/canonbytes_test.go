@@ -61,3 +61,21 @@ func TestCanonArgsReadsLongIntegersAsFloat64(t *testing.T) {
 		}
 	}
 }
+
+// A string of nothing but HTML characters ("<", ">", "&": shell operators, say)
+// is written escaped, as encoding/json writes it, like any string that holds them.
+func TestCanonArgsEscapesStringsOfOnlyHTMLCharacters(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"op":"<"}`:  `{"op":"\u003c"}`,
+		`{"op":">>"}`: `{"op":"\u003e\u003e"}`,
+		`{"op":"&&"}`: `{"op":"\u0026\u0026"}`,
+		`{"<":1}`:     `{"\u003c":1}`,
+	} {
+		if got := canonArgs(json.RawMessage(in)); got != want {
+			t.Errorf("canonArgs(%q) = %q; want %q", in, got, want)
+		}
+		if got := canonArgsByTree(json.RawMessage(in)); got != want {
+			t.Errorf("encoding/json's route on %q = %q; want %q", in, got, want)
+		}
+	}
+}
