@@ -17,9 +17,11 @@ import (
 
 // Cut and ReactionOf are the old cut and reaction on every edge case and length,
 // zero and negative lengths included, and on runs of the byte 0x80 (the lowest
-// byte that is not ASCII: a run of invalid bytes is one character).
+// byte that is not ASCII: a run of invalid bytes is one character), one of them
+// longer than the first stretch the reaction folds (804 bytes) with no byte in it
+// that starts a character.
 func TestCutMatchesOldOnEdgeCases(t *testing.T) {
-	texts := append([]string{"\x80\x81abc", "a\x80\x80\x80b", strings.Repeat("\x80", 5) + "xyz"}, cutCases...)
+	texts := append([]string{"\x80\x81abc", "a\x80\x80\x80b", strings.Repeat("\x80", 5) + "xyz", strings.Repeat("\x80", 1000)}, cutCases...)
 	for _, text := range texts {
 		for _, n := range cutLengths {
 			if got, want := Cut(text, n), oldCut(text, n); got != want {
@@ -80,5 +82,21 @@ func TestTermsSplitAtALone0x80(t *testing.T) {
 	c.Add(text)
 	if c.Tokens != 3 || c.DF("ab") != 1 || c.DF("cd") != 1 || c.DF("ef") != 1 {
 		t.Errorf("corpus of %q: %d tokens, DF ab %d, cd %d, ef %d; want 3 tokens, each DF 1", text, c.Tokens, c.DF("ab"), c.DF("cd"), c.DF("ef"))
+	}
+}
+
+// Upper-case ASCII letters are lowered in every term, 'A' and 'Z' (the ends of
+// the range) included: EachTerm gives what Terms gives, written out by hand.
+func TestEachTermLowersFromAToZ(t *testing.T) {
+	text := "ZIP Zebra AZ_9 QUIZ"
+	want := []string{"zip", "zebra", "az_9", "quiz"}
+	var each []string
+	var buf []byte
+	EachTerm(text, &buf, func(term []byte) { each = append(each, string(term)) })
+	if d := cmp.Diff(want, each); d != "" {
+		t.Errorf("EachTerm(%q) (-want +got):\n%s", text, d)
+	}
+	if d := cmp.Diff(want, Terms(text)); d != "" {
+		t.Errorf("Terms(%q) (-want +got):\n%s", text, d)
 	}
 }
