@@ -275,7 +275,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	if f.writeConfig != "" {
 		if sr.Recommendation.None {
 			writeErr = fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
-		} else if writeErr = writeCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, 0); writeErr == nil {
+		} else if writeErr = writeCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, run.opts.SizeExponent, 0); writeErr == nil {
 			out.Wrote = f.writeConfig
 			if w := lowestCutoffWarning(sr); w != "" {
 				fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: warning: %s\n", w)
@@ -460,11 +460,14 @@ func (run *calibrationRun) compute(ctx context.Context, e *env, f calibrateFlags
 }
 
 // writeCutoff sets the cutoff of scorer (scorer_cutoffs, and cutoff itself for the
-// lexical scorer and others without a default entry) and, when factor > 0, the
-// remaining-steps factor the replayed sessions fit, in an advisor config file,
-// keeping its other fields (a missing file starts from the defaults).
-func writeCutoff(path, scorer string, cutoff, factor float64) error {
+// lexical scorer and others without a default entry), the size exponent it was
+// chosen under (size_exponent: the replay's, since a cutoff means a threshold only
+// with its exponent) and, when factor > 0, the remaining-steps factor the replayed
+// sessions fit, in an advisor config file, keeping its other fields (a missing file
+// starts from the defaults).
+func writeCutoff(path, scorer string, cutoff, exponent, factor float64) error {
 	return updateConfig(path, func(cfg *advisor.Config) {
+		cfg.SizeExponent = exponent
 		if cfg.ScorerCutoffs == nil {
 			cfg.ScorerCutoffs = map[string]float64{}
 		}

@@ -173,6 +173,9 @@ func TestCalibrateHandStore(t *testing.T) {
 	if cfg.Cutoff != 0.15 || cfg.Budget != 50000 || cfg.Schedule != "1" {
 		t.Errorf("written config: cutoff %v, budget %d, schedule %q; want 0.15, 50000, \"1\"", cfg.Cutoff, cfg.Budget, cfg.Schedule)
 	}
+	if cfg.SizeExponent != 0 {
+		t.Errorf("written config: size_exponent %v; want the replay's 0, under which the cutoff was chosen (not the default %v)", cfg.SizeExponent, advisor.DefaultConfig().SizeExponent)
+	}
 	if code, _, stderr := runCLI(t, "calibrate", "--db", path, "--write-config", filepath.Join(t.TempDir(), "x", "c.json")); code == 0 || !strings.Contains(stderr, "no such file") {
 		t.Errorf("write-config into a missing folder: exit %d, %q; want the file system's error", code, stderr)
 	}
