@@ -122,8 +122,8 @@ type Config struct {
 	// keep-probabilities than small ones. 0 compares every score with the cutoff
 	// itself. Default 0.5: on ../shared/corpus, cross-validated by session, the
 	// fitted scorer's share of the oracle's token-steps at <= 2% miss rises from
-	// 36.5% to about 50% (exponents 0.4 to 0.8 give 47% to 52%; docs/EVALUATION.md,
-	// "A cutoff that grows with the output").
+	// 36.5% to 48.3% (exponents 0.4 to 0.8 give 47% to 52% in the probe;
+	// docs/EVALUATION.md, "Live names and a cutoff that grows with the output").
 	SizeExponent float64 `json:"size_exponent" validate:"gte=0,lte=2"`
 	// RewriteFraction is the least rewrite, as a fraction of the budget: a rewrite
 	// forced by the budget waits until it frees at least this much, unless it reaches

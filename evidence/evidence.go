@@ -720,7 +720,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 		t.carried = append(t.carried, carriedName{idx: i, group: e.group})
 		_, info.preview = t.prev[name]
 		if _, taken := t.candGroups[e.group]; !taken {
-			if Specific(name, t.Background) {
+			if info.spec { // Specific(name), set when an output first carried it
 				t.candGroups[e.group] = 0 // its cost comes with setDigest
 				t.cands = append(t.cands, digestCand{name: name, group: e.group, pos: len(t.cands), spec: digestSpec(name)})
 			}

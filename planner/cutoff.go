@@ -3,17 +3,19 @@ package planner
 import "math"
 
 // SizeReferenceTokens is the candidate size, in tokens, at which CutoffAt is the
-// configured cutoff itself: a round figure near the median prunable output of
-// ../shared/corpus (about 1,500 tokens), so that a configured cutoff still reads
-// as the keep-probability under which an ordinary output is pruned.
+// configured cutoff itself: a round figure between the median candidate of
+// ../shared/corpus (457 tokens) and the size that splits the candidates' tokens in
+// half (2,345 tokens: half the tokens a pruner can remove sit in outputs larger),
+// so that a configured cutoff still reads as the keep-probability under which an
+// ordinary output is pruned.
 const SizeReferenceTokens = 1000
 
 // CutoffAt returns the cutoff a candidate of tokens tokens is pruned under:
 // cutoff x (tokens / SizeReferenceTokens)^exponent. A prune removes tokens in
 // proportion to the output's size while a miss costs one recall whatever the
 // size, so at one miss rate more is kept out by pruning large outputs at higher
-// keep-probabilities and small ones only at lower (docs/EVALUATION.md, "A cutoff
-// that grows with the output"). exponent 0 (or tokens <= 0) gives cutoff
+// keep-probabilities and small ones only at lower (docs/EVALUATION.md, "Live
+// names and a cutoff that grows with the output"). exponent 0 (or tokens <= 0) gives cutoff
 // unchanged. The result may pass 1: an output that large is pruned whatever its
 // score. Every place that compares a score with a cutoff calls this (the live
 // advisor and calibrate alike), so ties are decided one way everywhere.
