@@ -1,7 +1,6 @@
 package advisor_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,37 +8,14 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/internal/testbodies"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
-// compactedBody is an Anthropic Messages request body: two reads, then (message 5)
-// the assistant message the provider's compaction block opens when compacted is
-// set (a plain text block otherwise), then eight more reads.
+// compactedBody is testbodies.AnthropicCompacted with reads of about 1,500 tokens.
 func compactedBody(t *testing.T, compacted bool) []byte {
 	t.Helper()
-	var msgs []map[string]any
-	n := 0
-	read := func(path string) {
-		n++
-		id := fmt.Sprintf("toolu_%d", n)
-		msgs = append(msgs,
-			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "Read", "input": map[string]any{"file_path": path}}}},
-			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": filler(path, 1500)}}})
-	}
-	msgs = append(msgs, map[string]any{"role": "user", "content": "Port the parser to the new API."})
-	read("/src/a.go")
-	read("/src/b.go")
-	first := map[string]any{"type": "text", "text": "Summary so far: a.go and b.go read."}
-	if compacted {
-		first = map[string]any{"type": "compaction", "content": "Summary so far: a.go and b.go read."}
-	}
-	msgs = append(msgs,
-		map[string]any{"role": "assistant", "content": []any{first, map[string]any{"type": "text", "text": "Going on."}}},
-		map[string]any{"role": "user", "content": "Carry on."})
-	for i := range 8 {
-		read(fmt.Sprintf("/src/c%d.go", i))
-	}
-	b, err := json.Marshal(map[string]any{"model": "claude-test", "max_tokens": 1024, "messages": msgs})
+	b, err := testbodies.AnthropicCompacted(compacted, func(path string) string { return filler(path, 1500) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package replay_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/testbodies"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 )
 
@@ -75,38 +75,17 @@ func TestReplayHardLimitFromAgent(t *testing.T) {
 	t.Error("no hard-limit rewrite in a session that grows to 368,400 tokens")
 }
 
-// compactedAnthropicBody is an Anthropic Messages request body: two large reads,
-// then the assistant message a provider's compaction block opens (a plain text
-// block when compacted is false), then eight more reads.
+// compactedAnthropicBody is testbodies.AnthropicCompacted with reads of 400
+// numbered lines.
 func compactedAnthropicBody(t *testing.T, compacted bool) []byte {
 	t.Helper()
-	var msgs []map[string]any
-	n := 0
-	read := func(path string) {
-		n++
-		id := fmt.Sprintf("toolu_%d", n)
+	b, err := testbodies.AnthropicCompacted(compacted, func(path string) string {
 		var text strings.Builder
 		for i := range 400 {
 			fmt.Fprintf(&text, "%s line %d: value_%d = %d\n", path, i, i*7, i*i)
 		}
-		msgs = append(msgs,
-			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "Read", "input": map[string]any{"file_path": path}}}},
-			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": text.String()}}})
-	}
-	msgs = append(msgs, map[string]any{"role": "user", "content": "Port the parser to the new API."})
-	read("/src/a.go")
-	read("/src/b.go")
-	first := map[string]any{"type": "text", "text": "Summary so far: a.go and b.go read."}
-	if compacted {
-		first = map[string]any{"type": "compaction", "content": "Summary so far: a.go and b.go read."}
-	}
-	msgs = append(msgs,
-		map[string]any{"role": "assistant", "content": []any{first, map[string]any{"type": "text", "text": "Going on."}}},
-		map[string]any{"role": "user", "content": "Carry on."})
-	for i := range 8 {
-		read(fmt.Sprintf("/src/c%d.go", i))
-	}
-	b, err := json.Marshal(map[string]any{"model": "claude-test", "max_tokens": 1024, "messages": msgs})
+		return text.String()
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
