@@ -37,30 +37,49 @@ func TestCutMatchesOldOnEdgeCases(t *testing.T) {
 // New's head and tail are HeadTail's on the edge cases, around the 400
 // characters of head and tail together and with invalid UTF-8.
 func TestNewHeadTailMatchesHeadTailOnEdgeCases(t *testing.T) {
-	texts := append(append([]string(nil), termCases...), cutCases...)
-	texts = append(texts, strings.Repeat("é", 399), strings.Repeat("é", 400), strings.Repeat("é", 401),
-		strings.Repeat("a\xff", 300), "\xff\xfe\xfd"+strings.Repeat("b", 500))
-	for i, text := range texts {
+	headTailMatches(t, append(append([]string(nil), termCases...), cutCases...), t.Errorf)
+}
+
+// headTailEdges are texts at the edges of New's head and tail: around 400
+// characters (HeadChars + TailChars) of two bytes each, and invalid UTF-8.
+var headTailEdges = []string{strings.Repeat("é", 399), strings.Repeat("é", 400), strings.Repeat("é", 401),
+	strings.Repeat("a\xff", 300), "\xff\xfe\xfd" + strings.Repeat("b", 500)}
+
+// headTailMatches checks New's head and tail against HeadTail's on texts and on
+// headTailEdges, reporting each difference through report (t.Errorf, or t.Fatalf
+// to stop at the first).
+func headTailMatches(t *testing.T, texts []string, report func(format string, args ...any)) {
+	t.Helper()
+	for i, text := range append(texts, headTailEdges...) {
 		c := New(&transcript.ToolOutput{Key: "k", Text: text}, 0)
 		head, tail := HeadTail(text, HeadChars, TailChars)
 		if c.Head != head || c.Tail != tail {
-			t.Errorf("text %d %.80q: New gives head %.40q tail %.40q, HeadTail %.40q %.40q", i, text, c.Head, c.Tail, head, tail)
+			report("text %d %.80q: New gives head %.40q tail %.40q, HeadTail %.40q %.40q", i, text, c.Head, c.Tail, head, tail)
 		}
 	}
 }
 
 // Terms, EachTerm and Corpus.Add are the old terms and counts on the edge cases.
 func TestTermsMatchOldOnEdgeCases(t *testing.T) {
+	termsMatchOld(t, termCases, t.Errorf)
+}
+
+// termsMatchOld checks Terms against oldTerms and EachTerm against Terms on every
+// text, reporting each difference through report (t.Errorf, or t.Fatalf to stop at
+// the first), then Corpus.Add's counts against the old counts over all of them,
+// which it returns.
+func termsMatchOld(t *testing.T, texts []string, report func(format string, args ...any)) oldCounts {
+	t.Helper()
 	c := NewCorpus()
 	old := oldCounts{DF: map[string]int{}}
-	for i, text := range termCases {
+	for i, text := range texts {
 		if d := cmp.Diff(oldTerms(text), Terms(text)); d != "" {
-			t.Errorf("text %d %.80q: Terms differ (-old +new):\n%s", i, text, d)
+			report("text %d %.80q: Terms differ (-old +new):\n%s", i, text, d)
 		}
 		var each []string
 		EachTerm(text, &c.buf, func(term []byte) { each = append(each, string(term)) })
 		if d := cmp.Diff(Terms(text), each); d != "" {
-			t.Errorf("text %d %.80q: EachTerm differs from Terms (-Terms +EachTerm):\n%s", i, text, d)
+			report("text %d %.80q: EachTerm differs from Terms (-Terms +EachTerm):\n%s", i, text, d)
 		}
 		c.Add(text)
 		old.add(text)
@@ -68,6 +87,7 @@ func TestTermsMatchOldOnEdgeCases(t *testing.T) {
 	if d := cmp.Diff(old, c.counts()); d != "" {
 		t.Errorf("corpus counts differ (-old +new):\n%s", d)
 	}
+	return old
 }
 
 // The byte 0x80 alone (invalid UTF-8: the lowest byte that is not ASCII) is no

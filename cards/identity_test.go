@@ -117,24 +117,7 @@ func realTexts(t *testing.T) []string {
 // document frequencies, counts) on every real text and on the edge cases, and
 // EachTerm gives Terms's terms.
 func TestTermsMatchOldOnRealText(t *testing.T) {
-	texts := append(realTexts(t), termCases...)
-	c := NewCorpus()
-	old := oldCounts{DF: map[string]int{}}
-	for i, text := range texts {
-		if d := cmp.Diff(oldTerms(text), Terms(text)); d != "" {
-			t.Fatalf("text %d %.80q: Terms differ (-old +new):\n%s", i, text, d)
-		}
-		var each []string
-		EachTerm(text, &c.buf, func(term []byte) { each = append(each, string(term)) })
-		if d := cmp.Diff(Terms(text), each); d != "" {
-			t.Fatalf("text %d %.80q: EachTerm differs from Terms (-Terms +EachTerm):\n%s", i, text, d)
-		}
-		c.Add(text)
-		old.add(text)
-	}
-	if d := cmp.Diff(old, c.counts()); d != "" {
-		t.Errorf("corpus counts differ (-old +new):\n%s", d)
-	}
+	old := termsMatchOld(t, append(realTexts(t), termCases...), t.Fatalf)
 	if len(old.DF) < 10000 {
 		t.Errorf("only %d distinct terms: the real texts were not read", len(old.DF))
 	}
@@ -163,16 +146,7 @@ func FuzzTerms(f *testing.F) {
 // New's head and tail (valid text skips HeadTail's passes) are HeadTail's on every
 // real text and edge case, invalid UTF-8 included.
 func TestNewHeadTailMatchesHeadTail(t *testing.T) {
-	texts := append(realTexts(t), termCases...)
-	texts = append(texts, strings.Repeat("é", 399), strings.Repeat("é", 400), strings.Repeat("é", 401),
-		strings.Repeat("a\xff", 300), "\xff\xfe\xfd"+strings.Repeat("b", 500))
-	for i, text := range texts {
-		c := New(&transcript.ToolOutput{Key: "k", Text: text}, 0)
-		head, tail := HeadTail(text, HeadChars, TailChars)
-		if c.Head != head || c.Tail != tail {
-			t.Fatalf("text %d %.80q: New gives head %.40q tail %.40q, HeadTail %.40q %.40q", i, text, c.Head, c.Tail, head, tail)
-		}
-	}
+	headTailMatches(t, append(realTexts(t), termCases...), t.Fatalf)
 }
 
 // oldCut and oldReaction are Cut and ReactionOf's words as they were before Cut
