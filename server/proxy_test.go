@@ -24,11 +24,21 @@ func okJSON(w http.ResponseWriter, _ *http.Request, _ []byte) {
 
 func post(t *testing.T, url string, body []byte, hdr map[string]string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	return doRequest(t, http.MethodPost, url, bytes.NewReader(body), "application/json", hdr)
+}
+
+// doRequest makes one request with method to url, its body (nil for none), its
+// Content-Type when contentType is set and the headers hdr, and returns the
+// response and its whole body (closed); any transport error fails the test.
+func doRequest(t *testing.T, method, url string, body io.Reader, contentType string, hdr map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
