@@ -31,9 +31,7 @@ func lagSession(t *testing.T) *transcript.Session {
 // asked a step ahead, and the asks are stored with the step they were made at.
 func TestModelledLag(t *testing.T) {
 	s := lagSession(t)
-	cfg := advisor.DefaultConfig()
-	cfg.Budget = 3000
-	cfg.PriceForced = false
+	cfg := lagConfig()
 	tests := []struct {
 		lag        int
 		askSteps   []int // the steps asks were made at (the first few)
@@ -93,6 +91,29 @@ type gateScorer struct {
 
 func (g *gateScorer) Name() string { return "gate" }
 
+// newGate returns a gateScorer whose gate is shut.
+func newGate() *gateScorer {
+	return &gateScorer{gate: make(chan struct{}), asks: make(chan int, 100)}
+}
+
+// lagConfig is the configuration of the background-ask tests on lagSession: a
+// 3,000-token budget, rewrites forced by it whatever they cost.
+func lagConfig() advisor.Config {
+	cfg := advisor.DefaultConfig()
+	cfg.Budget = 3000
+	cfg.PriceForced = false
+	return cfg
+}
+
+// withRunner gives adv an AskRunner of its own, closed when the test ends (Close
+// may also be called before).
+func withRunner(t *testing.T, adv *advisor.Advisor) *advisor.AskRunner {
+	r := advisor.NewAskRunner()
+	adv.Asks = r
+	t.Cleanup(r.Close)
+	return r
+}
+
 func (g *gateScorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error) {
 	g.asks <- len(b.Cards)
 	select {
@@ -128,15 +149,11 @@ func waitIdle(t *testing.T, r *advisor.AskRunner) {
 // Close leaves no goroutine.
 func TestBackgroundAsks(t *testing.T) {
 	s := lagSession(t)
-	cfg := advisor.DefaultConfig()
-	cfg.Budget = 3000
-	cfg.PriceForced = false
+	cfg := lagConfig()
 	store := advisor.NewMemoryStore()
-	g := &gateScorer{gate: make(chan struct{}), asks: make(chan int, 100)}
+	g := newGate()
 	adv := newAdvisor(t, cfg, g, store, newClock())
-	runner := advisor.NewAskRunner()
-	defer runner.Close()
-	adv.Asks = runner
+	runner := withRunner(t, adv)
 	r := newRunner(t, adv, s)
 	var last step
 	for range 8 { // steps 1..8: the ask of step 4 (c1, a step ahead) stays unanswered
@@ -175,16 +192,12 @@ func TestBackgroundAsks(t *testing.T) {
 // score", each counted once (kind timeout), and prunes nothing on its account.
 func TestBackgroundNeverAnswers(t *testing.T) {
 	s := lagSession(t)
-	cfg := advisor.DefaultConfig()
-	cfg.Budget = 3000
-	cfg.PriceForced = false
+	cfg := lagConfig()
 	store := advisor.NewMemoryStore()
-	g := &gateScorer{gate: make(chan struct{}), asks: make(chan int, 100)}
+	g := newGate()
 	adv := newAdvisor(t, cfg, g, store, newClock())
-	runner := advisor.NewAskRunner()
+	runner := withRunner(t, adv)
 	runner.Timeout = 20 * time.Millisecond
-	defer runner.Close()
-	adv.Asks = runner
 	asked, failed, out := 0, 0, 0
 	for _, st := range newRunner(t, adv, s).allWaiting(func() { waitIdle(t, runner) }) {
 		asked += st.plan.Asked
@@ -229,14 +242,11 @@ func (r *runner) allWaiting(between func()) []step {
 // decided: an advisor started afresh on the store sends the same stubs.
 func TestCloseWithAskInFlight(t *testing.T) {
 	s := lagSession(t)
-	cfg := advisor.DefaultConfig()
-	cfg.Budget = 3000
-	cfg.PriceForced = false
+	cfg := lagConfig()
 	store := advisor.NewMemoryStore()
-	g := &gateScorer{gate: make(chan struct{}), asks: make(chan int, 100)}
+	g := newGate()
 	adv := newAdvisor(t, cfg, g, store, newClock())
-	runner := advisor.NewAskRunner()
-	adv.Asks = runner
+	runner := withRunner(t, adv)
 	r := newRunner(t, adv, s)
 	close(g.gate)
 	var last step
@@ -249,7 +259,7 @@ func TestCloseWithAskInFlight(t *testing.T) {
 	}
 	want := maps.Clone(last.plan.Stubs)
 	// An ask that never answers is in flight when the process stops.
-	g2 := &gateScorer{gate: make(chan struct{}), asks: make(chan int, 100)}
+	g2 := newGate()
 	adv.Scorer = g2
 	waitIdle(t, runner)
 	r.next()
@@ -293,11 +303,9 @@ func TestCloseWithAskInFlight(t *testing.T) {
 // 0.60), lowest first, down to the low-water mark.
 func TestHardLimitNeverWaits(t *testing.T) {
 	cfg := hardLimitConfig()
-	g := &gateScorer{gate: make(chan struct{}), asks: make(chan int, 100)}
+	g := newGate()
 	adv := newAdvisor(t, cfg, g, advisor.NewMemoryStore(), newClock())
-	runner := advisor.NewAskRunner()
-	defer runner.Close()
-	adv.Asks = runner
+	withRunner(t, adv) // asks in the background
 	adv.Fallback = &fakeScorer{name: "fitted", fn: func(_ int, b cards.Batch) ([]cards.Score, error) {
 		out := make([]cards.Score, len(b.Cards))
 		for i, c := range b.Cards {

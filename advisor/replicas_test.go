@@ -65,17 +65,13 @@ func TestReplicasGiveSamePlans(t *testing.T) {
 // is the one every replica sends (docs/TEAM.md, "Several replicas").
 func TestBackgroundAsksAcrossReplicas(t *testing.T) {
 	s := lagSession(t)
-	cfg := advisor.DefaultConfig()
-	cfg.Budget = 3000
-	cfg.PriceForced = false
+	cfg := lagConfig()
 	store := advisor.NewMemoryStore()
 	clk := newClock()
 	replica := func() (*advisor.Advisor, *gateScorer, *advisor.AskRunner) {
-		g := &gateScorer{gate: make(chan struct{}), asks: make(chan int, 100)}
+		g := newGate()
 		adv := newAdvisor(t, cfg, g, store, clk)
-		adv.Asks = advisor.NewAskRunner()
-		t.Cleanup(adv.Asks.Close)
-		return adv, g, adv.Asks
+		return adv, g, withRunner(t, adv)
 	}
 	a, ga, ra := replica()
 	b, gb, rb := replica()
