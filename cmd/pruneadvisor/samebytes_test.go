@@ -109,6 +109,20 @@ func sameBytesStores(t *testing.T) map[string]string {
 	}
 }
 
+// throughOneProcess starts the echo upstream and one serve process on a store of
+// its own, sends the session through it, and returns the environment and serve
+// flags (sameBytesArgs, the upstream) the replicas are started with and what the
+// upstream received for each request: the bytes every replica run must match.
+func throughOneProcess(t *testing.T) ([]string, []string, [][]byte) {
+	t.Helper()
+	up := echoUpstream(t)
+	env := testEnv(t)
+	args := append(append([]string{}, sameBytesArgs...), "--openai-upstream", up.URL)
+	one := startServe(t, env, append([]string{"--db", filepath.Join(t.TempDir(), "one.db")}, args...)...)
+	want := replicaRun(t, []*served{one}, func(int) int { return 0 }, 0, nil)
+	return env, args, want
+}
+
 // TestReplicasSameBytes sends the session through one process, then through two
 // replicas on one store (PostgreSQL, and one SQLite file), its requests
 // alternating between them, in a random order, and alternating with both replicas
@@ -117,11 +131,7 @@ func sameBytesStores(t *testing.T) map[string]string {
 // every stub recalls from either replica.
 func TestReplicasSameBytes(t *testing.T) {
 	t.Parallel()
-	up := echoUpstream(t)
-	env := testEnv(t)
-	args := append(append([]string{}, sameBytesArgs...), "--openai-upstream", up.URL)
-	one := startServe(t, env, append([]string{"--db", filepath.Join(t.TempDir(), "one.db")}, args...)...)
-	want := replicaRun(t, []*served{one}, func(int) int { return 0 }, 0, nil)
+	env, args, want := throughOneProcess(t)
 	n := stubCount(t, want[len(want)-1])
 	if n < 10 {
 		t.Fatalf("through one process the last request carries %d stubs; the test needs at least 10", n)
@@ -195,11 +205,7 @@ func checkRecalls(t *testing.T, what string, procs []*served, tools map[string]s
 // original byte for byte from either replica (no lost original).
 func TestReplicasAtOnce(t *testing.T) {
 	t.Parallel()
-	up := echoUpstream(t)
-	env := testEnv(t)
-	args := append(append([]string{}, sameBytesArgs...), "--openai-upstream", up.URL)
-	one := startServe(t, env, append([]string{"--db", filepath.Join(t.TempDir(), "one.db")}, args...)...)
-	want := replicaRun(t, []*served{one}, func(int) int { return 0 }, 0, nil)
+	env, args, want := throughOneProcess(t)
 	for kind, db := range sameBytesStores(t) {
 		procs := []*served{startServe(t, env, append([]string{"--db", db}, args...)...), startServe(t, env, append([]string{"--db", db}, args...)...)}
 		stubs := map[string]string{} // call id -> its stub
