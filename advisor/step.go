@@ -621,7 +621,7 @@ func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 			in.Extra[i] = planner.Pending{Offset: st.ctxOffset(e.o.msg), Saves: e.o.tokens - e.n, Keep: e.keep}
 		}
 	}
-	d := planner.Plan(in)
+	d := planner.Decide(in)
 	sp.plan.Waiting = d.Wait
 	if len(d.Apply) == 0 && len(d.Extra) == 0 {
 		if over {

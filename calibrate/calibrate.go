@@ -273,7 +273,7 @@ type Options struct {
 	// OnRewrite, when set, is told of every rewrite the planner makes at the applied
 	// level of a decision pruner: the session, the call, and the planner's decision
 	// (what `calibrate --trace` prints to explain a session's cost).
-	OnRewrite func(session string, step int, d planner.Decision) `json:"-"`
+	OnRewrite func(session string, step int, d planner.Rewrite) `json:"-"`
 }
 
 // DefaultOptions returns the defaults described on Options.

@@ -283,7 +283,7 @@ func (p *regimeP) stub(v *view) []int {
 	for k, j := range extra {
 		in.Extra[k] = planner.Pending{Offset: v.offset(j), Saves: max(v.savesOf(j), 1), Keep: lastKeep(v.out(j), v.s)}
 	}
-	dec := planner.Plan(in)
+	dec := planner.Decide(in)
 	if len(dec.Apply) == 0 && len(dec.Extra) == 0 {
 		return nil
 	}
@@ -341,7 +341,7 @@ func lastKeep(o *Output, s int) float64 {
 
 // take returns the positions the planner chose (pending ones and extra ones) and
 // drops the chosen pending ones from the pending list.
-func (p *regimeP) take(dec planner.Decision, extra []int) []int {
+func (p *regimeP) take(dec planner.Rewrite, extra []int) []int {
 	out := make([]int, 0, len(dec.Apply)+len(dec.Extra))
 	drop := make(map[int]bool, len(dec.Apply))
 	for _, a := range dec.Apply {

@@ -87,9 +87,10 @@ const (
 // Results lists every Result in a stable order.
 func Results() []Result { return []Result{ResultOK, ResultNone, ResultMalformed, ResultError} }
 
-// Plan is what the advisor decided for the request, as the estimate needs it. The
-// token counts are the advisor's (o200k_base), not the provider's.
-type Plan struct {
+// Request is one proxied request as the advisor sent it: what the estimate needs
+// of its plan. The token counts are the advisor's (o200k_base), not the
+// provider's.
+type Request struct {
 	// Advised is false when the request went out without a plan (advising failed
 	// and the request was forwarded unchanged, or the body could not be read): the
 	// call is then its own keep-all.
@@ -155,7 +156,7 @@ type Estimate struct {
 // at all (OpenAI caches prompts of 1,024 tokens and more): that overstates the
 // cost of rewrites on small prompts, never a saving. With p.Advised false the call
 // is its own keep-all.
-func KeepAll(u Usage, m prices.Model, p Plan) Estimate {
+func KeepAll(u Usage, m prices.Model, p Request) Estimate {
 	var e Estimate
 	if p.Advised {
 		e.Removed = max(p.Full-p.Context, 0)
@@ -216,7 +217,7 @@ type Entry struct {
 	// a stream was cut short ("" when nothing was).
 	Note  string `json:"note,omitempty"`
 	Usage Usage  `json:"usage"`
-	// The advisor's plan for the request (see Plan): whether there was one, the
+	// The advisor's plan for the request (see Request): whether there was one, the
 	// context as sent and unpruned (o200k_base tokens), the rewrite reason and
 	// whether the cache was cold, and the planner's price of the rewrite.
 	Advised           bool    `json:"advised"`
@@ -310,8 +311,8 @@ func (t *Totals) Merge(u Totals) {
 	t.Recalls += u.Recalls
 }
 
-// Session is one session's totals.
-type Session struct {
+// SessionTotals is one session's totals.
+type SessionTotals struct {
 	SessionID string    `json:"session_id"`
 	First     time.Time `json:"first"` // the earliest At of its entries
 	Last      time.Time `json:"last"`  // the latest At of its entries
@@ -320,7 +321,7 @@ type Session struct {
 
 // Sum returns the totals of sessions, merged in order (what `ledger` prints as
 // its total row, and serve's /ui/ shows).
-func Sum(sessions []Session) Totals {
+func Sum(sessions []SessionTotals) Totals {
 	var t Totals
 	for _, s := range sessions {
 		t.Merge(s.Totals)

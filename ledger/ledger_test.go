@@ -19,7 +19,7 @@ func TestKeepAll(t *testing.T) {
 		name     string
 		u        Usage
 		m        prices.Model
-		p        Plan
+		p        Request
 		paid     float64
 		want     Estimate
 		comments string
@@ -28,7 +28,7 @@ func TestKeepAll(t *testing.T) {
 			name: "warm, no rewrite: the removed tokens are read",
 			// A real Claude Code usage (../shared/sessions/claude-code/57bb5674...).
 			u: Usage{Input: 9, CacheRead: 19099, CacheWrite5m: 616, Output: 6}, m: anth,
-			p: Plan{Advised: true, Context: 20000, Full: 24000},
+			p: Request{Advised: true, Context: 20000, Full: 24000},
 			// 9*3 + 19099*0.3 + 616*3.75 + 6*15 = 27 + 5729.7 + 2310 + 90 = 8156.7 micro$
 			paid: 0.0081567,
 			// + 4000*0.3 = 1200 micro$
@@ -37,7 +37,7 @@ func TestKeepAll(t *testing.T) {
 		{
 			name: "warm rewrite: writes beyond the new turn are the rewrite's",
 			u:    Usage{Input: 3, CacheRead: 10000, CacheWrite5m: 30000, Output: 100}, m: anth,
-			p: Plan{Advised: true, Context: 40000, Full: 60000, PrevFull: 58000, PrevKnown: true, Rewrite: "over-budget"},
+			p: Request{Advised: true, Context: 40000, Full: 60000, PrevFull: 58000, PrevKnown: true, Rewrite: "over-budget"},
 			// 9 + 3000 + 112500 + 1500 micro$
 			paid: 0.117009,
 			// rewrite: 30000 - (60000-58000) = 28000 tokens at 3.75-0.30 = 96600 micro$;
@@ -47,7 +47,7 @@ func TestKeepAll(t *testing.T) {
 		{
 			name: "warm rewrite, previous request unknown: every write is the rewrite's",
 			u:    Usage{Input: 3, CacheRead: 10000, CacheWrite5m: 30000, Output: 100}, m: anth,
-			p:    Plan{Advised: true, Context: 40000, Full: 60000, Rewrite: "pays"},
+			p:    Request{Advised: true, Context: 40000, Full: 60000, Rewrite: "pays"},
 			paid: 0.117009,
 			// 30000*3.45 = 103500 micro$; keep-all 9 + 60000*0.3 + 0 + 1500 = 19509
 			want: Estimate{KeepAllUSD: 0.019509, Removed: 20000, RewriteTokens: 30000, RewriteUSD: 0.1035},
@@ -55,7 +55,7 @@ func TestKeepAll(t *testing.T) {
 		{
 			name: "warm rewrite with 1-hour writes: attributed in proportion",
 			u:    Usage{CacheRead: 1000, CacheWrite5m: 1000, CacheWrite1h: 3000}, m: anth,
-			p: Plan{Advised: true, Context: 5000, Full: 5000, PrevFull: 4000, PrevKnown: true, Rewrite: "hard-limit"},
+			p: Request{Advised: true, Context: 5000, Full: 5000, PrevFull: 4000, PrevKnown: true, Rewrite: "hard-limit"},
 			// 1000*0.3 + 1000*3.75 + 3000*6 = 300 + 3750 + 18000
 			paid: 0.02205,
 			// 3000 of 4000 written are the rewrite's: 2250 at 1h (6-0.3), 750 at 5m (3.75-0.3)
@@ -65,7 +65,7 @@ func TestKeepAll(t *testing.T) {
 		{
 			name: "cold cache: the removed tokens are written at the call's TTL split",
 			u:    Usage{Input: 5, CacheWrite5m: 1000, CacheWrite1h: 3000, Output: 10}, m: anth,
-			p: Plan{Advised: true, Context: 4000, Full: 6000, Rewrite: "cold-cache", Cold: true},
+			p: Request{Advised: true, Context: 4000, Full: 6000, Rewrite: "cold-cache", Cold: true},
 			// 15 + 3750 + 18000 + 150
 			paid: 0.021915,
 			// + 500*3.75 + 1500*6 = 1875 + 9000
@@ -74,7 +74,7 @@ func TestKeepAll(t *testing.T) {
 		{
 			name: "advisor found the cache cold, only the system prompt was read: written",
 			u:    Usage{CacheRead: 2000, CacheWrite5m: 8000}, m: anth,
-			p: Plan{Advised: true, Context: 10000, Full: 11000, Rewrite: "cold-cache", Cold: true},
+			p: Request{Advised: true, Context: 10000, Full: 11000, Rewrite: "cold-cache", Cold: true},
 			// 600 + 30000
 			paid: 0.0306,
 			// + 1000*3.75
@@ -83,7 +83,7 @@ func TestKeepAll(t *testing.T) {
 		{
 			name: "no caching at all: the removed tokens are plain input",
 			u:    Usage{Input: 8000, Output: 10}, m: anth,
-			p: Plan{Advised: true, Context: 8000, Full: 9000},
+			p: Request{Advised: true, Context: 8000, Full: 9000},
 			// 24000 + 150
 			paid: 0.02415,
 			want: Estimate{KeepAllUSD: 0.02715, Removed: 1000},
@@ -91,7 +91,7 @@ func TestKeepAll(t *testing.T) {
 		{
 			name: "OpenAI warm rewrite: the uncached input is the rewrite's bucket",
 			u:    Usage{Input: 5000, CacheRead: 10000, Output: 50}, m: oai,
-			p: Plan{Advised: true, Context: 15000, Full: 18000, PrevFull: 17500, PrevKnown: true, Rewrite: "over-budget"},
+			p: Request{Advised: true, Context: 15000, Full: 18000, PrevFull: 17500, PrevKnown: true, Rewrite: "over-budget"},
 			// 6250 + 1250 + 500
 			paid: 0.008,
 			// 4500*(1.25-0.125) = 5062.5; keep-all 500*1.25 + 17500*0.125 + 500 = 625+2187.5+500
@@ -100,7 +100,7 @@ func TestKeepAll(t *testing.T) {
 		{
 			name: "OpenAI rewrite of the first message: nothing read, the cache still warm",
 			u:    Usage{Input: 1256, Output: 14}, m: oai,
-			p: Plan{Advised: true, Context: 1320, Full: 1824, PrevFull: 1279, PrevKnown: true, Rewrite: "over-budget"},
+			p: Request{Advised: true, Context: 1320, Full: 1824, PrevFull: 1279, PrevKnown: true, Rewrite: "over-budget"},
 			// 1570 + 140
 			paid: 0.00171,
 			// 1256 - 545 = 711 tokens the rewrite's, at 1.25-0.125 = 799.875; keep-all
@@ -110,7 +110,7 @@ func TestKeepAll(t *testing.T) {
 		{
 			name: "new turn larger than the writes: nothing is the rewrite's",
 			u:    Usage{CacheRead: 10000, CacheWrite5m: 500}, m: anth,
-			p:    Plan{Advised: true, Context: 10500, Full: 12000, PrevFull: 10000, PrevKnown: true, Rewrite: "pays"},
+			p:    Request{Advised: true, Context: 10500, Full: 12000, PrevFull: 10000, PrevKnown: true, Rewrite: "pays"},
 			paid: 0.004875,
 			// + 1500*0.3
 			want: Estimate{KeepAllUSD: 0.005325, Removed: 1500},
@@ -118,7 +118,7 @@ func TestKeepAll(t *testing.T) {
 		{
 			name: "not advised: its own keep-all",
 			u:    Usage{Input: 100, CacheRead: 1000, CacheWrite5m: 200, Output: 20}, m: anth,
-			p: Plan{Context: 100, Full: 5000, Rewrite: "pays"},
+			p: Request{Context: 100, Full: 5000, Rewrite: "pays"},
 			// 300 + 300 + 750 + 300
 			paid: 0.00165,
 			want: Estimate{KeepAllUSD: 0.00165},

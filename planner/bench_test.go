@@ -26,7 +26,7 @@ func BenchmarkPlan(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				_ = Plan(in)
+				_ = Decide(in)
 			}
 		})
 	}

@@ -91,7 +91,7 @@ func TestPaysDue(t *testing.T) {
 	}
 }
 
-// Urgent is the situations Plan decides without the pays test: past the hard limit,
+// Urgent is the situations Decide settles without the pays test: past the hard limit,
 // a cold cache, or over the budget; at the budget exactly, warm, nothing is urgent.
 func TestUrgent(t *testing.T) {
 	base := Input{Budget: 1000, HardLimit: 1500, LowWater: 800, Remaining: 1, PayFactor: 1}

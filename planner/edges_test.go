@@ -21,7 +21,7 @@ func TestPlanAtTheEdges(t *testing.T) {
 	tests := []struct {
 		name string
 		in   Input
-		want Decision
+		want Rewrite
 	}{
 		{
 			// 1500 is at the hard limit, not past it: the budget's rule decides, and 30
@@ -30,7 +30,7 @@ func TestPlanAtTheEdges(t *testing.T) {
 				in.Context = 1500
 				in.Pending = []Pending{{Offset: 1400, Saves: 30, Keep: 0.1}}
 			}),
-			Decision{Wait: "over budget, but pending prunes free 30 tokens: less than the least rewrite (50) and short of the low-water mark (800)"},
+			Rewrite{Wait: "over budget, but pending prunes free 30 tokens: less than the least rewrite (50) and short of the low-water mark (800)"},
 		},
 		{
 			// Past the hard limit: 900 freed (1600 -> 700), suffix 1600-100-900 = 600,
@@ -39,7 +39,7 @@ func TestPlanAtTheEdges(t *testing.T) {
 				in.Context = 1600
 				in.Pending = []Pending{{Offset: 100, Saves: 900, Keep: 0.1}}
 			}),
-			Decision{Apply: []int{0}, Reason: ReasonHardLimit, Frees: 900, Suffix: 600, Cost: 2100, Saving: 900},
+			Rewrite{Apply: []int{0}, Reason: ReasonHardLimit, Frees: 900, Suffix: 600, Cost: 2100, Saving: 900},
 		},
 		{
 			// Over budget, least rewrite 500: the lowest score (0.1 at 600) frees 400,
@@ -49,7 +49,7 @@ func TestPlanAtTheEdges(t *testing.T) {
 				in.Context, in.LeastRewrite = 1200, 500
 				in.Pending = []Pending{{Offset: 600, Saves: 400, Keep: 0.1}, {Offset: 300, Saves: 100, Keep: 0.2}}
 			}),
-			Decision{Apply: []int{0}, Reason: ReasonOverBudget, Frees: 400, Suffix: 200, Cost: 700, Saving: 400},
+			Rewrite{Apply: []int{0}, Reason: ReasonOverBudget, Frees: 400, Suffix: 200, Cost: 700, Saving: 400},
 		},
 		{
 			// Over budget by 10: the prune frees exactly the least rewrite, 50 (1010 ->
@@ -58,7 +58,7 @@ func TestPlanAtTheEdges(t *testing.T) {
 				in.Context = 1010
 				in.Pending = []Pending{{Offset: 900, Saves: 50, Keep: 0.1}}
 			}),
-			Decision{Apply: []int{0}, Reason: ReasonOverBudget, Frees: 50, Suffix: 60, Cost: 210, Saving: 50},
+			Rewrite{Apply: []int{0}, Reason: ReasonOverBudget, Frees: 50, Suffix: 60, Cost: 210, Saving: 50},
 		},
 		{
 			// price_forced, pay factor 2: the budget's rewrite frees 70 (>= 50), suffix
@@ -68,7 +68,7 @@ func TestPlanAtTheEdges(t *testing.T) {
 				in.Context, in.PriceForced, in.PayFactor = 1200, true, 2
 				in.Pending = []Pending{{Offset: 1120, Saves: 70, Keep: 0.1}}
 			}),
-			Decision{Apply: []int{0}, Reason: ReasonOverBudget, Frees: 70, Suffix: 10, Cost: 35, Saving: 70},
+			Rewrite{Apply: []int{0}, Reason: ReasonOverBudget, Frees: 70, Suffix: 10, Cost: 35, Saving: 70},
 		},
 		{
 			// Under budget, the only start: frees 70, suffix 1000-920-70 = 10, cost 35,
@@ -77,7 +77,7 @@ func TestPlanAtTheEdges(t *testing.T) {
 				in.Context, in.PayFactor = 1000, 2
 				in.Pending = []Pending{{Offset: 920, Saves: 70, Keep: 0.1}}
 			}),
-			Decision{Apply: []int{0}, Reason: ReasonPays, Frees: 70, Suffix: 10, Cost: 35, Saving: 70},
+			Rewrite{Apply: []int{0}, Reason: ReasonPays, Frees: 70, Suffix: 10, Cost: 35, Saving: 70},
 		},
 		{
 			// Frees 7, suffix 1000-991-7 = 2, cost 7 = saving 7: it would save nothing
@@ -86,7 +86,7 @@ func TestPlanAtTheEdges(t *testing.T) {
 				in.Context = 1000
 				in.Pending = []Pending{{Offset: 991, Saves: 7, Keep: 0.1}}
 			}),
-			Decision{Wait: "under budget, warm cache, and no rewrite pays for itself"},
+			Rewrite{Wait: "under budget, warm cache, and no rewrite pays for itself"},
 		},
 		{
 			// From 890: frees 100, suffix 1000-890-100 = 10, cost 35, net 65. From 820
@@ -96,7 +96,7 @@ func TestPlanAtTheEdges(t *testing.T) {
 				in.Context = 1000
 				in.Pending = []Pending{{Offset: 820, Saves: 50, Keep: 0.1}, {Offset: 890, Saves: 100, Keep: 0.1}}
 			}),
-			Decision{Apply: []int{1}, Reason: ReasonPays, Frees: 100, Suffix: 10, Cost: 35, Saving: 100},
+			Rewrite{Apply: []int{1}, Reason: ReasonPays, Frees: 100, Suffix: 10, Cost: 35, Saving: 100},
 		},
 		{
 			// From 880: frees 100, suffix 20, cost 70, net 30. From 760 (both): frees
@@ -106,7 +106,7 @@ func TestPlanAtTheEdges(t *testing.T) {
 				in.Context = 1000
 				in.Pending = []Pending{{Offset: 760, Saves: 100, Keep: 0.1}, {Offset: 880, Saves: 100, Keep: 0.1}}
 			}),
-			Decision{Apply: []int{0, 1}, Reason: ReasonPays, Frees: 200, Suffix: 40, Cost: 140, Saving: 200},
+			Rewrite{Apply: []int{0, 1}, Reason: ReasonPays, Frees: 200, Suffix: 40, Cost: 140, Saving: 200},
 		},
 	}
 	for _, tt := range tests {
@@ -114,8 +114,8 @@ func TestPlanAtTheEdges(t *testing.T) {
 			if err := tt.in.Validate(); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}
-			if d := cmp.Diff(tt.want, Plan(tt.in)); d != "" {
-				t.Errorf("Plan (-want +got):\n%s", d)
+			if d := cmp.Diff(tt.want, Decide(tt.in)); d != "" {
+				t.Errorf("Decide (-want +got):\n%s", d)
 			}
 		})
 	}

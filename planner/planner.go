@@ -142,8 +142,10 @@ func (in *Input) Validate() error {
 	return nil
 }
 
-// Decision is the planner's answer for one step.
-type Decision struct {
+// Rewrite is the planner's answer for one step: the rewrite to make now (docs/DESIGN.md
+// "rewrite": every pending prune it applies, at once), or none (Apply empty) and
+// why the pending prunes wait.
+type Rewrite struct {
 	// Apply lists the indexes into Input.Pending to apply now, ascending; empty when
 	// nothing changes.
 	Apply []int
@@ -161,14 +163,14 @@ type Decision struct {
 	Cost, Saving float64
 }
 
-// Plan decides for one step. It never fails on valid input; Validate first when the
+// Decide returns the rewrite for one step. It never fails on valid input; Validate first when the
 // input comes from outside the program.
-func Plan(in Input) Decision {
+func Decide(in Input) Rewrite {
 	if in.Context > in.HardLimit && (len(in.Pending) > 0 || len(in.Extra) > 0) {
 		return in.hardLimit()
 	}
 	if len(in.Pending) == 0 {
-		return Decision{}
+		return Rewrite{}
 	}
 	switch {
 	case in.Cold:
@@ -183,7 +185,7 @@ func Plan(in Input) Decision {
 // mark, then candidates not yet pending (Extra) by lowest keep-probability until it
 // is reached, then the pending free riders after the first change; the price does
 // not matter.
-func (in Input) hardLimit() Decision {
+func (in Input) hardLimit() Rewrite {
 	freed, first := 0, math.MaxInt
 	take := func(p Pending) bool {
 		if in.Context-freed <= in.LowWater {
@@ -242,7 +244,7 @@ func priority(ps []Pending) []int {
 }
 
 // overBudget is rule (b): priority order down to the low-water mark, then free riders.
-func (in Input) overBudget() Decision {
+func (in Input) overBudget() Rewrite {
 	freed, first := 0, math.MaxInt
 	for _, i := range priority(in.Pending) {
 		if in.Context-freed <= in.LowWater {
@@ -261,7 +263,7 @@ func (in Input) overBudget() Decision {
 			return p // not the budget's rewrite, but one that pays for itself
 		}
 	}
-	w := Decision{}
+	w := Rewrite{}
 	if !reaches {
 		w.Wait = fmt.Sprintf("over budget, but pending prunes free %d tokens: less than the least rewrite (%d) and short of the low-water mark (%d)", d.Frees, in.LeastRewrite, in.LowWater)
 	} else {
@@ -272,7 +274,7 @@ func (in Input) overBudget() Decision {
 
 // pays is rule (d): the rewrite with the best net saving among those that apply every
 // pending prune from some first changed message on, if it pays.
-func (in Input) pays() Decision {
+func (in Input) pays() Rewrite {
 	order := all(len(in.Pending))
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(in.Pending[a].Offset, in.Pending[b].Offset) })
 	best, bestNet := -1, 0.0
@@ -294,7 +296,7 @@ func (in Input) pays() Decision {
 		}
 	}
 	if best < 0 {
-		d := Decision{}
+		d := Rewrite{}
 		d.Wait = "under budget, warm cache, and no rewrite pays for itself"
 		return d
 	}
@@ -315,8 +317,8 @@ func (in Input) from(offset int) []int {
 }
 
 // decide prices applying the given pending prunes (ascending indexes).
-func (in Input) decide(r Reason, apply []int) Decision {
-	d := Decision{Apply: apply, Reason: r}
+func (in Input) decide(r Reason, apply []int) Rewrite {
+	d := Rewrite{Apply: apply, Reason: r}
 	first := math.MaxInt
 	for _, i := range apply {
 		d.Frees += in.Pending[i].Saves
@@ -389,7 +391,7 @@ func PaysDue(step, pending int) bool {
 }
 
 // Urgent reports whether in's situation forces or frees a rewrite (hard limit,
-// cold cache, over budget): the cases Plan decides without the pays test.
+// cold cache, over budget): the cases Decide settles without the pays test.
 func (in *Input) Urgent() bool {
 	return in.Context > in.HardLimit || in.Cold || in.Context > in.Budget
 }

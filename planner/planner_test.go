@@ -18,9 +18,9 @@ func TestPlan(t *testing.T) {
 	tests := []struct {
 		name string
 		in   Input
-		want Decision
+		want Rewrite
 	}{
-		{"nothing pending", with(func(in *Input) { in.Context = 2000 }), Decision{}},
+		{"nothing pending", with(func(in *Input) { in.Context = 2000 }), Rewrite{}},
 		{
 			// Past the hard limit every pending prune goes: frees 300+200 = 500, first
 			// change at offset 100, suffix 1600-100-500 = 1000, cost 1000 x 10.
@@ -28,7 +28,7 @@ func TestPlan(t *testing.T) {
 				in.Context = 1600
 				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}, {Offset: 600, Saves: 200, Rule: true}}
 			}),
-			Decision{Apply: []int{0, 1}, Reason: ReasonHardLimit, Frees: 500, Suffix: 1000, Cost: 10000, Saving: 2500},
+			Rewrite{Apply: []int{0, 1}, Reason: ReasonHardLimit, Frees: 500, Suffix: 1000, Cost: 10000, Saving: 2500},
 		},
 		{
 			// Past the hard limit (issue 31) the rewrite goes to the low-water mark, not
@@ -40,7 +40,7 @@ func TestPlan(t *testing.T) {
 				in.Context, in.PriceForced, in.PayFactor = 1600, true, 2
 				in.Pending = []Pending{{Offset: 100, Saves: 900, Keep: 0.1}, {Offset: 50, Saves: 100, Keep: 0.9}}
 			}),
-			Decision{Apply: []int{0}, Reason: ReasonHardLimit, Frees: 900, Suffix: 600, Cost: 6000, Saving: 4500},
+			Rewrite{Apply: []int{0}, Reason: ReasonHardLimit, Frees: 900, Suffix: 600, Cost: 6000, Saving: 4500},
 		},
 		{
 			// Pending prunes short of the mark: the rule prune (1600 -> 1400), then
@@ -52,7 +52,7 @@ func TestPlan(t *testing.T) {
 				in.Pending = []Pending{{Offset: 1000, Saves: 200, Rule: true}}
 				in.Extra = []Pending{{Offset: 200, Saves: 300, Keep: 0.9}, {Offset: 400, Saves: 300, Keep: 0.5}, {Offset: 600, Saves: 300, Keep: 0.7}}
 			}),
-			Decision{Apply: []int{0}, Extra: []int{1, 2}, Reason: ReasonHardLimit, Frees: 800, Suffix: 400, Cost: 4000, Saving: 4000},
+			Rewrite{Apply: []int{0}, Extra: []int{1, 2}, Reason: ReasonHardLimit, Frees: 800, Suffix: 400, Cost: 4000, Saving: 4000},
 		},
 		{
 			// Nothing pending, one unscored candidate (Keep 1): it goes. Suffix
@@ -61,7 +61,7 @@ func TestPlan(t *testing.T) {
 				in.Context = 1600
 				in.Extra = []Pending{{Offset: 100, Saves: 1000, Keep: 1}}
 			}),
-			Decision{Extra: []int{0}, Reason: ReasonHardLimit, Frees: 1000, Suffix: 500, Cost: 5000, Saving: 5000},
+			Rewrite{Extra: []int{0}, Reason: ReasonHardLimit, Frees: 1000, Suffix: 500, Cost: 5000, Saving: 5000},
 		},
 		{
 			// Under the hard limit, candidates not yet pending are never taken.
@@ -69,7 +69,7 @@ func TestPlan(t *testing.T) {
 				in.Context = 1400
 				in.Extra = []Pending{{Offset: 100, Saves: 1000, Keep: 0}}
 			}),
-			Decision{},
+			Rewrite{},
 		},
 		{
 			// A cold cache makes the rewrite free: everything, cost 0.
@@ -77,7 +77,7 @@ func TestPlan(t *testing.T) {
 				in.Context, in.Cold = 500, true
 				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}}
 			}),
-			Decision{Apply: []int{0}, Reason: ReasonColdCache, Frees: 300, Suffix: 100, Cost: 0, Saving: 1500},
+			Rewrite{Apply: []int{0}, Reason: ReasonColdCache, Frees: 300, Suffix: 100, Cost: 0, Saving: 1500},
 		},
 		{
 			// Over budget: rule first (600/250: 1200 -> 950), then the lowest score
@@ -87,7 +87,7 @@ func TestPlan(t *testing.T) {
 				in.Context = 1200
 				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}, {Offset: 600, Saves: 250, Rule: true}, {Offset: 700, Saves: 200, Keep: 0.05}}
 			}),
-			Decision{Apply: []int{1, 2}, Reason: ReasonOverBudget, Frees: 450, Suffix: 150, Cost: 1500, Saving: 2250},
+			Rewrite{Apply: []int{1, 2}, Reason: ReasonOverBudget, Frees: 450, Suffix: 150, Cost: 1500, Saving: 2250},
 		},
 		{
 			// The same with price_forced (the default), pay factor 1: the budget's
@@ -96,7 +96,7 @@ func TestPlan(t *testing.T) {
 				in.Context, in.PriceForced = 1200, true
 				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}, {Offset: 600, Saves: 250, Rule: true}, {Offset: 700, Saves: 200, Keep: 0.05}}
 			}),
-			Decision{Apply: []int{1, 2}, Reason: ReasonOverBudget, Frees: 450, Suffix: 150, Cost: 1500, Saving: 2250},
+			Rewrite{Apply: []int{1, 2}, Reason: ReasonOverBudget, Frees: 450, Suffix: 150, Cost: 1500, Saving: 2250},
 		},
 		{
 			// Pay factor 2: 2,250 < 2 x 1,500, and no rewrite that pays exists (from
@@ -107,7 +107,7 @@ func TestPlan(t *testing.T) {
 				in.Context, in.PriceForced, in.PayFactor = 1200, true, 2
 				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}, {Offset: 600, Saves: 250, Rule: true}, {Offset: 700, Saves: 200, Keep: 0.05}}
 			}),
-			Decision{Wait: "over budget, but the rewrite would cost $1500.0000 and save $2250.0000 over the expected remaining steps (price_forced)"},
+			Rewrite{Wait: "over budget, but the rewrite would cost $1500.0000 and save $2250.0000 over the expected remaining steps (price_forced)"},
 		},
 		{
 			// Over budget, the priority order reaches the mark with the prune at 100
@@ -117,7 +117,7 @@ func TestPlan(t *testing.T) {
 				in.Context = 1300
 				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.1}, {Offset: 400, Saves: 400, Rule: true}, {Offset: 700, Saves: 100, Keep: 0.3}}
 			}),
-			Decision{Apply: []int{0, 1, 2}, Reason: ReasonOverBudget, Frees: 800, Suffix: 400, Cost: 4000, Saving: 4000},
+			Rewrite{Apply: []int{0, 1, 2}, Reason: ReasonOverBudget, Frees: 800, Suffix: 400, Cost: 4000, Saving: 4000},
 		},
 		{
 			// Over budget by 10, the only prune frees 20 < 50 and 990 > 800: it waits.
@@ -125,7 +125,7 @@ func TestPlan(t *testing.T) {
 				in.Context = 1010
 				in.Pending = []Pending{{Offset: 900, Saves: 20, Keep: 0.1}}
 			}),
-			Decision{Wait: "over budget, but pending prunes free 20 tokens: less than the least rewrite (50) and short of the low-water mark (800)"},
+			Rewrite{Wait: "over budget, but pending prunes free 20 tokens: less than the least rewrite (50) and short of the low-water mark (800)"},
 		},
 		{
 			// Frees only 20 < 50, but reaches the mark (1005-20 = 985 <= 990): applied.
@@ -133,7 +133,7 @@ func TestPlan(t *testing.T) {
 				in.Context, in.LowWater = 1005, 990
 				in.Pending = []Pending{{Offset: 900, Saves: 20, Keep: 0.1}}
 			}),
-			Decision{Apply: []int{0}, Reason: ReasonOverBudget, Frees: 20, Suffix: 85, Cost: 850, Saving: 100},
+			Rewrite{Apply: []int{0}, Reason: ReasonOverBudget, Frees: 20, Suffix: 85, Cost: 850, Saving: 100},
 		},
 		{
 			// Under budget: from offset 950 (40 freed): suffix 1000-950-40 = 10, cost
@@ -143,7 +143,7 @@ func TestPlan(t *testing.T) {
 				in.Context = 1000
 				in.Pending = []Pending{{Offset: 0, Saves: 100, Keep: 0.1}, {Offset: 950, Saves: 40, Keep: 0.1}}
 			}),
-			Decision{Apply: []int{1}, Reason: ReasonPays, Frees: 40, Suffix: 10, Cost: 100, Saving: 200},
+			Rewrite{Apply: []int{1}, Reason: ReasonPays, Frees: 40, Suffix: 10, Cost: 100, Saving: 200},
 		},
 		{
 			// The same with PayFactor 3: 200 < 3 x 100, nothing pays.
@@ -151,7 +151,7 @@ func TestPlan(t *testing.T) {
 				in.Context, in.PayFactor = 1000, 3
 				in.Pending = []Pending{{Offset: 0, Saves: 100, Keep: 0.1}, {Offset: 950, Saves: 40, Keep: 0.1}}
 			}),
-			Decision{Wait: "under budget, warm cache, and no rewrite pays for itself"},
+			Rewrite{Wait: "under budget, warm cache, and no rewrite pays for itself"},
 		},
 	}
 	for _, tt := range tests {
@@ -159,8 +159,8 @@ func TestPlan(t *testing.T) {
 			if err := tt.in.Validate(); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}
-			if d := cmp.Diff(tt.want, Plan(tt.in)); d != "" {
-				t.Errorf("Plan (-want +got):\n%s", d)
+			if d := cmp.Diff(tt.want, Decide(tt.in)); d != "" {
+				t.Errorf("Decide (-want +got):\n%s", d)
 			}
 		})
 	}

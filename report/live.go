@@ -31,8 +31,8 @@ type Live struct {
 
 // LiveLedger is `ledger --json`'s sessions and total.
 type LiveLedger struct {
-	Sessions []ledger.Session `json:"sessions"`
-	Total    ledger.Totals    `json:"total"`
+	Sessions []ledger.SessionTotals `json:"sessions"`
+	Total    ledger.Totals          `json:"total"`
 }
 
 // LiveSession is one session advised now: its latest plan (what /v1/advise

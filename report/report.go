@@ -9,7 +9,7 @@
 // Every figure on a page is read from the structure the command line prints for
 // the same data: replay.Calibration (what `calibrate --json` prints) and
 // calibrate.SessionTrace for the report; advisor.Plan (what /v1/advise returns)
-// and ledger.Session (what `ledger --json` prints) for the live page. Each figure
+// and ledger.SessionTotals (what `ledger --json` prints) for the live page. Each figure
 // carries its JSON path and exact value in data attributes (data-field,
 // data-value), so a test checks the page against the JSON field by field. Nothing
 // here prices, sums or simulates; the one ratio drawn (the Pareto front's share of

@@ -142,7 +142,7 @@ func TestNastyNamesBrowser(t *testing.T) {
 				Items: []advisor.Item{{Key: "k1", Tool: nasty, Summary: nasty, Step: 1, Tokens: 1000, Decision: advisor.DecisionPruned, Reason: nasty, Score: 0.02, DecidedAt: 3, RecallID: "o_" + nasty}}},
 			Steps: []report.LiveStep{{Step: 2, Context: 2000}, {Step: 3, Context: 2100, Saved: 900, Rewrite: true}, {Step: 4, Context: 3000, Saved: 900}},
 		}},
-		Ledger:  &report.LiveLedger{Sessions: []ledger.Session{{SessionID: nasty, Totals: ledger.Totals{Requests: 1, PaidUSD: 0.5}}}, Total: ledger.Totals{Requests: 1, PaidUSD: 0.5}},
+		Ledger:  &report.LiveLedger{Sessions: []ledger.SessionTotals{{SessionID: nasty, Totals: ledger.Totals{Requests: 1, PaidUSD: 0.5}}}, Total: ledger.Totals{Requests: 1, PaidUSD: 0.5}},
 		Recalls: []advisor.RecallEvent{{RecallID: "o_" + nasty, SessionID: nasty, OutputKey: nasty, Step: 3, At: at}},
 	}
 	if err := report.WriteLive(&lb, live); err != nil {

@@ -78,7 +78,7 @@ type ledgerNote struct {
 	session string
 	advised bool
 	step    int
-	plan    ledger.Plan
+	plan    ledger.Request
 	planned float64 // the planner's price of the request's rewrite, dollars
 }
 
@@ -92,7 +92,7 @@ func (n *ledgerNote) setPlan(p advisor.Plan) {
 		return
 	}
 	n.advised, n.step = true, p.Step
-	n.plan = ledger.Plan{Advised: true, Context: p.ContextTokens, Full: p.ContextTokens + p.SavedTokens, Cold: p.Cold}
+	n.plan = ledger.Request{Advised: true, Context: p.ContextTokens, Full: p.ContextTokens + p.SavedTokens, Cold: p.Cold}
 	if p.Rewrite {
 		n.plan.Rewrite, n.planned = p.RewriteReason, p.RewriteCostUSD
 	}

@@ -72,7 +72,7 @@ func (l *liveState) get() (report.LiveSession, bool) {
 // ledgerReader is the part of a ledger store /ui/ reads (storage.DB has it): what
 // `pruneadvisor ledger` prints.
 type ledgerReader interface {
-	LedgerSessions(ctx context.Context, sessionID string) ([]ledger.Session, error)
+	LedgerSessions(ctx context.Context, sessionID string) ([]ledger.SessionTotals, error)
 }
 
 // ui serves the live page.
@@ -116,7 +116,7 @@ func (s *Server) liveLedger(ctx context.Context) (*report.LiveLedger, string) {
 		return nil, "The ledger could not be read (the log says why)."
 	}
 	if sessions == nil {
-		sessions = []ledger.Session{}
+		sessions = []ledger.SessionTotals{}
 	}
 	return &report.LiveLedger{Sessions: sessions, Total: ledger.Sum(sessions)}, ""
 }

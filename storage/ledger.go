@@ -128,7 +128,7 @@ func (db *DB) LedgerTail(ctx context.Context, sessionID string) (ledger.Entry, b
 // (entries are recorded as their responses end, which under load need not be the
 // order of the requests). Recalls counts the store's recall events of each session
 // (recalls table).
-func (db *DB) LedgerSessions(ctx context.Context, sessionID string) ([]ledger.Session, error) {
+func (db *DB) LedgerSessions(ctx context.Context, sessionID string) ([]ledger.SessionTotals, error) {
 	if ok, err := db.hasLedger(ctx); !ok || err != nil {
 		if err != nil {
 			err = fmt.Errorf("storage: ledger sessions: %w", err)
@@ -146,9 +146,9 @@ func (db *DB) LedgerSessions(ctx context.Context, sessionID string) ([]ledger.Se
 		FROM ledger` + where + ` GROUP BY session_id)
 	SELECT s.*, (SELECT count(*) FROM recalls r WHERE r.session_id = s.session_id)
 	FROM s ORDER BY s.first_id`
-	var out []ledger.Session
+	var out []ledger.SessionTotals
 	err := db.query(ctx, q, args, func(rows *sql.Rows) error {
-		var s ledger.Session
+		var s ledger.SessionTotals
 		var firstID int64
 		u := &s.Usage
 		if err := rows.Scan(&s.SessionID, &firstID, &s.Requests,
@@ -175,8 +175,8 @@ func (db *DB) LedgerSessions(ctx context.Context, sessionID string) ([]ledger.Se
 // ledgerSpans sets First and Last of each of sessions to the earliest and latest At
 // of its entries (parsed: the stored RFC 3339 text does not sort as text when the
 // fractions of a second differ in length).
-func (db *DB) ledgerSpans(ctx context.Context, where string, args []any, sessions []ledger.Session) error {
-	byID := make(map[string]*ledger.Session, len(sessions))
+func (db *DB) ledgerSpans(ctx context.Context, where string, args []any, sessions []ledger.SessionTotals) error {
+	byID := make(map[string]*ledger.SessionTotals, len(sessions))
 	for i := range sessions {
 		byID[sessions[i].SessionID] = &sessions[i]
 	}

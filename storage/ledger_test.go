@@ -78,7 +78,7 @@ func testLedgerRoundTrip(t *testing.T, dsn string) {
 
 	// The sums, checked against ledger.Totals.Add over the same entries (the
 	// per-field sums are also written out for session a).
-	want := map[string]*ledger.Session{"a": {SessionID: "a"}, "b": {SessionID: "b"}}
+	want := map[string]*ledger.SessionTotals{"a": {SessionID: "a"}, "b": {SessionID: "b"}}
 	for _, e := range entries {
 		s := want[e.SessionID]
 		if s.First.IsZero() {
@@ -98,14 +98,14 @@ func testLedgerRoundTrip(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	approx := cmpopts.EquateApprox(0, 1e-12)
-	if d := cmp.Diff([]ledger.Session{*want["a"], *want["b"]}, sessions, approx); d != "" {
+	if d := cmp.Diff([]ledger.SessionTotals{*want["a"], *want["b"]}, sessions, approx); d != "" {
 		t.Errorf("LedgerSessions (-want +got):\n%s", d)
 	}
 	only, err := db.LedgerSessions(ctx, "b")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]ledger.Session{*want["b"]}, only, approx); d != "" {
+	if d := cmp.Diff([]ledger.SessionTotals{*want["b"]}, only, approx); d != "" {
 		t.Errorf("LedgerSessions(b) (-want +got):\n%s", d)
 	}
 

@@ -207,10 +207,10 @@ func (db *DB) Decisions(ctx context.Context, f DecisionFilter) ([]advisor.Decisi
 	return out, nil
 }
 
-// Session is one stored session (DESIGN.md "session"). ContentHash identifies the
-// transcript's content and SettingsHash the advisor configuration it was run with
-// (both hex SHA-256, computed by the caller).
-type Session struct {
+// SessionRow is one row of the sessions table: a stored session (docs/DESIGN.md
+// "Words"). ContentHash identifies the transcript's content and SettingsHash the
+// advisor configuration it was run with (both hex SHA-256, computed by the caller).
+type SessionRow struct {
 	ID       string
 	Provider string // prices.Provider the session was priced under; "" when unknown (migration 0005)
 	// TimeMissing, TimeUnordered and TimeFuture count steps whose call time the
@@ -230,7 +230,7 @@ type Session struct {
 // SaveSession inserts or updates the session s.ID. On update every field is
 // replaced except CreatedAt, which keeps its first non-zero value, and FinishedAt,
 // which a zero value does not clear. ErrInvalid for an empty id.
-func (db *DB) SaveSession(ctx context.Context, s Session) error {
+func (db *DB) SaveSession(ctx context.Context, s SessionRow) error {
 	if s.ID == "" {
 		return fmt.Errorf("storage: save session: %w: empty session id", ErrInvalid)
 	}
@@ -244,7 +244,7 @@ func (db *DB) SaveSession(ctx context.Context, s Session) error {
 }
 
 // saveSession is SaveSession's statement, shared with CommitReplay.
-func saveSession(ctx context.Context, tx *sql.Tx, s Session) error {
+func saveSession(ctx context.Context, tx *sql.Tx, s SessionRow) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO sessions(id, format, name, path, content_hash, settings_hash, created_at, finished_at,
 			provider, time_missing, time_unordered, time_future)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -260,16 +260,16 @@ func saveSession(ctx context.Context, tx *sql.Tx, s Session) error {
 }
 
 // Sessions returns every stored session ordered by id.
-func (db *DB) Sessions(ctx context.Context) ([]Session, error) {
+func (db *DB) Sessions(ctx context.Context) ([]SessionRow, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT id, format, name, path, content_hash, settings_hash, created_at, finished_at
 		FROM sessions ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("storage: sessions: %w", db.classify(err))
 	}
 	defer rows.Close()
-	var out []Session
+	var out []SessionRow
 	for rows.Next() {
-		var s Session
+		var s SessionRow
 		var created, finished sql.NullString
 		if err := rows.Scan(&s.ID, &s.Format, &s.Name, &s.Path, &s.ContentHash, &s.SettingsHash, &created, &finished); err != nil {
 			return nil, fmt.Errorf("storage: sessions: %w", err)

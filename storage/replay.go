@@ -62,7 +62,7 @@ func (db *DB) CommitReplay(ctx context.Context, rec *replay.Record) error {
 // on PostgreSQL its row lock makes a second machine committing the same session
 // wait, so that its deletes then see (and replace) the first one's rows.
 func (db *DB) commitReplayTx(ctx context.Context, tx *sql.Tx, rec *replay.Record, status string) error {
-	if err := saveSession(ctx, tx, Session{
+	if err := saveSession(ctx, tx, SessionRow{
 		ID: rec.ID, Format: string(rec.Format), Name: rec.Name, Path: rec.Path,
 		ContentHash: rec.ContentHash, SettingsHash: rec.SettingsHash,
 		CreatedAt: rec.Started, FinishedAt: rec.Finished, Provider: string(rec.Provider),
@@ -200,11 +200,11 @@ func insertSQL(table string, cols, rows int, numbered bool) string {
 
 // ReplayedSession is one finished replay as listed by ReplayedSessions.
 type ReplayedSession struct {
-	Session            // the sessions row (Path, ContentHash, SettingsHash…)
-	Scorer   string    // the scorer recorded with the run
-	Settings string    // the replay.Settings JSON the settings hash stands for
-	Started  time.Time // the run's start
-	Finished time.Time // the run's end
+	SessionRow           // the sessions row (Path, ContentHash, SettingsHash…)
+	Scorer     string    // the scorer recorded with the run
+	Settings   string    // the replay.Settings JSON the settings hash stands for
+	Started    time.Time // the run's start
+	Finished   time.Time // the run's end
 }
 
 // ReplayedSessions returns every session with a finished replay (status

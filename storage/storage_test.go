@@ -560,11 +560,11 @@ func TestSessions(t *testing.T) {
 		ctx := t.Context()
 		db := openDB(t, dsn)
 		t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-		s := Session{ID: "b", Format: "claude-code", Name: "b.jsonl", ContentHash: "c1", SettingsHash: "s1", CreatedAt: t0}
+		s := SessionRow{ID: "b", Format: "claude-code", Name: "b.jsonl", ContentHash: "c1", SettingsHash: "s1", CreatedAt: t0}
 		if err := db.SaveSession(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.SaveSession(ctx, Session{ID: "a", Format: "pi"}); err != nil {
+		if err := db.SaveSession(ctx, SessionRow{ID: "a", Format: "pi"}); err != nil {
 			t.Fatal(err)
 		}
 		// Update: a later CreatedAt does not replace the first, FinishedAt is set.
@@ -583,14 +583,14 @@ func TestSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []Session{
+		want := []SessionRow{
 			{ID: "a", Format: "pi"},
 			{ID: "b", Format: "claude-code", Name: "b.jsonl", ContentHash: "c1", SettingsHash: "s2", CreatedAt: t0, FinishedAt: t0.Add(2 * time.Hour)},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Sessions (-want +got):\n%s", diff)
 		}
-		if err := db.SaveSession(ctx, Session{}); !errors.Is(err, ErrInvalid) {
+		if err := db.SaveSession(ctx, SessionRow{}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("SaveSession(no id) = %v, want ErrInvalid", err)
 		}
 	})
@@ -818,7 +818,7 @@ func TestReadOnly(t *testing.T) {
 		for name, err := range map[string]error{
 			"RecordAsks":   ro.RecordAsks(ctx, []advisor.AskRecord{{SessionID: "s", OutputKey: "k"}}),
 			"RecordRecall": ro.RecordRecall(ctx, advisor.RecallEvent{RecallID: o.RecallID, SessionID: "s", OutputKey: "k"}),
-			"SaveSession":  ro.SaveSession(ctx, Session{ID: "s"}),
+			"SaveSession":  ro.SaveSession(ctx, SessionRow{ID: "s"}),
 		} {
 			if !errors.Is(err, ErrReadOnly) {
 				t.Errorf("read-only %s = %v, want ErrReadOnly", name, err)

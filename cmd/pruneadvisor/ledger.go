@@ -67,8 +67,8 @@ cannot be read or --session names a session without entries.`,
 
 // ledgerReport is what `ledger` prints; its JSON field names are the --json output.
 type ledgerReport struct {
-	Sessions []ledger.Session `json:"sessions"`
-	Total    ledger.Totals    `json:"total"`
+	Sessions []ledger.SessionTotals `json:"sessions"`
+	Total    ledger.Totals          `json:"total"`
 	// Requests lists the session's entries with --session, in the order the
 	// requests reached the proxy; else it is absent.
 	Requests []ledger.Entry `json:"requests,omitempty"`
@@ -86,7 +86,7 @@ func readLedger(cmd *cobra.Command, store *storage.DB, session string) (ledgerRe
 	}
 	rep.Sessions = sessions
 	if rep.Sessions == nil {
-		rep.Sessions = []ledger.Session{}
+		rep.Sessions = []ledger.SessionTotals{}
 	}
 	rep.Total = ledger.Sum(sessions)
 	if session == "" {
