@@ -14,8 +14,8 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
-	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/internal/testbodies"
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 )
 
@@ -110,7 +110,7 @@ func TestReplayProviderCompaction(t *testing.T) {
 		}
 		cfg := advisor.DefaultConfig()
 		cfg.Budget, cfg.PriceForced = 3000, false
-		rec, err := (&replay.Replayer{Config: cfg, Scorer: zeroKeep{}}).Replay(context.Background(), src)
+		rec, err := (&replay.Replayer{Config: cfg, Scorer: zeroKeep}).Replay(context.Background(), src)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,14 +144,4 @@ func TestReplayProviderCompaction(t *testing.T) {
 }
 
 // zeroKeep scores every card 0: prune whatever may be pruned.
-type zeroKeep struct{}
-
-func (zeroKeep) Name() string { return "zero" }
-
-func (zeroKeep) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
-	out := make([]cards.Score, len(b.Cards))
-	for i := range out {
-		out[i] = cards.Score{Keep: 0, OK: true}
-	}
-	return out, nil
-}
+var zeroKeep = testkit.Const("zero", 0)

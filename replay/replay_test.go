@@ -281,17 +281,6 @@ type fixedSizer struct{}
 func (fixedSizer) FrameTokens(cards.Batch) int    { return 100 }
 func (fixedSizer) CardTokens(cards.Card, int) int { return 10 }
 
-// recordingScorer keeps every batch it scores.
-type recordingScorer struct {
-	advisor.Scorer
-	batches []cards.Batch
-}
-
-func (r *recordingScorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error) {
-	r.batches = append(r.batches, b)
-	return r.Scorer.Score(ctx, b)
-}
-
 // TestSettings checks the settings hash and session ids: stable for equal
 // settings, different when anything recorded differs, and JSON round trips.
 func TestSettings(t *testing.T) {

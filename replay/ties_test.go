@@ -10,21 +10,16 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/planner"
 )
 
 // atCutoff scores every card at its own cutoff (planner.CutoffAt of cutoff, the
 // card's tokens and exponent) less under: a tie when under is 0.
-type atCutoff struct{ cutoff, exponent, under float64 }
-
-func (c atCutoff) Name() string { return "const" }
-
-func (c atCutoff) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
-	out := make([]cards.Score, len(b.Cards))
-	for i, card := range b.Cards {
-		out[i] = cards.Score{Keep: min(planner.CutoffAt(c.cutoff, card.Tokens, c.exponent)-c.under, 1), OK: true}
-	}
-	return out, nil
+func atCutoff(cutoff, exponent, under float64) testkit.Func {
+	return testkit.Func{Label: "const", Keep: func(card cards.Card) float64 {
+		return min(planner.CutoffAt(cutoff, card.Tokens, exponent)-under, 1)
+	}}
 }
 
 // TestTiesAtTheCutoff: a score equal to the cutoff keeps the output, live (the
@@ -52,7 +47,7 @@ func TestTiesAtTheCutoff(t *testing.T) {
 			t.Run(fmt.Sprintf("exponent %.1f/%s", exponent, tc.name), func(t *testing.T) {
 				byScore := 0
 				for _, src := range srcs[:6] {
-					rec, err := (&Replayer{Config: cfg, Scorer: atCutoff{cutoff, exponent, tc.under}, Lenient: true}).Replay(context.Background(), src)
+					rec, err := (&Replayer{Config: cfg, Scorer: atCutoff(cutoff, exponent, tc.under), Lenient: true}).Replay(context.Background(), src)
 					if err != nil {
 						t.Fatal(err)
 					}

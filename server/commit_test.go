@@ -46,7 +46,7 @@ func TestOneCommitPerRewrite(t *testing.T) {
 	counter := &commitCounter{DB: env.db}
 	cfg := testConfig()
 	cfg.Budget = 4000 // pending prunes gather until the budget forces a rewrite of several
-	opts := server.Options{OpenAIUpstream: up.URL, Store: counter, Ledger: env.db, Config: cfg, Scorer: noiseScorer{}}
+	opts := server.Options{OpenAIUpstream: up.URL, Store: counter, Ledger: env.db, Config: cfg, Scorer: noiseScorer}
 	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,7 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
-	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/server"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -35,17 +34,7 @@ func TestAgentFromUserAgent(t *testing.T) {
 }
 
 // keepScorer keeps every output (0.9, over any cutoff): only the hard limit prunes.
-type keepScorer struct{}
-
-func (keepScorer) Name() string { return "keep-test" }
-
-func (keepScorer) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
-	out := make([]cards.Score, len(b.Cards))
-	for i := range out {
-		out[i] = cards.Score{Keep: 0.9, OK: true}
-	}
-	return out, nil
-}
+var keepScorer = testkit.Const("keep-test", 0.9)
 
 // readsBody is an Anthropic Messages request of n Read calls, each answered with
 // a file of about 2,279 tokens (the session), and the tokens of those
@@ -107,7 +96,7 @@ func hardLimitProxy(t *testing.T, cfg func(*advisor.Config)) (*proxyEnv, *record
 	if cfg != nil {
 		cfg(&c)
 	}
-	return newProxy(t, server.Options{Config: c, Scorer: keepScorer{}, AnthropicUpstream: up.URL}), up
+	return newProxy(t, server.Options{Config: c, Scorer: keepScorer, AnthropicUpstream: up.URL}), up
 }
 
 func postReads(t *testing.T, env *proxyEnv, body []byte, hdr map[string]string) {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,28 +16,14 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
-	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/server"
 	"github.com/pruneadvisor/pruneadvisor/storage"
 )
 
 // noiseScorer gives keep 0.05 to outputs whose head holds "NOISE" and 0.9 to the
 // others, so a test knows exactly which outputs a scorer sends under the cutoff.
-type noiseScorer struct{}
-
-func (noiseScorer) Name() string { return "noise-test" }
-
-func (noiseScorer) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
-	out := make([]cards.Score, len(b.Cards))
-	for i, c := range b.Cards {
-		keep := 0.9
-		if strings.Contains(c.Head, "NOISE") {
-			keep = 0.05
-		}
-		out[i] = cards.Score{Keep: keep, OK: true}
-	}
-	return out, nil
-}
+var noiseScorer = testkit.Noise("noise-test")
 
 // testConfig prunes eagerly: K = 2 protected steps, candidates from 50 tokens, a
 // 1,000-token budget (a rewrite once pending prunes reach 50 tokens), and the design's
@@ -148,26 +133,7 @@ type proxyEnv struct {
 	http  *httptest.Server
 	db    *storage.DB
 	dbPth string
-	log   *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer that one goroutine (a logger, a child process's
-// output) writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log   *testkit.SyncBuffer
 }
 
 // newProxy starts a server on a SQLite store in a temp dir. opts.Store, Ledger (when
@@ -187,7 +153,7 @@ func newProxy(t testing.TB, opts server.Options) *proxyEnv {
 // newProxyOn is newProxy on the open store db (found at dsn).
 func newProxyOn(t testing.TB, opts server.Options, db *storage.DB, dsn string) *proxyEnv {
 	t.Helper()
-	logBuf := &syncBuffer{}
+	logBuf := &testkit.SyncBuffer{}
 	opts.Store = db
 	if opts.Ledger == nil {
 		opts.Ledger = db
@@ -197,7 +163,7 @@ func newProxyOn(t testing.TB, opts server.Options, db *storage.DB, dsn string) *
 		opts.Config = testConfig()
 	}
 	if opts.Scorer == nil {
-		opts.Scorer = noiseScorer{}
+		opts.Scorer = noiseScorer
 	}
 	srv, err := server.New(opts)
 	if err != nil {

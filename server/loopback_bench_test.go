@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/server"
 )
 
@@ -175,7 +176,7 @@ func startLoopChild(tb testing.TB, name string, cmd *exec.Cmd, skip bool) loopCh
 	if skip {
 		fail = tb.Skipf
 	}
-	out := &syncBuffer{}
+	out := &testkit.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		fail("start %s: %v", name, err)
@@ -204,7 +205,7 @@ func startLoopChild(tb testing.TB, name string, cmd *exec.Cmd, skip bool) loopCh
 // stopLoopChild sends SIGTERM to cmd (serve shuts down gracefully, writing its
 // record queue) and waits up to 15 s, then kills it. A child that never listened
 // (startLoopChild failed or skipped) is killed without a word.
-func stopLoopChild(tb testing.TB, name string, cmd *exec.Cmd, done chan error, out *syncBuffer, listening bool) {
+func stopLoopChild(tb testing.TB, name string, cmd *exec.Cmd, done chan error, out *testkit.SyncBuffer, listening bool) {
 	if !listening {
 		_ = cmd.Process.Kill()
 		<-done

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -15,23 +14,13 @@ import (
 	"testing"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
-	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/server"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // lowScorer gives every card keep 0.05: every candidate is pruned.
-type lowScorer struct{}
-
-func (lowScorer) Name() string { return "fuzz-low" }
-
-func (lowScorer) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
-	out := make([]cards.Score, len(b.Cards))
-	for i := range out {
-		out[i] = cards.Score{Keep: 0.05, OK: true}
-	}
-	return out, nil
-}
+var lowScorer = testkit.Const("fuzz-low", 0.05)
 
 // capture is the fuzz proxy's upstream: it keeps the last body forwarded.
 type capture struct {
@@ -69,7 +58,7 @@ var fuzzProxy = sync.OnceValues(func() (http.Handler, *capture) {
 	cfg.PriceForced = false
 	up := &capture{}
 	srv, err := server.New(server.Options{
-		Config: cfg, Scorer: lowScorer{}, Store: advisor.NewMemoryStore(), Transport: up,
+		Config: cfg, Scorer: lowScorer, Store: advisor.NewMemoryStore(), Transport: up,
 		OpenAIUpstream: "http://upstream.invalid", AnthropicUpstream: "http://upstream.invalid",
 		Logger: slog.New(slog.DiscardHandler), MaxSessions: 64,
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/server"
 	"github.com/pruneadvisor/pruneadvisor/storage"
 )
@@ -20,20 +21,12 @@ var anyRecallID = regexp.MustCompile(`o_[0-9a-f]{10}`)
 
 // ageScorer scores the NOISE outputs by the step they are asked at (0.01 a step
 // of age, so a stub names the step its score came from) and keeps the others.
-type ageScorer struct{}
-
-func (ageScorer) Name() string { return "age-test" }
-
-func (ageScorer) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
-	out := make([]cards.Score, len(b.Cards))
-	for i, c := range b.Cards {
-		out[i] = cards.Score{Keep: 0.9, OK: true}
-		if strings.Contains(c.Head, "NOISE") {
-			out[i].Keep = 0.01 * float64(c.Age)
-		}
+var ageScorer = testkit.Func{Label: "age-test", Keep: func(c cards.Card) float64 {
+	if strings.Contains(c.Head, "NOISE") {
+		return 0.01 * float64(c.Age)
 	}
-	return out, nil
-}
+	return 0.9
+}}
 
 // A session advised through /v1/advise by two servers sharing one SQLite file, its
 // requests alternating between them, gets back the messages one server alone
@@ -44,7 +37,7 @@ func TestAdviseReplicasSameMessages(t *testing.T) {
 	cfg := testConfig()
 	cfg.Budget = 8000
 	cfg.RewriteFraction = 0.4 // a rewrite waits for 3,200 tokens of pending prunes: they wait a few steps
-	opts := server.Options{Config: cfg, Scorer: ageScorer{}}
+	opts := server.Options{Config: cfg, Scorer: ageScorer}
 	one := newProxy(t, opts)
 	dsn := filepath.Join(t.TempDir(), "shared.db")
 	var pair []*proxyEnv

@@ -105,7 +105,7 @@ func FuzzRoute(f *testing.F) {
 	f.Cleanup(func() { _ = db.Close() })
 	up := &hostTransport{}
 	srv, err := server.New(server.Options{
-		Config: testConfig(), Scorer: noiseScorer{}, Store: db, Logger: slog.New(slog.DiscardHandler),
+		Config: testConfig(), Scorer: noiseScorer, Store: db, Logger: slog.New(slog.DiscardHandler),
 		AnthropicUpstream: "http://anthropic.test", OpenAIUpstream: "http://openai.test", GeminiUpstream: "http://gemini.test",
 		Transport: up,
 	})

@@ -14,12 +14,13 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/server"
 )
 
 // batchRecorder is noiseScorer remembering the task and now of the last batch.
 type batchRecorder struct {
-	noiseScorer
+	testkit.Func
 	mu        sync.Mutex
 	task, now string
 }
@@ -28,7 +29,7 @@ func (b *batchRecorder) Score(ctx context.Context, batch cards.Batch) ([]cards.S
 	b.mu.Lock()
 	b.task, b.now = batch.Task, batch.Now
 	b.mu.Unlock()
-	return b.noiseScorer.Score(ctx, batch)
+	return noiseScorer.Score(ctx, batch)
 }
 
 // openAIMessages is a Chat Completions history with n tool outputs (toolOutput(k) for
@@ -51,7 +52,7 @@ type adviseAnswer struct {
 }
 
 func TestSidecarAdvise(t *testing.T) {
-	scorer := &batchRecorder{}
+	scorer := &batchRecorder{Func: noiseScorer}
 	env := newProxy(t, server.Options{Scorer: scorer})
 	msgs := openAIMessages(5)
 	req := fmt.Sprintf(`{"session_id":"side-1","format":"openai","messages":%s,"task":"Make parser_test pass","now":"Now checking the parser."}`, msgs)

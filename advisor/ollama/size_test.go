@@ -10,20 +10,9 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
-	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 )
-
-// recordingScorer keeps every batch it scores.
-type recordingScorer struct {
-	advisor.Scorer
-	batches []cards.Batch
-}
-
-func (r *recordingScorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error) {
-	r.batches = append(r.batches, b)
-	return r.Scorer.Score(ctx, b)
-}
 
 // TestSizerEstimate compares the per-card scorer tokens Replay records
 // with the exact count of the rendered request (RequestTokens) on real sessions:
@@ -42,13 +31,13 @@ func TestSizerEstimate(t *testing.T) {
 		}
 		cfg := advisor.DefaultConfig()
 		cfg.Budget = 2000 // re-asks, so cards are counted again at a new age
-		sc := &recordingScorer{Scorer: lexical.New()}
+		sc := &testkit.Recording{Scorer: lexical.New()}
 		rec, err := (&replay.Replayer{Config: cfg, Scorer: sc, Lenient: true, Sizer: ollama.Sizer{}}).Replay(context.Background(), src)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var exact, est int
-		for _, b := range sc.batches {
+		for _, b := range sc.Batches {
 			n, err := ollama.RequestTokens(b)
 			if err != nil {
 				t.Fatal(err)
@@ -58,11 +47,11 @@ func TestSizerEstimate(t *testing.T) {
 		for _, a := range rec.Asks {
 			est += a.Tokens
 		}
-		if len(sc.batches) < 3 || exact == 0 {
-			t.Fatalf("%s: %d batches, want several", f, len(sc.batches))
+		if len(sc.Batches) < 3 || exact == 0 {
+			t.Fatalf("%s: %d batches, want several", f, len(sc.Batches))
 		}
 		if rel := math.Abs(float64(est-exact)) / float64(exact); rel > 0.02 {
-			t.Errorf("%s: estimated %d scorer tokens over %d batches, exact %d (%.1f%% off)", f, est, len(sc.batches), exact, 100*rel)
+			t.Errorf("%s: estimated %d scorer tokens over %d batches, exact %d (%.1f%% off)", f, est, len(sc.Batches), exact, 100*rel)
 		}
 	}
 }

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 )
 
 // TestCalibrateLagCost replays fix-port.jsonl with the fitted scorer at no lag
@@ -55,12 +54,7 @@ func TestCalibrateLagCost(t *testing.T) {
 }
 
 // namedScorer is a scorer that has only a name.
-type namedScorer string
-
-func (n namedScorer) Name() string { return string(n) }
-func (namedScorer) Score(context.Context, cards.Batch) ([]cards.Score, error) {
-	return nil, nil
-}
+func namedScorer(name string) testkit.Func { return testkit.Func{Label: name} }
 
 // TestBackgroundAsksFlag: --background-asks auto is on for a scorer that asks
 // a server (Ollama, alone or fused) and off for the in-process ones, and replay's

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 )
 
 // adviseRecallID advises testdata/sessions/fix-port.jsonl into db and returns the
@@ -65,7 +67,7 @@ func TestMCPBadLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr testkit.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

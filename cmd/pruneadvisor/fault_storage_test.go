@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 )
 
 // lockEnv names the database a helper process holds locked (see init).
@@ -67,7 +69,7 @@ func holdLock(t *testing.T, db string) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr testkit.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -25,26 +25,13 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
-	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/server"
 	"github.com/pruneadvisor/pruneadvisor/storage"
 )
 
 // noiseScorer keeps outputs whose head says NOISE at 0.05, the others at 0.9.
-type noiseScorer struct{}
-
-func (noiseScorer) Name() string { return "noise-test" }
-
-func (noiseScorer) Score(_ context.Context, b cards.Batch) ([]cards.Score, error) {
-	out := make([]cards.Score, len(b.Cards))
-	for i, c := range b.Cards {
-		out[i] = cards.Score{Keep: 0.9, OK: true}
-		if strings.Contains(c.Head, "NOISE") {
-			out[i].Keep = 0.05
-		}
-	}
-	return out, nil
-}
+var noiseScorer = testkit.Noise("noise-test")
 
 // trafficOutput is the tool output of turn k: a NOISE build log on odd turns.
 func trafficOutput(k int) string {
@@ -87,7 +74,7 @@ func cmdLedgerTraffic(ts *testscript.TestScript, neg bool, args []string) {
 	var ticks atomic.Int64
 	t0 := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
 	srv, err := server.New(server.Options{
-		Config: cfg, Scorer: noiseScorer{}, Store: db, Ledger: db, AnthropicUpstream: anth.URL, OpenAIUpstream: oai.URL,
+		Config: cfg, Scorer: noiseScorer, Store: db, Ledger: db, AnthropicUpstream: anth.URL, OpenAIUpstream: oai.URL,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Clock:  func() time.Time { return t0.Add(time.Duration(ticks.Add(1)) * 10 * time.Second) },
 	})

@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +29,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/tidwall/gjson"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", for reading the stores tests leave
+
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 )
 
 // ---- running the command ----
@@ -48,29 +49,11 @@ func paBin(t testing.TB) string {
 	return p
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // proc is one pruneadvisor process started by a test.
 type proc struct {
 	cmd    *exec.Cmd
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout testkit.SyncBuffer
+	stderr testkit.SyncBuffer
 	done   chan struct{}
 	err    error // Wait's error, once done is closed
 }
@@ -955,7 +938,7 @@ func recallBig(t *testing.T, db string) {
 		t.Fatalf("recall %s: exit %d: %s", rows[0][0], code, cutOut(p.stderr.String(), 2000))
 	}
 	if got, want := sha([]byte(p.stdout.String())), sha([]byte(bigText(50<<20))); got != want {
-		t.Errorf("recall gave %d bytes with SHA-256 %s; want the original's %d bytes, %s", p.stdout.b.Len(), got, 50<<20, want)
+		t.Errorf("recall gave %d bytes with SHA-256 %s; want the original's %d bytes, %s", len(p.stdout.String()), got, 50<<20, want)
 	}
 }
 
