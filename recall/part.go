@@ -213,31 +213,41 @@ func Select(text string, p Part) (string, error) {
 	}
 	lines := splitLines(text)
 	total := len(lines)
-	from, to := s.from, s.to
-	if p.Lines != "" && from > total {
+	if p.Lines != "" && s.from > total {
 		return "", fmt.Errorf("%w: lines %s: the original has %s, so it starts past the end; want a start from 1 to %d",
 			ErrBadRange, quoteArg(p.Lines), plural(total, "line"), total)
 	}
-	if to == 0 || to > total {
-		to = total
+	if s.to == 0 || s.to > total {
+		s.to = total
 	}
-	var w partWriter
 	if s.re == nil {
-		for n := from; n <= to; n++ {
-			if !w.line(n, ':', lines[n-1]) {
-				break
-			}
-		}
-		fmt.Fprintf(&w.b, "[lines %d-%d of %d]\n", from, w.last, total)
-		if w.stopped != 0 {
-			w.stopNote(to)
-		}
-		return w.b.String(), nil
+		return s.lineRange(lines), nil
 	}
-	// Grep: the matching lines, each with its context, in order; groups apart
-	// from each other get a "--" between them.
+	return s.grep(lines, p), nil
+}
+
+// lineRange writes lines s.from to s.to (Select without a pattern) and the note.
+func (s selector) lineRange(lines []string) string {
+	var w partWriter
+	for n := s.from; n <= s.to; n++ {
+		if !w.line(n, ':', lines[n-1]) {
+			break
+		}
+	}
+	fmt.Fprintf(&w.b, "[lines %d-%d of %d]\n", s.from, w.last, len(lines))
+	if w.stopped != 0 {
+		w.stopNote(s.to)
+	}
+	return w.b.String()
+}
+
+// grep writes the lines between s.from and s.to that s.re matches, each with its
+// context, in order, groups apart from each other with a "--" between them, and
+// the note (Select with p's pattern).
+func (s selector) grep(lines []string, p Part) string {
+	var w partWriter
 	matches, shownTo := 0, 0 // shownTo: the last line written
-	for n := from; n <= to; n++ {
+	for n := s.from; n <= s.to; n++ {
 		if !s.re.MatchString(lines[n-1]) {
 			continue
 		}
@@ -245,7 +255,7 @@ func Select(text string, p Part) (string, error) {
 		if w.stopped != 0 {
 			continue // counting only
 		}
-		lo, hi := max(from, n-s.context, shownTo+1), min(to, n+s.context)
+		lo, hi := max(s.from, n-s.context, shownTo+1), min(s.to, n+s.context)
 		if s.context > 0 && shownTo != 0 && lo > shownTo+1 {
 			w.sep()
 		}
@@ -260,20 +270,19 @@ func Select(text string, p Part) (string, error) {
 			shownTo = k
 		}
 	}
-	where := fmt.Sprintf("all %d lines", total)
+	where := fmt.Sprintf("all %d lines", len(lines))
 	if p.Lines != "" {
-		where = fmt.Sprintf("lines %d-%d of %d", from, to, total)
+		where = fmt.Sprintf("lines %d-%d of %d", s.from, s.to, len(lines))
 	}
-	switch {
-	case matches == 0:
+	if matches == 0 {
 		fmt.Fprintf(&w.b, "[no line matches %s in %s]\n", quoteArg(p.Grep), where)
-	default:
-		fmt.Fprintf(&w.b, "[%s %s %s in %s]\n", plural(matches, "line"), verb(matches, "matches", "match"), quoteArg(p.Grep), where)
-		if w.stopped != 0 {
-			w.stopNote(to)
-		}
+		return w.b.String()
 	}
-	return w.b.String(), nil
+	fmt.Fprintf(&w.b, "[%s %s %s in %s]\n", plural(matches, "line"), verb(matches, "matches", "match"), quoteArg(p.Grep), where)
+	if w.stopped != 0 {
+		w.stopNote(s.to)
+	}
+	return w.b.String()
 }
 
 // partWriter writes numbered lines within the limits.

@@ -275,26 +275,14 @@ type Routing struct {
 //   - Without credentials, the version header's provider, else OpenAI's.
 func Route(path string, has func(name string, query bool) bool) (Routing, error) {
 	var buf [len(credentials)]Credential
-	carried := func() []Credential {
-		out := buf[:0]
-		for _, c := range credentials {
-			if has(c.Name, c.Query) {
-				out = append(out, c)
-			}
+	carried := buf[:0]
+	for _, c := range credentials {
+		if has(c.Name, c.Query) {
+			carried = append(carried, c)
 		}
-		return out
 	}
-	for _, s := range table {
-		if !s.Claims(path) {
-			continue
-		}
-		r := Routing{Spec: s, Claimed: true}
-		for _, c := range carried() {
-			if !s.accepts(c) {
-				return r, fmt.Errorf("%w: %s is %s's, and path %q is %s's; not forwarded", ErrWrongRoute, c, c.Provider, cutPath(path), s.Provider)
-			}
-		}
-		return r, nil
+	if r, claimed, err := claimedRoute(path, carried); claimed {
+		return r, err
 	}
 	var version *Spec
 	for i, s := range table {
@@ -303,6 +291,31 @@ func Route(path string, has func(name string, query bool) bool) (Routing, error)
 			break
 		}
 	}
+	return routeByHeaders(version, carried)
+}
+
+// claimedRoute routes a path an API claims (Route's first case): to that API,
+// refusing a carried credential it does not accept with ErrWrongRoute; claimed is
+// false when no API claims path.
+func claimedRoute(path string, carried []Credential) (r Routing, claimed bool, err error) {
+	for _, s := range table {
+		if !s.Claims(path) {
+			continue
+		}
+		r := Routing{Spec: s, Claimed: true}
+		for _, c := range carried {
+			if !s.accepts(c) {
+				return r, true, fmt.Errorf("%w: %s is %s's, and path %q is %s's; not forwarded", ErrWrongRoute, c, c.Provider, cutPath(path), s.Provider)
+			}
+		}
+		return r, true, nil
+	}
+	return Routing{}, false, nil
+}
+
+// routeByHeaders routes a path no API claims (Route's other cases) by the
+// credentials carried and the API whose version header it carries (nil: none).
+func routeByHeaders(version *Spec, carried []Credential) (Routing, error) {
 	// providerOf is whose secret c is on this path: its own provider's, or the
 	// version header's when that API takes it (Authorization beside
 	// Anthropic-Version).
@@ -315,13 +328,13 @@ func Route(path string, has func(name string, query bool) bool) (Routing, error)
 	// names lists the credentials carried with their providers, for a message.
 	names := func() string {
 		var out []string
-		for _, c := range carried() {
+		for _, c := range carried {
 			out = append(out, fmt.Sprintf("%s (%s)", c, providerOf(c)))
 		}
 		return strings.Join(out, ", ")
 	}
 	var owner prices.Provider
-	for _, c := range carried() {
+	for _, c := range carried {
 		p := providerOf(c)
 		if owner != "" && owner != p {
 			s, _ := DefaultAPI(owner)

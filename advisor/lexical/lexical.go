@@ -87,71 +87,89 @@ func (s *Scorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, error
 		return out, fmt.Errorf("lexical: %w", err)
 	}
 	memo := query(b.Task, b.Now)
-	query, at := memo.terms, memo.at
-	if len(query) == 0 {
+	if len(memo.terms) == 0 {
 		return out, ErrEmptyQuery
 	}
-	// Only the query's terms count in a document (BM25 sums over them): each card
-	// keeps its count of each query term it holds, in query order, and its length
-	// (at[t] is term t's index in query).
-	type count struct{ term, n int }
-	var (
-		counts  []count
-		ends    = make([]int, len(b.Cards)) // card i's counts are counts[ends[i-1]:ends[i]]
-		lens    = make([]int, len(b.Cards))
-		tf      = make([]int, len(query)) // the current card's
-		batchDF = make([]int, len(query))
-		buf     []byte
-		total   int
-	)
-	for i, c := range b.Cards {
-		start := len(counts)
+	tc := countTerms(b.Cards, memo)
+	idf := tc.idf(b, memo.terms)
+	start := 0
+	for i := range b.Cards {
+		norm := bm25Norm(tc.lens[i], tc.avgdl)
+		raw := 0.0
+		for _, c := range tc.counts[start:tc.ends[i]] {
+			raw += bm25Term(idf[c.term], float64(c.n), norm) // as BM25 sums, in query order
+		}
+		start = tc.ends[i]
+		out[i] = cards.Score{Keep: Keep(raw), OK: true}
+	}
+	return out, nil
+}
+
+// termCount is one query term's count in one card: term is its index in the
+// query, n how often the card holds it.
+type termCount struct{ term, n int }
+
+// batchCounts is what BM25 needs of a batch's cards: only the query's terms count
+// in a document (BM25 sums over them), so each card keeps its count of each query
+// term it holds, in query order, and its length in terms.
+type batchCounts struct {
+	counts  []termCount
+	ends    []int   // card i's counts are counts[ends[i-1]:ends[i]]
+	lens    []int   // card i's length in terms
+	batchDF []int   // by query term: the cards holding it
+	avgdl   float64 // the mean card length (1 for an empty batch)
+}
+
+// countTerms counts the query's terms (memo.at: a term's index in the query) in
+// each card, in one pass over each card's terms.
+func countTerms(cs []cards.Card, memo *queryMemo) batchCounts {
+	tc := batchCounts{ends: make([]int, len(cs)), lens: make([]int, len(cs)), batchDF: make([]int, len(memo.terms)), avgdl: 1}
+	tf := make([]int, len(memo.terms)) // the current card's
+	var buf []byte
+	total := 0
+	for i, c := range cs {
+		start := len(tc.counts)
 		eachDocTerm(c, &buf, func(t []byte) {
-			lens[i]++
-			if q, ok := at[string(t)]; ok {
+			tc.lens[i]++
+			if q, ok := memo.at[string(t)]; ok {
 				if tf[q] == 0 {
-					counts = append(counts, count{term: q})
+					tc.counts = append(tc.counts, termCount{term: q})
 				}
 				tf[q]++
 			}
 		})
-		mine := counts[start:]
-		slices.SortFunc(mine, func(x, y count) int { return x.term - y.term })
+		mine := tc.counts[start:]
+		slices.SortFunc(mine, func(x, y termCount) int { return x.term - y.term })
 		for k := range mine {
 			mine[k].n = tf[mine[k].term]
 			tf[mine[k].term] = 0
-			batchDF[mine[k].term]++
+			tc.batchDF[mine[k].term]++
 		}
-		ends[i] = len(counts)
-		total += lens[i]
+		tc.ends[i] = len(tc.counts)
+		total += tc.lens[i]
 	}
-	avgdl := 1.0
-	if len(b.Cards) > 0 && total > 0 {
-		avgdl = float64(total) / float64(len(b.Cards))
+	if len(cs) > 0 && total > 0 {
+		tc.avgdl = float64(total) / float64(len(cs))
 	}
+	return tc
+}
+
+// idf returns each query term's IDF over the batch, or over the session's corpus
+// (b.Corpus) where it knows more documents or a higher document frequency.
+func (tc batchCounts) idf(b cards.Batch, query []string) []float64 {
 	n := len(b.Cards)
 	if b.Corpus != nil && b.Corpus.Docs > n {
 		n = b.Corpus.Docs
 	}
 	idf := make([]float64, len(query))
 	for q, t := range query {
-		df := batchDF[q]
+		df := tc.batchDF[q]
 		if c := b.Corpus.DF(t); c > df {
 			df = c
 		}
 		idf[q] = IDF(n, df)
 	}
-	start := 0
-	for i := range b.Cards {
-		norm := bm25Norm(lens[i], avgdl)
-		raw := 0.0
-		for _, c := range counts[start:ends[i]] {
-			raw += bm25Term(idf[c.term], float64(c.n), norm) // as BM25 sums, in query order
-		}
-		start = ends[i]
-		out[i] = cards.Score{Keep: Keep(raw), OK: true}
-	}
-	return out, nil
+	return idf
 }
 
 // eachDocTerm calls f with each term of Document(c), in order (cards.EachTerm):

@@ -55,10 +55,12 @@ func TestDomainImports(t *testing.T) {
 	}
 }
 
-// perStep lists the packages on the per-step path (DESIGN.md "Per-step pipeline"):
-// the advisor and the scorer it ships with, the planner, the rules, the cards and
-// the use history.
-var perStep = []string{"advisor", "advisor/fitted", "planner", "rules", "cards", "evidence"}
+// perStep lists the packages on the per-step path (docs/DESIGN.md "One step"):
+// the advisor and the in-process scorers (the fitted one it ships with, the
+// lexical baseline), the planner, the rules, the cards, the use history, the
+// proxy's routing table (every proxied request is routed) and recall (every recall
+// call the agent makes).
+var perStep = []string{"advisor", "advisor/fitted", "advisor/lexical", "planner", "rules", "cards", "evidence", "wire", "recall"}
 
 // perRequest lists the files outside those packages that run on every proxied
 // request: the proxy's handlers, forwarding, record queue and ledger, and the
