@@ -387,11 +387,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		return nil, false, nil
 	}
 	defer s.sessions.release(e)
-	actx, cancel := context.WithTimeout(ctx, s.adviseTimeout)
-	defer cancel()
-	actx, queue := s.records.collect(actx)
-	plan, err := e.advise(actx, sess)
-	queue() // the step's records, one round of the record queue
+	plan, err := s.runStep(ctx, e, sess)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.failOpen(route, "advise", id, err)

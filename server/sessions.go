@@ -77,6 +77,18 @@ type sessionEntry struct {
 	live liveState
 }
 
+// runStep runs one step of the session of e on sess under the advise timeout
+// (Options.AdviseTimeout), the step's records written as one round of the record
+// queue before it returns: what the proxy and the sidecar both do for a step.
+func (s *Server) runStep(ctx context.Context, e *sessionEntry, sess *transcript.Session) (advisor.Plan, error) {
+	actx, cancel := context.WithTimeout(ctx, s.adviseTimeout)
+	defer cancel()
+	actx, queue := s.records.collect(actx)
+	plan, err := e.advise(actx, sess)
+	queue() // the step's records, one round of the record queue
+	return plan, err
+}
+
 // advise runs one step of the session and returns a plan of its own (a clone, so a
 // concurrent request of the same session cannot change it).
 func (e *sessionEntry) advise(ctx context.Context, s *transcript.Session) (advisor.Plan, error) {

@@ -162,11 +162,7 @@ func (s *Server) adviseStep(ctx context.Context, req AdviseRequest, sess *transc
 		return advisor.Plan{}, nil, http.StatusBadRequest, fmt.Errorf("request: budget: %v", err)
 	}
 	defer s.sessions.release(e)
-	actx, cancel := context.WithTimeout(ctx, s.adviseTimeout)
-	defer cancel()
-	actx, queue := s.records.collect(actx)
-	plan, err := e.advise(actx, sess)
-	queue() // the step's records, one round of the record queue
+	plan, err := s.runStep(ctx, e, sess)
 	if err != nil {
 		if ctx.Err() != nil {
 			return plan, nil, 0, err

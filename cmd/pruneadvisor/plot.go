@@ -94,16 +94,26 @@ func reliabilityPlot(r calibrate.Report) (*plot.Plot, error) {
 		if len(xys) == 0 {
 			continue
 		}
-		l, pts, err := plotter.NewLinePoints(xys)
+		l, pts, err := lineSeries(xys, i)
 		if err != nil {
 			return nil, err
 		}
-		l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
-		pts.Shape = plotutil.Shape(i)
 		p.Add(l, pts)
 		p.Legend.Add(s.Scorer, l, pts)
 	}
 	return p, nil
+}
+
+// lineSeries is one line with its points through xys, in the i-th colour and point
+// shape of plotutil's palette (one per scorer).
+func lineSeries(xys plotter.XYs, i int) (*plotter.Line, *plotter.Scatter, error) {
+	l, pts, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
+	pts.Shape = plotutil.Shape(i)
+	return l, pts, nil
 }
 
 func savingsPlot(r calibrate.Report) (*plot.Plot, error) {
@@ -133,12 +143,10 @@ func savingsPlot(r calibrate.Report) (*plot.Plot, error) {
 			if len(xys) == 0 {
 				continue
 			}
-			l, pts, err := plotter.NewLinePoints(xys)
+			l, pts, err := lineSeries(xys, i)
 			if err != nil {
 				return nil, err
 			}
-			l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
-			pts.Shape = plotutil.Shape(i)
 			name := s.Scorer
 			if k == 1 {
 				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
