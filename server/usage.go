@@ -295,26 +295,26 @@ func (a *usageAcc) anthropic(u gjson.Result, where string, delta bool) {
 
 // chat reads a Chat Completions usage.
 func (a *usageAcc) chat(u gjson.Result, where string) {
-	if !a.present(u, where) {
-		return
-	}
-	c := counter{obj: u, where: where}
-	prompt, _ := c.get("prompt_tokens", true)
-	out, _ := c.get("completion_tokens", true)
-	cached, _ := c.get("prompt_tokens_details.cached_tokens", false)
-	a.cachedSplit(c, prompt, cached, out, 0, "prompt_tokens")
+	a.openAI(u, where, "prompt_tokens", "completion_tokens", "prompt_tokens_details.cached_tokens")
 }
 
 // responses reads a Responses API usage.
 func (a *usageAcc) responses(u gjson.Result, where string) {
+	a.openAI(u, where, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens")
+}
+
+// openAI reads an OpenAI usage whose input, output and cached-input counts are at
+// the paths given (Chat Completions and Responses name them differently): input
+// and output must be there, the cached part may be left out.
+func (a *usageAcc) openAI(u gjson.Result, where, input, output, cachedInput string) {
 	if !a.present(u, where) {
 		return
 	}
 	c := counter{obj: u, where: where}
-	prompt, _ := c.get("input_tokens", true)
-	out, _ := c.get("output_tokens", true)
-	cached, _ := c.get("input_tokens_details.cached_tokens", false)
-	a.cachedSplit(c, prompt, cached, out, 0, "input_tokens")
+	prompt, _ := c.get(input, true)
+	out, _ := c.get(output, true)
+	cached, _ := c.get(cachedInput, false)
+	a.cachedSplit(c, prompt, cached, out, 0, input)
 }
 
 // gemini reads a Gemini usageMetadata. Every count may be missing (proto3 JSON
