@@ -91,11 +91,10 @@ type Config struct {
 	MinCandidateTokens int `json:"min_candidate_tokens" validate:"gte=1"`
 	// DigestTokens is the stub digest's budget, in digest tokens
 	// (evidence.DigestNameTokens): a stub names the output's most specific names
-	// (evidence.Tracker.Digest, DESIGN.md step 7) up to this many, so that a later
-	// step that needs one finds it without a recall. Default 64: on
-	// ../shared/sessions and ../shared/corpus the largest budget of calibrate's
-	// sweep whose stubs stay within 10% of the tokens they replace (8.0% and 8.2%;
-	// docs/EVALUATION.md, "Stub digests"). 0 turns digests off.
+	// (evidence.Tracker.Digest, docs/DESIGN.md step 7) up to this many, so that a
+	// later step that needs one finds it without a recall. Default 64, the largest
+	// budget of calibrate's sweep whose stubs stay within 10% of the tokens they
+	// replace (docs/EVALUATION.md, "Stub digests"). 0 turns digests off.
 	DigestTokens int `json:"digest_tokens" validate:"gte=0,lte=4096"`
 	// StubMaxShare bounds a stub with its digest to this share of the tokens it
 	// replaces: the digest shrinks (to nothing) to fit (DigestBudget). Default
@@ -106,24 +105,17 @@ type Config struct {
 	// Default 0.25 until calibrated ("the small model is only reliable in its low tail").
 	Cutoff float64 `json:"cutoff" validate:"gte=0,lte=1"`
 	// ScorerCutoffs holds the cutoff of particular scorers, by name (as Scorer.Name
-	// says it: "fitted", "lexical", "ollama:qwen2.5:0.5b:p2"), over Cutoff (DESIGN.md:
-	// "one per scorer"). Default: {"fitted": 0.05}, chosen by calibrate on
-	// ../shared/corpus and ../shared/sessions under the later-use evidence of
-	// replay-5: with the embedded model no session is costlier than keep-all at
-	// cutoffs 0 to 0.10 at the 20,000- and 100,000-token budgets and one is at 0.15,
-	// so 0.05 keeps one step of margin, and it is calibrate's recommendation on the
-	// corpus (miss rate 2.0%) (docs/EVALUATION.md, "Choosing the regime"; 0.2 under
-	// the earlier evidence, where about 40% of asks counted as used, not 16%).
-	// CutoffFor looks them up.
+	// says it: "fitted", "lexical", "ollama:qwen2.5:0.5b:p2"), over Cutoff (one per
+	// scorer). Default: {"fitted": 0.05}, calibrate's recommendation for the
+	// embedded model, with no session costlier than keep-all (docs/EVALUATION.md,
+	// "Choosing the regime"). CutoffFor looks them up.
 	ScorerCutoffs map[string]float64 `json:"scorer_cutoffs,omitempty" validate:"dive,gte=0,lte=1"`
 	// SizeExponent scales the cutoff with the candidate's size: a candidate of n
 	// tokens is pruned when its keep-probability is under cutoff x (n /
 	// 1,000)^SizeExponent (planner.CutoffAt), so large outputs go at higher
 	// keep-probabilities than small ones. 0 compares every score with the cutoff
-	// itself. Default 0.5: on ../shared/corpus, cross-validated by session, the
-	// fitted scorer's share of the oracle's token-steps at <= 2% miss rises from
-	// 36.5% to 48.3% (exponents 0.4 to 0.8 give 47% to 52% in the probe;
-	// docs/EVALUATION.md, "Live names and a cutoff that grows with the output").
+	// itself. Default 0.5 (docs/EVALUATION.md, "Live names and a cutoff that grows
+	// with the output").
 	SizeExponent float64 `json:"size_exponent" validate:"gte=0,lte=2"`
 	// RewriteFraction is the least rewrite, as a fraction of the budget: a rewrite
 	// forced by the budget waits until it frees at least this much, unless it reaches
