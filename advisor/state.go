@@ -12,6 +12,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/rules"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -363,7 +364,7 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 		delete(st.restored, o.Key)
 	}
 	if fs, ok := st.frozen[o.Key]; ok {
-		a.prune(st, os, fs.Stub, transcript.CountTokens(fs.Stub), fs.Reason, fs.Score, fs.Step)
+		a.prune(st, os, fs.Stub, tokencount.Count(fs.Stub), fs.Reason, fs.Score, fs.Step)
 	}
 	if at, ok := st.recalled[o.Key]; ok {
 		delete(st.recalled, o.Key)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/prices"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 	"github.com/pruneadvisor/pruneadvisor/wire"
 )
@@ -379,7 +380,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	}
 	sess.ID = id
 	sess.CompactTrigger = transcript.CompactTrigger(body) // the compaction point when set
-	sess.ToolTokens = transcript.ToolTokens(body)         // counted by the agent's point, held by no message
+	sess.ToolTokens = tokencount.Tools(body)              // counted by the agent's point, held by no message
 	note.setSession(id)
 	e, err := s.acquireSession(tool, providerOf(kind), agent, body, id)
 	if err != nil {

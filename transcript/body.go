@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
@@ -202,13 +203,13 @@ const minMeasured = 256
 // request).
 func (c *MessageCache) measured(text string) (tokens int, hash string) {
 	if c == nil || len(text) < minMeasured {
-		return CountTokens(text), TextHash(text)
+		return tokencount.Count(text), TextHash(text)
 	}
 	k := bodyKey{kindMeasure, maphash.String(bodySeed1, text), maphash.String(bodySeed2, text), len(text)}
 	if t := c.get(k); t != nil {
 		return t.tokens, t.hash
 	}
-	tokens, hash = CountTokens(text), TextHash(text)
+	tokens, hash = tokencount.Count(text), TextHash(text)
 	t := &msgTemplate{tokens: tokens, hash: hash}
 	t.size = templateBytes(t)
 	c.put(k, t)

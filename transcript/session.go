@@ -210,7 +210,7 @@ type Session struct {
 	// proxy sets it from the request body; the advisor takes it as the agent's
 	// compaction point.
 	CompactTrigger int
-	// ToolTokens is the tokens of the request's tool definitions (ToolTokens),
+	// ToolTokens is the tokens of the request's tool definitions (tokencount.Tools),
 	// which the provider counts as input and no message holds; 0 for session
 	// files. The proxy sets it from the request body; the advisor takes it off
 	// the hard limit, which is measured against the messages.

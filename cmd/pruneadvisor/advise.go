@@ -16,6 +16,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/storage"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -199,7 +200,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		sum.OutputTokens += it.Tokens
 		if it.Decision == advisor.DecisionPruned || it.Decision == advisor.DecisionRecalled {
 			sum.PrunedByReason[reasonClass(it.Reason)]++
-			sum.OutputTokensAfter += transcript.CountTokens(it.Stub)
+			sum.OutputTokensAfter += tokencount.Count(it.Stub)
 		} else {
 			sum.OutputTokensAfter += it.Tokens
 		}

@@ -68,7 +68,7 @@ var perRequest = []string{
 	"server/proxy.go", "server/forward.go", "server/records.go", "server/batch.go", "server/ledger.go",
 	"server/usage.go", "server/sidecar.go", "server/sessions.go", "server/encoding.go",
 	"transcript/body.go", "transcript/anthropic.go", "transcript/openai.go", "transcript/responses.go",
-	"transcript/geminiapi.go", "transcript/rewrite.go", "transcript/tokens.go",
+	"transcript/geminiapi.go", "transcript/rewrite.go", "tokencount/count.go", "tokencount/tools.go",
 }
 
 // maxLines is the longest a function on the per-step path may be, from its func
