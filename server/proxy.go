@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
@@ -148,7 +149,7 @@ func (s *Server) checkCredentials(h http.Handler) http.Handler {
 			reason = "two_providers"
 		}
 		s.metrics.refused.WithLabelValues(string(rt.Spec.API), reason).Inc()
-		s.log.Warn("request refused: its credentials do not fit its route", "method", r.Method, "path", cut(r.URL.Path, 200), "err", err)
+		s.log.Warn("request refused: its credentials do not fit its route", "method", r.Method, "path", textcut.BytesDots(r.URL.Path, 200), "err", err)
 		writeAPIError(w, rt.Spec.API, http.StatusBadRequest, "invalid_request_error", err.Error())
 	})
 }

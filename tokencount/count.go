@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/tiktoken-go/tokenizer"
 )
 
@@ -65,7 +66,7 @@ func countTokens(s string) int {
 	if len(s) <= ExactLimit {
 		return countChunked(s)
 	}
-	prefix := truncateValid(s, ExactLimit)
+	prefix := textcut.BytesOnRune(s, ExactLimit)
 	if len(prefix) == 0 {
 		return (len(s) + 3) / 4
 	}
@@ -89,7 +90,7 @@ func countChunked(s string) int {
 	for len(s) > 0 {
 		piece := s
 		if len(piece) > tokenChunk {
-			piece = truncateValid(s, tokenChunk)
+			piece = textcut.BytesOnRune(s, tokenChunk)
 			if i := strings.LastIndexByte(piece, '\n'); i > 0 {
 				piece = piece[:i+1]
 			}
@@ -115,17 +116,6 @@ func countPiece(s string) int {
 		n = (len(s) + 3) / 4
 	}
 	return n
-}
-
-// truncateValid cuts s to at most n bytes without splitting a UTF-8 sequence.
-func truncateValid(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 // tokenCacheMinBytes is the text size from which Count remembers counts:

@@ -7,7 +7,6 @@ var (
 	CountUncached = countTokens
 	CountSplit    = countSplit
 	SplitO200k    = splitO200k
-	TruncateValid = truncateValid
 )
 
 // TokenChunk is tokenChunk.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tiktoken-go/tokenizer"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -131,7 +132,7 @@ func TestCountSplitMatchesTokenizer(t *testing.T) {
 		for len(s) > 0 {
 			piece := s
 			if len(piece) > tokencount.TokenChunk {
-				piece = tokencount.TruncateValid(s, tokencount.TokenChunk)
+				piece = textcut.BytesOnRune(s, tokencount.TokenChunk)
 			}
 			want, _ := c.Count(piece)
 			if got := tokencount.CountSplit(piece); got != want {
@@ -233,7 +234,7 @@ func BenchmarkCountTokensSplit(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			for b.Loop() {
 				for rest := text; len(rest) > 0; {
-					piece := tokencount.TruncateValid(rest, tokencount.TokenChunk)
+					piece := textcut.BytesOnRune(rest, tokencount.TokenChunk)
 					tc.count(piece)
 					rest = rest[len(piece):]
 				}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/paths"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/shell"
 )
@@ -718,12 +719,7 @@ func (k *classifier) summary() string {
 
 // oneLine folds whitespace runs to single spaces and cuts to n runes with "…".
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
+	return textcut.RunesEllipsis(strings.Join(strings.Fields(s), " "), n)
 }
 
 // NormalizePath makes p comparable across calls and agents: surrounding quotes and
@@ -817,7 +813,7 @@ func (o *ToolOutput) Failed() bool {
 		}
 	}
 	if edits {
-		low := strings.ToLower(clip(t, 1000))
+		low := strings.ToLower(textcut.Bytes(t, 1000))
 		for _, p := range editFailures {
 			if strings.Contains(low, p) {
 				return true
@@ -825,7 +821,7 @@ func (o *ToolOutput) Failed() bool {
 		}
 	}
 	if c.Action == ActionRead && c.Command == "" {
-		low := strings.ToLower(strings.TrimSpace(clip(t, 200)))
+		low := strings.ToLower(strings.TrimSpace(textcut.Bytes(t, 200)))
 		for _, p := range readFailures {
 			if strings.HasPrefix(low, p) {
 				return true
@@ -841,7 +837,7 @@ func (o *ToolOutput) Failed() bool {
 // exitFailed finds a non-zero exit status in shell output.
 func exitFailed(t string) bool {
 	nonZero := func(m []string) bool { return m != nil && m[1] != "0" }
-	head := clip(t, 600)
+	head := textcut.Bytes(t, 600)
 	tail := t
 	if len(tail) > 600 {
 		tail = tail[len(tail)-600:]
@@ -866,14 +862,6 @@ func findWith(re *regexp.Regexp, lit, s string) []string {
 		return nil
 	}
 	return re.FindStringSubmatch(s)
-}
-
-// clip returns at most the first n bytes of s.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 var showingLines = regexp.MustCompile(`Showing lines (\d+)-(\d+) of (\d+)`)
@@ -935,7 +923,7 @@ func lowerASCII(c byte) byte {
 // or Gemini's whole-file read with cut lines, becomes Unknown), and an elision marker
 // in the middle makes it Unknown. Otherwise r is returned unchanged.
 func VisibleRange(r Range, text string) Range {
-	head := clip(text, 800)
+	head := textcut.Bytes(text, 800)
 	tail := text
 	if len(tail) > 800 {
 		tail = tail[len(tail)-800:]

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -291,7 +292,7 @@ func Route(path string, has func(name string, query bool) bool) (Routing, error)
 		r := Routing{Spec: s, Claimed: true}
 		for _, c := range carried() {
 			if !s.accepts(c) {
-				return r, fmt.Errorf("%w: %s is %s's, and path %q is %s's; not forwarded", ErrWrongRoute, c, c.Provider, cutPath(path), s.Provider)
+				return r, fmt.Errorf("%w: %s is %s's, and path %q is %s's; not forwarded", ErrWrongRoute, c, c.Provider, textcut.BytesDots(path, 100), s.Provider)
 			}
 		}
 		return r, nil
@@ -339,12 +340,4 @@ func Route(path string, has func(name string, query bool) bool) (Routing, error)
 		return Routing{Spec: *version}, nil
 	}
 	return Routing{Spec: MustLookup(fallback)}, nil
-}
-
-// cutPath is path cut to 100 bytes for a message.
-func cutPath(p string) string {
-	if len(p) > 100 {
-		return p[:100] + "..."
-	}
-	return p
 }
