@@ -13,6 +13,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/rules"
 	"github.com/pruneadvisor/pruneadvisor/tokencount"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -349,9 +350,9 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 			st.lastTouch[p] = o.Step
 			switch {
 			case o.Failed():
-			case c.Action == transcript.ActionEdit || c.Action == transcript.ActionWrite:
+			case c.Action == toolcall.ActionEdit || c.Action == toolcall.ActionWrite:
 				st.lastEdit[p] = o.Step
-			case c.Action == transcript.ActionRead:
+			case c.Action == toolcall.ActionRead:
 				st.reads[p]++
 			}
 		}
@@ -446,7 +447,7 @@ func (a *Advisor) indexReads(st *state, m *transcript.Message) {
 	window := a.schedule.Gap(0)
 	for _, o := range m.Outputs {
 		c := o.Call
-		if c == nil || c.Action != transcript.ActionRead || c.Path == "" {
+		if c == nil || c.Action != toolcall.ActionRead || c.Path == "" {
 			continue
 		}
 		switch {

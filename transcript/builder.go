@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/tokencount"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 	"github.com/tidwall/gjson"
 )
@@ -119,7 +120,7 @@ func (b *builder) link(m *Message) {
 			c.Output = o
 			o.Call = c
 			o.Step = c.Step
-			if o.Unchanged || c.Action == ActionRead && isUnchangedStub(o.Text) {
+			if o.Unchanged || c.Action == toolcall.ActionRead && isUnchangedStub(o.Text) {
 				o.Unchanged = true
 			}
 		} else {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
@@ -299,20 +300,20 @@ func ccTask(text string) string {
 // ccRefineArgs sets a read's line range from its offset/limit arguments when Classify
 // left it whole; the structured result, when there is one, overrides it.
 func ccRefineArgs(c *ToolCall) {
-	if c.Action == ActionRead && c.Range.Whole() {
+	if c.Action == toolcall.ActionRead && c.Range.Whole() {
 		c.Range = rangeFromArgs(c.Args)
 	}
 }
 
 // rangeFromArgs reads Claude Code's and pi's read arguments: offset is the 1-based
 // first line (0 behaves as 1), limit the number of lines. Neither gives the whole file.
-func rangeFromArgs(args json.RawMessage) Range {
+func rangeFromArgs(args json.RawMessage) toolcall.Range {
 	var a struct {
 		Offset *float64 `json:"offset"`
 		Limit  *float64 `json:"limit"`
 	}
 	if json.Unmarshal(args, &a) != nil {
-		return Range{}
+		return toolcall.Range{}
 	}
 	start := 1
 	if a.Offset != nil && *a.Offset > 1 {
@@ -323,9 +324,9 @@ func rangeFromArgs(args json.RawMessage) Range {
 		end = start + int(*a.Limit) - 1
 	}
 	if start == 1 && end == 0 {
-		return Range{}
+		return toolcall.Range{}
 	}
-	return Range{Start: start, End: end}
+	return toolcall.Range{Start: start, End: end}
 }
 
 // ccRefineResult refines the call from its structured result: a Read's line range
@@ -333,17 +334,17 @@ func rangeFromArgs(args json.RawMessage) Range {
 // edit or write (is_error, or a plain-string toolUseResult).
 func ccRefineResult(c *ToolCall, o *ToolOutput, tur *ccToolUseResult, turString bool) {
 	switch c.Action {
-	case ActionRead:
+	case toolcall.ActionRead:
 		if f := tur.File; tur.Type == "text" && f != nil && f.NumLines >= 0 && f.TotalLines > 0 {
 			start := max(f.StartLine, 1)
 			capped := tur.TokenCapped || f.TokenCapped
 			if f.StartLine <= 1 && f.NumLines >= f.TotalLines && !capped {
-				c.Range = Range{}
+				c.Range = toolcall.Range{}
 			} else {
-				c.Range = Range{Start: start, End: start + max(f.NumLines, 1) - 1}
+				c.Range = toolcall.Range{Start: start, End: start + max(f.NumLines, 1) - 1}
 			}
 		}
-	case ActionWrite:
+	case toolcall.ActionWrite:
 		if c.Content == "" {
 			var a struct {
 				Content string `json:"content"`

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
@@ -444,7 +445,7 @@ func piAdd(b *builder, o *piObj) error {
 			setLoc(out, o.unit, res.paths...)
 		}
 		add(&Message{Role: RoleTool, Outputs: []*ToolOutput{out}, Line: o.line})
-		if c := out.Call; c != nil && c.Action == ActionRead && !out.IsError {
+		if c := out.Call; c != nil && c.Action == toolcall.ActionRead && !out.IsError {
 			piRefineRead(c, pm.Details)
 		}
 	case "bashExecution":
@@ -556,7 +557,7 @@ func piRefineRead(c *ToolCall, details json.RawMessage) {
 	start := max(c.Range.Start, 1)
 	end := start + t.OutputLines - 1
 	if c.Range.End == 0 || end < c.Range.End {
-		c.Range = Range{Start: start, End: end}
+		c.Range = toolcall.Range{Start: start, End: end}
 	}
 }
 
