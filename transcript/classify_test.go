@@ -193,3 +193,16 @@ func TestClassifyRealSessions(t *testing.T) {
 		})
 	}
 }
+
+// ToolCall.Classify replaces every field it sets: classified again after a
+// reader's refinement, a call is what the first Classify made it.
+func TestClassifyReplaces(t *testing.T) {
+	c := actCall(t, "Bash", shellArgs("sed -n '10,20p' a.go && cat b.go"), "/r")
+	first := c.Classification
+	c.Action, c.Path, c.Range, c.Summary = toolcall.ActionRead, "/x", rg(1, 2), "refined"
+	c.Ops = append(c.Ops, rd("/y", toolcall.Range{}))
+	c.Classify("/r")
+	if diff := cmp.Diff(first, c.Classification); diff != "" {
+		t.Errorf("classified again (-first +again):\n%s", diff)
+	}
+}
