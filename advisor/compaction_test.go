@@ -9,6 +9,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/internal/testbodies"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -64,7 +65,7 @@ func TestProviderCompaction(t *testing.T) {
 				want += m.Tokens
 				for _, o := range m.Outputs {
 					if stub, ok := last.plan.Stubs[o.Key]; ok {
-						want -= o.Tokens - transcript.CountTokens(stub)
+						want -= o.Tokens - tokencount.Count(stub)
 					}
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -29,7 +30,7 @@ func TestCompactionSummarySizes(t *testing.T) {
 				if !m.Meta {
 					t.Errorf("%s line %d: a compaction summary that is not Meta", f, m.Line)
 				}
-				sizes[advisor.AgentOf(s.Format)] = append(sizes[advisor.AgentOf(s.Format)], transcript.CountTokens(m.Text))
+				sizes[advisor.AgentOf(s.Format)] = append(sizes[advisor.AgentOf(s.Format)], tokencount.Count(m.Text))
 			}
 		}
 	}

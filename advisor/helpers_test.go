@@ -13,6 +13,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -234,7 +235,7 @@ func filler(topic string, n int) string {
 	var b strings.Builder
 	for i, got := 0, 0; got < n; i++ {
 		line := fmt.Sprintf("%s line %d: value_%d = %d\n", topic, i, i*7, i*i)
-		got += transcript.CountTokens(line)
+		got += tokencount.Count(line)
 		b.WriteString(line)
 	}
 	return b.String()

@@ -27,7 +27,7 @@ var updateIndex = flag.Bool("update-index", false, "rewrite testdata/index-diges
 
 // indexDigestFile holds, per real session, a digest of everything the index phase
 // derives. It was written by the index code before the byte-level rewrite of
-// cards.Terms, the evidence tokenizer, transcript.VisibleRange and the rules'
+// cards.Terms, the evidence tokenizer, toolcall.VisibleRange and the rules'
 // visible ranges (commit 3c53ac7 with this test added, its card template, paths,
 // names and hash put only for outputs without a fixed protection as the advisor now
 // keeps them; go test

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/prices"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -195,14 +196,14 @@ func TestRegimePays(t *testing.T) {
 				if first < 0 {
 					first = mi
 				}
-				frees += st.in[mi].Outputs[j].Tokens - transcript.CountTokens(o.Text)
+				frees += st.in[mi].Outputs[j].Tokens - tokencount.Count(o.Text)
 			}
 		}
 		suffix := 0
 		for _, m := range st.out[first:] {
 			suffix += m.Tokens
 			for _, o := range m.Outputs {
-				suffix += transcript.CountTokens(o.Text) - o.Tokens // o.Tokens is the original's
+				suffix += tokencount.Count(o.Text) - o.Tokens // o.Tokens is the original's
 			}
 		}
 		cost := float64(suffix) * (price.Write() - price.Read())

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -41,7 +42,7 @@ func TestRuleDeathsStubText(t *testing.T) {
 	adv := newAdvisor(t, cfg, nil, store, newClock())
 	steps := simulate(t, adv, s)
 
-	tokens := func(k string) int { return transcript.CountTokens(texts[k]) }
+	tokens := func(k string) int { return tokencount.Count(texts[k]) }
 	tests := []struct {
 		key, by, reason, recallID string
 		prunedAt                  int

@@ -12,6 +12,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/recall"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -201,12 +202,12 @@ func TestLargeJSONOutputRecall(t *testing.T) {
 	// python3: "o_" + sha256(b"bigjson.json\x00c1").hexdigest()[:10]
 	const id = "o_d19fe00ab2"
 	head := fmt.Sprintf(`[pruned: Bash curl -s localhost:8080/api/customers, %s tokens, score 0.00 < cutoff 0.25; it named `,
-		commas(transcript.CountTokens(big)))
+		commas(tokencount.Count(big)))
 	tail := fmt.Sprintf(`; recall("%s") restores it]`, id)
 	// The digest (issue 39) keeps the one name of its kind, the needle the card's
 	// head and tail miss, within its 64 digest tokens.
 	if it.Decision != advisor.DecisionPruned || it.RecallID != id || !strings.HasPrefix(it.Stub, head) ||
-		!strings.HasSuffix(it.Stub, tail) || !strings.Contains(it.Stub, "needle-4242") || transcript.CountTokens(it.Stub) > 2*(40+64) {
+		!strings.HasSuffix(it.Stub, tail) || !strings.Contains(it.Stub, "needle-4242") || tokencount.Count(it.Stub) > 2*(40+64) {
 		t.Fatalf("c1: %s, id %s, stub %q; want pruned, %s, %q…needle-4242…%q", it.Decision, it.RecallID, it.Stub, id, head, tail)
 	}
 	got, err := recall.New(store).Recall(context.Background(), id)

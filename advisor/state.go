@@ -12,6 +12,8 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/rules"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -348,9 +350,9 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 			st.lastTouch[p] = o.Step
 			switch {
 			case o.Failed():
-			case c.Action == transcript.ActionEdit || c.Action == transcript.ActionWrite:
+			case c.Action == toolcall.ActionEdit || c.Action == toolcall.ActionWrite:
 				st.lastEdit[p] = o.Step
-			case c.Action == transcript.ActionRead:
+			case c.Action == toolcall.ActionRead:
 				st.reads[p]++
 			}
 		}
@@ -363,7 +365,7 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 		delete(st.restored, o.Key)
 	}
 	if fs, ok := st.frozen[o.Key]; ok {
-		a.prune(st, os, fs.Stub, transcript.CountTokens(fs.Stub), fs.Reason, fs.Score, fs.Step)
+		a.prune(st, os, fs.Stub, tokencount.Count(fs.Stub), fs.Reason, fs.Score, fs.Step)
 	}
 	if at, ok := st.recalled[o.Key]; ok {
 		delete(st.recalled, o.Key)
@@ -445,7 +447,7 @@ func (a *Advisor) indexReads(st *state, m *transcript.Message) {
 	window := a.schedule.Gap(0)
 	for _, o := range m.Outputs {
 		c := o.Call
-		if c == nil || c.Action != transcript.ActionRead || c.Path == "" {
+		if c == nil || c.Action != toolcall.ActionRead || c.Path == "" {
 			continue
 		}
 		switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/planner"
 	"github.com/pruneadvisor/pruneadvisor/prices"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -224,7 +225,7 @@ func (a *Advisor) adopt(st *state, sp *stepState, stubs map[string]StubRecord, e
 		if o == nil || (o.decision == DecisionPruned || o.decision == DecisionRecalled) && o.stub == s.Stub {
 			continue
 		}
-		a.prune(st, o, s.Stub, transcript.CountTokens(s.Stub), s.Reason, s.Score, sp.T)
+		a.prune(st, o, s.Stub, tokencount.Count(s.Stub), s.Reason, s.Score, sp.T)
 		sp.mark(o)
 		sp.changes = append(sp.changes, a.record(st, o, sp.T))
 	}
@@ -326,7 +327,7 @@ func (a *Advisor) settle(st *state, sp *stepState, o *outState) {
 		st.items[o.i] = o.item()
 	default:
 		stub := a.stubText(st, o, reason)
-		n := transcript.CountTokens(stub)
+		n := tokencount.Count(stub)
 		if len(stub) >= o.bytes || n >= o.tokens {
 			o.fixed, o.card = stubNotShorter, nil // a protection that never ends: no more asks
 			a.setDecision(st, sp, o, DecisionProtected, stubNotShorter)
@@ -674,7 +675,7 @@ func (a *Advisor) extraCandidates(ctx context.Context, st *state, sp *stepState)
 			keep, reason = k, fmt.Sprintf("hard limit, not asked yet, %s score %.2f", a.Fallback.Name(), k)
 		}
 		stub := a.stubText(st, o, reason)
-		n := transcript.CountTokens(stub)
+		n := tokencount.Count(stub)
 		if len(stub) >= o.bytes || n >= o.tokens {
 			continue
 		}
@@ -922,7 +923,7 @@ func (a *Advisor) stubText(st *state, o *outState, reason string) string {
 	if st == nil || st.tracker == nil || a.Config.DigestTokens == 0 || o.dead {
 		return head + tail
 	}
-	budget := DigestBudget(a.Config, transcript.CountTokens(head+tail), o.tokens)
+	budget := DigestBudget(a.Config, tokencount.Count(head+tail), o.tokens)
 	names := st.tracker.Digest(o.key, budget)
 	if len(names) == 0 {
 		return head + tail
@@ -1029,5 +1030,5 @@ func thousands(n int) string {
 func StubTokens(cfg Config, tool, summary string, tokens int) int {
 	o := &outState{tool: tool, summary: summary, tokens: tokens, stubID: RecallIDPrefix + "0000000000"}
 	a := &Advisor{Config: cfg}
-	return transcript.CountTokens(a.stubText(nil, o, keepReason(0, cfg.Cutoff)))
+	return tokencount.Count(a.stubText(nil, o, keepReason(0, cfg.Cutoff)))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -335,7 +336,7 @@ func TestRecallOfPendingOutput(t *testing.T) {
 	}
 	// c1's share: its tokens minus the stub it would get.
 	stub := fmt.Sprintf(`[pruned: Read /app/config.go, %s tokens, superseded by call c3; recall("o_a32e86c0b9") restores it]`, commas(c1.Tokens))
-	share := c1.Tokens - transcript.CountTokens(stub)
+	share := c1.Tokens - tokencount.Count(stub)
 	before := st.plan.PendingTokens
 	if err := store.RecordRecall(context.Background(), advisor.RecallEvent{RecallID: c1.RecallID, SessionID: "rules.json", OutputKey: "c1"}); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -45,7 +46,7 @@ func TestStubsShorterThanTheirOutputs(t *testing.T) {
 		last := steps[len(steps)-1].plan
 		for key, stub := range last.Stubs {
 			stubs++
-			n := transcript.CountTokens(stub)
+			n := tokencount.Count(stub)
 			if n >= tokens[key] {
 				t.Errorf("%s: stub of %s is %d tokens, the output %d: %q", f, key, n, tokens[key], stub)
 			}
@@ -55,7 +56,7 @@ func TestStubsShorterThanTheirOutputs(t *testing.T) {
 			}
 			digests++
 			names, tail, _ := strings.Cut(rest, "; ")
-			cost := transcript.CountTokens(head + "; " + tail)
+			cost := tokencount.Count(head + "; " + tail)
 			for _, name := range strings.Split(names, ", ") {
 				cost += evidence.DigestNameTokens(name)
 			}

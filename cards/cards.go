@@ -55,7 +55,7 @@ type Card struct {
 
 	// Tokens is the output's size in o200k_base tokens.
 	Tokens int `json:"tokens"`
-	// Action is the call's normalised kind (transcript.Action: read, edit, write,
+	// Action is the call's normalised kind (toolcall.Action: read, edit, write,
 	// search, shell, other); "" for an output without a call.
 	Action string `json:"action,omitempty"`
 	// EditedSince reports a successful edit or write, after the output, of a file the

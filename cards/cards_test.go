@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -133,7 +134,7 @@ func TestCardFields(t *testing.T) {
 
 // The next tool call stands in for a reaction when the agent said nothing.
 func TestReactionNextCall(t *testing.T) {
-	m := &transcript.Message{Role: transcript.RoleAssistant, Calls: []*transcript.ToolCall{{Name: "Read", Summary: "/src/a.go"}}}
+	m := &transcript.Message{Role: transcript.RoleAssistant, Calls: []*transcript.ToolCall{{Name: "Read", Classification: toolcall.Classification{Summary: "/src/a.go"}}}}
 	if got, want := ReactionOf(m), "next call: Read /src/a.go"; got != want {
 		t.Errorf("ReactionOf = %q, want %q", got, want)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // Issue 31: with its compaction point set low through its own settings, an agent
@@ -41,7 +41,7 @@ func writeBigFiles(t *testing.T, work string) int {
 				bigName(i), l, i*1000+l, (i*l)%17, (i*31+l*7)%100, l%24, (i*l)%60, []string{"ok", "warn", "fail", "idle"}[(i+l)%4])
 		}
 		writeFile(t, filepath.Join(work, bigName(i)), b.String())
-		tokens = transcript.CountTokens(b.String())
+		tokens = tokencount.Count(b.String())
 	}
 	return tokens
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -104,7 +105,7 @@ const summaryText = "<analysis>The user asked for a fix; the files are read.</an
 // definitions and instructions included) give or take the JSON punctuation, so
 // that an agent that compacts by its usage sees the context it really sent.
 func requestTokens(body []byte) int {
-	return transcript.CountTokens(string(body))
+	return tokencount.Count(string(body))
 }
 
 func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 
 	"encoding/json"
 	"errors"
@@ -247,9 +248,9 @@ func TestAddRecall(t *testing.T) {
 }
 
 // read builds a read call of path at step for the given line range.
-func read(id, path string, step int, rng transcript.Range) *transcript.ToolCall {
+func read(id, path string, step int, rng toolcall.Range) *transcript.ToolCall {
 	args, _ := json.Marshal(map[string]any{"path": path, "start": rng.Start, "end": rng.End})
-	return &transcript.ToolCall{ID: id, Name: "read", Args: args, Step: step, Action: transcript.ActionRead, Path: path, Range: rng}
+	return &transcript.ToolCall{ID: id, Name: "read", Args: args, Step: step, Classification: toolcall.Classification{Action: toolcall.ActionRead, Path: path, Range: rng}}
 }
 
 // asst builds an assistant message at step.
@@ -285,9 +286,9 @@ func addAll(t *testing.T, tr *Tracker, msgs ...*transcript.Message) []Use {
 func TestRereadNotUse(t *testing.T) {
 	tr := NewTracker()
 	tr.Background = noCommon
-	r1 := read("r1", "/x/a.go", 1, transcript.Range{Start: 1, End: 50})
-	r2 := read("r2", "/x/a.go", 2, transcript.Range{Start: 100, End: 150})
-	again := read("again", "/x/a.go", 3, transcript.Range{Start: 1, End: 150})
+	r1 := read("r1", "/x/a.go", 1, toolcall.Range{Start: 1, End: 50})
+	r2 := read("r2", "/x/a.go", 2, toolcall.Range{Start: 100, End: 150})
+	again := read("again", "/x/a.go", 3, toolcall.Range{Start: 1, End: 150})
 	got := addAll(t, tr, asst(1, "", r1), result(r1, "func parseHeader_v2()"), asst(2, "", r2), result(r2, "func other()"), asst(3, "", again))
 	if len(got) != 0 {
 		t.Errorf("the re-read at step 3 gave uses %+v, want none", got)

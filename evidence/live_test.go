@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -25,7 +26,7 @@ func TestLive(t *testing.T) {
 	} {
 		tr := NewTracker() // no word statistics: plain words ("func") are never specific
 		tr.DigestTokens = tc.digest
-		r1 := read("r1", "/x/a.go", 1, transcript.Range{Start: 1, End: 50})
+		r1 := read("r1", "/x/a.go", 1, toolcall.Range{Start: 1, End: 50})
 		c2 := &transcript.ToolCall{ID: "c2", Name: "bash", Args: json.RawMessage(`{"command":"grep -n cfg ."}`), Step: 3}
 		stages := [][]*transcript.Message{
 			{asst(1, "", r1), result(r1, "func parseHeader_v2()\nfunc loadConfig_v3()\nconst maxRetries_42")},

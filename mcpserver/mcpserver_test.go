@@ -16,6 +16,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/mcpserver"
 	"github.com/pruneadvisor/pruneadvisor/recall"
 	"github.com/pruneadvisor/pruneadvisor/storage"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -46,7 +47,7 @@ func TestMCPBinaryOverStdio(t *testing.T) {
 	id := advisor.RecallID("sess-1", "toolu_01")
 	if err := db.SaveOriginal(ctx, advisor.Original{
 		RecallID: id, SessionID: "sess-1", OutputKey: "toolu_01", Tool: "Read", Summary: "main.go",
-		Text: original, Hash: transcript.TextHash(original), Tokens: transcript.CountTokens(original), Step: 1,
+		Text: original, Hash: transcript.TextHash(original), Tokens: tokencount.Count(original), Step: 1,
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/mcpserver"
 	"github.com/pruneadvisor/pruneadvisor/recall"
 	"github.com/pruneadvisor/pruneadvisor/storage"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -49,7 +50,7 @@ func TestPartialRecallInMemory(t *testing.T) {
 	text := logOriginal()
 	id := advisor.RecallID("sess-p", "toolu_log")
 	if err := db.SaveOriginal(ctx, advisor.Original{RecallID: id, SessionID: "sess-p", OutputKey: "toolu_log", Tool: "Bash",
-		Summary: "make test", Text: text, Hash: transcript.TextHash(text), Tokens: transcript.CountTokens(text), Step: 1}); err != nil {
+		Summary: "make test", Text: text, Hash: transcript.TextHash(text), Tokens: tokencount.Count(text), Step: 1}); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := mcpserver.New(recall.New(db), mcpserver.Options{ToolName: "mcp__pruneadvisor__recall"})

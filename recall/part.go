@@ -7,7 +7,8 @@ import (
 	"regexp/syntax"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 )
 
 // Errors of a partial recall (Part), returned wrapped; test with errors.Is. Each
@@ -172,11 +173,7 @@ func parseLines(v string) (from, to int, err error) {
 func quoteArg(v string) string {
 	const max = 60
 	if len(v) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(v[cut]) {
-			cut--
-		}
-		return fmt.Sprintf("%q...", v[:cut])
+		return fmt.Sprintf("%q...", textcut.BytesOnRune(v, max))
 	}
 	return fmt.Sprintf("%q", v)
 }
@@ -297,12 +294,9 @@ type partWriter struct {
 func (w *partWriter) line(n int, mark byte, text string) bool {
 	cut := ""
 	if len(text) > MaxLineBytes {
-		k := MaxLineBytes
-		for k > 0 && !utf8.RuneStart(text[k]) {
-			k--
-		}
-		cut = fmt.Sprintf(" [… %d more bytes]", len(text)-k)
-		text = text[:k]
+		head := textcut.BytesOnRune(text, MaxLineBytes)
+		cut = fmt.Sprintf(" [… %d more bytes]", len(text)-len(head))
+		text = head
 	}
 	num := strconv.Itoa(n)
 	size := len(num) + 1 + len(text) + len(cut) + 1

@@ -17,7 +17,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/internal/memtest"
-	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // writeBigSession writes a generated pi session of about messages messages to w:
@@ -129,7 +129,7 @@ func TestReplayBigSession(t *testing.T) {
 	n := bigMessages(t)
 	path := filepath.Join(t.TempDir(), "big.jsonl")
 	writeBigFile(t, path, n)
-	transcript.CountTokens("warm") // the o200k vocabulary is not the session's
+	tokencount.Count("warm") // the o200k vocabulary is not the session's
 	base := memtest.LiveHeap()
 	start := time.Now()
 	src, err := Load(path, false)

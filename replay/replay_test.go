@@ -16,6 +16,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -103,7 +104,7 @@ func TestReplayFacts(t *testing.T) {
 		stub := fmt.Sprintf(`[pruned: %s %s, %s tokens, score 0.00 >= cutoff 0.25; recall("o_0000000000") restores it]`,
 			want[i].Tool, want[i].Summary, humanize.Comma(int64(outs[i].Tokens)))
 		if want[i].CandidateFrom > 0 { // outputs never eligible get no stub size
-			n := transcript.CountTokens(stub)
+			n := tokencount.Count(stub)
 			// and the digest it would carry, at most (advisor.DigestBudget: 64
 			// digest tokens within a quarter of the output); none for a rule-dead
 			// output (call_3), whose content is in context again.

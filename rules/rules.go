@@ -4,8 +4,8 @@
 // Superseded read: a read R of path P at step i is dead once a later successful edit
 // or write of P happened at step j > i and the file's current content is again in
 // context after j — a later successful read (at a step after j) whose range covers R's
-// range (transcript.Range.Covers), or a successful write whose input holds the whole
-// file (transcript.FileOp.Content). A failed edit (ToolOutput.Failed: an error result,
+// range (toolcall.Range.Covers), or a successful write whose input holds the whole
+// file (toolcall.FileOp.Content). A failed edit (ToolOutput.Failed: an error result,
 // "String to replace not found", "Could not find the exact text", a non-zero exit)
 // supersedes nothing; a partial read is superseded only by content covering its range;
 // a read that came back as an "unchanged since last read" stub (ToolOutput.Unchanged)
@@ -27,6 +27,7 @@ package rules
 import (
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -84,7 +85,7 @@ type fileState struct {
 // target is one file a read output shows.
 type target struct {
 	cand    *candidate
-	rng     transcript.Range
+	rng     toolcall.Range
 	at      pos
 	staleAt pos // the first successful edit after the read
 	done    bool
@@ -175,41 +176,41 @@ func (x *Index) supersede(c *transcript.ToolCall, o *transcript.ToolOutput) []De
 	ops := c.FileOps()
 	reads := 0
 	for _, op := range ops {
-		if op.Action == transcript.ActionRead {
+		if op.Action == toolcall.ActionRead {
 			reads++
 		}
 	}
 	var cand *candidate
-	if c.Action == transcript.ActionRead && reads == len(ops) && reads > 0 {
+	if c.Action == toolcall.ActionRead && reads == len(ops) && reads > 0 {
 		cand = &candidate{key: o.Key, left: reads}
 	}
 	// what the output really shows (truncation notes, elisions): a superseding read
 	// covers, and a dead read needs covered, only the lines it shows. Only reads need
 	// it, and a call of several reads only whether the text was cut: computed once,
 	// when a read op needs it (it scans the whole text).
-	cut := reads > 1 && !transcript.VisibleRange(transcript.Range{}, o.Text).Whole()
+	cut := reads > 1 && !toolcall.VisibleRange(toolcall.Range{}, o.Text).Whole()
 	x.seq++
 	seq := x.seq
 	for i, op := range ops {
 		fs := x.file(op.Path)
 		at := pos{step: c.Step, call: seq, op: 2 * i}
 		switch op.Action {
-		case transcript.ActionRead:
+		case toolcall.ActionRead:
 			shown := op.Range
 			if reads == 1 {
-				shown = transcript.VisibleRange(op.Range, o.Text)
+				shown = toolcall.VisibleRange(op.Range, o.Text)
 			} else if cut {
-				shown = transcript.UnknownRange()
+				shown = toolcall.UnknownRange()
 			}
 			out = append(out, x.cover(fs, shown, at, c, o, op.Path)...)
 			if cand != nil {
 				fs.fresh = append(fs.fresh, &target{cand: cand, rng: shown, at: at})
 			}
-		case transcript.ActionEdit, transcript.ActionWrite:
+		case toolcall.ActionEdit, toolcall.ActionWrite:
 			x.edit(fs, at)
-			if op.Action == transcript.ActionWrite {
+			if op.Action == toolcall.ActionWrite {
 				// the whole new content is in the call's input, after the edit itself
-				out = append(out, x.cover(fs, transcript.Range{}, pos{step: c.Step, call: seq, op: 2*i + 1}, c, o, op.Path)...)
+				out = append(out, x.cover(fs, toolcall.Range{}, pos{step: c.Step, call: seq, op: 2*i + 1}, c, o, op.Path)...)
 			}
 		}
 	}
@@ -244,7 +245,7 @@ func (x *Index) edit(fs *fileState, at pos) {
 
 // cover supersedes the stale reads of a file that content shown at `at`, covering
 // rng, replaces; it returns the outputs that died.
-func (x *Index) cover(fs *fileState, rng transcript.Range, at pos, c *transcript.ToolCall, o *transcript.ToolOutput, path string) []Death {
+func (x *Index) cover(fs *fileState, rng toolcall.Range, at pos, c *transcript.ToolCall, o *transcript.ToolOutput, path string) []Death {
 	var out []Death
 	keep := fs.stale[:0]
 	for _, t := range fs.stale {

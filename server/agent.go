@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 )
 
 // userAgents maps the User-Agent prefixes of the agents' model calls to their names
@@ -59,7 +61,7 @@ func (s *Server) agentOf(header, userAgent string) (string, error) {
 	}
 	if s.warnedAgent.CompareAndSwap(false, true) {
 		s.log.Warn("the agent is not known (no "+HeaderAgent+" header, no --agent, a User-Agent naming none): its hard limit is hard_limit_fraction of the window, not its compaction point",
-			"user_agent", cut(userAgent, 60), "hard_limit", s.cfg.HardLimitTokens(),
+			"user_agent", textcut.BytesDots(userAgent, 60), "hard_limit", s.cfg.HardLimitTokens(),
 			"fix", "run the agent through `pruneadvisor wrap`, or start serve with --agent NAME ("+strings.Join(s.cfg.Agents(), ", ")+")")
 	}
 	return "", nil

@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 )
 
 // Request body decoding (RFC 9110 section 8.4, Content-Encoding): a body sent
@@ -95,7 +96,7 @@ func parseCoding(h http.Header) (*bodyCoding, error) {
 			case codingGzip, codingDeflate, codingBrotli, codingZstd:
 				c.codings = append(c.codings, k)
 			default:
-				return nil, fmt.Errorf("%w %q (pruneadvisor decodes gzip, deflate, br and zstd)", errUnknownCoding, cut(name, 40))
+				return nil, fmt.Errorf("%w %q (pruneadvisor decodes gzip, deflate, br and zstd)", errUnknownCoding, textcut.BytesDots(name, 40))
 			}
 		}
 	}
@@ -242,11 +243,3 @@ var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 	}
 	return enc
 })
-
-// cut shortens s to n bytes for a message.
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
-}

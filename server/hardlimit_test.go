@@ -12,7 +12,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/server"
-	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // The agent each CLI's User-Agent names (issue 31).
@@ -45,7 +45,7 @@ func readsBody(t *testing.T, n int, extra string) ([]byte, int) {
 	tokens := 0
 	for i := 1; i <= n; i++ {
 		text := readText(i)
-		tokens += transcript.CountTokens(text)
+		tokens += tokencount.Count(text)
 		id := fmt.Sprintf("toolu_%02d", i)
 		msgs = append(msgs,
 			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "Read", "input": map[string]any{"file_path": fmt.Sprintf("/src/f%d.go", i)}}}},
@@ -63,7 +63,7 @@ func readText(i int) string {
 	var b strings.Builder
 	for j, got := 0, 0; got < 2_279; j++ {
 		line := fmt.Sprintf("f%d line %d: value_%d = %d\n", i, j, j*7, j*j+i)
-		got += transcript.CountTokens(line)
+		got += tokencount.Count(line)
 		b.WriteString(line)
 	}
 	return b.String()
@@ -74,7 +74,7 @@ func readText(i int) string {
 func resultTokens(body []byte) (tokens, stubs int) {
 	gjson.GetBytes(body, "messages.#.content.#(type==\"tool_result\")#.content").ForEach(func(_, v gjson.Result) bool {
 		v.ForEach(func(_, c gjson.Result) bool {
-			tokens += transcript.CountTokens(c.String())
+			tokens += tokencount.Count(c.String())
 			if strings.HasPrefix(c.String(), "[pruned:") {
 				stubs++
 			}
@@ -225,13 +225,13 @@ func TestProxyUnknownAgent(t *testing.T) {
 // results forwarded stay under it at every step of the growing session.
 func TestProxyHardLimitTools(t *testing.T) {
 	var tools []any
-	for i := 0; len(tools) == 0 || transcript.ToolTokens([]byte(`{"tools":`+mustJSON(t, tools)+`}`)) < 7_000; i++ {
+	for i := 0; len(tools) == 0 || tokencount.Tools([]byte(`{"tools":`+mustJSON(t, tools)+`}`)) < 7_000; i++ {
 		tools = append(tools, map[string]any{"name": fmt.Sprintf("tool_%d", i),
 			"description":  strings.Repeat(fmt.Sprintf("Tool %d reads the files the user names and says what each holds. ", i), 20),
 			"input_schema": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}})
 	}
 	extra := `,"tools":` + mustJSON(t, tools)
-	toolTokens := transcript.ToolTokens([]byte(`{"tools":` + mustJSON(t, tools) + `}`))
+	toolTokens := tokencount.Tools([]byte(`{"tools":` + mustJSON(t, tools) + `}`))
 	limit := 17_000 - toolTokens
 	env, up := hardLimitProxy(t, nil)
 	stubbed := 0

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 )
 
 // hostPolicy decides which Host header values the server answers (CheckHost).
@@ -93,8 +95,5 @@ func (s *Server) checkHost(h http.Handler) http.Handler {
 
 // quoteHost quotes a client's Host value for a message, cut to 100 bytes.
 func quoteHost(h string) string {
-	if len(h) > 100 {
-		h = h[:100] + "..."
-	}
-	return strconv.Quote(h)
+	return strconv.Quote(textcut.BytesDots(h, 100))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/pruneadvisor/pruneadvisor/ledger"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/wire"
@@ -212,7 +213,7 @@ func (l *ledgerWriter) tee(note *ledgerNote, resp *http.Response) *usageTee {
 	coding, err := parseCoding(resp.Header)
 	switch {
 	case err != nil:
-		job.acc.note = "response in an unknown Content-Encoding: " + cut(resp.Header.Get("Content-Encoding"), 40)
+		job.acc.note = "response in an unknown Content-Encoding: " + textcut.BytesDots(resp.Header.Get("Content-Encoding"), 40)
 		t.over = true // nothing to read
 	case coding != nil:
 		job.coding = coding
@@ -247,7 +248,7 @@ func (t *usageTee) end(err error) {
 	case errors.Is(err, context.Canceled):
 		t.cutByClient() // the client's request context ended the upstream read
 	default:
-		t.job.cut = "upstream response cut short: " + cut(err.Error(), 80)
+		t.job.cut = "upstream response cut short: " + textcut.BytesDots(err.Error(), 80)
 	}
 }
 
@@ -376,7 +377,7 @@ func (j *ledgerJob) read() {
 		}
 		plain, err := j.coding.decode(body, maxLedgerDecoded)
 		if err != nil {
-			j.acc.note = "response body: Content-Encoding " + j.coding.String() + ": " + cut(err.Error(), 80)
+			j.acc.note = "response body: Content-Encoding " + j.coding.String() + ": " + textcut.BytesDots(err.Error(), 80)
 			return
 		}
 		if j.stream {

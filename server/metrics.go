@@ -10,7 +10,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/planner"
-	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // metrics are the Prometheus series GET /metrics exposes. Every name starts with
@@ -132,7 +132,7 @@ func (m *metrics) observePlan(p advisor.Plan) {
 			continue
 		}
 		m.pruned.WithLabelValues(pruneReason(it)).Inc()
-		m.tokensSaved.Add(float64(max(it.Tokens-transcript.CountTokens(it.Stub), 0)))
+		m.tokensSaved.Add(float64(max(it.Tokens-tokencount.Count(it.Stub), 0)))
 	}
 }
 

@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/pruneadvisor/pruneadvisor/prices"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 	"github.com/pruneadvisor/pruneadvisor/wire"
 )
@@ -147,7 +149,7 @@ func (s *Server) checkCredentials(h http.Handler) http.Handler {
 			reason = "two_providers"
 		}
 		s.metrics.refused.WithLabelValues(string(rt.Spec.API), reason).Inc()
-		s.log.Warn("request refused: its credentials do not fit its route", "method", r.Method, "path", cut(r.URL.Path, 200), "err", err)
+		s.log.Warn("request refused: its credentials do not fit its route", "method", r.Method, "path", textcut.BytesDots(r.URL.Path, 200), "err", err)
 		writeAPIError(w, rt.Spec.API, http.StatusBadRequest, "invalid_request_error", err.Error())
 	})
 }
@@ -379,7 +381,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 	}
 	sess.ID = id
 	sess.CompactTrigger = transcript.CompactTrigger(body) // the compaction point when set
-	sess.ToolTokens = transcript.ToolTokens(body)         // counted by the agent's point, held by no message
+	sess.ToolTokens = tokencount.Tools(body)              // counted by the agent's point, held by no message
 	note.setSession(id)
 	e, err := s.acquireSession(tool, providerOf(kind), agent, body, id)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/server"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -24,7 +25,7 @@ func TestSidecarRecallPart(t *testing.T) {
 	text := "package main\r\n\r\nimport \"net/http\"\r\n\r\nfunc main() {\r\n\thttp.ListenAndServe(\":8080\", nil) // Timeout: none\r\n}" // CRLF, no final newline
 	id := advisor.RecallID("sess-h", "c1")
 	if err := env.db.SaveOriginal(t.Context(), advisor.Original{RecallID: id, SessionID: "sess-h", OutputKey: "c1", Tool: "Read",
-		Summary: "main.go", Text: text, Hash: transcript.TextHash(text), Tokens: transcript.CountTokens(text), Step: 1}); err != nil {
+		Summary: "main.go", Text: text, Hash: transcript.TextHash(text), Tokens: tokencount.Count(text), Step: 1}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

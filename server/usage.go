@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/pruneadvisor/pruneadvisor/ledger"
 	"github.com/pruneadvisor/pruneadvisor/wire"
 )
@@ -206,7 +207,7 @@ func (a *usageAcc) document(body []byte) {
 func errorType(doc gjson.Result) string {
 	for _, p := range []string{"error.type", "error.status", "error.code", "code"} {
 		if v := doc.Get(p); v.Exists() && v.String() != "" {
-			return cut(v.String(), 60)
+			return textcut.BytesDots(v.String(), 60)
 		}
 	}
 	return "unknown"
@@ -214,7 +215,7 @@ func errorType(doc gjson.Result) string {
 
 func (a *usageAcc) takeModel(v gjson.Result) {
 	if v.Type == gjson.String && v.Str != "" {
-		a.model = cut(v.Str, 100)
+		a.model = textcut.BytesDots(v.Str, 100)
 	}
 }
 
@@ -225,7 +226,7 @@ func (a *usageAcc) present(u gjson.Result, where string) bool {
 	case !u.Exists() || u.Type == gjson.Null:
 		return false
 	case !u.IsObject():
-		a.malformed(fmt.Errorf("%s is %s, not an object", where, cut(u.Raw, 40)))
+		a.malformed(fmt.Errorf("%s is %s, not an object", where, textcut.BytesDots(u.Raw, 40)))
 		return false
 	}
 	return true
@@ -254,7 +255,7 @@ func (c *counter) get(path string, required bool) (n int, found bool) {
 	}
 	if v.Type != gjson.Number || v.Num < 0 || v.Num > maxCount || v.Num != math.Trunc(v.Num) {
 		if c.err == nil {
-			c.err = fmt.Errorf("%s.%s: %s is not a token count", c.where, path, cut(v.Raw, 40))
+			c.err = fmt.Errorf("%s.%s: %s is not a token count", c.where, path, textcut.BytesDots(v.Raw, 40))
 		}
 		return 0, false
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/tidwall/gjson"
 )
 
@@ -106,7 +107,7 @@ func TestAnthropicSDKBody(t *testing.T) {
 		t.Errorf("outputs (-want +got):\n%s", d)
 	}
 	c := s.Calls[0]
-	if c.Action != ActionRead || c.Path != "/w/parser.go" || c.Range != (Range{10, 29}) {
+	if c.Action != toolcall.ActionRead || c.Path != "/w/parser.go" || c.Range != (toolcall.Range{Start: 10, End: 29}) {
 		t.Errorf("read call: %s %s %v", c.Action, c.Path, c.Range)
 	}
 	anCheckRewrite(t, body, s, map[string]string{"toolu_02": "[pruned: go test, 12 tokens]", "toolu_03": "[pruned: screenshot]"})

@@ -15,6 +15,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/freqsketch"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
@@ -65,18 +67,18 @@ const DefaultMessageCacheBytes = 256 << 20
 // Efficient Cache Admission Policy", ACM Transactions on Storage 13(4), 2017): new
 // entries go into a small LRU window (windowShare of the bound); an entry leaving
 // the window enters the main LRU only if its key was asked for more often (every
-// lookup, hit or miss, counts in freqSketch) than the main entry it would evict.
-// A proxy serving more live sessions than the cache holds visits their messages in
-// a cycle longer than the cache, plain LRU's worst case (each entry is evicted just
-// before its next use); with admission, the entries in the main part stay and hit
-// on every round. The window keeps an active session's newest messages however
-// busy the main part is.
+// lookup, hit or miss, counts in its freqsketch.Sketch) than the main entry it
+// would evict. A proxy serving more live sessions than the cache holds visits
+// their messages in a cycle longer than the cache, plain LRU's worst case (each
+// entry is evicted just before its next use); with admission, the entries in the
+// main part stay and hit on every round. The window keeps an active session's
+// newest messages however busy the main part is.
 type MessageCache struct {
 	mu      sync.Mutex
 	window  cacheSegment // with main and the sketch, at most the bound
 	main    cacheSegment
 	entries map[bodyKey]*list.Element // of *cacheEntry, in window or main
-	freq    *freqSketch
+	freq    *freqsketch.Sketch
 	rand    uint64 // tieWins' state
 	max     int64  // the bound, in bytes (Stats)
 
@@ -128,8 +130,8 @@ func NewMessageCache(maxBytes int64) *MessageCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMessageCacheBytes
 	}
-	c := &MessageCache{entries: map[bodyKey]*list.Element{}, freq: newFreqSketch(maxBytes), rand: 0x9e3779b97f4a7c15, max: maxBytes}
-	room := max(maxBytes-c.freq.size(), 0)
+	c := &MessageCache{entries: map[bodyKey]*list.Element{}, freq: freqsketch.New(maxBytes), rand: 0x9e3779b97f4a7c15, max: maxBytes}
+	room := max(maxBytes-c.freq.Size(), 0)
 	c.memos, c.memoLRU, c.memoMax = map[uint64][]*bodyMemo{}, list.New(), int64(float64(room)*memoShare)
 	c.window = cacheSegment{list: list.New(), max: int64(float64(room) * windowShare)}
 	c.mainRoom = room - c.window.max
@@ -159,7 +161,7 @@ func (c *MessageCache) Stats() MessageCacheStats {
 	defer c.mu.Unlock()
 	return MessageCacheStats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Rejected: c.rejected.Load(),
-		Entries: len(c.entries), Bytes: c.window.bytes + c.main.bytes + c.freq.size() + c.memoBytes,
+		Entries: len(c.entries), Bytes: c.window.bytes + c.main.bytes + c.freq.Size() + c.memoBytes,
 		Conversations: c.memoLRU.Len(), MemoBytes: c.memoBytes, Max: c.max,
 	}
 }
@@ -202,13 +204,13 @@ const minMeasured = 256
 // request).
 func (c *MessageCache) measured(text string) (tokens int, hash string) {
 	if c == nil || len(text) < minMeasured {
-		return CountTokens(text), TextHash(text)
+		return tokencount.Count(text), TextHash(text)
 	}
 	k := bodyKey{kindMeasure, maphash.String(bodySeed1, text), maphash.String(bodySeed2, text), len(text)}
 	if t := c.get(k); t != nil {
 		return t.tokens, t.hash
 	}
-	tokens, hash = CountTokens(text), TextHash(text)
+	tokens, hash = tokencount.Count(text), TextHash(text)
 	t := &msgTemplate{tokens: tokens, hash: hash}
 	t.size = templateBytes(t)
 	c.put(k, t)
@@ -299,7 +301,7 @@ func (c *MessageCache) get(k bodyKey) *msgTemplate {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.freq.add(k)
+	c.freq.Add(k.h1, k.h2)
 	el, ok := c.entries[k]
 	if !ok {
 		c.misses.Add(1)
@@ -362,7 +364,7 @@ func (c *MessageCache) admit(e *cacheEntry) {
 	for c.main.bytes+e.t.size > c.main.max {
 		el := c.main.list.Back()
 		v := el.Value.(*cacheEntry)
-		if cf, vf := c.freq.estimate(e.key), c.freq.estimate(v.key); cf <= vf+1 && (cf < vf || !c.tieWins()) {
+		if cf, vf := c.freq.Estimate(e.key.h1, e.key.h2), c.freq.Estimate(v.key.h1, v.key.h2); cf <= vf+1 && (cf < vf || !c.tieWins()) {
 			c.rejected.Add(1)
 			return
 		}

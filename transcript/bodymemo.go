@@ -310,7 +310,7 @@ func (c *MessageCache) getMany(keys []bodyKey, out []*msgTemplate) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, k := range keys {
-		c.freq.add(k)
+		c.freq.Add(k.h1, k.h2)
 		el, ok := c.entries[k]
 		if !ok {
 			c.misses.Add(1)

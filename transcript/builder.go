@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 	"github.com/tidwall/gjson"
 )
@@ -66,12 +68,12 @@ func (b *builder) add(m *Message) {
 // Tokens and the message's Tokens. A message measured once (and copied, see
 // msgTemplate) can be linked into later sessions without measuring it again.
 func (b *builder) measure(m *Message) {
-	tokens := CountTokens(m.Text)
+	tokens := tokencount.Count(m.Text)
 	for _, c := range m.Calls {
 		if c.Action == "" {
 			c.Classify(b.s.Cwd)
 		}
-		tokens += CountTokens(string(c.Args))
+		tokens += tokencount.Count(string(c.Args))
 	}
 	for _, o := range m.Outputs {
 		o.Tokens, o.Hash = b.measures.measured(o.Text)
@@ -118,7 +120,7 @@ func (b *builder) link(m *Message) {
 			c.Output = o
 			o.Call = c
 			o.Step = c.Step
-			if o.Unchanged || c.Action == ActionRead && isUnchangedStub(o.Text) {
+			if o.Unchanged || c.Action == toolcall.ActionRead && isUnchangedStub(o.Text) {
 				o.Unchanged = true
 			}
 		} else {

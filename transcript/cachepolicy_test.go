@@ -1,6 +1,10 @@
 package transcript
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pruneadvisor/pruneadvisor/internal/freqsketch"
+)
 
 // cycle asks c for keys [from, to) in order, putting each one it misses, rounds
 // times, and returns the hit rate of the last `last` rounds.
@@ -35,9 +39,9 @@ func cycle(c *MessageCache, from, to, rounds, last int, size int64) float64 {
 //   - and a working set that fits is held whole from its second round.
 func TestMessageCachePolicy(t *testing.T) {
 	const size = 4 << 10
-	bound := 500*size + newFreqSketch(500*size).size()
+	bound := 500*size + freqsketch.New(500*size).Size()
 	c := NewMessageCache(bound)
-	if got := c.freq.size(); got != 4*1024 {
+	if got := c.freq.Size(); got != 4*1024 {
 		t.Fatalf("sketch of %d bytes; want 4 rows of 1,024 counters", got)
 	}
 	if rate := cycle(c, 0, 1000, 10, 7, size); rate < 0.45 || rate > 0.5 {

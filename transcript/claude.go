@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
@@ -77,114 +78,170 @@ type ccToolUseResult struct {
 	} `json:"file"`
 }
 
-// readClaude reads a Claude Code session (or subagent) JSONL file.
+// readClaude reads a Claude Code session (or subagent) JSONL file in three
+// phases: scan parses the lines and builds the uuid tree, keptLines drops the
+// branches a rewind abandoned, and the kept lines, grouped into messages
+// (ccGroup), are added in order (addAssistant, addUser).
 func readClaude(name string, data []byte, opts Options) (*Session, error) {
-	b := newBuilder(FormatClaudeCode, name, data)
-	var (
-		lines    []*ccLine
-		nodes    []treeNode
-		seenUUID = map[string]bool{}
-		seenMsg  = map[string]bool{}
-		leaf     = -1
-	)
+	r := &ccReader{b: newBuilder(FormatClaudeCode, name, data), name: name, opts: opts,
+		seenUUID: map[string]bool{}, seenMsg: map[string]bool{}, leaf: -1}
+	if err := r.scan(data); err != nil {
+		return nil, err
+	}
+	kept, mainThread := r.keptLines()
+	for _, it := range ccGroup(kept) {
+		if it.user == nil {
+			r.addAssistant(it.lines)
+		} else {
+			r.addUser(it.user, mainThread)
+		}
+	}
+	return r.b.finish()
+}
+
+// ccReader is the state of one readClaude: the user and assistant lines read, and
+// the tree of every line's uuid.
+type ccReader struct {
+	b        *builder
+	name     string
+	opts     Options
+	lines    []*ccLine
+	nodes    []treeNode
+	seenUUID map[string]bool // the uuids of the lines read so far
+	seenMsg  map[string]bool // the message ids of the assistant lines read so far
+	leaf     int             // the node of the last user or assistant line, -1 before one
+}
+
+// scan reads every line of data in order, mending lines that hold two records
+// (jsonlMended), and records each (line).
+func (r *ccReader) scan(data []byte) error {
 	q := jsonlQueue{lines: jsonlSplit(data)}
 	for ln, ok := q.pop(); ok; ln, ok = q.pop() {
 		raw := data[ln.start:ln.end]
 		var p ccProbe
 		if err := json.Unmarshal(raw, &p); err != nil {
 			mended, e := jsonlMended(ln, raw, jsonscan.Problem(err), func(msg string) error {
-				return jsonlSkip(b, name, opts, ln.no, "", msg)
+				return r.skip(ln.no, "", msg)
 			})
 			if e != nil {
-				return nil, e
+				return e
 			}
 			q.push(mended)
 			continue
 		}
-		typ, _ := jsonscan.String(p.Type)
-		uuid, _ := jsonscan.String(p.UUID)
-		if uuid != "" && seenUUID[uuid] {
-			b.warn("line %d: uuid %q repeats an earlier line; the repeat is ignored", ln.no, uuid)
-			continue
+		if err := r.line(ln, raw, p); err != nil {
+			return err
 		}
-		if typ != "user" && typ != "assistant" {
-			// Other types only carry the tree (system lines sit in the chain, and a
-			// compact_boundary links back through logicalParentUuid).
-			if uuid != "" {
-				seenUUID[uuid] = true
-				nodes = append(nodes, treeNode{id: uuid, parent: ccParent(p), benign: true})
-			}
-			continue
-		}
-		cl := &ccLine{no: ln.no, assistant: typ == "assistant", uuid: uuid, timestamp: p.Timestamp, unit: -1}
-		if err := json.Unmarshal(raw, &cl.entry); err != nil {
-			if e := jsonlSkip(b, name, opts, ln.no, "", jsonscan.Problem(err)); e != nil {
-				return nil, e
-			}
-			continue
-		}
-		if cl.entry.Message == nil {
-			if e := jsonlSkip(b, name, opts, ln.no, "message", "a "+typ+" line without a message object"); e != nil {
-				return nil, e
-			}
-			continue
-		}
-		blocks, err := apiDecodeContent(cl.entry.Message.Content, "message.content")
-		if err != nil {
-			fe := jsonscan.AsFieldError(err, "message.content")
-			if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
-				return nil, e
-			}
-			continue
-		}
-		cl.blocks = blocks
-		cl.isString = len(blocks) == 1 && blocks[0].index < 0
-		if b.s.ID == "" {
-			b.s.ID, _ = jsonscan.String(p.SessionID)
-		}
-		if b.s.Cwd == "" {
-			b.s.Cwd, _ = jsonscan.String(p.Cwd)
-		}
-		benign := false
-		if cl.assistant {
-			// A later line of an already-seen message continues that message (a
-			// parallel tool_use); it never starts a branch of its own.
-			if id := cl.entry.Message.ID; id != "" {
-				benign = seenMsg[id]
-				seenMsg[id] = true
-			}
-		} else {
-			results := 0
-			for _, blk := range blocks {
-				if blk.typ == "tool_result" {
-					results++
-				}
-			}
-			benign = results > 0 && results == len(blocks)
-			if results > 0 {
-				cl.unit = b.addUnit(ln.start, ln.end)
-			}
-		}
-		cl.node = -1
-		if uuid != "" {
-			seenUUID[uuid] = true
-			cl.node = len(nodes)
-			leaf = cl.node
-			nodes = append(nodes, treeNode{id: uuid, parent: ccParent(p), benign: benign})
-		}
-		lines = append(lines, cl)
 	}
+	return nil
+}
 
-	keep, dropped, cyclic := jsonlTree(nodes, leaf, false)
+// skip reports a malformed line: an error in strict mode, a warning otherwise.
+func (r *ccReader) skip(no int, field, msg string) error {
+	return jsonlSkip(r.b, r.name, r.opts, no, field, msg)
+}
+
+// line records one line: a repeated uuid is ignored, a line of another type only
+// joins the tree, and a user or assistant line is parsed (parse) and kept with its
+// node.
+func (r *ccReader) line(ln jsonlLine, raw []byte, p ccProbe) error {
+	typ, _ := jsonscan.String(p.Type)
+	uuid, _ := jsonscan.String(p.UUID)
+	if uuid != "" && r.seenUUID[uuid] {
+		r.b.warn("line %d: uuid %q repeats an earlier line; the repeat is ignored", ln.no, uuid)
+		return nil
+	}
+	if typ != "user" && typ != "assistant" {
+		// Other types only carry the tree (system lines sit in the chain, and a
+		// compact_boundary links back through logicalParentUuid).
+		if uuid != "" {
+			r.seenUUID[uuid] = true
+			r.nodes = append(r.nodes, treeNode{id: uuid, parent: ccParent(p), benign: true})
+		}
+		return nil
+	}
+	cl := &ccLine{no: ln.no, assistant: typ == "assistant", uuid: uuid, timestamp: p.Timestamp, unit: -1}
+	if ok, err := r.parse(cl, ln, raw, typ); !ok {
+		return err
+	}
+	if r.b.s.ID == "" {
+		r.b.s.ID, _ = jsonscan.String(p.SessionID)
+	}
+	if r.b.s.Cwd == "" {
+		r.b.s.Cwd, _ = jsonscan.String(p.Cwd)
+	}
+	benign := r.benign(cl, ln)
+	cl.node = -1
+	if uuid != "" {
+		r.seenUUID[uuid] = true
+		cl.node = len(r.nodes)
+		r.leaf = cl.node
+		r.nodes = append(r.nodes, treeNode{id: uuid, parent: ccParent(p), benign: benign})
+	}
+	r.lines = append(r.lines, cl)
+	return nil
+}
+
+// parse decodes a user or assistant line's entry and content blocks into cl. It
+// reports false for a line that is skipped, with the error that stops the read in
+// strict mode.
+func (r *ccReader) parse(cl *ccLine, ln jsonlLine, raw []byte, typ string) (bool, error) {
+	if err := json.Unmarshal(raw, &cl.entry); err != nil {
+		return false, r.skip(ln.no, "", jsonscan.Problem(err))
+	}
+	if cl.entry.Message == nil {
+		return false, r.skip(ln.no, "message", "a "+typ+" line without a message object")
+	}
+	blocks, err := apiDecodeContent(cl.entry.Message.Content, "message.content")
+	if err != nil {
+		fe := jsonscan.AsFieldError(err, "message.content")
+		return false, r.skip(ln.no, fe.Field, fe.Msg)
+	}
+	cl.blocks = blocks
+	cl.isString = len(blocks) == 1 && blocks[0].index < 0
+	return true, nil
+}
+
+// benign reports whether cl's node may not start a branch of the tree: a later
+// line of an already-seen assistant message (a parallel tool_use) continues that
+// message, and a user line of tool results only hangs off its call. A user line
+// with tool results gets its unit, for Rewrite.
+func (r *ccReader) benign(cl *ccLine, ln jsonlLine) bool {
+	if cl.assistant {
+		id := cl.entry.Message.ID
+		if id == "" {
+			return false
+		}
+		seen := r.seenMsg[id]
+		r.seenMsg[id] = true
+		return seen
+	}
+	results := 0
+	for _, blk := range cl.blocks {
+		if blk.typ == "tool_result" {
+			results++
+		}
+	}
+	if results > 0 {
+		cl.unit = r.b.addUnit(ln.start, ln.end)
+	}
+	return results > 0 && results == len(cl.blocks)
+}
+
+// keptLines returns the lines on the branches a rewind did not abandon
+// (jsonlTree), in file order, and whether any of them is on the main thread (not
+// a sidechain).
+func (r *ccReader) keptLines() ([]*ccLine, bool) {
+	keep, dropped, cyclic := jsonlTree(r.nodes, r.leaf, false)
 	if dropped > 0 {
-		b.warn("%d lines on branches abandoned by a rewind were left out", dropped)
+		r.b.warn("%d lines on branches abandoned by a rewind were left out", dropped)
 	}
 	if cyclic > 0 {
-		b.warn("%d lines sit on a parentUuid cycle; they are kept in file order", cyclic)
+		r.b.warn("%d lines sit on a parentUuid cycle; they are kept in file order", cyclic)
 	}
-	kept := lines[:0:0]
+	kept := r.lines[:0:0]
 	mainThread := false
-	for _, cl := range lines {
+	for _, cl := range r.lines {
 		if cl.node < 0 || keep[cl.node] {
 			kept = append(kept, cl)
 			if !cl.entry.IsSidechain {
@@ -192,17 +249,23 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 			}
 		}
 	}
+	return kept, mainThread
+}
 
-	// Group the assistant lines by message.id: one message per id, at its first line.
-	type item struct {
-		user  *ccLine
-		lines []*ccLine // assistant lines of one message
-	}
-	var items []*item
-	byMsg := map[string]*item{}
+// ccItem is one message to add: a user line, or the assistant lines of one message.
+type ccItem struct {
+	user  *ccLine
+	lines []*ccLine // assistant lines of one message
+}
+
+// ccGroup groups the assistant lines by message.id: one message per id, at its
+// first line; each user line is a message of its own.
+func ccGroup(kept []*ccLine) []*ccItem {
+	var items []*ccItem
+	byMsg := map[string]*ccItem{}
 	for _, cl := range kept {
 		if !cl.assistant {
-			items = append(items, &item{user: cl})
+			items = append(items, &ccItem{user: cl})
 			continue
 		}
 		id := cl.entry.Message.ID
@@ -210,58 +273,71 @@ func readClaude(name string, data []byte, opts Options) (*Session, error) {
 			it.lines = append(it.lines, cl)
 			continue
 		}
-		it := &item{lines: []*ccLine{cl}}
+		it := &ccItem{lines: []*ccLine{cl}}
 		items = append(items, it)
 		if id != "" {
 			byMsg[id] = it
 		}
 	}
+	return items
+}
 
-	for _, it := range items {
-		if it.user == nil {
-			var blocks []apiBlock
-			for _, cl := range it.lines {
-				blocks = append(blocks, cl.blocks...)
-			}
-			m := apiAssistant(blocks, it.lines[0].no)
-			m.Time = b.timeOf(it.lines[0].timestamp, it.lines[0].no, "timestamp")
-			b.add(m)
-			for _, c := range m.Calls {
-				ccRefineArgs(c)
-			}
-			continue
-		}
-		cl := it.user
-		m := apiUser(cl.blocks, cl.unit)
-		m.Line = cl.no
-		m.Time = b.timeOf(cl.timestamp, cl.no, "timestamp")
-		e := cl.entry
-		if e.IsMeta || e.IsCompactSummary {
-			m.Meta = true
-		}
-		m.AgentCompaction = e.IsCompactSummary
-		var tur ccToolUseResult
-		turString := false
-		if len(m.Outputs) == 1 {
-			if t := bytes.TrimSpace(e.ToolUseResult); len(t) > 0 {
-				turString = t[0] == '"'
-				if t[0] == '{' && json.Unmarshal(t, &tur) != nil {
-					tur = ccToolUseResult{}
-				}
-			}
-			if tur.Type == "file_unchanged" {
-				m.Outputs[0].Unchanged = true
-			}
-		}
-		if b.s.Task == "" && cl.isString && !e.IsMeta && !e.IsCompactSummary && (!mainThread || !e.IsSidechain) {
-			b.s.Task = ccTask(m.Text)
-		}
-		b.add(m)
-		if len(m.Outputs) == 1 && m.Outputs[0].Call != nil {
-			ccRefineResult(m.Outputs[0].Call, m.Outputs[0], &tur, turString)
+// addAssistant adds the assistant message of lines (one message.id), its blocks
+// joined, at the first line, and refines its reads from their arguments.
+func (r *ccReader) addAssistant(lines []*ccLine) {
+	var blocks []apiBlock
+	for _, cl := range lines {
+		blocks = append(blocks, cl.blocks...)
+	}
+	m := apiAssistant(blocks, lines[0].no)
+	m.Time = r.b.timeOf(lines[0].timestamp, lines[0].no, "timestamp")
+	r.b.add(m)
+	for _, c := range m.Calls {
+		ccRefineArgs(c)
+	}
+}
+
+// addUser adds the user message of cl: its task (the first real prompt, on the
+// main thread when the session has one), and for a single tool result the
+// structured toolUseResult that refines the call (ccRefineResult).
+func (r *ccReader) addUser(cl *ccLine, mainThread bool) {
+	m := apiUser(cl.blocks, cl.unit)
+	m.Line = cl.no
+	m.Time = r.b.timeOf(cl.timestamp, cl.no, "timestamp")
+	e := cl.entry
+	if e.IsMeta || e.IsCompactSummary {
+		m.Meta = true
+	}
+	m.AgentCompaction = e.IsCompactSummary
+	var tur ccToolUseResult
+	turString := false
+	if len(m.Outputs) == 1 {
+		tur, turString = ccResultOf(e.ToolUseResult)
+		if tur.Type == "file_unchanged" {
+			m.Outputs[0].Unchanged = true
 		}
 	}
-	return b.finish()
+	if r.b.s.Task == "" && cl.isString && !e.IsMeta && !e.IsCompactSummary && (!mainThread || !e.IsSidechain) {
+		r.b.s.Task = ccTask(m.Text)
+	}
+	r.b.add(m)
+	if len(m.Outputs) == 1 && m.Outputs[0].Call != nil {
+		ccRefineResult(m.Outputs[0].Call, m.Outputs[0], &tur, turString)
+	}
+}
+
+// ccResultOf decodes a line's toolUseResult: the object's fields (zero when it
+// does not decode), and whether it is a plain string (an error).
+func ccResultOf(raw json.RawMessage) (ccToolUseResult, bool) {
+	var tur ccToolUseResult
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return tur, false
+	}
+	if t[0] == '{' && json.Unmarshal(t, &tur) != nil {
+		tur = ccToolUseResult{}
+	}
+	return tur, t[0] == '"'
 }
 
 // ccParent is a line's parent for the tree: parentUuid, or across a compaction
@@ -299,20 +375,20 @@ func ccTask(text string) string {
 // ccRefineArgs sets a read's line range from its offset/limit arguments when Classify
 // left it whole; the structured result, when there is one, overrides it.
 func ccRefineArgs(c *ToolCall) {
-	if c.Action == ActionRead && c.Range.Whole() {
+	if c.Action == toolcall.ActionRead && c.Range.Whole() {
 		c.Range = rangeFromArgs(c.Args)
 	}
 }
 
 // rangeFromArgs reads Claude Code's and pi's read arguments: offset is the 1-based
 // first line (0 behaves as 1), limit the number of lines. Neither gives the whole file.
-func rangeFromArgs(args json.RawMessage) Range {
+func rangeFromArgs(args json.RawMessage) toolcall.Range {
 	var a struct {
 		Offset *float64 `json:"offset"`
 		Limit  *float64 `json:"limit"`
 	}
 	if json.Unmarshal(args, &a) != nil {
-		return Range{}
+		return toolcall.Range{}
 	}
 	start := 1
 	if a.Offset != nil && *a.Offset > 1 {
@@ -323,9 +399,9 @@ func rangeFromArgs(args json.RawMessage) Range {
 		end = start + int(*a.Limit) - 1
 	}
 	if start == 1 && end == 0 {
-		return Range{}
+		return toolcall.Range{}
 	}
-	return Range{Start: start, End: end}
+	return toolcall.Range{Start: start, End: end}
 }
 
 // ccRefineResult refines the call from its structured result: a Read's line range
@@ -333,17 +409,17 @@ func rangeFromArgs(args json.RawMessage) Range {
 // edit or write (is_error, or a plain-string toolUseResult).
 func ccRefineResult(c *ToolCall, o *ToolOutput, tur *ccToolUseResult, turString bool) {
 	switch c.Action {
-	case ActionRead:
+	case toolcall.ActionRead:
 		if f := tur.File; tur.Type == "text" && f != nil && f.NumLines >= 0 && f.TotalLines > 0 {
 			start := max(f.StartLine, 1)
 			capped := tur.TokenCapped || f.TokenCapped
 			if f.StartLine <= 1 && f.NumLines >= f.TotalLines && !capped {
-				c.Range = Range{}
+				c.Range = toolcall.Range{}
 			} else {
-				c.Range = Range{Start: start, End: start + max(f.NumLines, 1) - 1}
+				c.Range = toolcall.Range{Start: start, End: start + max(f.NumLines, 1) - 1}
 			}
 		}
-	case ActionWrite:
+	case toolcall.ActionWrite:
 		if c.Content == "" {
 			var a struct {
 				Content string `json:"content"`

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 )
 
 // rdrSessions is the shared real-session folder, relative to this package.
@@ -19,9 +20,9 @@ const rdrSessions = "../../shared/sessions"
 
 // rdrRead names one call whose normalised read (or write) the test checks.
 type rdrRead struct {
-	action Action
+	action toolcall.Action
 	path   string
-	rng    Range
+	rng    toolcall.Range
 }
 
 // rdrWant holds the figures a real session must read back as. The id counts were
@@ -53,9 +54,9 @@ var claudeWants = []rdrWant{
 		messages: 277, steps: 114, calls: 168, ids: 168, answered: 152, outputs: 152, unanswered: 16, meta: 2,
 		taskPrefix: "sync you repo (M-Claude)", id: "3af9b1a7-6512-4883-ad18-320658ced099", cwd: "/Users/[USER]",
 		reads: map[string]rdrRead{
-			"toolu_01DDzuWBWybz54PfW8huCykn": {ActionRead, "/Users/[USER]/Documents/M-Claude/.gitleaks.toml", Range{200, 220}},
-			"toolu_013CgYSUDFcbKTTe5zZvmzGC": {ActionRead, "/Users/[USER]/Documents/M-Claude/.github/workflows/test.yml", Range{1, 30}},
-			"toolu_019msn3KvYS9dZeHku5yHJNx": {ActionRead, "/Users/[USER]/Documents/M-Claude/CHAT_LOGS-markdown/d435e688-a664-4dba-b2e7-786c1dde4a4c.md", Range{}},
+			"toolu_01DDzuWBWybz54PfW8huCykn": {toolcall.ActionRead, "/Users/[USER]/Documents/M-Claude/.gitleaks.toml", toolcall.Range{Start: 200, End: 220}},
+			"toolu_013CgYSUDFcbKTTe5zZvmzGC": {toolcall.ActionRead, "/Users/[USER]/Documents/M-Claude/.github/workflows/test.yml", toolcall.Range{Start: 1, End: 30}},
+			"toolu_019msn3KvYS9dZeHku5yHJNx": {toolcall.ActionRead, "/Users/[USER]/Documents/M-Claude/CHAT_LOGS-markdown/d435e688-a664-4dba-b2e7-786c1dde4a4c.md", toolcall.Range{}},
 		},
 		errs: []string{"toolu_01Be1nJrqAj3zhvLBYZX4Tao"}, // Edit: "String to replace not found"
 	},
@@ -64,7 +65,7 @@ var claudeWants = []rdrWant{
 		messages: 89, steps: 31, calls: 56, ids: 56, answered: 54, outputs: 54, unanswered: 2, meta: 1,
 		taskPrefix: "this is a tmux term with a footer.", id: "57bb5674-54b1-4ce6-9157-2d341cd9bfc1", cwd: "/Users/[USER]",
 		reads: map[string]rdrRead{
-			"toolu_01Ej9wSdYTznfQ3PGJ3vxTAZ": {ActionRead, "/Users/[USER]/.zprofile", Range{}},
+			"toolu_01Ej9wSdYTznfQ3PGJ3vxTAZ": {toolcall.ActionRead, "/Users/[USER]/.zprofile", toolcall.Range{}},
 		},
 	},
 	{
@@ -75,8 +76,8 @@ var claudeWants = []rdrWant{
 		messages: 45, steps: 20, calls: 21, ids: 21, answered: 21, outputs: 21, unanswered: 0, meta: 2,
 		taskPrefix: "/orchestrator @CLAUDE.md", id: "5c0375b4-57a5-4f26-b12d-d022ee4e51b7", cwd: "/path/to/Demo",
 		reads: map[string]rdrRead{
-			"toolu_01YGfgPmLThZtkbtqRpvYMVW": {ActionRead, "/path/to/Demo/CLAUDE.md", Range{}},
-			"toolu_018awfyyafbNVMNu6kfSRuKi": {ActionEdit, "/path/to/Demo/CLAUDE.md", Range{}},
+			"toolu_01YGfgPmLThZtkbtqRpvYMVW": {toolcall.ActionRead, "/path/to/Demo/CLAUDE.md", toolcall.Range{}},
+			"toolu_018awfyyafbNVMNu6kfSRuKi": {toolcall.ActionEdit, "/path/to/Demo/CLAUDE.md", toolcall.Range{}},
 		},
 	},
 	{
@@ -87,9 +88,9 @@ var claudeWants = []rdrWant{
 		reads: map[string]rdrRead{
 			// offset 0, limit 50: Claude Code numbers the lines from 0, but they are the
 			// file's lines 1-50 (toolUseResult startLine 0, numLines 50, totalLines 216).
-			"toolu_018BzuConiC9jpxWNqbyEPiz": {ActionRead, "/c/Users/Mischa/.claude-worktrees/M-Claude/unruffled-mcclintock/scripts/convert_to_markdown.py", Range{1, 50}},
-			"toolu_01MxsoUbLdBT8e2xmHGHLaqU": {ActionRead, "/c/Users/Mischa/.claude-worktrees/M-Claude/unruffled-mcclintock/scripts/convert_to_markdown.py", Range{17, 46}},
-			"toolu_01D8e5ofxe7BRVXgjUMN2Rod": {ActionRead, "/c/Users/Mischa/.claude-worktrees/M-Claude/unruffled-mcclintock/.github/workflows/test.yml", Range{}},
+			"toolu_018BzuConiC9jpxWNqbyEPiz": {toolcall.ActionRead, "/c/Users/Mischa/.claude-worktrees/M-Claude/unruffled-mcclintock/scripts/convert_to_markdown.py", toolcall.Range{Start: 1, End: 50}},
+			"toolu_01MxsoUbLdBT8e2xmHGHLaqU": {toolcall.ActionRead, "/c/Users/Mischa/.claude-worktrees/M-Claude/unruffled-mcclintock/scripts/convert_to_markdown.py", toolcall.Range{Start: 17, End: 46}},
+			"toolu_01D8e5ofxe7BRVXgjUMN2Rod": {toolcall.ActionRead, "/c/Users/Mischa/.claude-worktrees/M-Claude/unruffled-mcclintock/.github/workflows/test.yml", toolcall.Range{}},
 		},
 	},
 	{
@@ -98,7 +99,7 @@ var claudeWants = []rdrWant{
 		taskPrefix: "Explore this repository thoroughly", id: "abc757d1-3da3-42fb-bb7b-ffa293a4ba29",
 		cwd: `C:\Users\Mischa\.claude-worktrees\M-Claude\unruffled-mcclintock`,
 		reads: map[string]rdrRead{
-			"toolu_01REq16BWafxpmPTLWV6wncF": {ActionRead, "/c/Users/Mischa/.claude-worktrees/M-Claude/unruffled-mcclintock/docs/M-SECURITY.md", Range{}},
+			"toolu_01REq16BWafxpmPTLWV6wncF": {toolcall.ActionRead, "/c/Users/Mischa/.claude-worktrees/M-Claude/unruffled-mcclintock/docs/M-SECURITY.md", toolcall.Range{}},
 		},
 	},
 	{
@@ -106,7 +107,7 @@ var claudeWants = []rdrWant{
 		messages: 95, steps: 40, calls: 46, ids: 46, answered: 45, outputs: 45, unanswered: 1, meta: 4,
 		taskPrefix: "resume last session", id: "c10f5964-20bd-4783-aa1a-30b06c8a702a", cwd: "/Users/[USER]",
 		reads: map[string]rdrRead{
-			"toolu_01Rye6HLqyPe9caMFbjhsHfs": {ActionRead, "/Users/[USER]/Applications/Claude Tmux.app/Contents/Info.plist", Range{}},
+			"toolu_01Rye6HLqyPe9caMFbjhsHfs": {toolcall.ActionRead, "/Users/[USER]/Applications/Claude Tmux.app/Contents/Info.plist", toolcall.Range{}},
 		},
 	},
 	{
@@ -115,9 +116,9 @@ var claudeWants = []rdrWant{
 		messages: 70, steps: 24, calls: 45, ids: 45, answered: 44, outputs: 44, unanswered: 1, meta: 0,
 		taskPrefix: "when running gitleaks scan", id: "f225835b-3612-4093-903f-bd4538fb7cb9", cwd: "/home/[USER]/M-Claude",
 		reads: map[string]rdrRead{
-			"toolu_01VqFqoi6L3UgPLKpKumuZy8": {ActionRead, "/home/[USER]/M-Claude/Docs/GITLEAKS-MAX-STRICT.md", Range{1, 250}},
-			"toolu_01NStxwhPFL92Vv6eve8TrTi": {ActionRead, "/home/[USER]/M-Claude/.gitleaks.toml", Range{1, 100}},
-			"toolu_01LSeQUvaVpLn9YguRjLLtWi": {ActionRead, "/home/[USER]/M-Claude/.gitleaks.toml", Range{}},
+			"toolu_01VqFqoi6L3UgPLKpKumuZy8": {toolcall.ActionRead, "/home/[USER]/M-Claude/Docs/GITLEAKS-MAX-STRICT.md", toolcall.Range{Start: 1, End: 250}},
+			"toolu_01NStxwhPFL92Vv6eve8TrTi": {toolcall.ActionRead, "/home/[USER]/M-Claude/.gitleaks.toml", toolcall.Range{Start: 1, End: 100}},
+			"toolu_01LSeQUvaVpLn9YguRjLLtWi": {toolcall.ActionRead, "/home/[USER]/M-Claude/.gitleaks.toml", toolcall.Range{}},
 		},
 	},
 }
@@ -750,9 +751,9 @@ func TestClaudeToolUseResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	type view struct {
-		Action    Action
+		Action    toolcall.Action
 		Path      string
-		Range     Range
+		Range     toolcall.Range
 		Content   string
 		IsError   bool
 		Unchanged bool
@@ -762,13 +763,13 @@ func TestClaudeToolUseResult(t *testing.T) {
 		got[c.ID] = view{c.Action, c.Path, c.Range, c.Content, c.Output.IsError, c.Output.Unchanged}
 	}
 	want := map[string]view{
-		"r-part":  {Action: ActionRead, Path: "/w/a.go", Range: Range{10, 14}},
-		"r-whole": {Action: ActionRead, Path: "/w/a.go"},
-		"r-args":  {Action: ActionRead, Path: "/w/b.go", Range: Range{3, 6}},
-		"r-same":  {Action: ActionRead, Path: "/w/a.go", Unchanged: true},
-		"e-bad":   {Action: ActionEdit, Path: "/w/a.go", IsError: true},
-		"e-ok":    {Action: ActionEdit, Path: "/w/a.go"},
-		"w-1":     {Action: ActionWrite, Path: "/w/c.go", Content: "package c\n"},
+		"r-part":  {Action: toolcall.ActionRead, Path: "/w/a.go", Range: toolcall.Range{Start: 10, End: 14}},
+		"r-whole": {Action: toolcall.ActionRead, Path: "/w/a.go"},
+		"r-args":  {Action: toolcall.ActionRead, Path: "/w/b.go", Range: toolcall.Range{Start: 3, End: 6}},
+		"r-same":  {Action: toolcall.ActionRead, Path: "/w/a.go", Unchanged: true},
+		"e-bad":   {Action: toolcall.ActionEdit, Path: "/w/a.go", IsError: true},
+		"e-ok":    {Action: toolcall.ActionEdit, Path: "/w/a.go"},
+		"w-1":     {Action: toolcall.ActionWrite, Path: "/w/c.go", Content: "package c\n"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("calls (-want +got):\n%s", d)

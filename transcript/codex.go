@@ -257,90 +257,126 @@ var codexInjected = []string{
 var codexCwdRe = regexp.MustCompile(`<cwd>([^<]+)</cwd>`)
 
 // item reads one response item; base is its sjson path inside the line ("payload"
-// or "" for bare items).
+// or "" for bare items): a message (message), a call (call), or a call's output
+// (output). Reasoning and web searches belong to the assistant's turn; other types
+// are left out.
 func (r *codexReader) item(n, start, stop int, it map[string]json.RawMessage, base string) *ParseError {
-	str := func(k string) string { s, _ := jsonscan.Text(it[k]); return s }
-	bad := func(field, msg string) *ParseError {
-		return &ParseError{File: r.name, Line: n, Field: jsonscan.Path(base, field), Msg: msg}
-	}
-	switch typ := str("type"); typ {
+	v := codexItem{it: it, n: n, base: base}
+	switch typ := v.str("type"); typ {
 	case "message":
-		text, _, _, ok := contentParts(it["content"], "")
-		if !ok {
-			return bad("content", "neither a string nor a list of parts")
-		}
-		switch role := str("role"); role {
-		case "assistant":
-			m := r.turn(n)
-			if m.Text != "" && text != "" {
-				m.Text += "\n"
-			}
-			m.Text += text
-		case "user":
-			r.flush()
-			meta := false
-			t := strings.TrimSpace(text)
-			for _, p := range codexInjected {
-				if strings.HasPrefix(t, p) {
-					meta = true
-				}
-			}
-			if r.b.s.Cwd == "" && strings.HasPrefix(t, "<environment_context>") {
-				if mm := codexCwdRe.FindStringSubmatch(t); mm != nil {
-					r.b.s.Cwd = strings.TrimSpace(mm[1])
-				}
-			}
-			r.b.add(&Message{Role: RoleUser, Text: text, Meta: meta, Line: n, Time: r.at(n)})
-		case "developer", "system":
-			r.flush()
-			r.b.add(&Message{Role: RoleSystem, Text: text, Meta: true, Line: n, Time: r.at(n)})
-		default:
-			return bad("role", "unknown message role "+strconv.Quote(role))
-		}
+		return r.message(v)
 	case "reasoning", "web_search_call":
 		r.turn(n)
-	case "function_call":
-		name, ok := jsonscan.Text(it["name"])
-		if !ok {
-			return bad("name", "missing or not a string")
-		}
-		c := &ToolCall{ID: str("call_id"), Name: name, Args: argsJSON(it["arguments"])}
-		m := r.turn(n)
-		m.Calls = append(m.Calls, c)
-	case "custom_tool_call":
-		name, ok := jsonscan.Text(it["name"])
-		if !ok {
-			return bad("name", "missing or not a string")
-		}
-		args, _ := json.Marshal(str("input"))
-		c := &ToolCall{ID: str("call_id"), Name: name, Args: args}
-		m := r.turn(n)
-		m.Calls = append(m.Calls, c)
-	case "local_shell_call":
-		if jsonscan.Kind(it["action"]) != '{' {
-			return bad("action", "missing or not an object")
-		}
-		c := &ToolCall{ID: str("call_id"), Name: "local_shell", Args: argsJSON(it["action"])}
-		if c.ID == "" {
-			c.ID = str("id")
-		}
-		m := r.turn(n)
-		m.Calls = append(m.Calls, c)
+	case "function_call", "custom_tool_call", "local_shell_call":
+		return r.call(v, typ)
 	case "function_call_output", "custom_tool_call_output":
-		id, ok := jsonscan.Text(it["call_id"])
-		if !ok {
-			return bad("call_id", "missing or not a string")
-		}
-		o, pe := codexOutput(it["output"], jsonscan.Path(base, "output"))
-		if pe != nil {
-			pe.File, pe.Line = r.name, n
-			return pe
-		}
-		r.flush()
-		o.CallID = id
-		setLoc(o, r.b.addUnit(start, stop), o.paths...)
-		r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}, Line: n, Time: r.at(n)})
+		return r.output(v, start, stop)
 	}
+	return nil
+}
+
+// codexItem is one response item, with its line's number and its path in the line.
+type codexItem struct {
+	it   map[string]json.RawMessage
+	n    int
+	base string
+}
+
+// str is the text of field k, "" when absent or not text.
+func (v codexItem) str(k string) string { s, _ := jsonscan.Text(v.it[k]); return s }
+
+// bad is the error for the item's field.
+func (r *codexReader) bad(v codexItem, field, msg string) *ParseError {
+	return &ParseError{File: r.name, Line: v.n, Field: jsonscan.Path(v.base, field), Msg: msg}
+}
+
+// message reads a message item: an assistant's text joins the turn, a user's
+// message (injected context is Meta; the environment context gives the session's
+// working directory) and a developer's or system's are messages of their own.
+func (r *codexReader) message(v codexItem) *ParseError {
+	n := v.n
+	text, _, _, ok := contentParts(v.it["content"], "")
+	if !ok {
+		return r.bad(v, "content", "neither a string nor a list of parts")
+	}
+	switch role := v.str("role"); role {
+	case "assistant":
+		m := r.turn(n)
+		if m.Text != "" && text != "" {
+			m.Text += "\n"
+		}
+		m.Text += text
+	case "user":
+		r.flush()
+		meta := false
+		t := strings.TrimSpace(text)
+		for _, p := range codexInjected {
+			if strings.HasPrefix(t, p) {
+				meta = true
+			}
+		}
+		if r.b.s.Cwd == "" && strings.HasPrefix(t, "<environment_context>") {
+			if mm := codexCwdRe.FindStringSubmatch(t); mm != nil {
+				r.b.s.Cwd = strings.TrimSpace(mm[1])
+			}
+		}
+		r.b.add(&Message{Role: RoleUser, Text: text, Meta: meta, Line: n, Time: r.at(n)})
+	case "developer", "system":
+		r.flush()
+		r.b.add(&Message{Role: RoleSystem, Text: text, Meta: true, Line: n, Time: r.at(n)})
+	default:
+		return r.bad(v, "role", "unknown message role "+strconv.Quote(role))
+	}
+	return nil
+}
+
+// call reads a call item of type typ into the assistant's turn: a function call
+// (JSON arguments), a custom tool call (its input, as a JSON string) or a local
+// shell call (its action object).
+func (r *codexReader) call(v codexItem, typ string) *ParseError {
+	var c *ToolCall
+	switch typ {
+	case "function_call", "custom_tool_call":
+		name, ok := jsonscan.Text(v.it["name"])
+		if !ok {
+			return r.bad(v, "name", "missing or not a string")
+		}
+		c = &ToolCall{ID: v.str("call_id"), Name: name}
+		if typ == "custom_tool_call" {
+			c.Args, _ = json.Marshal(v.str("input"))
+		} else {
+			c.Args = argsJSON(v.it["arguments"])
+		}
+	default: // local_shell_call
+		if jsonscan.Kind(v.it["action"]) != '{' {
+			return r.bad(v, "action", "missing or not an object")
+		}
+		c = &ToolCall{ID: v.str("call_id"), Name: "local_shell", Args: argsJSON(v.it["action"])}
+		if c.ID == "" {
+			c.ID = v.str("id")
+		}
+	}
+	m := r.turn(v.n)
+	m.Calls = append(m.Calls, c)
+	return nil
+}
+
+// output reads a call's output item, the tool message of its own line (start,
+// stop: the unit Rewrite patches).
+func (r *codexReader) output(v codexItem, start, stop int) *ParseError {
+	id, ok := jsonscan.Text(v.it["call_id"])
+	if !ok {
+		return r.bad(v, "call_id", "missing or not a string")
+	}
+	o, pe := codexOutput(v.it["output"], jsonscan.Path(v.base, "output"))
+	if pe != nil {
+		pe.File, pe.Line = r.name, v.n
+		return pe
+	}
+	r.flush()
+	o.CallID = id
+	setLoc(o, r.b.addUnit(start, stop), o.paths...)
+	r.b.add(&Message{Role: RoleTool, Outputs: []*ToolOutput{o}, Line: v.n, Time: r.at(v.n)})
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 )
 
 const (
@@ -17,8 +18,8 @@ const (
 type codexCall struct {
 	ID, Name string
 	Step     int
-	Line     int    // line of the assistant message making the call
-	Action   Action // only asserted for apply_patch calls (this reader finds the patch)
+	Line     int             // line of the assistant message making the call
+	Action   toolcall.Action // only asserted for apply_patch calls (this reader finds the patch)
 	Path     string
 	Command  string // not asserted for apply_patch calls
 	OutLine  int    // line of the output, 0 while unanswered
@@ -65,12 +66,12 @@ func TestCodexCurrent(t *testing.T) {
 		{"call_1Hq8sZ2cVtWmB4xK9pLr0aJd", "exec_command", 1, 7, "", "", `rg -n "func Count" -S .`, 9, "payload.output", false, "Chunk ID: a41f07\nWall time: 0.0193 seconds\nProcess exited with code 0"},
 		{"call_7Rk2mYfN3xQe9uTb1cWs5hLo", "exec_command", 2, 11, "", "", "sed -n '1,40p' count.go", 14, "payload.output", false, "Chunk ID: c20e5b\nWall time: 0.0148 seconds\nProcess exited with code 0"},
 		{"call_4Vd9pEj6nGa2sKz8yHq3tXmc", "exec_command", 2, 11, "", "", "cat count_test.go", 15, "payload.output", false, "Chunk ID: 9e3d1a\nWall time: 0.0131 seconds\nProcess exited with code 0"},
-		{"call_Zp5wLc8rKf2nTj6aQy1eVb3m", "apply_patch", 3, 17, ActionEdit, "/home/dev/wordfreq/count.go", "", 19, "payload.output", false, "Success. Updated the following files:\nM count.go\n"},
-		{"call_Gm3tYx7qWd1kRs9vNb4cPe2h", "apply_patch", 4, 20, ActionEdit, "/home/dev/wordfreq/count_test.go", "", 21, "payload.output", true, "apply_patch verification failed: Failed to find e"},
+		{"call_Zp5wLc8rKf2nTj6aQy1eVb3m", "apply_patch", 3, 17, toolcall.ActionEdit, "/home/dev/wordfreq/count.go", "", 19, "payload.output", false, "Success. Updated the following files:\nM count.go\n"},
+		{"call_Gm3tYx7qWd1kRs9vNb4cPe2h", "apply_patch", 4, 20, toolcall.ActionEdit, "/home/dev/wordfreq/count_test.go", "", 21, "payload.output", true, "apply_patch verification failed: Failed to find e"},
 		{"call_Bw6nHs2yTq8mLc4xZr7aKd1e", "exec_command", 5, 22, "", "", "sed -n '8,14p' count_test.go", 24, "payload.output", false, "Chunk ID: 5b7c2e\nWall time: 0.0122 seconds\nProcess exited with code 0"},
-		{"call_Qs1vKe9wMx3nBy7tHc5dJf2a", "apply_patch", 6, 25, ActionEdit, "/home/dev/wordfreq/count_test.go", "", 26, "payload.output", false, "Success. Updated the following files:\nM count_test.go\n"},
+		{"call_Qs1vKe9wMx3nBy7tHc5dJf2a", "apply_patch", 6, 25, toolcall.ActionEdit, "/home/dev/wordfreq/count_test.go", "", 26, "payload.output", false, "Success. Updated the following files:\nM count_test.go\n"},
 		{"call_Ek4rPw8jNz2qVt6mXa9sLc3b", "exec_command", 7, 27, "", "", "go vet ./... && go test ./...", 28, "payload.output", false, "Chunk ID: e81a4f\nWall time: 1.8420 seconds\nProcess exited with code 0"},
-		{"call_Hn8cXv3kQa6wRe1tMz5yBp9d", "apply_patch", 9, 35, ActionWrite, "/home/dev/wordfreq/CHANGELOG.md", "", 38, "payload.output", false, "Success. Updated the following files:\nA CHANGELOG.md\n"},
+		{"call_Hn8cXv3kQa6wRe1tMz5yBp9d", "apply_patch", 9, 35, toolcall.ActionWrite, "/home/dev/wordfreq/CHANGELOG.md", "", 38, "payload.output", false, "Success. Updated the following files:\nA CHANGELOG.md\n"},
 		{"call_Ty2mJd7sLw4pVk9xNc1qRe6h", "exec_command", 9, 35, "", "", "cat count.go", 39, "payload.output", false, "Chunk ID: 3f9d6b\nWall time: 0.0117 seconds\nProcess exited with code 0"},
 		{"call_Wc5nRx1tHq8kMv3yLd7pZs2a", "exec_command", 11, 43, "", "", "go test -run '^$' -bench . ./...", 0, "", false, ""},
 	}
@@ -85,9 +86,9 @@ func TestCodexCurrent(t *testing.T) {
 	for _, r := range []struct {
 		call int
 		path string
-		rng  Range
-	}{{1, "/home/dev/wordfreq/count.go", Range{1, 40}}, {2, "/home/dev/wordfreq/count_test.go", Range{}}, {5, "/home/dev/wordfreq/count_test.go", Range{8, 14}}} {
-		if c := s.Calls[r.call]; c.Action != ActionRead || c.Path != r.path || c.Range != r.rng {
+		rng  toolcall.Range
+	}{{1, "/home/dev/wordfreq/count.go", toolcall.Range{Start: 1, End: 40}}, {2, "/home/dev/wordfreq/count_test.go", toolcall.Range{}}, {5, "/home/dev/wordfreq/count_test.go", toolcall.Range{Start: 8, End: 14}}} {
+		if c := s.Calls[r.call]; c.Action != toolcall.ActionRead || c.Path != r.path || c.Range != r.rng {
 			t.Errorf("call %d: %s %s %v, want read %s %v", r.call, c.Action, c.Path, c.Range, r.path, r.rng)
 		}
 	}
@@ -122,13 +123,13 @@ func TestCodexLegacy(t *testing.T) {
 		{"call_bW7mKc1xNq5sTz9e", "shell", 2, 10, "", "", "sed -n '1,60p' cmd/done.go", 13, "output", false, "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"strconv\"\n)\n"},
 		{"call_cE4rYh6jPv0dLs2w", "shell", 2, 10, "", "", "cat cmd/remove.go", 14, "output", true, "cat: cmd/remove.go: No such file or directory\n"},
 		{"call_dR8tGn3bWx7kMq1v", "shell", 3, 16, "", "", "cat store.go", 17, "output", false, "package main\n\nimport (\n\t\"encoding/json\"\n\t\"os\"\n)\n"},
-		{"call_eK2pZs9wHc4nXy6t", "shell", 4, 19, ActionEdit, "/home/dev/todo-cli/cmd/done.go", "", 21, "output", false, "Success. Updated the following files:\nM cmd/done.go\n"},
+		{"call_eK2pZs9wHc4nXy6t", "shell", 4, 19, toolcall.ActionEdit, "/home/dev/todo-cli/cmd/done.go", "", 21, "output", false, "Success. Updated the following files:\nM cmd/done.go\n"},
 		{"call_fN6vQe3mTr8wBk1j", "shell", 5, 23, "", "", "go build ./... && go run ./cmd done 3", 24, "output", true, "no item 3: the list has 2 items\nexit status 1\n"},
 	}
 	if diff := cmp.Diff(wantCalls, codexCalls(s, wantCalls)); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	if c := s.Calls[1]; c.Action != ActionRead || c.Path != "/home/dev/todo-cli/cmd/done.go" || c.Range != (Range{1, 60}) {
+	if c := s.Calls[1]; c.Action != toolcall.ActionRead || c.Path != "/home/dev/todo-cli/cmd/done.go" || c.Range != (toolcall.Range{Start: 1, End: 60}) {
 		t.Errorf("argv sed read: %s %s %v", c.Action, c.Path, c.Range)
 	}
 	if m := s.Messages[len(s.Messages)-1]; m.Role != RoleAssistant || m.Line != 26 || !strings.HasPrefix(m.Text, "`todo done N` now checks N") {
@@ -192,7 +193,7 @@ func TestCodexShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := b.Calls[0]; c.Action != ActionEdit || c.Path != "old.txt" || c.Output.Text != "Success." || c.Output.paths[0] != "output" {
+	if c := b.Calls[0]; c.Action != toolcall.ActionEdit || c.Path != "old.txt" || c.Output.Text != "Success." || c.Output.paths[0] != "output" {
 		t.Errorf("bare patch call: %s %s %+v", c.Action, c.Path, c.Output)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/internal/widetext"
 )
 
 // badFile reads testdata/bad/name (written by gen.py).
@@ -98,7 +99,7 @@ func TestSniffWideLeavesOthers(t *testing.T) {
 		"short":        {'{', 0},
 		"empty":        {},
 	} {
-		if w := sniffWide(data); w != nil {
+		if w := widetext.Sniff(data); w != nil {
 			t.Errorf("%s taken for %s", name, w)
 		}
 	}

@@ -113,34 +113,9 @@ func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *Par
 		return bad("toolCalls", "not a list")
 	}
 	msg := &Message{Role: RoleAssistant, Text: text, Thinking: geminiThoughts(obj["thoughts"])}
-	var outs []*ToolOutput
-	var outCalls []*ToolCall
-	for k, raw := range tcs {
-		tpath := jsonscan.Path("toolCalls", k)
-		var tc geminiToolCall
-		if !jsonscan.Decode(raw, &tc) {
-			return bad(tpath, "tool call is not a JSON object")
-		}
-		toolName, ok := jsonscan.Text(tc.Name)
-		if !ok {
-			return bad(jsonscan.Path(tpath, "name"), "missing or not a string")
-		}
-		id, _ := jsonscan.Text(tc.ID)
-		args := json.RawMessage("{}")
-		if k := jsonscan.Kind(tc.Args); k == '{' || k == '[' {
-			args = argsJSON(tc.Args)
-		}
-		call := &ToolCall{ID: id, Name: toolName, Args: args}
-		msg.Calls = append(msg.Calls, call)
-		o, err := geminiResult(tc, jsonscan.Path(path, tpath, "result"))
-		if err != nil {
-			err.File = name
-			return err
-		}
-		if o != nil {
-			outs = append(outs, o)
-			outCalls = append(outCalls, call)
-		}
+	outs, outCalls, err := geminiCalls(msg, tcs, name, path)
+	if err != nil {
+		return err
 	}
 	msg.Time = at()
 	b.add(msg)
@@ -152,6 +127,44 @@ func readGeminiMessage(b *builder, name string, i int, raw json.RawMessage) *Par
 		b.add(&Message{Role: RoleTool, Outputs: outs, Time: msg.Time})
 	}
 	return nil
+}
+
+// geminiCalls reads the tool calls tcs of the gemini message at path into
+// msg.Calls, and returns the results they carry already, each with its call.
+func geminiCalls(msg *Message, tcs []json.RawMessage, name, path string) ([]*ToolOutput, []*ToolCall, *ParseError) {
+	bad := func(field, msg string) *ParseError {
+		return &ParseError{File: name, Field: jsonscan.Path(path, field), Msg: msg}
+	}
+	var outs []*ToolOutput
+	var outCalls []*ToolCall
+	for k, raw := range tcs {
+		tpath := jsonscan.Path("toolCalls", k)
+		var tc geminiToolCall
+		if !jsonscan.Decode(raw, &tc) {
+			return nil, nil, bad(tpath, "tool call is not a JSON object")
+		}
+		toolName, ok := jsonscan.Text(tc.Name)
+		if !ok {
+			return nil, nil, bad(jsonscan.Path(tpath, "name"), "missing or not a string")
+		}
+		id, _ := jsonscan.Text(tc.ID)
+		args := json.RawMessage("{}")
+		if k := jsonscan.Kind(tc.Args); k == '{' || k == '[' {
+			args = argsJSON(tc.Args)
+		}
+		call := &ToolCall{ID: id, Name: toolName, Args: args}
+		msg.Calls = append(msg.Calls, call)
+		o, err := geminiResult(tc, jsonscan.Path(path, tpath, "result"))
+		if err != nil {
+			err.File = name
+			return nil, nil, err
+		}
+		if o != nil {
+			outs = append(outs, o)
+			outCalls = append(outCalls, call)
+		}
+	}
+	return outs, outCalls, nil
 }
 
 // geminiResult reads one tool call's result list; nil when it has none yet.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 )
 
 var geminiFiles = []string{
@@ -64,7 +65,7 @@ func TestGeminiSpotValues(t *testing.T) {
 	}
 	// write_file at calls[10] (messages[11].toolCalls[1]) is a write with its content.
 	w := s.Calls[10]
-	if w.Name != "write_file" || w.Action != ActionWrite || w.Path != "Gemini-Playground/README.md" || !strings.HasPrefix(w.Content, "# Gemini Playground\n\nA minimal") {
+	if w.Name != "write_file" || w.Action != toolcall.ActionWrite || w.Path != "Gemini-Playground/README.md" || !strings.HasPrefix(w.Content, "# Gemini Playground\n\nA minimal") {
 		t.Errorf("write call: %s %s %s %.30q", w.Name, w.Action, w.Path, w.Content)
 	}
 	if w.Output.paths[0] != "messages.11.toolCalls.1.result.0.functionResponse.response.output" {
@@ -79,7 +80,7 @@ func TestGeminiSpotValues(t *testing.T) {
 		t.Errorf("error result: %+v", rc.Output)
 	}
 	// calls[5]: read_file with limit 50 (Gemini's offset is 0-based): lines 1-50.
-	if r := e.Calls[5]; r.Action != ActionRead || r.Path != "M-Gemini/scripts/sync_raw_logs.py" || r.Range != (Range{1, 50}) || string(r.Args) != `{"file_path":"M-Gemini/scripts/sync_raw_logs.py","limit":50}` {
+	if r := e.Calls[5]; r.Action != toolcall.ActionRead || r.Path != "M-Gemini/scripts/sync_raw_logs.py" || r.Range != (toolcall.Range{Start: 1, End: 50}) || string(r.Args) != `{"file_path":"M-Gemini/scripts/sync_raw_logs.py","limit":50}` {
 		t.Errorf("partial read: %s %s %v %s", r.Action, r.Path, r.Range, r.Args)
 	}
 	// calls[71]: a run_shell_command the user cancelled.

@@ -163,10 +163,50 @@ type treeNode struct {
 // of the decision because they sit on (or below) a parent cycle; those are kept. It
 // never recurses, so deep chains cannot overflow the stack.
 func jsonlTree(nodes []treeNode, leaf int, rootFork bool) (keep []bool, dropped, cyclic int) {
+	t := newForkTree(nodes)
+	for i := leaf; i >= 0 && i < len(nodes) && !t.onPath[i]; i = t.parent[i] {
+		t.onPath[i] = true
+	}
+	t.markSubtrees()
+	for i := range nodes {
+		if t.state[i] == 2 && len(t.children[i]) > 1 {
+			t.decide(t.children[i])
+		}
+	}
+	if rootFork {
+		t.decide(t.roots)
+	}
+	for i, nd := range nodes {
+		if nd.id != "" && t.state[i] == 0 {
+			cyclic++
+		}
+	}
+	return t.keep, t.dropped, cyclic
+}
+
+// forkTree is jsonlTree's working state, indexed by node.
+type forkTree struct {
+	nodes    []treeNode
+	parent   []int // the parent's index; -1 for a root, a node whose parent is lost, or one outside the tree
+	children [][]int
+	roots    []int   // the nodes without a parent
+	starts   []int   // the roots and the nodes whose parent is lost or themselves: where markSubtrees walks from
+	onPath   []bool  // on the path from the final leaf back to the root
+	sub      []bool  // the subtree holds a non-benign node
+	state    []uint8 // markSubtrees' walk: 0 not reached (a cycle), 1 entered, 2 done
+	keep     []bool  // jsonlTree's answer
+	dropped  int     // the nodes drop left out
+	stack    []int   // the walks' stack, reused
+}
+
+// newForkTree links every node with an id to its parent (the first node with the
+// parent's id), all kept.
+func newForkTree(nodes []treeNode) *forkTree {
 	n := len(nodes)
-	keep = make([]bool, n)
-	for i := range keep {
-		keep[i] = true
+	t := &forkTree{nodes: nodes, parent: make([]int, n), children: make([][]int, n), onPath: make([]bool, n),
+		sub: make([]bool, n), state: make([]uint8, n), keep: make([]bool, n)}
+	for i := range t.keep {
+		t.keep[i] = true
 	}
 	index := make(map[string]int, n)
 	for i, nd := range nodes {
@@ -176,103 +216,90 @@ func jsonlTree(nodes []treeNode, leaf int, rootFork bool) (keep []bool, dropped,
 			}
 		}
 	}
-	parent := make([]int, n)
-	children := make([][]int, n)
-	var roots, starts []int
 	for i, nd := range nodes {
-		parent[i] = -1
+		t.parent[i] = -1
 		if nd.id == "" {
 			continue
 		}
 		p, ok := index[nd.parent]
 		switch {
 		case nd.parent == "":
-			roots = append(roots, i)
-			starts = append(starts, i)
+			t.roots = append(t.roots, i)
+			t.starts = append(t.starts, i)
 		case !ok || p == i:
-			starts = append(starts, i) // parent lost (skipped line) or self-parented
+			t.starts = append(t.starts, i) // parent lost (skipped line) or self-parented
 		default:
-			parent[i] = p
-			children[p] = append(children[p], i)
+			t.parent[i] = p
+			t.children[p] = append(t.children[p], i)
 		}
 	}
-	onPath := make([]bool, n)
-	for i := leaf; i >= 0 && i < n && !onPath[i]; i = parent[i] {
-		onPath[i] = true
-	}
-	// sub[i]: the subtree of i holds a non-benign node. Iterative post-order.
-	sub := make([]bool, n)
-	state := make([]uint8, n)
-	var stack []int
-	for _, s := range starts {
-		stack = append(stack[:0], s)
-		for len(stack) > 0 {
-			top := stack[len(stack)-1]
-			if state[top] == 0 {
-				state[top] = 1
-				stack = append(stack, children[top]...)
+	return t
+}
+
+// markSubtrees sets sub for every node reachable from starts, in an iterative
+// post-order walk (state 2 when done); nodes on a parent cycle stay at state 0.
+func (t *forkTree) markSubtrees() {
+	for _, s := range t.starts {
+		t.stack = append(t.stack[:0], s)
+		for len(t.stack) > 0 {
+			top := t.stack[len(t.stack)-1]
+			if t.state[top] == 0 {
+				t.state[top] = 1
+				t.stack = append(t.stack, t.children[top]...)
 				continue
 			}
-			stack = stack[:len(stack)-1]
-			if state[top] == 1 {
-				state[top] = 2
-				s := !nodes[top].benign
-				for _, c := range children[top] {
-					s = s || sub[c]
+			t.stack = t.stack[:len(t.stack)-1]
+			if t.state[top] == 1 {
+				t.state[top] = 2
+				s := !t.nodes[top].benign
+				for _, c := range t.children[top] {
+					s = s || t.sub[c]
 				}
-				sub[top] = s
+				t.sub[top] = s
 			}
 		}
 	}
-	drop := func(root int) {
-		stack = append(stack[:0], root)
-		for len(stack) > 0 {
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if !keep[top] {
-				continue
-			}
-			keep[top] = false
-			dropped++
-			stack = append(stack, children[top]...)
+}
+
+// decide keeps one of the children kids of a fork that lead to non-benign
+// entries, when there are two or more: the one on the leaf's path, else the last;
+// the others are dropped.
+func (t *forkTree) decide(kids []int) {
+	var cand []int
+	for _, k := range kids {
+		if t.sub[k] {
+			cand = append(cand, k)
 		}
 	}
-	decide := func(kids []int) {
-		var cand []int
-		for _, k := range kids {
-			if sub[k] {
-				cand = append(cand, k)
-			}
-		}
-		if len(cand) < 2 {
-			return
-		}
-		stay := cand[len(cand)-1]
-		for _, k := range cand {
-			if onPath[k] {
-				stay = k
-			}
-		}
-		for _, k := range cand {
-			if k != stay {
-				drop(k)
-			}
+	if len(cand) < 2 {
+		return
+	}
+	stay := cand[len(cand)-1]
+	for _, k := range cand {
+		if t.onPath[k] {
+			stay = k
 		}
 	}
-	for i := range nodes {
-		if state[i] == 2 && len(children[i]) > 1 {
-			decide(children[i])
+	for _, k := range cand {
+		if k != stay {
+			t.drop(k)
 		}
 	}
-	if rootFork {
-		decide(roots)
-	}
-	for i, nd := range nodes {
-		if nd.id != "" && state[i] == 0 {
-			cyclic++
+}
+
+// drop leaves out root and everything below it.
+func (t *forkTree) drop(root int) {
+	t.stack = append(t.stack[:0], root)
+	for len(t.stack) > 0 {
+		top := t.stack[len(t.stack)-1]
+		t.stack = t.stack[:len(t.stack)-1]
+		if !t.keep[top] {
+			continue
 		}
+		t.keep[top] = false
+		t.dropped++
+		t.stack = append(t.stack, t.children[top]...)
 	}
-	return keep, dropped, cyclic
 }
 
 // jsonlEach reads r line by line (lines end at '\n') and calls fn with each

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 	"github.com/tidwall/gjson"
 )
@@ -284,7 +285,7 @@ func TestMiniSWEAgentRealSessions(t *testing.T) {
 		call int
 		cmd  string // the block's command, checked with python
 		path string
-		rng  Range
+		rng  toolcall.Range
 	}
 	tests := []struct {
 		file  string
@@ -294,19 +295,19 @@ func TestMiniSWEAgentRealSessions(t *testing.T) {
 	}{
 		{"django__django-16560.traj.json", docFigures{ID: "django__django-16560", Cwd: "/testbed", Task: "<pr_description>\nConsider the following PR description:\nAllow to customize the code",
 			Messages: 292, Steps: 145, Calls: 145, Outputs: 145, Errors: 9}, `ls -R | grep ":$" | head -n 20 && grep -r "class BaseConstraint" .`,
-			read{4, "sed -n '18,50p' django/db/models/constraints.py", "/testbed/django/db/models/constraints.py", Range{18, 50}}},
+			read{4, "sed -n '18,50p' django/db/models/constraints.py", "/testbed/django/db/models/constraints.py", toolcall.Range{Start: 18, End: 50}}},
 		{"matplotlib__matplotlib-25775.traj.json", docFigures{ID: "matplotlib__matplotlib-25775", Cwd: "/testbed", Task: "<pr_description>\nConsider the following PR description:\n[ENH]: Add get/set_antialiased",
 			Messages: 192, Steps: 95, Calls: 95, Outputs: 95, Errors: 8}, `ls -R | grep ":$" | head -n 20`,
-			read{6, "nl -ba lib/matplotlib/text.py | sed -n '700,750p'", "/testbed/lib/matplotlib/text.py", Range{700, 750}}},
+			read{6, "nl -ba lib/matplotlib/text.py | sed -n '700,750p'", "/testbed/lib/matplotlib/text.py", toolcall.Range{Start: 700, End: 750}}},
 		{"pytest-dev__pytest-5787.traj.json", docFigures{ID: "pytest-dev__pytest-5787", Cwd: "/testbed", Task: "<pr_description>\nConsider the following PR description:\nexception serialization",
 			Messages: 174, Steps: 86, Calls: 86, Outputs: 86, Errors: 16}, "ls -la",
-			read{12, "sed -n '901,950p' src/_pytest/_code/code.py", "/testbed/src/_pytest/_code/code.py", Range{901, 950}}},
+			read{12, "sed -n '901,950p' src/_pytest/_code/code.py", "/testbed/src/_pytest/_code/code.py", toolcall.Range{Start: 901, End: 950}}},
 		{"sympy__sympy-20438.traj.json", docFigures{ID: "sympy__sympy-20438", Cwd: "/testbed", Task: "<pr_description>\nConsider the following PR description:\n`is_subset` gives wrong results",
 			Messages: 122, Steps: 60, Calls: 60, Outputs: 60, Errors: 5}, `ls -R sympy | grep -E "sets.py|productset.py|finiteset.py"`,
-			read{10, "sed -n '349,385p' sympy/sets/sets.py", "/testbed/sympy/sets/sets.py", Range{349, 385}}},
+			read{10, "sed -n '349,385p' sympy/sets/sets.py", "/testbed/sympy/sets/sets.py", toolcall.Range{Start: 349, End: 385}}},
 		{"github_issue.traj.json", docFigures{Task: "Please solve this issue: GitHub Issue: SyntaxError: invalid syntax",
 			Messages: 22, Steps: 10, Calls: 10, Outputs: 10, Errors: 2}, "cat /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py",
-			read{3, "cat tests/missing_colon.py", "tests/missing_colon.py", Range{}}},
+			read{3, "cat tests/missing_colon.py", "tests/missing_colon.py", toolcall.Range{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -332,7 +333,7 @@ func TestMiniSWEAgentRealSessions(t *testing.T) {
 			}
 			r := s.Calls[tt.read.call]
 			got := read{tt.read.call, r.Command, r.Path, r.Range}
-			if diff := cmp.Diff(tt.read, got, cmp.AllowUnexported(read{})); diff != "" || r.Action != ActionRead {
+			if diff := cmp.Diff(tt.read, got, cmp.AllowUnexported(read{})); diff != "" || r.Action != toolcall.ActionRead {
 				t.Errorf("read call (%s; -want +got):\n%s", r.Action, diff)
 			}
 			docRoundTrip(t, s, raw, readMiniSWEAgent, func(i int, o *ToolOutput) bool { return i%3 == 0 })
@@ -380,9 +381,9 @@ func TestSWEAgentRealSessions(t *testing.T) {
 	type spot struct {
 		call   int
 		name   string
-		action Action
+		action toolcall.Action
 		path   string
-		rng    Range
+		rng    toolcall.Range
 		isErr  bool
 	}
 	tests := []struct {
@@ -392,29 +393,29 @@ func TestSWEAgentRealSessions(t *testing.T) {
 	}{
 		{"marshmallow-1867.default.traj", docFigures{Cwd: "/marshmallow-code__marshmallow", Task: "We're currently solving the following issue within our repository.",
 			Messages: 29, Steps: 14, Calls: 14, Outputs: 13, Unanswered: 1, Errors: 1}, []spot{
-			{1, "open", ActionRead, "/marshmallow-code__marshmallow/setup.py", Range{}, false},
-			{3, "create", ActionWrite, "/marshmallow-code__marshmallow/reproduce.py", Range{}, false},
-			{4, "edit", ActionEdit, "/marshmallow-code__marshmallow/reproduce.py", Range{}, false},
-			{7, "find_file", ActionSearch, "", Range{}, false},
-			{8, "open", ActionRead, "/marshmallow-code__marshmallow/src/marshmallow/fields.py", Range{1459, 1558}, false},
-			{9, "edit", ActionEdit, "/marshmallow-code__marshmallow/src/marshmallow/fields.py", Range{}, true},
-			{10, "edit", ActionEdit, "/marshmallow-code__marshmallow/src/marshmallow/fields.py", Range{}, false},
-			{13, "submit", ActionOther, "", Range{}, false},
+			{1, "open", toolcall.ActionRead, "/marshmallow-code__marshmallow/setup.py", toolcall.Range{}, false},
+			{3, "create", toolcall.ActionWrite, "/marshmallow-code__marshmallow/reproduce.py", toolcall.Range{}, false},
+			{4, "edit", toolcall.ActionEdit, "/marshmallow-code__marshmallow/reproduce.py", toolcall.Range{}, false},
+			{7, "find_file", toolcall.ActionSearch, "", toolcall.Range{}, false},
+			{8, "open", toolcall.ActionRead, "/marshmallow-code__marshmallow/src/marshmallow/fields.py", toolcall.Range{Start: 1459, End: 1558}, false},
+			{9, "edit", toolcall.ActionEdit, "/marshmallow-code__marshmallow/src/marshmallow/fields.py", toolcall.Range{}, true},
+			{10, "edit", toolcall.ActionEdit, "/marshmallow-code__marshmallow/src/marshmallow/fields.py", toolcall.Range{}, false},
+			{13, "submit", toolcall.ActionOther, "", toolcall.Range{}, false},
 		}},
 		{"marshmallow-1867.function-calling.traj", docFigures{Cwd: "/testbed", Task: "We're currently solving the following issue within our repository.",
 			Messages: 28, Steps: 13, Calls: 13, Outputs: 13, Unanswered: 0, Errors: 0}, []spot{
-			{1, "open", ActionRead, "/testbed/setup.py", Range{}, false},
-			{3, "create", ActionWrite, "/testbed/reproduce.py", Range{}, false},
-			{4, "insert", ActionEdit, "/testbed/reproduce.py", Range{}, false},
-			{8, "open", ActionRead, "/testbed/src/marshmallow/fields.py", Range{1457, 1556}, false},
-			{9, "edit", ActionEdit, "/testbed/src/marshmallow/fields.py", Range{}, false},
+			{1, "open", toolcall.ActionRead, "/testbed/setup.py", toolcall.Range{}, false},
+			{3, "create", toolcall.ActionWrite, "/testbed/reproduce.py", toolcall.Range{}, false},
+			{4, "insert", toolcall.ActionEdit, "/testbed/reproduce.py", toolcall.Range{}, false},
+			{8, "open", toolcall.ActionRead, "/testbed/src/marshmallow/fields.py", toolcall.Range{Start: 1457, End: 1556}, false},
+			{9, "edit", toolcall.ActionEdit, "/testbed/src/marshmallow/fields.py", toolcall.Range{}, false},
 		}},
 		{"pydicom__pydicom-1458.traj", docFigures{Cwd: "/pydicom__pydicom", Task: "We're currently solving the following issue within our repository.",
 			Messages: 26, Steps: 12, Calls: 12, Outputs: 11, Unanswered: 1, Errors: 3, Meta: 1}, []spot{
-			{0, "create", ActionWrite, "/pydicom__pydicom/reproduce_bug.py", Range{}, false},
-			{4, "open", ActionRead, "/pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py", Range{273, 372}, false},
-			{5, "edit", ActionEdit, "/pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py", Range{}, true},
-			{8, "edit", ActionEdit, "/pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py", Range{}, false},
+			{0, "create", toolcall.ActionWrite, "/pydicom__pydicom/reproduce_bug.py", toolcall.Range{}, false},
+			{4, "open", toolcall.ActionRead, "/pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py", toolcall.Range{Start: 273, End: 372}, false},
+			{5, "edit", toolcall.ActionEdit, "/pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py", toolcall.Range{}, true},
+			{8, "edit", toolcall.ActionEdit, "/pydicom__pydicom/pydicom/pixel_data_handlers/numpy_handler.py", toolcall.Range{}, false},
 		}},
 	}
 	for _, tt := range tests {
@@ -481,7 +482,7 @@ func TestOpenAIChatCompletions(t *testing.T) {
 	}
 	type call struct {
 		ID, Name string
-		Action   Action
+		Action   toolcall.Action
 		Path     string
 		Command  string
 		Step     int
@@ -497,9 +498,9 @@ func TestOpenAIChatCompletions(t *testing.T) {
 		got = append(got, call{c.ID, c.Name, action, c.Path, c.Command, c.Step, c.Output.paths, c.Output.Text})
 	}
 	wantCalls := []call{
-		{"call_Rf3kQ9", "read_file", ActionRead, "hello.py", "", 1, []string{"messages.3.content"}, "def main():\n    print(\"Helo, world\")\n\n\nif __name__ == \"__main__\":\n    main()\n"},
+		{"call_Rf3kQ9", "read_file", toolcall.ActionRead, "hello.py", "", 1, []string{"messages.3.content"}, "def main():\n    print(\"Helo, world\")\n\n\nif __name__ == \"__main__\":\n    main()\n"},
 		{"call_Tb7nW2", "bash", "", "", "grep -rn Helo .", 1, []string{"messages.4.content.0.text", "messages.4.content.1.text"}, "./hello.py:2:    print(\"Helo, world\")\n./README.md:3:Prints Helo, world."},
-		{"call_Xm4pL8", "edit", ActionEdit, "hello.py", "", 2, []string{"messages.6.content"}, "Edited hello.py: 1 replacement."},
+		{"call_Xm4pL8", "edit", toolcall.ActionEdit, "hello.py", "", 2, []string{"messages.6.content"}, "Edited hello.py: 1 replacement."},
 		{"call_Jd2sV6", "bash", "", "", "python hello.py", 3, []string{"messages.8.content"}, "Hello, world\n"},
 	}
 	if diff := cmp.Diff(wantCalls, got); diff != "" {

@@ -81,8 +81,35 @@ type ohMeta struct {
 // ohSkipActions are actions that are bookkeeping, not model calls.
 var ohSkipActions = map[string]bool{"change_agent_state": true, "null": true, "recall": true}
 
+// readOpenHands reads an OpenHands event list: the events are decoded (ohEvents),
+// then turned into messages one by one (ohReader.event), which are added once all
+// are made, so that actions of one model response can join the assistant message
+// that response started.
 func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 	b := newBuilder(FormatOpenHands, name, data)
+	events, err := ohEvents(b, name, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &ohReader{b: b, name: name, opts: opts, calls: map[string]*ToolCall{}}
+	for i, ev := range events {
+		if ev == nil {
+			continue
+		}
+		if err := r.event(i, ev); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range r.msgs {
+		b.add(m)
+	}
+	return b.finish()
+}
+
+// ohEvents decodes the document's events, nil for an element that is not an
+// object (skipped), and takes Session.Cwd from the first result that records a
+// working_dir.
+func ohEvents(b *builder, name string, data []byte, opts Options) ([]*ohEvent, error) {
 	root, err := loadDocument(b, name, data, opts)
 	if err != nil {
 		return nil, err
@@ -112,109 +139,133 @@ func readOpenHands(name string, data []byte, opts Options) (*Session, error) {
 			}
 		}
 	}
+	return events, nil
+}
 
-	// Messages are collected first and added at the end, so that actions of one model
-	// response can join the assistant message that response started.
-	var msgs []*Message
-	calls := map[string]*ToolCall{} // by action event id
-	var lastAsst *Message           // the assistant message tool results may follow
-	lastResp := ""                  // its model response id
-	for i, ev := range events {
-		if ev == nil {
-			continue
-		}
-		path := jsonscan.Path(i)
-		source, _ := jsonscan.Text(ev.Source)
-		id, _ := jsonscan.Text(ev.ID)
-		action, isAction := jsonscan.Text(ev.Action)
-		obs, isObs := jsonscan.Text(ev.Observation)
-		var args map[string]json.RawMessage
-		if ev.Args != nil && jsonscan.Kind(ev.Args) != 'n' {
-			var ok bool
-			if args, ok = jsonscan.Loose(ev.Args); !ok {
-				if err := skipEntry(b, opts, &ParseError{File: name, Field: jsonscan.Path(path, "args"), Msg: "not an object"}); err != nil {
-					return nil, err
-				}
-				continue
-			}
-		}
-		argText := func(k string) string { s, _ := jsonscan.Text(args[k]); return s }
-		at := func() time.Time { return b.timeOf(ev.Timestamp, 0, jsonscan.Path(path, "timestamp")) }
-		switch {
-		case isAction && ohSkipActions[action], isAction && source == "environment":
-		case isAction && action == "message":
-			text := argText("content")
-			if text == "" {
-				text, _ = jsonscan.Text(ev.Message)
-			}
-			role := RoleUser
-			if source == "agent" {
-				role = RoleAssistant
-			}
-			msgs = append(msgs, &Message{Role: role, Text: text, Time: at()})
-			lastAsst, lastResp = nil, ""
-		case isAction && action == "system":
-			msgs = append(msgs, &Message{Role: RoleSystem, Text: argText("content"), Time: at()})
-			lastAsst, lastResp = nil, ""
-		case isAction:
-			if source != "agent" {
-				b.warn("%s: %s action from %q left out", path, action, source)
-				continue
-			}
-			var meta ohMeta
-			_ = json.Unmarshal(ev.Metadata, &meta)
-			callID, _ := jsonscan.Text(meta.ToolCallID)
-			if callID == "" {
-				callID = "event-" + id
-			}
-			c := &ToolCall{ID: callID, Name: action, Args: argsJSON(ev.Args)}
-			ohClassify(c, action, args, ohModelArgs(meta, callID), b.s.Cwd)
-			if id != "" {
-				calls[id] = c
-			}
-			resp, _ := jsonscan.Text(meta.ModelResponse.ID)
-			thought := strings.TrimSpace(argText("thought"))
-			if lastAsst != nil && resp != "" && resp == lastResp {
-				lastAsst.Calls = append(lastAsst.Calls, c)
-				if thought != "" && !strings.Contains(lastAsst.Text, thought) {
-					lastAsst.Text = strings.TrimSpace(lastAsst.Text + "\n" + thought)
-				}
-				continue
-			}
-			m := &Message{Role: RoleAssistant, Text: thought, Calls: []*ToolCall{c}, Time: at()}
-			msgs = append(msgs, m)
-			lastAsst, lastResp = m, resp
-		case isObs:
-			cause, _ := jsonscan.Text(ev.Cause)
-			c := calls[cause]
-			if c == nil {
-				if obs != "null" && obs != "agent_state_changed" && cause != "" {
-					b.warn("%s: %s observation caused by event %s, which is no tool call; left out", path, obs, cause)
-				}
-				continue
-			}
-			if jsonscan.Kind(ev.Content) != '"' && jsonscan.Kind(ev.Content) != 'n' && ev.Content != nil {
-				if err := skipEntry(b, opts, &ParseError{File: name, Field: jsonscan.Path(path, "content"), Msg: "not a string"}); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			text, _ := jsonscan.Text(ev.Content)
-			o := &ToolOutput{CallID: c.ID, Text: text, IsError: obs == "error" || ohFailed(ev)}
-			if ev.Content != nil {
-				setLoc(o, 0, jsonscan.Path(path, "content"))
-			}
-			msgs = append(msgs, &Message{Role: RoleTool, Outputs: []*ToolOutput{o}, Time: at()})
-		default:
-			if err := skipEntry(b, opts, &ParseError{File: name, Field: path, Msg: "event has neither action nor observation"}); err != nil {
-				return nil, err
-			}
+// ohReader turns events into messages, collected in msgs and added at the end.
+type ohReader struct {
+	b        *builder
+	name     string
+	opts     Options
+	msgs     []*Message
+	calls    map[string]*ToolCall // by action event id
+	lastAsst *Message             // the assistant message tool results may follow
+	lastResp string               // its model response id
+}
+
+// ohEventView is what event reads of one event before it decides what the event is.
+type ohEventView struct {
+	ev     *ohEvent
+	path   string // the event's JSON path in the document
+	source string
+	id     string
+	args   map[string]json.RawMessage
+}
+
+// argText is the text of argument k, "" when absent.
+func (v *ohEventView) argText(k string) string { s, _ := jsonscan.Text(v.args[k]); return s }
+
+// event turns the i-th event into a message, a call or a result: a user, agent or
+// system message action; an agent's tool action (action); an observation
+// (observation). Bookkeeping actions and the environment's are left out.
+func (r *ohReader) event(i int, ev *ohEvent) error {
+	v := &ohEventView{ev: ev, path: jsonscan.Path(i)}
+	v.source, _ = jsonscan.Text(ev.Source)
+	v.id, _ = jsonscan.Text(ev.ID)
+	action, isAction := jsonscan.Text(ev.Action)
+	obs, isObs := jsonscan.Text(ev.Observation)
+	if ev.Args != nil && jsonscan.Kind(ev.Args) != 'n' {
+		var ok bool
+		if v.args, ok = jsonscan.Loose(ev.Args); !ok {
+			return skipEntry(r.b, r.opts, &ParseError{File: r.name, Field: jsonscan.Path(v.path, "args"), Msg: "not an object"})
 		}
 	}
-	for _, m := range msgs {
-		b.add(m)
+	switch {
+	case isAction && ohSkipActions[action], isAction && v.source == "environment":
+	case isAction && action == "message":
+		text := v.argText("content")
+		if text == "" {
+			text, _ = jsonscan.Text(ev.Message)
+		}
+		role := RoleUser
+		if v.source == "agent" {
+			role = RoleAssistant
+		}
+		r.msgs = append(r.msgs, &Message{Role: role, Text: text, Time: r.at(v)})
+		r.lastAsst, r.lastResp = nil, ""
+	case isAction && action == "system":
+		r.msgs = append(r.msgs, &Message{Role: RoleSystem, Text: v.argText("content"), Time: r.at(v)})
+		r.lastAsst, r.lastResp = nil, ""
+	case isAction:
+		r.action(v, action)
+	case isObs:
+		return r.observation(v, obs)
+	default:
+		return skipEntry(r.b, r.opts, &ParseError{File: r.name, Field: v.path, Msg: "event has neither action nor observation"})
 	}
-	return b.finish()
+	return nil
+}
+
+// at is the event's time.
+func (r *ohReader) at(v *ohEventView) time.Time {
+	return r.b.timeOf(v.ev.Timestamp, 0, jsonscan.Path(v.path, "timestamp"))
+}
+
+// action makes the agent's tool action a call: it joins the previous assistant
+// message when both come from one model response, with only results between;
+// otherwise it starts an assistant message whose text is the action's thought.
+func (r *ohReader) action(v *ohEventView, action string) {
+	if v.source != "agent" {
+		r.b.warn("%s: %s action from %q left out", v.path, action, v.source)
+		return
+	}
+	var meta ohMeta
+	_ = json.Unmarshal(v.ev.Metadata, &meta)
+	callID, _ := jsonscan.Text(meta.ToolCallID)
+	if callID == "" {
+		callID = "event-" + v.id
+	}
+	c := &ToolCall{ID: callID, Name: action, Args: argsJSON(v.ev.Args)}
+	ohClassify(c, action, v.args, ohModelArgs(meta, callID), r.b.s.Cwd)
+	if v.id != "" {
+		r.calls[v.id] = c
+	}
+	resp, _ := jsonscan.Text(meta.ModelResponse.ID)
+	thought := strings.TrimSpace(v.argText("thought"))
+	if r.lastAsst != nil && resp != "" && resp == r.lastResp {
+		r.lastAsst.Calls = append(r.lastAsst.Calls, c)
+		if thought != "" && !strings.Contains(r.lastAsst.Text, thought) {
+			r.lastAsst.Text = strings.TrimSpace(r.lastAsst.Text + "\n" + thought)
+		}
+		return
+	}
+	m := &Message{Role: RoleAssistant, Text: thought, Calls: []*ToolCall{c}, Time: r.at(v)}
+	r.msgs = append(r.msgs, m)
+	r.lastAsst, r.lastResp = m, resp
+}
+
+// observation makes an observation the result of the action its cause names;
+// observations of anything else are left out.
+func (r *ohReader) observation(v *ohEventView, obs string) error {
+	ev := v.ev
+	cause, _ := jsonscan.Text(ev.Cause)
+	c := r.calls[cause]
+	if c == nil {
+		if obs != "null" && obs != "agent_state_changed" && cause != "" {
+			r.b.warn("%s: %s observation caused by event %s, which is no tool call; left out", v.path, obs, cause)
+		}
+		return nil
+	}
+	if jsonscan.Kind(ev.Content) != '"' && jsonscan.Kind(ev.Content) != 'n' && ev.Content != nil {
+		return skipEntry(r.b, r.opts, &ParseError{File: r.name, Field: jsonscan.Path(v.path, "content"), Msg: "not a string"})
+	}
+	text, _ := jsonscan.Text(ev.Content)
+	o := &ToolOutput{CallID: c.ID, Text: text, IsError: obs == "error" || ohFailed(ev)}
+	if ev.Content != nil {
+		setLoc(o, 0, jsonscan.Path(v.path, "content"))
+	}
+	r.msgs = append(r.msgs, &Message{Role: RoleTool, Outputs: []*ToolOutput{o}, Time: r.at(v)})
+	return nil
 }
 
 // ohFailed reports a result the event marks as failed: success false or a

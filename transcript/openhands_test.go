@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 )
 
 // The figures were checked with python over the event lists: basic.json has a user
@@ -15,7 +16,7 @@ import (
 func TestOpenHandsRealSessions(t *testing.T) {
 	type call struct {
 		ID, Name string
-		Action   Action
+		Action   toolcall.Action
 		Path     string
 		Command  string
 		Out      string // output path
@@ -28,15 +29,15 @@ func TestOpenHandsRealSessions(t *testing.T) {
 	}{
 		{"basic.json", docFigures{Task: "Please create a simple 2048 game. No need to run it.",
 			Messages: 4, Steps: 2, Calls: 2, Outputs: 1, Unanswered: 1}, []call{
-			{"toolu_017nBp7UfiGqyrA7j77HgtFP", "edit", ActionWrite, "/workspace/game_2048.py", "", "2.content", false},
-			{"toolu_01BUKu3B7nY574atNECkBiFk", "finish", ActionOther, "", "", "", false},
+			{"toolu_017nBp7UfiGqyrA7j77HgtFP", "edit", toolcall.ActionWrite, "/workspace/game_2048.py", "", "2.content", false},
+			{"toolu_01BUKu3B7nY574atNECkBiFk", "finish", toolcall.ActionOther, "", "", "", false},
 		}},
 		{"basic_gui_mode.json", docFigures{Cwd: "/workspace", Task: "I want to create a VueJS app that allows me to:",
 			Messages: 10, Steps: 5, Calls: 4, Outputs: 4, Errors: 1}, []call{
-			{"toolu_01W9Z8jBctr8X2frZV9p1RYs", "run", ActionShell, "", "mkdir -p /workspace/todo-app", "8.content", false},
-			{"toolu_01YYLXwwdBLwtMmjr5Sfsieg", "edit", ActionWrite, "/workspace/todo-app/index.html", "", "10.content", false},
-			{"toolu_01GpJj2ShdFjb9ZTY4CVxi9C", "edit", ActionWrite, "/workspace/todo-app/app.js", "", "12.content", false},
-			{"toolu_01DwihWr4ooPZS1CGTLAWrFP", "run", ActionShell, "", "cd /workspace/todo-app && python3 -m http.server 8000", "14.content", true},
+			{"toolu_01W9Z8jBctr8X2frZV9p1RYs", "run", toolcall.ActionShell, "", "mkdir -p /workspace/todo-app", "8.content", false},
+			{"toolu_01YYLXwwdBLwtMmjr5Sfsieg", "edit", toolcall.ActionWrite, "/workspace/todo-app/index.html", "", "10.content", false},
+			{"toolu_01GpJj2ShdFjb9ZTY4CVxi9C", "edit", toolcall.ActionWrite, "/workspace/todo-app/app.js", "", "12.content", false},
+			{"toolu_01DwihWr4ooPZS1CGTLAWrFP", "run", toolcall.ActionShell, "", "cd /workspace/todo-app && python3 -m http.server 8000", "14.content", true},
 		}},
 	}
 	for _, tt := range tests {
@@ -110,7 +111,7 @@ func TestOpenHandsShapes(t *testing.T) {
 	if m := s.Messages[1]; len(m.Calls) != 2 || m.Text != "Reading." {
 		t.Errorf("grouped step: %d calls, text %q", len(m.Calls), m.Text)
 	}
-	if r := s.Calls[0]; r.Action != ActionRead || r.Path != "a.py" || r.Range != (Range{10, 20}) {
+	if r := s.Calls[0]; r.Action != toolcall.ActionRead || r.Path != "a.py" || r.Range != (toolcall.Range{Start: 10, End: 20}) {
 		t.Errorf("read: %s %s %v", r.Action, r.Path, r.Range)
 	}
 	if th := s.Calls[2]; th.ID != "event-6" || th.Output == nil || th.Output.paths[0] != "6.content" {

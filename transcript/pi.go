@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
@@ -217,19 +218,13 @@ func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj, jsonscan.Span
 			continue
 		}
 		if p.first {
-			p.first = false
-			if o.e.Type == "session" {
-				b.s.ID, _ = jsonscan.String(o.e.ID)
-				b.s.Cwd, _ = jsonscan.String(o.e.Cwd)
+			done, err := p.header(o, ln.no)
+			if err != nil {
+				return err
+			}
+			if done {
 				continue
 			}
-			// No header: strict mode refuses the file; lenient mode reads on
-			// without a session id or cwd.
-			const msg = `the first entry is not a session header {"type":"session"}`
-			if !opts.Lenient {
-				return &ParseError{File: name, Line: ln.no, Field: "type", Msg: msg}
-			}
-			b.warn("line %d: %s", ln.no, msg)
 		}
 		if o.e.Type == "session" {
 			b.warn("line %d: a second session header is ignored", ln.no)
@@ -246,16 +241,8 @@ func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj, jsonscan.Span
 		if o.m != nil && o.m.Role == "toolResult" {
 			o.unit = b.addUnit(ln.start+start, ln.start+end)
 		}
-		if id, _ := jsonscan.String(o.e.ID); id != "" {
-			if p.seenID[id] {
-				b.warn("line %d: entry id %q repeats an earlier entry; the repeat is ignored", ln.no, id)
-				continue
-			}
-			p.seenID[id] = true
-			parent, _ := jsonscan.String(o.e.ParentID)
-			o.node = len(p.nodes)
-			p.leaf = o.node
-			p.nodes = append(p.nodes, treeNode{id: id, parent: parent, benign: benign})
+		if !p.node(o, ln.no, benign) {
+			continue
 		}
 		keep(o, v)
 	}
@@ -265,6 +252,44 @@ func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj, jsonscan.Span
 		}
 	}
 	return nil
+}
+
+// header reads the file's first entry: a session header gives the session's id
+// and cwd, and done reports that it is consumed. Without a header strict mode
+// refuses the file; lenient mode warns and reads on without a session id or cwd.
+func (p *piScan) header(o *piObj, no int) (done bool, err error) {
+	p.first = false
+	if o.e.Type == "session" {
+		p.b.s.ID, _ = jsonscan.String(o.e.ID)
+		p.b.s.Cwd, _ = jsonscan.String(o.e.Cwd)
+		return true, nil
+	}
+	const msg = `the first entry is not a session header {"type":"session"}`
+	if !p.opts.Lenient {
+		return false, &ParseError{File: p.b.s.Name, Line: no, Field: "type", Msg: msg}
+	}
+	p.b.warn("line %d: %s", no, msg)
+	return false, nil
+}
+
+// node puts the entry o, of line no, in the entry tree under its id (an entry
+// without one stays outside the tree); false for an id an earlier entry holds,
+// whose repeat is ignored.
+func (p *piScan) node(o *piObj, no int, benign bool) bool {
+	id, _ := jsonscan.String(o.e.ID)
+	if id == "" {
+		return true
+	}
+	if p.seenID[id] {
+		p.b.warn("line %d: entry id %q repeats an earlier entry; the repeat is ignored", no, id)
+		return false
+	}
+	p.seenID[id] = true
+	parent, _ := jsonscan.String(o.e.ParentID)
+	o.node = len(p.nodes)
+	p.leaf = o.node
+	p.nodes = append(p.nodes, treeNode{id: id, parent: parent, benign: benign})
+	return true
 }
 
 // tree decides the kept branch (jsonlTree), warns of what it left out, and lets go
@@ -410,6 +435,14 @@ func piAdd(b *builder, o *piObj) error {
 	default:
 		return nil
 	}
+	return piAddMessage(o, add)
+}
+
+// piAddMessage adds the message of a message entry by its role: a user prompt
+// (slash commands and wrappers are Meta), an assistant message, a tool result, a
+// user's shell command (unless excluded from the context), an extension's message,
+// or a summary.
+func piAddMessage(o *piObj, add func(*Message)) error {
 	pm := o.m
 	switch pm.Role {
 	case "user":
@@ -432,21 +465,7 @@ func piAdd(b *builder, o *piObj) error {
 		m.Line = o.line
 		add(m)
 	case "toolResult":
-		if pm.ToolCallID == "" {
-			return fieldErr("message.toolCallId", "toolResult without a toolCallId")
-		}
-		res, err := apiDecodeResult(pm.Content, "message.content")
-		if err != nil {
-			return err
-		}
-		out := &ToolOutput{CallID: pm.ToolCallID, Text: res.text, IsError: pm.IsError, HasImage: res.hasImage}
-		if o.unit >= 0 && len(res.paths) > 0 {
-			setLoc(out, o.unit, res.paths...)
-		}
-		add(&Message{Role: RoleTool, Outputs: []*ToolOutput{out}, Line: o.line})
-		if c := out.Call; c != nil && c.Action == ActionRead && !out.IsError {
-			piRefineRead(c, pm.Details)
-		}
+		return piAddResult(o, add)
 	case "bashExecution":
 		if pm.ExcludeFromContext {
 			return nil
@@ -458,6 +477,28 @@ func piAdd(b *builder, o *piObj) error {
 		if pm.Summary != "" {
 			add(&Message{Role: RoleUser, Text: pm.Summary, Meta: true, Line: o.line, AgentCompaction: pm.Role == "compactionSummary"})
 		}
+	}
+	return nil
+}
+
+// piAddResult adds a toolResult message, located for Rewrite when its line is a
+// unit, and refines a successful read from the result's details.
+func piAddResult(o *piObj, add func(*Message)) error {
+	pm := o.m
+	if pm.ToolCallID == "" {
+		return fieldErr("message.toolCallId", "toolResult without a toolCallId")
+	}
+	res, err := apiDecodeResult(pm.Content, "message.content")
+	if err != nil {
+		return err
+	}
+	out := &ToolOutput{CallID: pm.ToolCallID, Text: res.text, IsError: pm.IsError, HasImage: res.hasImage}
+	if o.unit >= 0 && len(res.paths) > 0 {
+		setLoc(out, o.unit, res.paths...)
+	}
+	add(&Message{Role: RoleTool, Outputs: []*ToolOutput{out}, Line: o.line})
+	if c := out.Call; c != nil && c.Action == toolcall.ActionRead && !out.IsError {
+		piRefineRead(c, pm.Details)
 	}
 	return nil
 }
@@ -556,7 +597,7 @@ func piRefineRead(c *ToolCall, details json.RawMessage) {
 	start := max(c.Range.Start, 1)
 	end := start + t.OutputLines - 1
 	if c.Range.End == 0 || end < c.Range.End {
-		c.Range = Range{Start: start, End: end}
+		c.Range = toolcall.Range{Start: start, End: end}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
 )
 
 const piCwd = "/Users/badlogic/workspaces/pi-mono"
@@ -23,12 +24,12 @@ var piWants = []rdrWant{
 		messages: 992, steps: 484, calls: 454, ids: 454, answered: 448, outputs: 448, unanswered: 6, meta: 5,
 		taskPrefix: "alright, read @packages/coding-agent/src/main.ts", id: "ffae836b-9420-4060-ac13-7745215f90ff", cwd: piCwd,
 		reads: map[string]rdrRead{
-			"toolu_012yuiPP1VAfh196GXaAmT8D": {ActionRead, piCwd + "/packages/coding-agent/src/main.ts", Range{}},
+			"toolu_012yuiPP1VAfh196GXaAmT8D": {toolcall.ActionRead, piCwd + "/packages/coding-agent/src/main.ts", toolcall.Range{}},
 			// No offset/limit, but pi cut the output at 50 KB: details.truncation.outputLines 1603.
-			"toolu_018AGG1WjGWVfUR2Sibzkh2Q": {ActionRead, piCwd + "/packages/coding-agent/src/tui/tui-renderer.ts", Range{1, 1603}},
-			"toolu_01KgRZiUs86jzrwZs41sAvEs": {ActionRead, piCwd + "/packages/coding-agent/src/tui/tui-renderer.ts", Range{1604, 0}},
-			"toolu_01JnkJWQNesKqTZKpr9dLGAK": {ActionRead, piCwd + "/packages/coding-agent/docs/refactor.md", Range{1, 120}},
-			"toolu_01EhazkZZAo27iRfeBhQMWey": {ActionRead, piCwd + "/packages/coding-agent/docs/refactor.md", Range{568, 647}},
+			"toolu_018AGG1WjGWVfUR2Sibzkh2Q": {toolcall.ActionRead, piCwd + "/packages/coding-agent/src/tui/tui-renderer.ts", toolcall.Range{Start: 1, End: 1603}},
+			"toolu_01KgRZiUs86jzrwZs41sAvEs": {toolcall.ActionRead, piCwd + "/packages/coding-agent/src/tui/tui-renderer.ts", toolcall.Range{Start: 1604, End: 0}},
+			"toolu_01JnkJWQNesKqTZKpr9dLGAK": {toolcall.ActionRead, piCwd + "/packages/coding-agent/docs/refactor.md", toolcall.Range{Start: 1, End: 120}},
+			"toolu_01EhazkZZAo27iRfeBhQMWey": {toolcall.ActionRead, piCwd + "/packages/coding-agent/docs/refactor.md", toolcall.Range{Start: 568, End: 647}},
 		},
 		errs: []string{"toolu_01Kae6sJBexjQUHEpDA9f5Uh", "toolu_01HgmTjFWJJt6P9bvygNxeKM"},
 	},
@@ -39,7 +40,7 @@ var piWants = []rdrWant{
 		taskPrefix: "read packages/coding-agent/docs/theme.md in full", id: "d703a1a9-1b7b-4fb1-b512-c9738b1fe617", cwd: piCwd,
 		reads: map[string]rdrRead{
 			// A relative path, joined to the header's cwd.
-			"toolu_01RKXPwxvd3CV7bnL2z9vuD1": {ActionRead, piCwd + "/packages/coding-agent/src/tui/tui-renderer.ts", Range{720, 769}},
+			"toolu_01RKXPwxvd3CV7bnL2z9vuD1": {toolcall.ActionRead, piCwd + "/packages/coding-agent/src/tui/tui-renderer.ts", toolcall.Range{Start: 720, End: 769}},
 		},
 	},
 	{
@@ -48,8 +49,8 @@ var piWants = []rdrWant{
 		messages: 455, steps: 220, calls: 189, ids: 189, answered: 189, outputs: 189, unanswered: 0, meta: 2,
 		taskPrefix: "do you know how to create a custom tool?", id: "5fd1e58c-9635-410e-a644-133a96057c90", cwd: piCwd,
 		reads: map[string]rdrRead{
-			"toolu_01Eiija7gxqTyYUmbwqxVfUJ": {ActionRead, "/opt/homebrew/lib/node_modules/@mariozechner/pi-coding-agent/README.md", Range{}},
-			"toolu_011GBFpRgJQYS5nAkRDmYTtH": {ActionRead, piCwd + "/packages/coding-agent/docs/theme.md", Range{1, 100}},
+			"toolu_01Eiija7gxqTyYUmbwqxVfUJ": {toolcall.ActionRead, "/opt/homebrew/lib/node_modules/@mariozechner/pi-coding-agent/README.md", toolcall.Range{}},
+			"toolu_011GBFpRgJQYS5nAkRDmYTtH": {toolcall.ActionRead, piCwd + "/packages/coding-agent/docs/theme.md", toolcall.Range{Start: 1, End: 100}},
 		},
 		errs: []string{"toolu_01J62Lar5L2QjBjVrCz9TjCW"},
 	},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/widetext"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
@@ -188,7 +189,7 @@ func readHead(f *os.File) (head []byte, whole bool, err error) {
 // the start decides it: UTF-8 content whose first DetectBytes (leading blanks
 // trimmed) a detector claims. ok is false when the rest of the file may matter.
 func headFormat(head []byte) (Format, bool) {
-	if sniffWide(head) != nil {
+	if widetext.Sniff(head) != nil {
 		return "", false
 	}
 	h := bytes.TrimLeft(head, " \t\r\n\ufeff")
@@ -204,7 +205,7 @@ func headFormat(head []byte) (Format, bool) {
 // format forced) in UTF-8 whose lines end at '\n' (a file without any '\n' splits
 // at '\r', lineSep).
 func streamsPi(head []byte, opts Options) bool {
-	if sniffWide(head) != nil || bytes.IndexByte(head, '\n') < 0 {
+	if widetext.Sniff(head) != nil || bytes.IndexByte(head, '\n') < 0 {
 		return false
 	}
 	if opts.Format != "" {
@@ -225,7 +226,7 @@ func streamsPi(head []byte, opts Options) bool {
 // Options.Format set (a request body, or a format the caller names) it is malformed:
 // the error names the encoding.
 func Read(name string, data []byte, opts Options) (*Session, error) {
-	if w := sniffWide(data); w != nil {
+	if w := widetext.Sniff(data); w != nil {
 		return readWide(name, data, opts, w)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -251,8 +252,8 @@ func Read(name string, data []byte, opts Options) (*Session, error) {
 // wrapping ErrEmpty when data holds only blanks (as Read does), else ErrUnknownFormat
 // when no reader recognises it.
 func Detect(name string, data []byte) (Format, error) {
-	if w := sniffWide(data); w != nil {
-		text, err := w.decode(data[:min(len(data), 4*DetectBytes)])
+	if w := widetext.Sniff(data); w != nil {
+		text, err := w.Decode(data[:min(len(data), 4*DetectBytes)])
 		if err != nil {
 			return "", fmt.Errorf("%s: %w: %s: %v", name, ErrUnknownFormat, w, err)
 		}
@@ -290,11 +291,11 @@ func detectIn(head []byte) (Format, bool) {
 }
 
 // readWide reads UTF-16 or UTF-32 content (see Read).
-func readWide(name string, data []byte, opts Options, w *wideText) (*Session, error) {
+func readWide(name string, data []byte, opts Options, w *widetext.Text) (*Session, error) {
 	if opts.Format != "" {
 		return nil, &ParseError{File: name, Line: 1, Msg: fmt.Sprintf("the content is %s; format %s is read as UTF-8 (leave the format to detection to convert it)", w, opts.Format)}
 	}
-	text, err := w.decode(data)
+	text, err := w.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // largestSession is the largest real session in ../shared/sessions (2.3 MB, 992
@@ -23,10 +25,7 @@ func BenchmarkReadLargest(b *testing.B) {
 	b.ReportAllocs()
 	msgs := 0
 	for b.Loop() {
-		tokenCache = &tokenLRU{cur: map[tokenKey]int{}}
-		pieceCache.mu.Lock()
-		pieceCache.cur, pieceCache.prev = map[string]int32{}, nil
-		pieceCache.mu.Unlock()
+		tokencount.ResetCaches()
 		s, err := Read(largestSession, data, Options{})
 		if err != nil {
 			b.Fatal(err)

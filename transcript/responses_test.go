@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // codexBody is a Responses API body in the shape Codex CLI 0.171 sends: developer
@@ -234,7 +235,7 @@ func TestNewBodiesMeasureCache(t *testing.T) {
 			long := 0
 			for i, o := range s.Outputs() {
 				p := plain.Outputs()[i]
-				if o.Tokens != p.Tokens || o.Hash != p.Hash || o.Tokens != CountTokens(o.Text) || o.Hash != TextHash(o.Text) {
+				if o.Tokens != p.Tokens || o.Hash != p.Hash || o.Tokens != tokencount.Count(o.Text) || o.Hash != TextHash(o.Text) {
 					t.Fatalf("%s round %d output %s: %d %s; want %d %s", tt.format, round, o.Key, o.Tokens, o.Hash, p.Tokens, p.Hash)
 				}
 				if len(o.Text) >= minMeasured {

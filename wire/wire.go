@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -305,7 +306,7 @@ func claimedRoute(path string, carried []Credential) (r Routing, claimed bool, e
 		r := Routing{Spec: s, Claimed: true}
 		for _, c := range carried {
 			if !s.accepts(c) {
-				return r, true, fmt.Errorf("%w: %s is %s's, and path %q is %s's; not forwarded", ErrWrongRoute, c, c.Provider, cutPath(path), s.Provider)
+				return r, true, fmt.Errorf("%w: %s is %s's, and path %q is %s's; not forwarded", ErrWrongRoute, c, c.Provider, textcut.BytesDots(path, 100), s.Provider)
 			}
 		}
 		return r, true, nil
@@ -352,12 +353,4 @@ func routeByHeaders(version *Spec, carried []Credential) (Routing, error) {
 		return Routing{Spec: *version}, nil
 	}
 	return Routing{Spec: MustLookup(fallback)}, nil
-}
-
-// cutPath is path cut to 100 bytes for a message.
-func cutPath(p string) string {
-	if len(p) > 100 {
-		return p[:100] + "..."
-	}
-	return p
 }

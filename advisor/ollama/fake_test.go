@@ -18,8 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ollama/ollama/api"
-
-	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // fake is an httptest Ollama 0.17.4 that speaks as OLLAMA-WIRE.md describes the
@@ -188,7 +187,7 @@ func (f *fake) chat(w http.ResponseWriter, r *http.Request) {
 		text.WriteString("\n")
 	}
 	keys, args := cardsIn(text.String())
-	o200k := transcript.CountTokens(text.String())
+	o200k := tokencount.Count(text.String())
 	f.mu.Lock()
 	f.requests++
 	n := f.requests

@@ -111,7 +111,7 @@ const (
 const RequestTimeShare = 0.5
 
 // Token estimate constants (see Fits). The prompt is counted with o200k_base
-// (transcript.CountTokens), not the model's own tokenizer; the margin covers the
+// (tokencount.Count), not the model's own tokenizer; the margin covers the
 // usual difference (English and code: 660 estimated, 639 real on average,
 // OLLAMA-WIRE.md). Where the model needs far more (6 Tamil cards: 1,917 o200k
 // tokens, 4,582 real) the server refuses the request and Score splits it.

@@ -16,7 +16,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
-	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // Prompt versions. The version is the last part of Scorer.Name, so asks recorded
@@ -293,7 +293,7 @@ func cardTokens(v string, c cards.Card) int {
 	if ok {
 		return n
 	}
-	n = transcript.CountTokens(text)
+	n = tokencount.Count(text)
 	cardTokenCache.Lock()
 	if len(cardTokenCache.m) >= cardTokenEntries {
 		clear(cardTokenCache.m)
@@ -305,7 +305,7 @@ func cardTokens(v string, c cards.Card) int {
 
 // promptTokens is the o200k_base count of p's messages plus TemplateTokens.
 func promptTokens(p Prompt) int {
-	return transcript.CountTokens(p.System) + transcript.CountTokens(p.User) + TemplateTokens
+	return tokencount.Count(p.System) + tokencount.Count(p.User) + TemplateTokens
 }
 
 // estimate returns the tokens a request needs in num_ctx: the prompt (its o200k

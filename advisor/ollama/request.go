@@ -49,10 +49,38 @@ func (s *Scorer) CheckModel(ctx context.Context) error {
 	return nil
 }
 
-// ask sends one request and returns the validated values 0-100, in key order.
+// ask sends one request and returns the validated values 0-100, in key order: the
+// answer must be complete (complete) and valid (ParseAnswer); its time is measured
+// for the card-time estimate, and a timeout is noted (timedOut).
 func (s *Scorer) ask(ctx context.Context, p Prompt) ([]int, error) {
+	a, err := s.chat(ctx, s.chatRequest(p))
+	if err != nil {
+		if errors.Is(err, ErrTimeout) && ctx.Err() == nil {
+			s.timedOut(len(p.Keys))
+		}
+		return nil, fmt.Errorf("POST /api/chat: %w", err)
+	}
+	if err := s.complete(a.last, a.lines, len(a.content), p); err != nil {
+		return nil, fmt.Errorf("POST /api/chat: %w", err)
+	}
+	vals, err := ParseAnswer(a.content, p.Keys)
+	if err != nil {
+		return nil, err
+	}
+	s.measured(a.wall-a.last.LoadDuration, len(p.Keys))
+	s.logger().Debug("ollama: asked", "model", s.model(), "cards", len(p.Keys),
+		"estimated_tokens", s.estimate(p), "prompt_eval_count", a.last.PromptEvalCount,
+		"eval_count", a.last.EvalCount, "load", a.last.LoadDuration, "total", a.last.TotalDuration,
+		"wall", a.wall, "card_time", s.CardTimeEstimate())
+	return vals, nil
+}
+
+// chatRequest is the /api/chat request for p: not streamed, the schema as format,
+// no thinking, neither truncated nor shifted, temperature 0 and the scorer's
+// num_ctx, num_predict and seed.
+func (s *Scorer) chatRequest(p Prompt) *api.ChatRequest {
 	no := false
-	req := &api.ChatRequest{
+	return &api.ChatRequest{
 		Model: s.model(),
 		Messages: []api.Message{
 			{Role: "system", Content: p.System},
@@ -74,46 +102,42 @@ func (s *Scorer) ask(ctx context.Context, p Prompt) ([]int, error) {
 			"seed":        s.seed(),
 		},
 	}
+}
+
+// chatAnswer is what one /api/chat exchange gave.
+type chatAnswer struct {
+	content string           // the content of every response line, joined
+	last    api.ChatResponse // the last line: done, done_reason, counts and durations
+	lines   int              // how many response lines came
+	wall    time.Duration    // from the request to the last line
+}
+
+// chat sends req under the scorer's timeout and collects the answer. A deadline
+// that hits while the body is being read is an error too (api.Client does not
+// report a read error on a cut body); errors are classified (classify).
+func (s *Scorer) chat(ctx context.Context, req *api.ChatRequest) (chatAnswer, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.timeout())
 	defer cancel()
 	start := time.Now()
 	var (
+		a       chatAnswer
 		content strings.Builder
-		last    api.ChatResponse
-		lines   int
 	)
 	err := s.client.Chat(rctx, req, func(r api.ChatResponse) error {
-		lines++
+		a.lines++
 		content.WriteString(r.Message.Content)
-		last = r
+		a.last = r
 		return nil
 	})
-	if err == nil && (lines == 0 || !last.Done) && rctx.Err() != nil {
-		// The deadline hit while the body was being read: api.Client does not
-		// report a read error on a cut body.
+	if err == nil && (a.lines == 0 || !a.last.Done) && rctx.Err() != nil {
 		err = rctx.Err()
 	}
 	if err != nil {
-		err = s.classify(rctx, err)
-		if errors.Is(err, ErrTimeout) && ctx.Err() == nil {
-			s.timedOut(len(p.Keys))
-		}
-		return nil, fmt.Errorf("POST /api/chat: %w", err)
+		return a, s.classify(rctx, err)
 	}
-	wall := time.Since(start)
-	if err := s.complete(last, lines, content.Len(), p); err != nil {
-		return nil, fmt.Errorf("POST /api/chat: %w", err)
-	}
-	vals, err := ParseAnswer(content.String(), p.Keys)
-	if err != nil {
-		return nil, err
-	}
-	s.measured(wall-last.LoadDuration, len(p.Keys))
-	s.logger().Debug("ollama: asked", "model", s.model(), "cards", len(p.Keys),
-		"estimated_tokens", s.estimate(p), "prompt_eval_count", last.PromptEvalCount,
-		"eval_count", last.EvalCount, "load", last.LoadDuration, "total", last.TotalDuration,
-		"wall", wall, "card_time", s.CardTimeEstimate())
-	return vals, nil
+	a.wall = time.Since(start)
+	a.content = content.String()
+	return a, nil
 }
 
 // complete checks that the last response line closes a whole answer to the whole

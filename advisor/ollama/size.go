@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
-	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // Sizer estimates the o200k_base tokens of the request the scorer sends for a
@@ -37,15 +37,15 @@ var (
 func (Sizer) FrameTokens(b cards.Batch) int {
 	sysOnce.Do(func() {
 		if p, err := RenderPrompt(cards.Batch{}); err == nil {
-			sysTokens = transcript.CountTokens(p.System)
+			sysTokens = tokencount.Count(p.System)
 		}
 	})
-	return sysTokens + transcript.CountTokens(b.Task) + transcript.CountTokens(b.Now) + TemplateTokens + promptFrameTokens
+	return sysTokens + tokencount.Count(b.Task) + tokencount.Count(b.Now) + TemplateTokens + promptFrameTokens
 }
 
 // CardTokens returns the tokens card c adds as the i-th card (key "c<i+1>").
 func (Sizer) CardTokens(c cards.Card, i int) int {
-	return transcript.CountTokens(c.Text("c"+strconv.Itoa(i+1))) + keyListTokens
+	return tokencount.Count(c.Text("c"+strconv.Itoa(i+1))) + keyListTokens
 }
 
 // RequestTokens returns the exact o200k_base tokens of the request for b in one
@@ -56,5 +56,5 @@ func RequestTokens(b cards.Batch) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return transcript.CountTokens(p.System) + transcript.CountTokens(p.User) + TemplateTokens, nil
+	return tokencount.Count(p.System) + tokencount.Count(p.User) + TemplateTokens, nil
 }

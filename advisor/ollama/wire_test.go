@@ -21,6 +21,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/replay"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -142,7 +143,7 @@ func TestContextFullAnswer(t *testing.T) {
 	}
 	// The fake's prompt is both messages, each with a newline; leave 40 tokens
 	// for an answer of about 115 (6 cards).
-	o200k := transcript.CountTokens(p.System + "\n" + p.User + "\n")
+	o200k := tokencount.Count(p.System + "\n" + p.User + "\n")
 	f.ratio = float64(numCtx-fakeTemplateTokens-40) / float64(o200k)
 	got, err := s.Score(context.Background(), b)
 	if err != nil {
@@ -360,7 +361,7 @@ func TestRequestTokens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			exact := transcript.CountTokens(p.System) + transcript.CountTokens(p.User) + TemplateTokens
+			exact := tokencount.Count(p.System) + tokencount.Count(p.User) + TemplateTokens
 			got := s.RequestTokens(batch)
 			if rel := math.Abs(float64(got-exact)) / float64(exact); rel > 0.01 {
 				t.Errorf("%s, ages from %d: RequestTokens = %d, exact %d (%.2f%% off)", v, age, got, exact, 100*rel)

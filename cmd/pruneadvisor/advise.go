@@ -14,8 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/storage"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -199,7 +201,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		sum.OutputTokens += it.Tokens
 		if it.Decision == advisor.DecisionPruned || it.Decision == advisor.DecisionRecalled {
 			sum.PrunedByReason[reasonClass(it.Reason)]++
-			sum.OutputTokensAfter += transcript.CountTokens(it.Stub)
+			sum.OutputTokensAfter += tokencount.Count(it.Stub)
 		} else {
 			sum.OutputTokensAfter += it.Tokens
 		}
@@ -285,7 +287,7 @@ func printAdvise(e *env, sum adviseSummary, plan advisor.Plan, withPlan bool) {
 		if it.Decision == advisor.DecisionPruned {
 			recall = it.RecallID
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Step, safe(it.Tool), safe(cut(it.Summary, 50)), it.Tokens, it.Decision, score, safe(it.Reason), recall)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Step, safe(it.Tool), safe(textcut.RunesEllipsis(it.Summary, 50)), it.Tokens, it.Decision, score, safe(it.Reason), recall)
 	}
 	tw.Flush()
 }

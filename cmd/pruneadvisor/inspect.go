@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/pruneadvisor/pruneadvisor/rules"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -189,14 +190,14 @@ func printInspect(e *env, reports []inspectReport) {
 			fmt.Fprintf(tw, "  malformed lines skipped\t%d\n", r.Skipped)
 		}
 		for _, w := range r.Warnings {
-			fmt.Fprintf(tw, "  warning\t%s\n", safe(cut(w, 150)))
+			fmt.Fprintf(tw, "  warning\t%s\n", safe(textcut.RunesEllipsis(w, 150)))
 		}
 		tw.Flush()
 		for _, d := range r.Superseded {
 			fmt.Fprintf(&out, "    superseded %s %s (%d tokens) by %s\n", safe(d.Tool), safe(d.Target), d.Tokens, safe(d.By))
 		}
 		for _, d := range r.Duplicates {
-			fmt.Fprintf(&out, "    duplicate  %s %s (%d tokens) by %s\n", safe(d.Tool), safe(cut(d.Target, 60)), d.Tokens, safe(d.By))
+			fmt.Fprintf(&out, "    duplicate  %s %s (%d tokens) by %s\n", safe(d.Tool), safe(textcut.RunesEllipsis(d.Target, 60)), d.Tokens, safe(d.By))
 		}
 	}
 }
@@ -237,14 +238,6 @@ func pct(a, b int) float64 {
 func firstN(s []string, n int) []string {
 	if len(s) > n {
 		return append(append([]string(nil), s[:n]...), fmt.Sprintf("(+%d more)", len(s)-n))
-	}
-	return s
-}
-
-func cut(s string, n int) string {
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
 	}
 	return s
 }

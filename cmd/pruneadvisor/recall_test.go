@@ -10,6 +10,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/storage"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -27,7 +28,7 @@ func TestRecallPartFlags(t *testing.T) {
 	text := "=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestServe\n    serve_test.go:42: Timeout after 5s\n--- FAIL: TestServe (5.01s)\nFAIL\nexit status 1" // no final newline
 	id := advisor.RecallID("sess-c", "toolu_t")
 	if err := db.SaveOriginal(t.Context(), advisor.Original{RecallID: id, SessionID: "sess-c", OutputKey: "toolu_t", Tool: "Bash",
-		Summary: "go test", Text: text, Hash: transcript.TextHash(text), Tokens: transcript.CountTokens(text), Step: 1}); err != nil {
+		Summary: "go test", Text: text, Hash: transcript.TextHash(text), Tokens: tokencount.Count(text), Step: 1}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

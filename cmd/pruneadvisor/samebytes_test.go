@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/storage/pgtest"
-	"github.com/pruneadvisor/pruneadvisor/transcript"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // sameBytesArgs are the settings: rewrites over a 4,000-token budget,
@@ -33,7 +33,7 @@ const sameBytesRequests = 20
 // tokens (o200k_base), its own for every k.
 func readOutput(k int) string {
 	var b strings.Builder
-	for j := 0; transcript.CountTokens(b.String()) < 2279-40; j++ {
+	for j := 0; tokencount.Count(b.String()) < 2279-40; j++ {
 		fmt.Fprintf(&b, "%4d\tvar gauge%dx%d = ledger%d.Sum(bucket%d, %d) + ratio%d\n",
 			j+1, k, j, (k*31+j)%97, j%13, k*j, j%7)
 	}

@@ -1,11 +1,15 @@
 package layers
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,10 +19,12 @@ const module = "github.com/pruneadvisor/pruneadvisor"
 // domain lists the packages that must link no HTTP stack, no model client and no
 // plotting (issue 15; HELPERS.md "House style"): the store's adapter and the
 // offline pipeline included, since what they need from a scorer (its request-size
-// estimate) comes through an interface; and report, which renders the report and
+// estimate) comes through an interface; report, which renders the report and
 // live pages from the domain's structures (the command writes the one, server
-// serves the other).
-var domain = []string{"storage", "replay", "calibrate", "advisor", "planner", "rules", "cards", "evidence", "backoff", "recall", "wire", "report"}
+// serves the other); and the tool-call classification and the token counter that
+// left transcript (issue 36).
+var domain = []string{"storage", "replay", "calibrate", "advisor", "planner", "rules", "cards", "evidence", "backoff", "recall", "wire", "report",
+	"toolcall", "tokencount"}
 
 // forbidden are the import paths (or path prefixes, ending in "/") no domain package
 // may depend on, directly or not.
@@ -56,21 +62,23 @@ func TestDomainImports(t *testing.T) {
 }
 
 // perStep lists the packages on the per-step path (docs/DESIGN.md "One step"):
-// the advisor and the in-process scorers (the fitted one it ships with, the
-// lexical baseline), the planner, the rules, the cards, the use history, the
-// proxy's routing table (every proxied request is routed) and recall (every recall
-// call the agent makes).
-var perStep = []string{"advisor", "advisor/fitted", "advisor/lexical", "planner", "rules", "cards", "evidence", "wire", "recall"}
+// the advisor and its scorers (the fitted one it ships with, the lexical
+// baseline, the Ollama scorer it asks), the planner, the rules and the tool-call
+// classification they read, the cards, the use history, the proxy's routing table
+// (every proxied request is routed) and recall (every recall call the agent
+// makes).
+var perStep = []string{"advisor", "advisor/fitted", "advisor/lexical", "advisor/ollama", "planner", "rules", "toolcall", "cards", "evidence", "wire", "recall"}
 
 // perRequest lists the files outside those packages that run on every proxied
 // request: the proxy's handlers, forwarding, record queue and ledger, and the
-// request-body readers, their message cache, the token counter and the rewrite.
+// request-body readers, their message cache, the token counter (with the tool
+// definitions' count) and the rewrite.
 // (The session-file readers run once per file in replay, and New once per process.)
 var perRequest = []string{
 	"server/proxy.go", "server/forward.go", "server/records.go", "server/batch.go", "server/ledger.go",
 	"server/usage.go", "server/sidecar.go", "server/sessions.go", "server/encoding.go",
 	"transcript/body.go", "transcript/anthropic.go", "transcript/openai.go", "transcript/responses.go",
-	"transcript/geminiapi.go", "transcript/rewrite.go", "transcript/tokens.go",
+	"transcript/geminiapi.go", "transcript/rewrite.go", "tokencount/count.go", "tokencount/tools.go",
 }
 
 // maxLines is the longest a function on the per-step path may be, from its func
@@ -133,4 +141,98 @@ func funcName(fd *ast.FuncDecl) string {
 		return id.Name + "." + fd.Name.Name
 	}
 	return fd.Name.Name
+}
+
+// maxTranscriptLines bounds the non-test lines of transcript and its subfolders
+// (issue 36: the session model, the readers and the request-body fast path, 12.8k
+// lines with five jobs before tool-call classification, token counting, the
+// frequency sketch and the wide-text decoding left it).
+const maxTranscriptLines = 9000
+
+// TestTranscriptSize counts the lines (newlines, as wc -l does) of every non-test
+// Go file under transcript/ and fails at maxTranscriptLines or more: a new job
+// gets a package of its own.
+func TestTranscriptSize(t *testing.T) {
+	lines, files := 0, 0
+	err := filepath.WalkDir(filepath.Join("..", "..", "transcript"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines += bytes.Count(data, []byte("\n"))
+		files++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 20 {
+		t.Fatalf("only %d Go files under transcript/: the package moved?", files)
+	}
+	if lines >= maxTranscriptLines {
+		t.Errorf("transcript holds %d non-test lines in %d files (at most %d): move a whole job out", lines, files, maxTranscriptLines-1)
+	}
+}
+
+// scorerFree lists the scorer packages that must not link the transcript readers,
+// and transcriptVia the module packages through which they still do: cards, whose
+// New, Build and ReactionOf build a card from transcript's ToolOutput and Message.
+// The scorers' own code counts tokens with tokencount, not transcript (issue 36);
+// when cards builds its cards from a view of its own, transcriptVia empties and
+// the scorers stop depending on transcript at all.
+var (
+	scorerFree    = []string{"advisor/ollama"}
+	transcriptVia = []string{"cards"}
+)
+
+// TestScorerWithoutTranscript runs `go list -deps` on each scorerFree package: of
+// the module's packages it depends on, only those of transcriptVia may import
+// transcript (or a package under it), and each of those must still do (else the
+// list is out of date).
+func TestScorerWithoutTranscript(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	for _, p := range scorerFree {
+		t.Run(p, func(t *testing.T) {
+			out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../../"+p).CombinedOutput()
+			if err != nil {
+				t.Fatalf("go list -deps ./%s: %v\n%s", p, err, out)
+			}
+			seen, via := map[string]bool{}, map[string]bool{}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				f := strings.Fields(line)
+				if len(f) == 0 || !strings.HasPrefix(f[0], module+"/") || isTranscript(f[0]) {
+					continue
+				}
+				pkg := strings.TrimPrefix(f[0], module+"/")
+				seen[pkg] = true
+				for _, imp := range f[1:] {
+					switch {
+					case !isTranscript(imp):
+					case slices.Contains(transcriptVia, pkg):
+						via[pkg] = true
+					default:
+						t.Errorf("%s depends on %s, which imports %s", p, pkg, imp)
+					}
+				}
+			}
+			if !seen[p] {
+				t.Fatalf("go list -deps ./%s did not list %s: %q", p, p, out)
+			}
+			for _, v := range transcriptVia {
+				if !via[v] {
+					t.Errorf("transcriptVia lists %s, through which %s no longer reaches transcript: take it off", v, p)
+				}
+			}
+		})
+	}
+}
+
+// isTranscript reports whether import path imp is transcript or a package under it.
+func isTranscript(imp string) bool {
+	return imp == module+"/transcript" || strings.HasPrefix(imp, module+"/transcript/")
 }

@@ -1,4 +1,4 @@
-// Package shell analyses the command lines coding agents run, for transcript's
+// Package shell analyses the command lines coding agents run, for toolcall's
 // Classify: which files a line reads (and which lines of them reach the output),
 // which it edits or writes (with the content when the line states it), and whether
 // it only searches. It lexes POSIX shell (quotes, escapes, $(…), heredocs,
@@ -8,19 +8,19 @@
 // apply_patch), with cd moving the directory relative paths resolve against. It also
 // reads apply_patch envelopes (ParsePatch).
 //
-// Nothing outside transcript needs it, so it is internal; it does not import
-// transcript (transcript imports it), and speaks its own small vocabulary (Kind, Op,
-// Range) that transcript converts from.
+// Nothing outside toolcall needs it, so it is internal; it does not import
+// toolcall (toolcall imports it), and speaks its own small vocabulary (Kind, Op,
+// Range) that toolcall converts from.
 package shell
 
 import (
 	"strings"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/paths"
+	"github.com/pruneadvisor/pruneadvisor/toolcall/internal/paths"
 )
 
 // Kind is what a file access, or a whole command line, does. The values are
-// transcript's Action words.
+// toolcall's Action words.
 type Kind string
 
 // Kinds. An Op is Read, Edit or Write; a Result's Kind may also be Search or Other.
@@ -44,8 +44,8 @@ type Op struct {
 	Content string
 }
 
-// Range is a 1-based inclusive line range in transcript.Range's encoding, so that
-// transcript converts it with a type conversion: the zero value is the whole file,
+// Range is a 1-based inclusive line range in toolcall.Range's encoding, so that
+// toolcall converts it with a type conversion: the zero value is the whole file,
 // End 0 with Start > 0 runs to the end of the file, Start < 0 (End 0) is the last
 // -Start lines (tail), and End < 0 (Start 0) a window of lines the command does not
 // tell (a pattern range, a byte count).

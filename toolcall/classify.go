@@ -1,4 +1,4 @@
-package transcript
+package toolcall
 
 import (
 	"bytes"
@@ -10,45 +10,30 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/paths"
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/shell"
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
+	"github.com/pruneadvisor/pruneadvisor/toolcall/internal/shell"
 )
 
-// FileOp is one file access inside a tool call (ToolCall.Ops), in the order the call
-// performs it.
-type FileOp struct {
-	// Action is ActionRead, ActionEdit or ActionWrite.
-	Action Action
-	// Path is the normalised path (NormalizePath). "" means "the file open in the
-	// editor" (SWE-agent's windowed commands: edit, insert, goto, scroll_*): only
-	// OpenFiles/ResolveOpenFiles can name it, and consumers skip ops without a path.
-	Path string
-	// Range is, for reads, the lines the output shows (the zero value is the whole
-	// file; see Range for tails and unknown windows).
-	Range Range
-	// Content is, for ActionWrite, the whole new content of the file. A write whose
-	// content is not known (`echo $x > f`, `cp a f`, a patch hunk) is an ActionEdit.
-	Content string
-}
-
-// Classify sets the call's Action, Path, Range, Content, Command, Summary, Paths and
-// Ops from its tool name and arguments, mapping each agent's tool vocabulary onto
-// DESIGN.md's read/edit/write/search/shell/other (TRANSCRIPT-FORMATS.md lists the
-// vocabularies): Claude Code (Read, Edit, MultiEdit, Write, NotebookEdit, Bash, Grep,
-// Glob, LS, Task, TodoWrite, …), pi (read, edit with edits[], write, bash, grep,
-// find, ls), Codex (exec_command with cmd and workdir, shell with argv,
-// shell_command, apply_patch as function or custom tool whose Args is the patch as a
-// JSON string), Gemini CLI (read_file with file_path and 1-based start_line/end_line,
-// or the older absolute_path with a 0-based offset, read_many_files, write_file,
-// replace, run_shell_command with dir_path, list_directory, glob,
-// search_file_content), opencode (read with filePath and a 1-based offset, edit with
-// filePath/oldString/newString, write, bash with workdir, apply_patch with
-// patchText), SWE-agent
-// (str_replace_editor, and the windowed open/goto/scroll/create/edit/insert commands,
-// as functions or as text), OpenHands (run, read, edit with a command, write) and
-// text-only trajectories whose Args is a JSON string holding a shell command.
+// Classify returns the Classification (Action, Path, Range, Content, Command,
+// Summary, Paths and Ops) of a call of tool name with arguments args (JSON: an
+// object, an argument vector, or for text-only trajectories a JSON string holding
+// the command; bytes that are not JSON are taken as the command text), mapping
+// each agent's tool vocabulary onto DESIGN.md's read/edit/write/search/shell/other
+// (TRANSCRIPT-FORMATS.md lists the vocabularies): Claude Code (Read, Edit,
+// MultiEdit, Write, NotebookEdit, Bash, Grep, Glob, LS, Task, TodoWrite, …), pi
+// (read, edit with edits[], write, bash, grep, find, ls), Codex (exec_command with
+// cmd and workdir, shell with argv, shell_command, apply_patch as function or
+// custom tool whose Args is the patch as a JSON string), Gemini CLI (read_file with
+// file_path and 1-based start_line/end_line, or the older absolute_path with a
+// 0-based offset, read_many_files, write_file, replace, run_shell_command with
+// dir_path, list_directory, glob, search_file_content), opencode (read with
+// filePath and a 1-based offset, edit with filePath/oldString/newString, write,
+// bash with workdir, apply_patch with patchText), SWE-agent (str_replace_editor,
+// and the windowed open/goto/scroll/create/edit/insert commands, as functions or
+// as text), OpenHands (run, read, edit with a command, write) and text-only
+// trajectories whose Args is a JSON string holding a shell command.
 //
-// Shell commands are analysed (see analyzeShell in actions_shell.go): `cat`, `nl`,
+// Shell commands are analysed (package internal/shell): `cat`, `nl`,
 // `head`, `tail`, `sed -n 'a,bp'`, `awk 'NR>=a && NR<=b'` are reads with their line
 // range, `sed -i`, `perl -i`, redirections, `tee`, `rm`, `mv`, `cp` are edits, a lone
 // `cat <<'EOF' > f` (or `tee f <<'EOF'`) with a literal body is a write whose Content
@@ -60,21 +45,22 @@ type FileOp struct {
 // ActionSearch; anything else is ActionShell, with Ops still listing what it did.
 //
 // cwd is the session's working directory for relative paths ("" leaves them
-// relative). Classify resets every field it sets, so calling it twice is harmless.
-// Readers may refine the result afterwards from structured results.
-func (c *ToolCall) Classify(cwd string) {
-	c.Action, c.Path, c.Range, c.Content, c.Command, c.Summary = ActionOther, "", Range{}, "", "", ""
-	c.Paths, c.Ops = nil, nil
-	k := &classifier{c: c, a: decodeArgs(c.Args), cwd: cwd}
-	k.classify(toolName(c.Name))
+// relative). A call no vocabulary knows is ActionOther. Readers may refine the
+// result afterwards from structured results.
+func Classify(name string, args json.RawMessage, cwd string) Classification {
+	c := Classification{Action: ActionOther}
+	k := &classifier{c: &c, a: decodeArgs(args), raw: args, cwd: cwd}
+	k.classify(toolName(name))
 	c.derive()
 	c.Summary = k.summary()
+	return c
 }
 
 // classifier holds the state of one Classify call.
 type classifier struct {
-	c   *ToolCall
+	c   *Classification
 	a   callArgs
+	raw json.RawMessage // the arguments as given, for the summary of calls without a better one
 	cwd string
 }
 
@@ -627,7 +613,7 @@ func (k *classifier) patch(text, dir string) {
 // same path, else c.Content, and becomes an edit when neither holds content). Calls
 // with several ops, or whose Action is shell/search/other, return Ops as they are.
 // Ops without a path are dropped.
-func (c *ToolCall) FileOps() []FileOp {
+func (c *Classification) FileOps() []FileOp {
 	var ops []FileOp
 	if len(c.Ops) <= 1 && c.Path != "" && (c.Action == ActionRead || c.Action == ActionEdit || c.Action == ActionWrite) {
 		op := FileOp{Action: c.Action, Path: c.Path}
@@ -655,7 +641,7 @@ func (c *ToolCall) FileOps() []FileOp {
 }
 
 // derive sets Path, Paths, Range and Content from Ops.
-func (c *ToolCall) derive() {
+func (c *Classification) derive() {
 	c.Paths = nil
 	seen := map[string]bool{}
 	for _, op := range c.Ops {
@@ -713,486 +699,10 @@ func (k *classifier) summary() string {
 	if a.m == nil && a.text != "" {
 		return oneLine(a.text, 120)
 	}
-	return oneLine(string(c.Args), 120)
+	return oneLine(string(k.raw), 120)
 }
 
 // oneLine folds whitespace runs to single spaces and cuts to n runes with "…".
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// NormalizePath makes p comparable across calls and agents: surrounding quotes and
-// blanks go, backslashes become slashes, the Windows drive forms C:\x, C:/x, /c/x,
-// /C/x, /cygdrive/c/x and /mnt/c/x all become /c/x, a relative path is joined to cwd
-// (itself normalised) when cwd is known, and "." and ".." are resolved (path.Clean).
-// Paths starting with "~" are kept as written. The empty string stays empty.
-func NormalizePath(p, cwd string) string { return paths.Normalize(p, cwd) }
-
-// exit-status lines the agents append to shell output, each with where it is looked
-// for (all seen in ../shared/sessions or documented in TRANSCRIPT-FORMATS.md).
-var (
-	exitClaude = regexp.MustCompile(`^Exit code (\d+)`)                        // Claude Code Bash error results
-	exitPi     = regexp.MustCompile(`(?m)^Command exited with code (\d+)\s*$`) // pi bash, at the end
-	exitCodex  = regexp.MustCompile(`(?m)^Process exited with code (\d+)`)     // Codex exec_command header
-	exitMini   = regexp.MustCompile(`^\s*<returncode>(\d+)</returncode>`)      // mini-swe-agent observation
-	exitGemini = regexp.MustCompile(`(?m)^Exit Code: (\d+)\s*$`)               // Gemini CLI run_shell_command
-	exitJSON   = regexp.MustCompile(`"exit_code"\s*:\s*(-?\d+)`)               // Codex shell {"output","metadata"}
-)
-
-// editFailures are phrases edit and write tools answer with when nothing was changed
-// (lower case; looked for in the first 1000 bytes of the output).
-var editFailures = []string{
-	"<tool_use_error>",                   // Claude Code: String to replace not found…, File has not been read yet…
-	"string to replace not found",        // Claude Code Edit
-	"old_string not found",               // Claude Code (older)
-	"not found in file",                  // Claude Code
-	"could not find the exact text",      // pi edit
-	"no changes made to",                 // pi edit
-	"your changes have not been applied", // SWE-agent windowed edit
-	"your proposed edit has introduced",  // SWE-agent windowed edit (lint failure)
-	"no replacement was performed",       // SWE-agent/OpenHands str_replace_editor
-	"did not appear verbatim",            // str_replace_editor
-	"failed to edit",                     // Gemini replace
-	"0 occurrences found",                // Gemini replace
-	"could not find the string to replace",
-	"apply_patch verification failed", // Codex apply_patch
-	"failed to find expected lines",   // Codex apply_patch
-	"invalid patch",                   // Codex apply_patch
-	"tool use was rejected",           // Claude Code permission denial
-	"doesn't want to proceed",         // Claude Code permission denial
-	"already exists",                  // SWE-agent create on an existing file
-	"command aborted",                 // pi
-}
-
-// readFailures open the output of a read tool that read nothing (lower case, at the
-// start of the output).
-var readFailures = []string{
-	"<tool_use_error>",    // Claude Code: File does not exist.
-	"file does not exist", // Claude Code (older)
-	"file not found",      // Gemini CLI read_file error
-	"file content (",      // Claude Code: File content (N tokens) exceeds maximum allowed tokens
-	"error:",              // OpenHands/str_replace_editor: ERROR: Invalid path…
-	"error reading",       // generic
-	"enoent",              // pi read: ENOENT: no such file or directory
-	"no such file",        // shell-like tools
-	"is a directory",      // read of a directory
-	"usage:",              // SWE-agent open without arguments
-}
-
-// sweNotFound is SWE-agent's answer to open on a missing file: File x not found.
-var sweNotFound = regexp.MustCompile(`^file \S+ not found`)
-
-// Failed reports whether the output says its call did not do what it asked: the
-// reader's IsError, a non-zero exit status in the agent's own words (Claude Code's
-// "Exit code N", pi's "Command exited with code N", Codex's "Process exited with code
-// N" and {"metadata":{"exit_code":N}}, mini-swe-agent's <returncode>, Gemini's "Exit
-// Code: N"), for edits and writes a refusal such as "String to replace not found" or
-// "Could not find the exact text" (editFailures), and for read tools an error where
-// the content should start (readFailures). The rules use it so that a failed edit
-// supersedes nothing and a failed read shows nothing.
-func (o *ToolOutput) Failed() bool {
-	if o.IsError {
-		return true
-	}
-	t := o.Text
-	c := o.Call
-	if c == nil {
-		return false
-	}
-	if c.Command != "" && exitFailed(t) {
-		return true
-	}
-	edits := c.Action == ActionEdit || c.Action == ActionWrite
-	if !edits {
-		for _, op := range c.Ops {
-			if op.Action != ActionRead {
-				edits = true
-				break
-			}
-		}
-	}
-	if edits {
-		low := strings.ToLower(clip(t, 1000))
-		for _, p := range editFailures {
-			if strings.Contains(low, p) {
-				return true
-			}
-		}
-	}
-	if c.Action == ActionRead && c.Command == "" {
-		low := strings.ToLower(strings.TrimSpace(clip(t, 200)))
-		for _, p := range readFailures {
-			if strings.HasPrefix(low, p) {
-				return true
-			}
-		}
-		if sweNotFound.MatchString(low) {
-			return true
-		}
-	}
-	return false
-}
-
-// exitFailed finds a non-zero exit status in shell output.
-func exitFailed(t string) bool {
-	nonZero := func(m []string) bool { return m != nil && m[1] != "0" }
-	head := clip(t, 600)
-	tail := t
-	if len(tail) > 600 {
-		tail = tail[len(tail)-600:]
-	}
-	if nonZero(findWith(exitClaude, "Exit code ", head)) || nonZero(findWith(exitMini, "<returncode>", head)) ||
-		nonZero(findWith(exitCodex, "Process exited with code ", head)) ||
-		nonZero(findWith(exitPi, "Command exited with code ", tail)) ||
-		nonZero(findWith(exitGemini, "Exit Code: ", tail)) {
-		return true
-	}
-	if strings.HasPrefix(strings.TrimSpace(t), `{"output"`) {
-		return nonZero(findWith(exitJSON, `"exit_code"`, tail))
-	}
-	return false
-}
-
-// findWith is re.FindStringSubmatch(s), answered nil at once when s lacks lit, a
-// literal that every match of re holds: these patterns start with ^ or \s, so the
-// regexp engine has no literal prefix to skip to and would try every position.
-func findWith(re *regexp.Regexp, lit, s string) []string {
-	if !strings.Contains(s, lit) {
-		return nil
-	}
-	return re.FindStringSubmatch(s)
-}
-
-// clip returns at most the first n bytes of s.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
-var showingLines = regexp.MustCompile(`Showing lines (\d+)-(\d+) of (\d+)`)
-
-// elisions are markers of output cut in the middle (seen in ../shared/sessions:
-// Claude Code Bash "[N characters truncated]", mini-swe-agent <elided_chars>;
-// Codex "tokens truncated"; SWE-agent/OpenHands "<response clipped>").
-var elisions = []string{
-	"characters truncated]", "<elided_chars>", "tokens truncated", "chars truncated",
-	"<response clipped>", "[... omitted", "lines omitted", "output truncated",
-	"the output of your last command was too long",
-}
-
-// elisionMin is the length of the shortest elision marker: the window of
-// hasElision's scan.
-var elisionMin = func() int {
-	m := len(elisions[0])
-	for _, e := range elisions {
-		m = min(m, len(e))
-	}
-	return m
-}()
-
-// elisionShift is the scan's shift table (Wu and Manber, "A fast algorithm for
-// multi-pattern searching", TR-94-17, University of Arizona, 1994, with blocks of
-// two bytes): for the two bytes that end the window, ASCII letters lowered (a
-// block, foldBlock), how far the window may move on without passing the start of
-// a marker. For a block in no marker's first elisionMin bytes that is
-// elisionMin-1; 0 when it ends some marker's first elisionMin bytes, where the
-// markers are compared.
-var elisionShift = func() (t [1 << 16]uint8) {
-	m := elisionMin
-	for i := range t {
-		t[i] = uint8(m - 1)
-	}
-	for _, e := range elisions {
-		for q := 2; q <= m; q++ { // the block e[q-2:q] ends q bytes into the window
-			k := foldBlock(e[q-2], e[q-1])
-			t[k] = min(t[k], uint8(m-q))
-		}
-	}
-	return t
-}()
-
-// foldBlock is the block of the bytes a, b: each lowered when an ASCII letter.
-func foldBlock(a, b byte) int { return int(lowerASCII(a))<<8 | int(lowerASCII(b)) }
-
-// lowerASCII lowers an ASCII upper-case letter, and returns any other byte as is.
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
-// VisibleRange returns the lines of a read the output text really shows, given the
-// range r the call asked for: a "Showing lines A-B of N" note (pi read and bash,
-// Gemini read_file) narrows a whole-file read to A-B (a partial read with such a note,
-// or Gemini's whole-file read with cut lines, becomes Unknown), and an elision marker
-// in the middle makes it Unknown. Otherwise r is returned unchanged.
-func VisibleRange(r Range, text string) Range {
-	head := clip(text, 800)
-	tail := text
-	if len(tail) > 800 {
-		tail = tail[len(tail)-800:]
-	}
-	m := showingLines.FindStringSubmatch(tail)
-	if m == nil {
-		m = showingLines.FindStringSubmatch(head)
-	}
-	if m != nil {
-		if !r.Whole() {
-			return UnknownRange()
-		}
-		a, _ := strconv.Atoi(m[1])
-		b, _ := strconv.Atoi(m[2])
-		n, _ := strconv.Atoi(m[3])
-		if a <= 1 && b >= n || b < a {
-			return UnknownRange() // every line shown yet "truncated": lines were cut
-		}
-		return Range{Start: max(a, 1), End: b}
-	}
-	if hasElision(text) {
-		return UnknownRange()
-	}
-	return r
-}
-
-// hasElision reports whether strings.ToLower(text) contains one of the elisions,
-// without building a lowered copy of a text that has no elision marker: the markers
-// are ASCII, and the only non-ASCII runes whose lower case is ASCII are U+0130 ('İ'
-// to 'i') and U+212A (Kelvin sign to 'k'), so unless text holds one of those, a
-// marker occurs in the lowered text exactly where it occurs in the text with only
-// its ASCII letters lowered (bytes >= 0x80 never match an ASCII byte).
-func hasElision(text string) bool {
-	if strings.Contains(text, "\u0130") || strings.Contains(text, "\u212A") {
-		low := strings.ToLower(text)
-		for _, e := range elisions {
-			if strings.Contains(low, e) {
-				return true
-			}
-		}
-		return false
-	}
-	return hasElisionFold(text)
-}
-
-// hasElisionFold reports whether text, with its ASCII letters lowered, contains one
-// of the elisions. A window of elisionMin bytes moves over text by the shift of
-// the block that ends it (elisionShift), and only where that is 0 are the markers
-// compared with the text from the window's start: one pass that looks at one block
-// in several bytes. The nine passes before, one per marker from a rarer anchor
-// byte, stopped at about one byte in ten of tool output ('u', 'm', 'p', 'y', 'k'
-// in both cases): 2.2 of the rules' 3.1 ms on a first request of 200,000 tokens.
-func hasElisionFold(text string) bool {
-	m := elisionMin
-	for end := m - 1; end < len(text); {
-		if s := elisionShift[foldBlock(text[end-1], text[end])]; s > 0 {
-			end += int(s)
-			continue
-		}
-		start := end - m + 1
-		for _, e := range elisions {
-			if start+len(e) <= len(text) && equalASCIIFold(text[start:start+len(e)], e) {
-				return true
-			}
-		}
-		end++
-	}
-	return false
-}
-
-// equalASCIIFold reports whether s with its ASCII letters lowered equals pat
-// (ASCII lower case, as long as s).
-func equalASCIIFold(s, pat string) bool {
-	for k := 0; k < len(pat); k++ {
-		b := s[k]
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		if b != pat[k] {
-			return false
-		}
-	}
-	return true
-}
-
-// OpenFiles follows SWE-agent's windowed editor, whose edit, insert, goto and
-// scroll commands act on "the open file" that an earlier open or create chose; a
-// per-call Classify cannot know it. Feed it every call and output in session order
-// (Call when a call appears, Output when its result does); it fills in the path of ops
-// Classify left without one, and sets the line window of open/goto/scroll (and the
-// window an edit prints after applying) from the output's "[File: p (N lines total)]"
-// header, "(K more lines above)" marker and numbered lines. Readers of SWE-agent
-// trajectories call ResolveOpenFiles; a live caller keeps one OpenFiles per session.
-type OpenFiles struct {
-	Cwd     string // session working directory, for relative paths in headers
-	current string
-}
-
-// Current returns the normalised path of the open file, "" when none is known.
-func (t *OpenFiles) Current() string { return t.current }
-
-// Call fills in c's ops on the open file and notes the file open/create opens.
-func (t *OpenFiles) Call(c *ToolCall) {
-	w := sweWord(c)
-	if w == "" {
-		return
-	}
-	ops := c.Ops[:0]
-	for _, op := range c.Ops {
-		if op.Path == "" {
-			if t.current == "" {
-				continue
-			}
-			op.Path = t.current
-		}
-		ops = append(ops, op)
-	}
-	c.Ops = ops
-	if (w == "open" || w == "create") && len(c.Ops) > 0 {
-		t.current = c.Ops[0].Path
-	}
-	c.refresh()
-}
-
-// Output refines o's call from what the output shows and follows the open file.
-func (t *OpenFiles) Output(o *ToolOutput) {
-	c := o.Call
-	if c == nil {
-		return
-	}
-	w := sweWord(c)
-	file, win, ok := sweWindow(o.Text)
-	if m := openFileStatus.FindStringSubmatch(o.Text); m != nil && m[1] != "n/a" {
-		t.current = NormalizePath(m[1], t.Cwd)
-	}
-	if !ok || w == "" || o.Failed() {
-		return
-	}
-	file = NormalizePath(file, t.Cwd)
-	t.current = file
-	switch w {
-	case "open", "goto", "scroll_up", "scroll_down":
-		c.Ops = []FileOp{{Action: ActionRead, Path: file, Range: win}}
-	case "edit", "insert", "append":
-		c.Ops = []FileOp{{Action: ActionEdit, Path: file}, {Action: ActionRead, Path: file, Range: win}}
-	case "create":
-		c.Ops = []FileOp{{Action: ActionWrite, Path: file}}
-	default:
-		return
-	}
-	c.refresh()
-}
-
-// ResolveOpenFiles runs an OpenFiles over the whole session (see OpenFiles).
-func ResolveOpenFiles(s *Session) {
-	t := &OpenFiles{Cwd: s.Cwd}
-	for _, m := range s.Messages {
-		for _, c := range m.Calls {
-			t.Call(c)
-		}
-		for _, o := range m.Outputs {
-			t.Output(o)
-		}
-	}
-}
-
-// refresh re-derives the call's fields from its ops after OpenFiles changed them.
-func (c *ToolCall) refresh() {
-	c.derive()
-	k := &classifier{c: c, a: decodeArgs(c.Args)}
-	c.Summary = k.summary()
-}
-
-// sweWord returns the SWE-agent windowed command a call runs, "" for any other call.
-func sweWord(c *ToolCall) string {
-	n := toolName(c.Name)
-	switch n {
-	case "open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert", "append":
-		return n
-	}
-	if c.Command != "" {
-		f := strings.Fields(c.Command)
-		if len(f) > 0 {
-			switch f[0] {
-			case "open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert", "append":
-				return f[0]
-			}
-		}
-	}
-	return ""
-}
-
-var (
-	sweHeader      = regexp.MustCompile(`\[File: (.+?) \((\d+) lines total\)\]`)
-	sweAbove       = regexp.MustCompile(`^\((\d+) more lines above\)$`)
-	sweLine        = regexp.MustCompile(`^(\d+):`)
-	openFileStatus = regexp.MustCompile(`\(Open file: ([^)\n]+)\)`)
-)
-
-// sweWindow parses SWE-agent's file window: exactly one "[File: p (N lines total)]"
-// header, an optional "(K more lines above)", then numbered "L:text" lines. A window
-// showing every line is the whole file.
-func sweWindow(text string) (string, Range, bool) {
-	hs := sweHeader.FindAllStringSubmatchIndex(text, -1)
-	if len(hs) != 1 {
-		return "", Range{}, false
-	}
-	h := hs[0]
-	file := text[h[2]:h[3]]
-	total, _ := strconv.Atoi(text[h[4]:h[5]])
-	lines := strings.Split(text[h[1]:], "\n")
-	above, first, last := 0, 0, 0
-	for _, ln := range lines {
-		ln = strings.TrimRight(ln, "\r")
-		if first == 0 {
-			if ln == "" {
-				continue
-			}
-			if m := sweAbove.FindStringSubmatch(ln); m != nil {
-				above, _ = strconv.Atoi(m[1])
-				continue
-			}
-		}
-		m := sweLine.FindStringSubmatch(ln)
-		if m == nil {
-			break
-		}
-		n, _ := strconv.Atoi(m[1])
-		if first == 0 {
-			first = n
-		}
-		last = n
-	}
-	if first == 0 {
-		return "", Range{}, false
-	}
-	if above > 0 && first != above+1 {
-		return "", Range{}, false
-	}
-	if first == 1 && last >= total {
-		return file, Range{}, true
-	}
-	return file, Range{Start: first, End: last}, true
-}
-
-// classifyLike classifies c as if it were a call of tool name with args, then gives c
-// back its own Name and Args. Readers use it when the arguments Classify needs are
-// recorded somewhere other than the call's own Args (OpenHands keeps an old edit's
-// editor command in the model's raw tool call).
-func classifyLike(c *ToolCall, name string, args any, cwd string) {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		raw = []byte("{}")
-	}
-	tmp := *c
-	tmp.Name, tmp.Args = name, raw
-	tmp.Classify(cwd)
-	tmp.Name, tmp.Args = c.Name, c.Args
-	*c = tmp
+	return textcut.RunesEllipsis(strings.Join(strings.Fields(s), " "), n)
 }

@@ -22,7 +22,7 @@ func shortName(cmd string) string {
 }
 
 // TestAnalyze runs real command lines taken from ../shared/sessions (noted per row)
-// through the analysis. transcript's TestClassifyShell runs ten more through
+// through the analysis. toolcall's TestClassifyShell runs ten more through
 // Classify, one for each kind and range form.
 func TestAnalyze(t *testing.T) {
 	const dj = "/testbed/django/db/models/constraints.py"

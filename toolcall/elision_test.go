@@ -1,10 +1,12 @@
-package transcript
+package toolcall_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+	"github.com/pruneadvisor/pruneadvisor/toolcall"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // oldHasElision is the elision test VisibleRange made before hasElision: a lowered
@@ -12,7 +14,7 @@ import (
 // agree with on every text.
 func oldHasElision(text string) bool {
 	low := strings.ToLower(text)
-	for _, e := range elisions {
+	for _, e := range toolcall.Elisions {
 		if strings.Contains(low, e) {
 			return true
 		}
@@ -58,15 +60,15 @@ func TestHasElisionMatchesLowerCopy(t *testing.T) {
 		block string
 		shift uint8
 	}{{"ed", 0}, {"ED", 0}, {"om", 4}, {"zq", 11}, {"s ", 1}} {
-		if got := elisionShift[foldBlock(c.block[0], c.block[1])]; elisionMin != 12 || got != c.shift {
-			t.Errorf("shift of %q = %d (window %d), want %d (window 12)", c.block, got, elisionMin, c.shift)
+		if got := toolcall.ElisionShift[toolcall.FoldBlock(c.block[0], c.block[1])]; toolcall.ElisionMin != 12 || got != c.shift {
+			t.Errorf("shift of %q = %d (window %d), want %d (window 12)", c.block, got, toolcall.ElisionMin, c.shift)
 		}
 	}
 	texts := append([]string(nil), elisionCases...)
 	files := sessionfiles.Sample("../../shared")
 	found := 0
 	for _, f := range files {
-		s, err := ReadFile(f, Options{Lenient: true})
+		s, err := transcript.ReadFile(f, transcript.Options{Lenient: true})
 		if err != nil {
 			continue
 		}
@@ -81,18 +83,18 @@ func TestHasElisionMatchesLowerCopy(t *testing.T) {
 		t.Errorf("only %d real outputs hold an elision marker", found)
 	}
 	for _, text := range texts {
-		if got, want := hasElision(text), oldHasElision(text); got != want {
+		if got, want := toolcall.HasElision(text), oldHasElision(text); got != want {
 			t.Errorf("hasElision(%.60q) = %v, the lowered copy says %v", text, got, want)
 		}
 	}
 	// Known answers (independent of both implementations): these hold a marker.
 	for _, text := range []string{"TOKENS TRUNCATED", "l\u0130nes omitted", "to\u212Aens truncated", "[... OMITTED 3 lines]"} {
-		if !hasElision(text) {
+		if !toolcall.HasElision(text) {
 			t.Errorf("hasElision(%q) = false, want true", text)
 		}
 	}
 	for _, text := range []string{"", "tokens trunca", "tok\xffens truncated", "tokens tr\u00fcncated"} {
-		if hasElision(text) {
+		if toolcall.HasElision(text) {
 			t.Errorf("hasElision(%q) = true, want false", text)
 		}
 	}
@@ -103,7 +105,7 @@ func FuzzHasElision(f *testing.F) {
 		f.Add(text)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		if got, want := hasElision(text), oldHasElision(text); got != want {
+		if got, want := toolcall.HasElision(text), oldHasElision(text); got != want {
 			t.Errorf("hasElision(%q) = %v, the lowered copy says %v", text, got, want)
 		}
 	})
@@ -115,7 +117,7 @@ func BenchmarkHasElision(b *testing.B) {
 	var texts []string
 	n := 0
 	for _, f := range []string{"../../shared/sessions/pi/session.jsonl", "../../shared/sessions/pi/before-compaction.jsonl"} {
-		s, err := ReadFile(f, Options{Lenient: true})
+		s, err := transcript.ReadFile(f, transcript.Options{Lenient: true})
 		if err != nil {
 			b.Skip(err)
 		}
@@ -129,7 +131,7 @@ func BenchmarkHasElision(b *testing.B) {
 	b.SetBytes(int64(n))
 	for b.Loop() {
 		for _, t := range texts {
-			if hasElision(t) {
+			if toolcall.HasElision(t) {
 				b.Fatal("found a marker the lowered copy does not hold")
 			}
 		}

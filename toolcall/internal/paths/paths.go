@@ -1,6 +1,6 @@
 // Package paths normalises the file paths tool calls name, so that the same file
-// compares equal across calls and agents. transcript.NormalizePath is its public face;
-// transcript's shell analysis uses it too.
+// compares equal across calls and agents. toolcall.NormalizePath is its public face;
+// toolcall's shell analysis uses it too.
 package paths
 
 import (
@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Normalize is transcript.NormalizePath, documented there: quotes and blanks
+// Normalize is toolcall.NormalizePath, documented there: quotes and blanks
 // trimmed, backslashes and Windows drive forms made /c/…, a relative path joined to
 // cwd (unless cwd is "" or "\x00", unknown), then path.Clean.
 func Normalize(p, cwd string) string {

@@ -1,4 +1,4 @@
-package transcript
+package tokencount_test
 
 import (
 	"path/filepath"
@@ -6,27 +6,30 @@ import (
 	"testing"
 
 	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
-// CountTokens over real outputs agrees with the tokenizer run over the whole text
+// Count over real outputs agrees with the tokenizer run over the whole text
 // within one token per 1 KB piece (see countChunked).
 func TestCountTokensChunked(t *testing.T) {
 	c, err := tokenizer.Get(tokenizer.O200kBase)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := ReadFile(filepath.Join("..", "..", "shared", "sessions", "pi", "session.jsonl"), Options{})
+	s, err := transcript.ReadFile(filepath.Join("..", "..", "shared", "sessions", "pi", "session.jsonl"), transcript.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checked := 0
 	for _, o := range s.Outputs() {
-		if len(o.Text) < 3*tokenChunk || len(o.Text) > 64<<10 {
+		if len(o.Text) < 3*tokencount.TokenChunk || len(o.Text) > 64<<10 {
 			continue
 		}
 		want, _ := c.Count(o.Text)
-		got := countTokens(o.Text)
-		if d := got - want; d < -(len(o.Text)/tokenChunk+1) || d > len(o.Text)/tokenChunk+1 {
+		got := tokencount.CountUncached(o.Text)
+		if d := got - want; d < -(len(o.Text)/tokencount.TokenChunk+1) || d > len(o.Text)/tokencount.TokenChunk+1 {
 			t.Errorf("output %s (%d bytes): chunked %d, whole %d", o.Key, len(o.Text), got, want)
 		}
 		checked++
@@ -42,14 +45,14 @@ func BenchmarkCountTokensWhitespace(b *testing.B) {
 	s := strings.Repeat(" \n", 64<<10)
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
-		countTokens(s)
+		tokencount.CountUncached(s)
 	}
 }
 
 // BenchmarkCountTokensText measures ordinary tool output (the largest output of
 // pi/session.jsonl).
 func BenchmarkCountTokensText(b *testing.B) {
-	s, err := ReadFile(filepath.Join("..", "..", "shared", "sessions", "pi", "session.jsonl"), Options{})
+	s, err := transcript.ReadFile(filepath.Join("..", "..", "shared", "sessions", "pi", "session.jsonl"), transcript.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,6 +64,6 @@ func BenchmarkCountTokensText(b *testing.B) {
 	}
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		countTokens(text)
+		tokencount.CountUncached(text)
 	}
 }

@@ -1,4 +1,4 @@
-package transcript
+package tokencount_test
 
 import (
 	"os"
@@ -11,6 +11,10 @@ import (
 	"github.com/dlclark/regexp2/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
 // o200kPattern is the tokenizer's pre-split pattern for o200k_base, copied from
@@ -37,7 +41,7 @@ func regexpPieces(t testing.TB, s string) []string {
 func splitPieces(s string) []string {
 	var out []string
 	for i := 0; i < len(s); {
-		j := splitO200k(s, i)
+		j := tokencount.SplitO200k(s, i)
 		if j == i {
 			i++
 			continue
@@ -127,11 +131,11 @@ func TestCountSplitMatchesTokenizer(t *testing.T) {
 		}
 		for len(s) > 0 {
 			piece := s
-			if len(piece) > tokenChunk {
-				piece = truncateValid(s, tokenChunk)
+			if len(piece) > tokencount.TokenChunk {
+				piece = textcut.BytesOnRune(s, tokencount.TokenChunk)
 			}
 			want, _ := c.Count(piece)
-			if got := countSplit(piece); got != want {
+			if got := tokencount.CountSplit(piece); got != want {
 				t.Fatalf("countSplit(%.60q…) = %d; the tokenizer counts %d", piece, got, want)
 			}
 			s = s[len(piece):]
@@ -153,7 +157,7 @@ func splitSample(t testing.TB) []string {
 		if err != nil {
 			continue
 		}
-		s, err := Read(f, data, Options{Lenient: true})
+		s, err := transcript.Read(f, data, transcript.Options{Lenient: true})
 		if err != nil {
 			continue
 		}
@@ -195,7 +199,7 @@ func FuzzSplitO200k(f *testing.F) {
 			t.Fatalf("pieces differ (-regexp +split):\n%s", cmp.Diff(want, got))
 		}
 		n, _ := c.Count(s)
-		if m := countSplit(s); m != n {
+		if m := tokencount.CountSplit(s); m != n {
 			t.Fatalf("countSplit = %d; tokenizer %d", m, n)
 		}
 	})
@@ -205,7 +209,7 @@ func FuzzSplitO200k(f *testing.F) {
 // output of pi/session.jsonl, in 1 KB pieces as countChunked hands them over, with
 // the piece cache warm.
 func BenchmarkCountTokensSplit(b *testing.B) {
-	s, err := ReadFile(filepath.Join("..", "..", "shared", "sessions", "pi", "session.jsonl"), Options{})
+	s, err := transcript.ReadFile(filepath.Join("..", "..", "shared", "sessions", "pi", "session.jsonl"), transcript.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -223,14 +227,14 @@ func BenchmarkCountTokensSplit(b *testing.B) {
 		name  string
 		count func(string) int
 	}{
-		{"split", countSplit},
+		{"split", tokencount.CountSplit},
 		{"tokenizer", func(s string) int { n, _ := c.Count(s); return n }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			for b.Loop() {
 				for rest := text; len(rest) > 0; {
-					piece := truncateValid(rest, tokenChunk)
+					piece := textcut.BytesOnRune(rest, tokencount.TokenChunk)
 					tc.count(piece)
 					rest = rest[len(piece):]
 				}

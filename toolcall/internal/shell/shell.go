@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/paths"
+	"github.com/pruneadvisor/pruneadvisor/toolcall/internal/paths"
 )
 
 // This file holds the lexer and the interpreter (package doc in ops.go).
@@ -420,7 +420,7 @@ type dirState struct {
 }
 
 // Analyze analyses the command line cmd run in directory dir, against which relative
-// paths resolve ("" leaves them relative; paths are normalised as transcript's
+// paths resolve ("" leaves them relative; paths are normalised as toolcall's
 // NormalizePath does). A line it cannot lex (an unterminated quote or substitution)
 // gives Result{Other: true}.
 func Analyze(cmd, dir string) Result {

@@ -1,4 +1,8 @@
-package transcript
+// Package tokencount counts tokens: the o200k_base tokens of a text (Count), by
+// the tokenizer of github.com/tiktoken-go/tokenizer behind a pre-split done by hand
+// and two caches, and of a request body's tool definitions (Tools). Every size the
+// advisor, the proxy and the scorers reason about is in these tokens.
+package tokencount
 
 import (
 	"hash/maphash"
@@ -7,15 +11,16 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/textcut"
 	"github.com/tiktoken-go/tokenizer"
 )
 
-// ExactTokenLimit is the text length, in bytes, up to which CountTokens runs the
+// ExactLimit is the text length, in bytes, up to which Count runs the
 // o200k_base tokenizer over the whole text. Longer texts are tokenized over their
-// first ExactTokenLimit bytes and the count is scaled by length; the tokenizer runs at
+// first ExactLimit bytes and the count is scaled by length; the tokenizer runs at
 // roughly a few MB/s, and a 50 MB output would otherwise stall indexing for tens of
 // seconds for a figure that only needs to be close.
-const ExactTokenLimit = 256 << 10
+const ExactLimit = 256 << 10
 
 var (
 	codecOnce sync.Once
@@ -23,15 +28,15 @@ var (
 	codecErr  error
 )
 
-// CountTokens returns the number of o200k_base tokens in s (github.com/tiktoken-go/
-// tokenizer, encoding shipped in the module). Texts over ExactTokenLimit bytes are
-// estimated from their prefix (see ExactTokenLimit). If the tokenizer fails it falls
+// Count returns the number of o200k_base tokens in s (github.com/tiktoken-go/
+// tokenizer, encoding shipped in the module). Texts over ExactLimit bytes are
+// estimated from their prefix (see ExactLimit). If the tokenizer fails it falls
 // back to len(s)/4, the usual bytes-per-token rule of thumb for English and code.
 // Counts of texts of at least tokenCacheMinBytes are remembered (see tokenCache), so
 // a proxy that reads the whole history on every request tokenizes each output once;
 // below that, each piece of the tokenizer's pre-split is counted once per process
 // (see countSplit), which keeps short texts cheap too.
-func CountTokens(s string) int {
+func Count(s string) int {
 	if s == "" {
 		return 0
 	}
@@ -53,15 +58,15 @@ func loadCodec() error {
 	return codecErr
 }
 
-// countTokens is CountTokens without the cache.
+// countTokens is Count without the cache.
 func countTokens(s string) int {
 	if loadCodec() != nil {
 		return (len(s) + 3) / 4
 	}
-	if len(s) <= ExactTokenLimit {
+	if len(s) <= ExactLimit {
 		return countChunked(s)
 	}
-	prefix := truncateValid(s, ExactTokenLimit)
+	prefix := textcut.BytesOnRune(s, ExactLimit)
 	if len(prefix) == 0 {
 		return (len(s) + 3) / 4
 	}
@@ -85,7 +90,7 @@ func countChunked(s string) int {
 	for len(s) > 0 {
 		piece := s
 		if len(piece) > tokenChunk {
-			piece = truncateValid(s, tokenChunk)
+			piece = textcut.BytesOnRune(s, tokenChunk)
 			if i := strings.LastIndexByte(piece, '\n'); i > 0 {
 				piece = piece[:i+1]
 			}
@@ -113,18 +118,7 @@ func countPiece(s string) int {
 	return n
 }
 
-// truncateValid cuts s to at most n bytes without splitting a UTF-8 sequence.
-func truncateValid(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}
-
-// tokenCacheMinBytes is the text size from which CountTokens remembers counts:
+// tokenCacheMinBytes is the text size from which Count remembers counts:
 // shorter texts tokenize faster than a cache round trip is worth.
 const tokenCacheMinBytes = 512
 
@@ -180,6 +174,19 @@ func (c *tokenLRU) putLocked(k tokenKey, n int) {
 	c.cur[k] = n
 }
 
+// ResetCaches empties the count cache and both generations of the piece cache
+// (not its table of short pieces), so that the next counts tokenize their texts
+// again, as on a first read in a fresh process: for benchmarks of what counting
+// costs a cold proxy. Safe for concurrent use.
+func ResetCaches() {
+	tokenCache.mu.Lock()
+	tokenCache.cur, tokenCache.prev = map[tokenKey]int{}, nil
+	tokenCache.mu.Unlock()
+	pieceCache.mu.Lock()
+	pieceCache.cur, pieceCache.prev = map[string]int32{}, nil
+	pieceCache.mu.Unlock()
+}
+
 // ---- the pre-split ----
 
 // The tokenizer (github.com/tiktoken-go/tokenizer) splits a text with the o200k_base
@@ -205,10 +212,10 @@ func (c *tokenLRU) putLocked(k tokenKey, n int) {
 
 // countSplit counts the tokens of the valid UTF-8 text s piece by piece: the pieces
 // pieceCache holds from its lookups, the others from the tokenizer (and kept). The
-// lookups hold the cache's read lock only, so that the decoder goroutines
-// (decodeNew) count at the same time (under one exclusive lock they took turns);
-// what must change the cache (a short slot to fill, a piece to promote or to add)
-// waits until the text is split.
+// lookups hold the cache's read lock only, so that the decoder goroutines (package
+// transcript's decodeNew) count at the same time (under one exclusive lock they
+// took turns); what must change the cache (a short slot to fill, a piece to
+// promote or to add) waits until the text is split.
 func countSplit(s string) int {
 	total := 0
 	var fill []pieceCount
