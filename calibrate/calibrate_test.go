@@ -275,35 +275,6 @@ func TestRecommendHand(t *testing.T) {
 	}
 }
 
-func TestBrierAUC(t *testing.T) {
-	tests := []struct {
-		name         string
-		scores       []float64
-		labels       []bool
-		brier, auc   float64
-		nanB, nanAUC bool
-	}{
-		// (0.1² + 0.2²)/2 = 0.025; the positive outranks the negative: AUC 1.
-		{"two", []float64{0.9, 0.2}, []bool{true, false}, 0.025, 1, false, false},
-		// Pairs (pos, neg): (0.8,0.4)=1 (0.8,0.1)=1 (0.4,0.4)=½ (0.4,0.1)=1 -> 3.5/4.
-		// Brier (0.04 + 0.36 + 0.16 + 0.01)/4 = 0.1425.
-		{"tie", []float64{0.8, 0.4, 0.4, 0.1}, []bool{true, true, false, false}, 0.1425, 0.875, false, false},
-		// Inverted: AUC 0; Brier (1 + 1)/2 = 1.
-		{"inverted", []float64{0, 1}, []bool{true, false}, 1, 0, false, false},
-		{"one class", []float64{0.3, 0.7}, []bool{true, true}, (0.49 + 0.09) / 2, 0, false, true},
-		{"empty", nil, nil, 0, 0, true, true},
-	}
-	for _, tt := range tests {
-		b, a := Brier(tt.scores, tt.labels), AUC(tt.scores, tt.labels)
-		if tt.nanB != math.IsNaN(b) || !tt.nanB && !approx(b, tt.brier) {
-			t.Errorf("%s: Brier %v, want %v", tt.name, b, tt.brier)
-		}
-		if tt.nanAUC != math.IsNaN(a) || !tt.nanAUC && !approx(a, tt.auc) {
-			t.Errorf("%s: AUC %v, want %v", tt.name, a, tt.auc)
-		}
-	}
-}
-
 // TestReliabilityHand: asks labelled "used at or after the ask step".
 //
 //	X (used at 5): ask 3 keep 0.15 -> used (5 >= 3); ask 6 keep 0.05 -> not used.

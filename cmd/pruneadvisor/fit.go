@@ -20,6 +20,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/internal/forecast"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/storage"
 )
@@ -320,7 +321,7 @@ func (t *trainingSet) evaluate(folds int, lambda, targetMiss float64, drop []str
 		o.Asks = append(o.Asks, calibrate.Ask{Step: t.rowStep[i], Keep: p, OK: true})
 		scores, labels = append(scores, p), append(labels, t.rows[i].Used)
 	}
-	ev := evaluation{cv: fitted.CV{Folds: folds, AUC: fitted.AUC(scores, labels), Brier: fitted.Brier(scores, labels), PerFold: fits, TargetMiss: targetMiss, Cutoff: -1}}
+	ev := evaluation{cv: fitted.CV{Folds: folds, AUC: forecast.AUC(scores, labels), Brier: forecast.Brier(scores, labels), PerFold: fits, TargetMiss: targetMiss, Cutoff: -1}}
 	ev.rel = calibrate.ReliabilityOf(outs, 10)
 	opts := calibrate.DefaultOptions()
 	opts.SizeExponent = t.group.settings.Config.SizeExponent // the cutoff the advisor will prune under
