@@ -149,7 +149,7 @@ func (c *Comparison) Add(recs []*Record) error {
 	}
 	ref := recs[0]
 	rows := make([]ScheduleResult, len(recs))
-	prunes := make([][]calibrate.Decision, len(recs))
+	prunes := make([][]calibrate.PruneAt, len(recs))
 	var refOuts []calibrate.Output
 	for k, rec := range recs {
 		if rec.ContentHash != ref.ContentHash || len(rec.Outputs) != len(ref.Outputs) {
@@ -181,7 +181,7 @@ func (c *Comparison) Add(recs []*Record) error {
 }
 
 // sessionRow is one session's figures under one schedule.
-func (c *Comparison) sessionRow(rec *Record, outs []calibrate.Output, prune []calibrate.Decision) (ScheduleResult, error) {
+func (c *Comparison) sessionRow(rec *Record, outs []calibrate.Output, prune []calibrate.PruneAt) (ScheduleResult, error) {
 	var res ScheduleResult
 	res.Outputs = len(outs)
 	res.Asks = len(rec.Asks)
@@ -204,7 +204,7 @@ func (c *Comparison) sessionRow(rec *Record, outs []calibrate.Output, prune []ca
 		}
 	}
 	res.AppliedTokenSteps = rec.SavedTokenSteps()
-	ev, err := calibrate.NewEvaluator(outs, []calibrate.Session{rec.CalibrateSession()}, c.opts)
+	ev, err := calibrate.NewEvaluator(outs, []calibrate.Calls{rec.CalibrateSession()}, c.opts)
 	if err != nil {
 		return res, err
 	}
@@ -216,7 +216,7 @@ func (c *Comparison) sessionRow(rec *Record, outs []calibrate.Output, prune []ca
 
 // compareTo counts the prunes of row's schedule (ps) that came later or earlier
 // than the reference's (pr), or under one of them only.
-func compareTo(row *ScheduleResult, outs []calibrate.Output, pr, ps []calibrate.Decision) {
+func compareTo(row *ScheduleResult, outs []calibrate.Output, pr, ps []calibrate.PruneAt) {
 	for i := range outs {
 		a, b := pr[i].Step, ps[i].Step
 		switch {

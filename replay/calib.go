@@ -96,7 +96,7 @@ func (r *Record) CalibrateOutputsAt(b int) []calibrate.Output {
 // with nothing pruned at every step, the call times, its provider, and its agent
 // (the config's Agent when set, else the one its format names: advisor.AgentOf),
 // the agent the replay's advisor took its hard limit from.
-func (r *Record) CalibrateSession() calibrate.Session {
+func (r *Record) CalibrateSession() calibrate.Calls {
 	ctx := make([]int, len(r.StepFacts))
 	var at []time.Time
 	for i, s := range r.StepFacts {
@@ -108,7 +108,7 @@ func (r *Record) CalibrateSession() calibrate.Session {
 			at[i] = s.At
 		}
 	}
-	return calibrate.Session{Name: r.CalibrateSessionName(), Context: ctx, At: at, Provider: r.Provider, Agent: r.agent()}
+	return calibrate.Calls{Name: r.CalibrateSessionName(), Context: ctx, At: at, Provider: r.Provider, Agent: r.agent()}
 }
 
 // CompactionOf returns calibrate's compaction model under cfg
@@ -143,10 +143,10 @@ func CompactionOf(cfg advisor.Config) func(agent string, window int) calibrate.C
 // decision: the step at which it made the output a pending prune
 // (OutputFacts.PendingAt; 0 = never), a rule decision when a rule made it dead then;
 // for calibrate.Evaluator.Evaluate.
-func (r *Record) PendingDecisions() []calibrate.Decision {
-	out := make([]calibrate.Decision, len(r.Outputs))
+func (r *Record) PendingDecisions() []calibrate.PruneAt {
+	out := make([]calibrate.PruneAt, len(r.Outputs))
 	for i, f := range r.Outputs {
-		out[i] = calibrate.Decision{Step: f.PendingAt, Rule: f.RuleDeadAt != 0 && f.RuleDeadAt == f.PendingAt}
+		out[i] = calibrate.PruneAt{Step: f.PendingAt, Rule: f.RuleDeadAt != 0 && f.RuleDeadAt == f.PendingAt}
 	}
 	return out
 }

@@ -62,8 +62,8 @@ func TestComparisonSumsSessions(t *testing.T) {
 	}
 	for k, s := range schedules {
 		var outs []calibrate.Output
-		var sessions []calibrate.Session
-		var prune []calibrate.Decision
+		var sessions []calibrate.Calls
+		var prune []calibrate.PruneAt
 		asks, cands := 0, 0
 		for _, r := range recs {
 			outs = append(outs, r[k].CalibrateOutputs()...)

@@ -184,8 +184,8 @@ func TestReplayFacts(t *testing.T) {
 	if sess.Name != rec.ContentHash || len(sess.Context) != 10 || sess.Context[9] != rec.StepFacts[9].ContextTokens {
 		t.Errorf("calibrate session %s with %d steps, want the content hash and 10 steps", sess.Name, len(sess.Context))
 	}
-	wantD := make([]calibrate.Decision, 9)
-	wantD[2] = calibrate.Decision{Step: 7, Rule: true}
+	wantD := make([]calibrate.PruneAt, 9)
+	wantD[2] = calibrate.PruneAt{Step: 7, Rule: true}
 	if got := rec.PendingDecisions(); !cmp.Equal(got, wantD) {
 		t.Errorf("pending decisions = %v, want %v", got, wantD)
 	}

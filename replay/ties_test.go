@@ -53,7 +53,7 @@ func TestTiesAtTheCutoff(t *testing.T) {
 					}
 					live := rec.PendingDecisions()
 					calib := calibrate.ScorerPrunes(rec.CalibrateOutputs(), cutoff, exponent)
-					steps := func(ds []calibrate.Decision) []int {
+					steps := func(ds []calibrate.PruneAt) []int {
 						out := make([]int, len(ds))
 						for i, d := range ds {
 							out[i] = d.Step

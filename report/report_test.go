@@ -42,7 +42,7 @@ func sampleNamed(t *testing.T, nasty string) report.Data {
 		outs = append(outs, calibrate.Output{Session: "h1", Key: string(rune('a' + k)), Tokens: 20_000, StubTokens: 40,
 			Offset: 1000 + 20_000*(k-1), Step: k, EndStep: 12, CandidateFrom: k + 1, Uses: usesOf(k)})
 	}
-	sessions := []calibrate.Session{{Name: "h1", Context: ctx}, {Name: "h2", Context: []int{10, 20}}}
+	sessions := []calibrate.Calls{{Name: "h1", Context: ctx}, {Name: "h2", Context: []int{10, 20}}}
 	opts := calibrate.DefaultOptions()
 	applied := make([]int, len(outs))
 	applied[0], applied[1] = 6, 6

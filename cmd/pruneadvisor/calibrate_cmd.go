@@ -499,7 +499,7 @@ func updateConfig(path string, change func(*advisor.Config)) error {
 // calibration is what NewReport needs, gathered from the store.
 type calibration struct {
 	base     []calibrate.Output
-	sessions []calibrate.Session
+	sessions []calibrate.Calls
 	scorers  []calibrate.ScorerInput
 	names    []string // session display names (path), by calibrate session order
 	dropped  []string // sessions left out, with the reason

@@ -251,7 +251,7 @@ type trainingSet struct {
 	outs     []calibrate.Output // base outputs, Asks emptied
 	rowOut   []int              // rows[i] is an ask of outs[rowOut[i]]
 	rowStep  []int
-	sessions []calibrate.Session
+	sessions []calibrate.Calls
 }
 
 // loadTraining reads the first group holding asks with signals.

@@ -28,7 +28,7 @@ var dumpRowsHead = []string{"s_step", "s_age", "s_tokens", "s_chars", "s_action"
 //     end_step, rule_dead_at, stub_tokens, uses (the steps of its counting uses,
 //     space-separated: a row is used exactly when its output has a use at a step >=
 //     ask_step), held (per use, 1 when the advisor's stub digest holds it:
-//     calibrate.Output.Held) and agent (its session's, calibrate.Session.Agent).
+//     calibrate.Output.Held) and agent (its session's, calibrate.Calls.Agent).
 //
 // Errors name the flag and the file.
 func (t *trainingSet) dumpTraining(dir string) error {
