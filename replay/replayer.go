@@ -524,7 +524,7 @@ func (f *folder) finish(tr *evidence.Tracker) error {
 		// The stub, with the digest it would carry at most: its budget, or the
 		// whole digest.
 		cfg := f.rec.Settings.Config
-		base, budget := stubDigest(cfg, &f.facts[i], cfg.DigestTokens)
+		base, budget := StubDigest(cfg, &f.facts[i], cfg.DigestTokens)
 		f.facts[i].StubTokens = base + min(budget, f.facts[i].DigestTokens)
 	}
 	rec.Outputs = f.facts
