@@ -13,7 +13,7 @@
 //     the stub digests' coverage (DigestCoverage), the digest budget sweep
 //     (DigestSweep) and what a modelled ask lag costs (SplitLag, LagCost);
 //   - the fitted scorer's training rows (TrainingSet) and their held-out
-//     evaluation;
+//     evaluation, whose cutoff calibrate's rule chooses (calibrate.RecommendBy);
 //   - the back-off schedule comparison (ParseSchedules, Comparison,
 //     ReplaySchedules);
 //   - the advisor config a tuning writes (WriteCutoff, WriteModelFile);

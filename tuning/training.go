@@ -108,9 +108,9 @@ func (t *TrainingSet) Add(rec *replay.Record) {
 // Evaluation is the held-out figures of one cross-validation (TrainingSet.Evaluate).
 type Evaluation struct {
 	// CV holds the pooled AUC and Brier (forecast), the folds' figures and, at
-	// the cutoff with the most token-steps within TargetMiss, that cutoff's miss
-	// rate and share of the oracle's token-steps; Cutoff -1 when no cutoff saves
-	// anything within the target.
+	// the cutoff calibrate.RecommendBy chooses (token-steps within TargetMiss),
+	// that cutoff's miss rate and share of the oracle's token-steps; Cutoff -1
+	// when no cutoff saves anything within the target.
 	CV fitted.CV
 	// Reliability is the held-out scores' reliability table (10 bins).
 	Reliability calibrate.Reliability
@@ -122,9 +122,9 @@ type Evaluation struct {
 // folds, L2 penalty lambda, the features in drop left out) and prices the
 // held-out scores: each output pruned at its first held-out ask under a cutoff
 // (calibrate's decision level, under the size exponent of the group's config, the
-// cutoff the advisor will prune under), swept over HeldOutCutoffs, the cutoff the
-// one with the most token-steps whose miss rate is at most targetMiss (in [0,1]).
-// Errors: fitted.CrossValidate's (fitted.ErrTooFew), calibrate's.
+// cutoff the advisor will prune under), swept over HeldOutCutoffs, the cutoff
+// chosen by calibrate.RecommendBy with ObjectiveTokenSteps at targetMiss (in
+// [0,1]). Errors: fitted.CrossValidate's (fitted.ErrTooFew), calibrate's.
 func (t *TrainingSet) Evaluate(folds int, lambda, targetMiss float64, drop []string) (Evaluation, error) {
 	pred, fits, err := fitted.CrossValidate(t.Rows, folds, fitted.Options{Lambda: lambda, Drop: drop})
 	if err != nil {
@@ -150,13 +150,12 @@ func (t *TrainingSet) Evaluate(folds int, lambda, targetMiss float64, drop []str
 		return Evaluation{}, err
 	}
 	ev.Oracle = e.Oracle().TokenSteps
-	var best calibrate.Result
-	for _, r := range e.Sweep("fitted", HeldOutCutoffs(scores)) {
-		if r.MissRate <= targetMiss && r.TokenSteps > best.TokenSteps {
-			best = r
-		}
+	rec, err := calibrate.RecommendBy(e.Sweep("fitted", HeldOutCutoffs(scores)), targetMiss, calibrate.ObjectiveTokenSteps)
+	if err != nil && !errors.Is(err, calibrate.ErrNoCutoff) {
+		return Evaluation{}, err
 	}
-	if best.Pruned > 0 && ev.Oracle > 0 {
+	// A cutoff that keeps nothing out is no cutoff: the share stays unset.
+	if best := rec.Result; err == nil && best.TokenSteps > 0 && ev.Oracle > 0 {
 		ev.CV.Cutoff, ev.CV.MissRate = best.Cutoff, best.MissRate
 		ev.CV.TokenStepsShare = float64(best.TokenSteps) / float64(ev.Oracle)
 	}
@@ -168,7 +167,8 @@ func (t *TrainingSet) Evaluate(folds int, lambda, targetMiss float64, drop []str
 // the scores bunch, the fixed grid steps over the cutoffs a low miss rate needs:
 // issue 30 asks for a front without gaps), each rounded up to the next 1e-6 so
 // that the quantile's own score is pruned (a prune is score < cutoff); sorted,
-// unique.
+// unique. The grid only proposes cutoffs: calibrate.RecommendBy chooses among
+// them, as it does among calibrate's sweep.
 func HeldOutCutoffs(scores []float64) []float64 {
 	var cutoffs []float64
 	for c := 0.01; c < 0.995; c += 0.01 {
