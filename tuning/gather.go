@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -12,6 +13,10 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/planner"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 )
+
+// ErrNoCommonSession means no session of the base group was replayed under every
+// selected setting (Gather).
+var ErrNoCommonSession = errors.New("no session left to calibrate on")
 
 // ReportInput is what calibrate.NewReport needs, gathered from a store by Gather,
 // with what the calibrate command prints beside the report.
@@ -66,8 +71,8 @@ type baseline struct {
 // when no group holds their replay: a baseline some session cannot be read or
 // replayed for is left out (Omitted, OnOmit), so that every baseline set beside
 // the rest covers the same sessions. Errors: the store's, the fitted default
-// model's, a replay's context error, and an error when no session is held by
-// every group.
+// model's, a replay's context error, and ErrNoCommonSession (listing the
+// sessions dropped) when no session is held by every group.
 func Gather(ctx context.Context, store Store, groups []*Group, opt GatherOptions) (*ReportInput, error) {
 	in := &ReportInput{Digest: NewDigestCoverage()}
 	keep := in.common(groups)
@@ -80,7 +85,7 @@ func Gather(ctx context.Context, store Store, groups []*Group, opt GatherOptions
 		return nil, err
 	}
 	if len(keep) == 0 {
-		return nil, fmt.Errorf("calibrate: no session left to calibrate on (%s)", strings.Join(in.Dropped, "; "))
+		return nil, fmt.Errorf("calibrate: %w (%s)", ErrNoCommonSession, strings.Join(in.Dropped, "; "))
 	}
 	want := map[string]bool{}
 	for _, s := range keep {

@@ -11,8 +11,14 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/replay"
 )
 
-// ErrNoReplays means a store holds no finished replay (LoadGroups).
-var ErrNoReplays = errors.New("no finished replays")
+// Sentinel errors of reading stored replays.
+var (
+	// ErrNoReplays means a store holds no finished replay (LoadGroups).
+	ErrNoReplays = errors.New("no finished replays")
+	// ErrNoPath means a stored replay names no session file to read again
+	// (LoadSource).
+	ErrNoPath = errors.New("has no stored path")
+)
 
 // Replayed is one finished replay of a session as a store lists it.
 type Replayed struct {
@@ -141,11 +147,11 @@ func ScorerLabel(g *Group, groups []*Group) string {
 }
 
 // LoadSource reads a stored session's file again (replay.Load) and checks its
-// content hash. Errors: the session has no stored path; replay.Load's;
+// content hash. Errors: ErrNoPath (naming the session); replay.Load's;
 // replay.ErrChanged when the file's bytes changed since the replay.
 func LoadSource(rs Replayed, lenient bool) (*replay.Source, error) {
 	if rs.Path == "" {
-		return nil, fmt.Errorf("session %s has no stored path", rs.ID)
+		return nil, fmt.Errorf("session %s %w", rs.ID, ErrNoPath)
 	}
 	src, err := replay.Load(rs.Path, lenient)
 	if err != nil {

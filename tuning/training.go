@@ -51,8 +51,8 @@ func WordStats(paths []string) *evidence.Background {
 // ask's step") with the calibrate records they come from, for the token-steps
 // figures of the held-out scores.
 type TrainingSet struct {
-	Group *Group
-	Rows  []fitted.Row
+	Group *Group       // the replay group the rows come from
+	Rows  []fitted.Row // in the order of the replays' sessions, then asks
 	// Outs are the group's calibrate records (Outputs), their Asks emptied;
 	// Rows[i] is an ask of Outs[RowOut[i]] at step RowStep[i].
 	Outs    []calibrate.Output
@@ -71,7 +71,7 @@ func LoadTraining(ctx context.Context, store Store, groups []*Group) (*TrainingS
 			if err != nil {
 				return nil, err
 			}
-			set.Add(rec)
+			set.add(rec)
 		}
 		if len(set.Rows) > 0 {
 			return set, nil
@@ -80,8 +80,8 @@ func LoadTraining(ctx context.Context, store Store, groups []*Group) (*TrainingS
 	return nil, ErrNoSignals
 }
 
-// Add appends one replayed session's rows, outputs and calls.
-func (t *TrainingSet) Add(rec *replay.Record) {
+// add appends one replayed session's rows, outputs and calls.
+func (t *TrainingSet) add(rec *replay.Record) {
 	outs := Outputs(rec)
 	idx := make(map[string]int, len(outs))
 	for i := range outs {
@@ -183,12 +183,13 @@ func HeldOutCutoffs(scores []float64) []float64 {
 	return slices.Compact(cutoffs)
 }
 
-// Ablation is the cross-validated figures with one feature left out.
+// Ablation is the cross-validated figures with one feature left out (fit
+// --ablation; the JSON names are fit --json's).
 type Ablation struct {
-	Dropped         string  `json:"dropped"`
-	AUC             float64 `json:"auc"`
-	TokenStepsShare float64 `json:"token_steps_share_of_oracle"`
-	MissRate        float64 `json:"miss_rate"`
+	Dropped         string  `json:"dropped"`                     // the feature left out (fitted.Features)
+	AUC             float64 `json:"auc"`                         // pooled held-out AUC
+	TokenStepsShare float64 `json:"token_steps_share_of_oracle"` // at the chosen cutoff (Evaluation.CV)
+	MissRate        float64 `json:"miss_rate"`                   // of the chosen cutoff
 }
 
 // Fit is a model fitted on a training set with its held-out evaluation.
