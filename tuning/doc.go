@@ -5,13 +5,14 @@
 //
 // It holds:
 //
-//   - the replays of a store grouped by settings (Group, LoadGroups) and read
-//     again from their session files (LoadSource);
+//   - the replays of a store grouped by settings (Group, LoadGroups, with the
+//     cutoff each pruned under, Group.Cutoff) and read again from their
+//     session files (LoadSource);
 //   - the calibrate records of a replay (Outputs, OutputsAt, Calls,
 //     PendingPrunes, CompactionOf) and what a calibration gathers from a store
 //     (Gather, ReportInput) into what calibrate --json prints (Calibration), with
 //     the stub digests' coverage (DigestCoverage), the digest budget sweep
-//     (DigestSweep) and what a modelled ask lag costs (SplitLag, LagCost);
+//     (Calibration.AddDigestSweep) and what a modelled ask lag costs (SplitLag, LagCost);
 //   - the fitted scorer's training rows (TrainingSet) and their held-out
 //     evaluation, whose cutoff calibrate's rule chooses (calibrate.RecommendBy);
 //   - the back-off schedule comparison (ParseSchedules, Comparison,
