@@ -91,7 +91,7 @@ type Advisor struct {
 	Fallback Scorer
 
 	schedule backoff.Schedule
-	cutoff   float64 // Config.CutoffFor the scorer, fixed at the first step
+	cutoff   float64 // Config.CutoffOf the scorer, fixed at the first step
 	cutOnce  sync.Once
 	mu       sync.Mutex
 	sessions map[string]*state
@@ -218,15 +218,10 @@ func (a *Advisor) Advise(ctx context.Context, s *transcript.Session) (Plan, erro
 	return a.step(ctx, st, s)
 }
 
-// cutoffNow returns the cutoff of the advisor's scorer (Config.CutoffFor its name),
-// read once.
+// cutoffNow returns the cutoff of the advisor's scorer (Config.CutoffOf), read
+// once.
 func (a *Advisor) cutoffNow() float64 {
-	a.cutOnce.Do(func() {
-		a.cutoff = a.Config.Cutoff
-		if a.Scorer != nil {
-			a.cutoff = a.Config.CutoffFor(a.Scorer.Name())
-		}
-	})
+	a.cutOnce.Do(func() { a.cutoff = a.Config.CutoffOf(a.Scorer) })
 	return a.cutoff
 }
 

@@ -316,7 +316,11 @@ func (c Config) HardLimitTokens() int {
 
 // CutoffFor returns the cutoff of the scorer named name: ScorerCutoffs[name], else
 // the entry for the part of name before its first ':' ("ollama" for
-// "ollama:qwen2.5:0.5b:p2", "fitted" for "fitted:mine.json"), else Cutoff.
+// "ollama:qwen2.5:0.5b:p2", "fitted" for "fitted:mine.json"), else Cutoff. It is
+// the one rule that resolves a scorer's cutoff (before planner.CutoffAt scales it
+// by an output's size): the advisor (CutoffOf), backoff (CutoffOf) and the
+// calibrate reports of a stored replay, by the name it recorded
+// (tuning.Group.Cutoff), all read it here.
 func (c Config) CutoffFor(name string) float64 {
 	if v, ok := c.ScorerCutoffs[name]; ok {
 		return v
@@ -327,6 +331,16 @@ func (c Config) CutoffFor(name string) float64 {
 		}
 	}
 	return c.Cutoff
+}
+
+// CutoffOf returns the cutoff scorer's keep-probabilities are pruned under:
+// CutoffFor its name; Cutoff for a nil scorer (rules only: no score is compared
+// with it).
+func (c Config) CutoffOf(scorer Scorer) float64 {
+	if scorer == nil {
+		return c.Cutoff
+	}
+	return c.CutoffFor(scorer.Name())
 }
 
 // LowWaterTokens returns the low-water mark in tokens: LowWaterFraction x budget.

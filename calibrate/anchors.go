@@ -103,7 +103,7 @@ func (e *Evaluator) Applied(name string, apply []int) (Result, error) {
 			return Result{}, fmt.Errorf("%w: applied %s: output %q of session %q stubbed at step %d, before it was visible", ErrInvalid, name, e.outs[i].Key, e.outs[i].Session, st)
 		}
 	}
-	ds := make([]Decision, len(apply))
+	ds := make([]PruneAt, len(apply))
 	for i, st := range apply {
 		ds[i].Step = st
 	}
@@ -113,7 +113,7 @@ func (e *Evaluator) Applied(name string, apply []int) (Result, error) {
 // evaluatePolicy prices a regime at both levels and derives the flat prune figures
 // from the steps at which it cleared each output.
 func (e *Evaluator) evaluatePolicy(name string, mk func(*sessionData) policy) Result {
-	cleared := make([]Decision, len(e.outs))
+	cleared := make([]PruneAt, len(e.outs))
 	rec := func(sd *sessionData) policy { return &recordingP{inner: mk(sd), sd: sd, into: cleared} }
 	r := Result{Name: name, Cutoff: -1}
 	e.price(&r, mk, rec)
@@ -133,7 +133,7 @@ func (e *Evaluator) evaluatePolicy(name string, mk func(*sessionData) policy) Re
 type recordingP struct {
 	inner policy
 	sd    *sessionData
-	into  []Decision
+	into  []PruneAt
 }
 
 func (p *recordingP) stub(v *view) []int {

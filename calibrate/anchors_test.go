@@ -10,7 +10,7 @@ import (
 // anchorSession: 12 calls; output k (k = 1..10) comes from call k, 20,000 tokens,
 // after a 1,000-token prompt, so call s sends 1,000 + 20,000 x min(s-1, 10). A pause of
 // 61 minutes comes before call 9.
-func anchorSession() ([]Output, []Session) {
+func anchorSession() ([]Output, []Calls) {
 	var outs []Output
 	for k := 1; k <= 10; k++ {
 		outs = append(outs, Output{Session: "a", Key: string(rune('a' + k)), Tokens: 20_000, StubTokens: 40,
@@ -26,7 +26,7 @@ func anchorSession() ([]Output, []Session) {
 			at[s-1] = at[s-1].Add(61 * time.Minute)
 		}
 	}
-	return outs, []Session{{Name: "a", Context: c, At: at}}
+	return outs, []Calls{{Name: "a", Context: c, At: at}}
 }
 
 // The anchors' clearing steps, worked out by hand (placeholders of 10 tokens, so a

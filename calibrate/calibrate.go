@@ -55,7 +55,7 @@ import (
 var (
 	// ErrInvalid means a record, session or option breaks a documented constraint.
 	ErrInvalid = errors.New("calibrate: invalid input")
-	// ErrNoSession means an output names a session with no Session record (its
+	// ErrNoSession means an output names a session with no Calls record (its
 	// context sizes are needed to simulate rewrites).
 	ErrNoSession = errors.New("calibrate: no session record")
 	// ErrNoCutoff means no cutoff of a sweep meets the target miss rate.
@@ -203,8 +203,11 @@ func (o *Output) Validate() error {
 	return nil
 }
 
-// Session holds what the simulation needs from one session.
-type Session struct {
+// Calls is what the simulation needs from one session: the model calls it made,
+// each with the context it sent with nothing pruned, when, and priced by whom.
+// (A transcript.Session is the messages themselves; this is the series of calls
+// a pruner is priced over.)
+type Calls struct {
 	Name string // session id, as in Output.Session
 	// Context[s-1] is the size in tokens of the context sent at model call s with
 	// nothing pruned, for s = 1..EndStep (len(Context) >= EndStep).
@@ -267,7 +270,7 @@ type Options struct {
 	// default 200,000 (advisor.DefaultConfig's). It only matters through
 	// CompactionOf.
 	Window int
-	// CompactionOf, when set, gives how a session of agent (Session.Agent) compacts
+	// CompactionOf, when set, gives how a session of agent (Calls.Agent) compacts
 	// in a window of Window tokens; nil: no session compacts (nothing modelled).
 	CompactionOf func(agent string, window int) Compaction `json:"-"`
 	// OnRewrite, when set, is told of every rewrite the planner makes at the applied
@@ -403,13 +406,15 @@ func (r Result) SavedShare() float64 {
 	return float64(r.TokenSteps) / float64(r.TotalTokenSteps)
 }
 
-// Decision is a pruner's choice for one output: prune it at Step (0 = never),
+// PruneAt is a pruner's choice for one output: the step at which it prunes it,
 // with the keep-probability that decided it (the planner applies the lowest first
 // when the budget forces a rewrite), or as a rule (rule-dead outputs go first).
-type Decision struct {
-	Step int
-	Keep float64
-	Rule bool
+// (An advisor.Decision is the advisor's state of an output at a step, a
+// planner.Decision a rewrite; this is one output's prune step under a pruner.)
+type PruneAt struct {
+	Step int     // the step at which the output is pruned; 0 = never
+	Keep float64 // the keep-probability that decided it (0 without a score)
+	Rule bool    // a rule (superseded, duplicate) decided it, not a score
 }
 
 // Evaluator holds validated outputs and sessions and evaluates pruners over them.
@@ -441,11 +446,29 @@ type sessionData struct {
 // Key), one EndStep per session) and the sessions (each output's session present,
 // Context covering its EndStep with sizes >= 0, a known provider), and returns an
 // Evaluator. The outputs are copied. Errors wrap ErrInvalid or ErrNoSession.
-func NewEvaluator(outputs []Output, sessions []Session, opts Options) (*Evaluator, error) {
+func NewEvaluator(outputs []Output, sessions []Calls, opts Options) (*Evaluator, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	byName := map[string]*Session{}
+	byName, err := callsByName(sessions)
+	if err != nil {
+		return nil, err
+	}
+	e := &Evaluator{opts: opts, outs: make([]Output, len(outputs))}
+	if err := e.addOutputs(outputs, byName); err != nil {
+		return nil, err
+	}
+	for _, sd := range e.sessions {
+		sort.SliceStable(sd.outs, func(a, b int) bool { return e.outs[sd.outs[a]].Offset < e.outs[sd.outs[b]].Offset })
+		sd.keepAll = e.simulate(sd, nil)
+	}
+	return e, nil
+}
+
+// callsByName indexes the sessions by name, checking each is named once and its
+// context sizes are >= 0 (ErrInvalid).
+func callsByName(sessions []Calls) (map[string]*Calls, error) {
+	byName := map[string]*Calls{}
 	for i := range sessions {
 		s := &sessions[i]
 		if s.Name == "" {
@@ -461,7 +484,13 @@ func NewEvaluator(outputs []Output, sessions []Session, opts Options) (*Evaluato
 		}
 		byName[s.Name] = s
 	}
-	e := &Evaluator{opts: opts, outs: make([]Output, len(outputs))}
+	return byName, nil
+}
+
+// addOutputs copies and validates every output into e.outs, each (Session, Key)
+// once, and gathers them by session, preparing each session at its first output
+// (newSessionData) and checking that all its outputs share one EndStep.
+func (e *Evaluator) addOutputs(outputs []Output, byName map[string]*Calls) error {
 	data := map[string]*sessionData{}
 	keys := map[[2]string]bool{}
 	for i := range outputs {
@@ -471,41 +500,37 @@ func NewEvaluator(outputs []Output, sessions []Session, opts Options) (*Evaluato
 		o.Held = append([]bool(nil), o.Held...)
 		o.Previewed = append([]bool(nil), o.Previewed...)
 		if err := o.Validate(); err != nil {
-			return nil, fmt.Errorf("outputs[%d]: %w", i, err)
+			return fmt.Errorf("outputs[%d]: %w", i, err)
 		}
 		k := [2]string{o.Session, o.Key}
 		if keys[k] {
-			return nil, fmt.Errorf("%w: outputs[%d]: output %q of session %q given twice", ErrInvalid, i, o.Key, o.Session)
+			return fmt.Errorf("%w: outputs[%d]: output %q of session %q given twice", ErrInvalid, i, o.Key, o.Session)
 		}
 		keys[k] = true
 		sd := data[o.Session]
 		if sd == nil {
 			s, ok := byName[o.Session]
 			if !ok {
-				return nil, fmt.Errorf("outputs[%d]: %w: %q", i, ErrNoSession, o.Session)
+				return fmt.Errorf("outputs[%d]: %w: %q", i, ErrNoSession, o.Session)
 			}
 			var err error
 			if sd, err = e.newSessionData(s, o.EndStep); err != nil {
-				return nil, err
+				return err
 			}
 			data[o.Session] = sd
 			e.sessions = append(e.sessions, sd)
 		}
 		if o.EndStep != sd.end {
-			return nil, fmt.Errorf("%w: outputs[%d]: output %q of session %q: EndStep %d, other outputs of the session say %d", ErrInvalid, i, o.Key, o.Session, o.EndStep, sd.end)
+			return fmt.Errorf("%w: outputs[%d]: output %q of session %q: EndStep %d, other outputs of the session say %d", ErrInvalid, i, o.Key, o.Session, o.EndStep, sd.end)
 		}
 		sd.outs = append(sd.outs, i)
 		e.outs[i] = o
 	}
-	for _, sd := range e.sessions {
-		sort.SliceStable(sd.outs, func(a, b int) bool { return e.outs[sd.outs[a]].Offset < e.outs[sd.outs[b]].Offset })
-		sd.keepAll = e.simulate(sd, nil)
-	}
-	return e, nil
+	return nil
 }
 
 // newSessionData prepares one session: its context sizes, cold calls and prices.
-func (e *Evaluator) newSessionData(s *Session, end int) (*sessionData, error) {
+func (e *Evaluator) newSessionData(s *Calls, end int) (*sessionData, error) {
 	if len(s.Context) < end {
 		return nil, fmt.Errorf("%w: session %q: Context has %d steps, EndStep is %d", ErrInvalid, s.Name, len(s.Context), end)
 	}
@@ -578,7 +603,7 @@ func (e *Evaluator) KeepAllUSD() float64 {
 
 // check fails (ErrInvalid) when len(ds) != number of outputs or a decision step lies
 // before the output's EligibleFrom: every pruner works under the same protection.
-func (e *Evaluator) check(name string, ds []Decision) error {
+func (e *Evaluator) check(name string, ds []PruneAt) error {
 	if len(ds) != len(e.outs) {
 		return fmt.Errorf("%w: evaluate %s: %d decisions for %d outputs", ErrInvalid, name, len(ds), len(e.outs))
 	}
@@ -598,7 +623,7 @@ func (e *Evaluator) check(name string, ds []Decision) error {
 // ds[i] (Step 0 = never; a step past the output's EndStep also means never): the
 // decision-level prune figures, and both levels' prices (the applied level under
 // the planner). Errors: see check.
-func (e *Evaluator) Evaluate(name string, cutoff float64, ds []Decision) (Result, error) {
+func (e *Evaluator) Evaluate(name string, cutoff float64, ds []PruneAt) (Result, error) {
 	if err := e.check(name, ds); err != nil {
 		return Result{}, err
 	}
@@ -606,7 +631,7 @@ func (e *Evaluator) Evaluate(name string, cutoff float64, ds []Decision) (Result
 }
 
 // evaluate is Evaluate without the checks.
-func (e *Evaluator) evaluate(name string, cutoff float64, ds []Decision) Result {
+func (e *Evaluator) evaluate(name string, cutoff float64, ds []PruneAt) Result {
 	r := e.pruneFigures(name, cutoff, ds, holdDigest)
 	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
 		func(sd *sessionData) policy { return e.regime(sd, ds) })
@@ -617,7 +642,7 @@ func (e *Evaluator) evaluate(name string, cutoff float64, ds []Decision) Result 
 // says the pruner's stubs are the advisor's, whose digests hold some uses
 // (Output.MissFrom), Gemini CLI's previews hold those their head and tail name,
 // placeholders none (Output.UsedFrom).
-func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []Decision, h hold) Result {
+func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []PruneAt, h hold) Result {
 	r := Result{Name: name, Cutoff: cutoff, Outputs: len(e.outs)}
 	for i := range e.outs {
 		o := &e.outs[i]

@@ -20,7 +20,7 @@ func ctx(n, tokens int) []int {
 	return c
 }
 
-func mustEval(t *testing.T, outs []Output, sessions []Session, opts Options) *Evaluator {
+func mustEval(t *testing.T, outs []Output, sessions []Calls, opts Options) *Evaluator {
 	t.Helper()
 	e, err := NewEvaluator(outs, sessions, opts)
 	if err != nil {
@@ -32,7 +32,7 @@ func mustEval(t *testing.T, outs []Output, sessions []Session, opts Options) *Ev
 // handOutputs is the session worked by hand in TestEvaluateHand: 10 steps, context
 // 50,000 tokens at every call, priced as Anthropic's (read $0.30, write $3.75 per
 // Mtok), no timestamps (the cache is warm throughout).
-func handOutputs() ([]Output, []Session) {
+func handOutputs() ([]Output, []Calls) {
 	outs := []Output{
 		{Session: "s", Key: "A", Tokens: 3000, StubTokens: 40, Offset: 1000, Step: 1, CandidateFrom: 4, EndStep: 10, Uses: []int{6},
 			Asks: []Ask{{Step: 4, Keep: 0.1, OK: true}, {Step: 7, Keep: 0.05, OK: true}}},
@@ -41,7 +41,7 @@ func handOutputs() ([]Output, []Session) {
 		{Session: "s", Key: "C", Tokens: 1000, StubTokens: 40, Offset: 10000, Step: 3, CandidateFrom: 6, RuleDeadAt: 7, EndStep: 10, Uses: []int{5},
 			Asks: []Ask{{Step: 6, Keep: 0.6, OK: true}}},
 	}
-	return outs, []Session{{Name: "s", Context: ctx(10, 50_000), Provider: "anthropic"}}
+	return outs, []Calls{{Name: "s", Context: ctx(10, 50_000), Provider: "anthropic"}}
 }
 
 // TestEvaluateHand checks every figure of one scorer run against a hand computation
@@ -86,7 +86,7 @@ func TestEvaluateHand(t *testing.T) {
 	if d := cmp.Diff(want, got, cmp.Comparer(approx)); d != "" {
 		t.Errorf("result (-want +got):\n%s", d)
 	}
-	if got, want := ScorerPrunes(outs, 0.25, 0), []Decision{{Step: 4, Keep: 0.1}, {Step: 5, Keep: 0.2}, {Step: 7, Rule: true}}; !cmp.Equal(got, want) {
+	if got, want := ScorerPrunes(outs, 0.25, 0), []PruneAt{{Step: 4, Keep: 0.1}, {Step: 5, Keep: 0.2}, {Step: 7, Rule: true}}; !cmp.Equal(got, want) {
 		t.Errorf("decisions %v, want %v", got, want)
 	}
 	if k := e.KeepAllUSD(); !approx(k, 0.3225) {
@@ -176,7 +176,7 @@ func TestHardLimit(t *testing.T) {
 	outs := []Output{{Session: "s", Key: "A", Tokens: 100, StubTokens: 10, Offset: 10, Step: 1, CandidateFrom: 2, EndStep: 5,
 		Asks: []Ask{{Step: 2, Keep: 0, OK: true}}}}
 	c := []int{1000, 1000, 190_000, 190_000, 190_000}
-	e := mustEval(t, outs, []Session{{Name: "s", Context: c}}, DefaultOptions())
+	e := mustEval(t, outs, []Calls{{Name: "s", Context: c}}, DefaultOptions())
 	r := e.Scorer("x", 0.5)
 	// Decided at 2 (1,000 tokens, nothing pays: wait); at 3 the context is 190,000 >
 	// 180,000: applied. Token-steps 90 x 3 = 270.
@@ -207,7 +207,7 @@ func TestBaselinesHand(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		got  []Decision
+		got  []PruneAt
 		want []int
 	}{
 		// Rules: only B is rule-dead, at 4.
@@ -229,7 +229,7 @@ func TestBaselinesHand(t *testing.T) {
 	}
 }
 
-func stepsOf(ds []Decision) []int {
+func stepsOf(ds []PruneAt) []int {
 	out := make([]int, len(ds))
 	for i, d := range ds {
 		out[i] = d.Step
@@ -272,35 +272,6 @@ func TestRecommendHand(t *testing.T) {
 	}
 	if _, err := RecommendBy(sweep, 1.5, ObjectiveNet); !errors.Is(err, ErrInvalid) {
 		t.Errorf("target 1.5: err %v, want ErrInvalid", err)
-	}
-}
-
-func TestBrierAUC(t *testing.T) {
-	tests := []struct {
-		name         string
-		scores       []float64
-		labels       []bool
-		brier, auc   float64
-		nanB, nanAUC bool
-	}{
-		// (0.1² + 0.2²)/2 = 0.025; the positive outranks the negative: AUC 1.
-		{"two", []float64{0.9, 0.2}, []bool{true, false}, 0.025, 1, false, false},
-		// Pairs (pos, neg): (0.8,0.4)=1 (0.8,0.1)=1 (0.4,0.4)=½ (0.4,0.1)=1 -> 3.5/4.
-		// Brier (0.04 + 0.36 + 0.16 + 0.01)/4 = 0.1425.
-		{"tie", []float64{0.8, 0.4, 0.4, 0.1}, []bool{true, true, false, false}, 0.1425, 0.875, false, false},
-		// Inverted: AUC 0; Brier (1 + 1)/2 = 1.
-		{"inverted", []float64{0, 1}, []bool{true, false}, 1, 0, false, false},
-		{"one class", []float64{0.3, 0.7}, []bool{true, true}, (0.49 + 0.09) / 2, 0, false, true},
-		{"empty", nil, nil, 0, 0, true, true},
-	}
-	for _, tt := range tests {
-		b, a := Brier(tt.scores, tt.labels), AUC(tt.scores, tt.labels)
-		if tt.nanB != math.IsNaN(b) || !tt.nanB && !approx(b, tt.brier) {
-			t.Errorf("%s: Brier %v, want %v", tt.name, b, tt.brier)
-		}
-		if tt.nanAUC != math.IsNaN(a) || !tt.nanAUC && !approx(a, tt.auc) {
-			t.Errorf("%s: AUC %v, want %v", tt.name, a, tt.auc)
-		}
 	}
 }
 
@@ -377,7 +348,7 @@ func TestValidate(t *testing.T) {
 	if _, err := NewEvaluator(outs, nil, DefaultOptions()); !errors.Is(err, ErrNoSession) {
 		t.Errorf("no sessions: err %v, want ErrNoSession", err)
 	}
-	if _, err := NewEvaluator(outs, []Session{{Name: "s", Context: ctx(9, 1)}}, DefaultOptions()); !errors.Is(err, ErrInvalid) {
+	if _, err := NewEvaluator(outs, []Calls{{Name: "s", Context: ctx(9, 1)}}, DefaultOptions()); !errors.Is(err, ErrInvalid) {
 		t.Errorf("short context: err %v, want ErrInvalid", err)
 	}
 	dup := append(append([]Output(nil), outs...), outs[0])
@@ -402,9 +373,9 @@ func TestValidate(t *testing.T) {
 // randomRecords makes a random but valid data set: 1-3 sessions of 5-30 steps,
 // contexts up to 200,000 tokens (so the hard limit sometimes fires), outputs with
 // random protection, rules, uses and asks.
-func randomRecords(rng *rand.Rand) ([]Output, []Session) {
+func randomRecords(rng *rand.Rand) ([]Output, []Calls) {
 	var outs []Output
-	var sessions []Session
+	var sessions []Calls
 	for s := range 1 + rng.IntN(3) {
 		name := string(rune('a' + s))
 		end := 5 + rng.IntN(26)
@@ -412,7 +383,7 @@ func randomRecords(rng *rand.Rand) ([]Output, []Session) {
 		for i := range c {
 			c[i] = rng.IntN(200_000)
 		}
-		sessions = append(sessions, Session{Name: name, Context: c})
+		sessions = append(sessions, Calls{Name: name, Context: c})
 		for k := range 1 + rng.IntN(12) {
 			step := rng.IntN(end)
 			o := Output{Session: name, Key: string(rune('A' + k)), Tokens: rng.IntN(20_000), StubTokens: 40, Step: step, EndStep: end}
@@ -462,7 +433,7 @@ func TestOracleBound(t *testing.T) {
 			t.Fatalf("trial %d: oracle misses %d (decision level %d, applied %d)", trial, oracle.Misses, oracle.Decision.Misses, oracle.Applied.Misses)
 		}
 		op := stepsOf(OraclePrunes(outs))
-		check := func(name string, ds []Decision) {
+		check := func(name string, ds []PruneAt) {
 			p := stepsOf(ds)
 			r, err := e.Evaluate(name, -1, ds)
 			if err != nil {
@@ -509,7 +480,7 @@ func TestOracleBound(t *testing.T) {
 			check("recency", RecencyPrunes(outs, n))
 		}
 		check("random", RandomPrunes(outs, len(outs)/2, uint64(trial)))
-		check("keep-all", make([]Decision, len(outs)))
+		check("keep-all", make([]PruneAt, len(outs)))
 	}
 	if zeroMiss < 1000 {
 		t.Errorf("only %d zero-miss pruners tried; the property test is too weak", zeroMiss)

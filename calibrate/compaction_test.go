@@ -11,7 +11,7 @@ import (
 // the context grows 10,000 tokens per call (10,000 x s at call s), and each call
 // k = 1..9 produces a 9,000-token output (stub 100 tokens) whose message ends where
 // call k+1's context does (offset 10,000 k + 1,000). Output 2 is used at call 7.
-func growingSession() ([]Output, []Session) {
+func growingSession() ([]Output, []Calls) {
 	var outs []Output
 	for k := 1; k <= 9; k++ {
 		o := Output{Session: "g", Key: string(rune('0' + k)), Tokens: 9000, StubTokens: 100, Offset: 10_000*k + 1000,
@@ -25,7 +25,7 @@ func growingSession() ([]Output, []Session) {
 	for s := range c {
 		c[s] = 10_000 * (s + 1)
 	}
-	return outs, []Session{{Name: "g", Context: c, Provider: "anthropic", Agent: "test"}}
+	return outs, []Calls{{Name: "g", Context: c, Provider: "anthropic", Agent: "test"}}
 }
 
 // TestCompactionHand checks the compaction model against a hand computation: the
@@ -80,9 +80,9 @@ func TestCompactionHand(t *testing.T) {
 			if d := cmp.Diff(tc.keepAll, got); d != "" {
 				t.Errorf("keep-all (-want +got):\n%s", d)
 			}
-			ds := make([]Decision, len(outs))
+			ds := make([]PruneAt, len(outs))
 			for i, o := range outs {
-				ds[i] = Decision{Step: o.CandidateFrom}
+				ds[i] = PruneAt{Step: o.CandidateFrom}
 			}
 			r, err := e.Evaluate("all", -1, ds)
 			if err != nil {
@@ -127,9 +127,9 @@ func TestCompactionHardLimit(t *testing.T) {
 	opts := DefaultOptions()
 	opts.CompactionOf = func(string, int) Compaction { return Compaction{Point: 45_000, Margin: 5_000, SummaryTokens: 1000} }
 	e := mustEval(t, outs, sessions, opts)
-	ds := make([]Decision, len(outs))
+	ds := make([]PruneAt, len(outs))
 	for i, o := range outs {
-		ds[i] = Decision{Step: o.CandidateFrom, Keep: 0.1}
+		ds[i] = PruneAt{Step: o.CandidateFrom, Keep: 0.1}
 	}
 	r, err := e.Evaluate("all", -1, ds)
 	if err != nil {

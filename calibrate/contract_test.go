@@ -134,13 +134,13 @@ func TestNewEvaluatorRefuses(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		outs     []Output
-		sessions []Session
+		sessions []Calls
 		want     string
 	}{
-		{"unnamed session", outs, []Session{{Context: ctx(10, 1)}}, "sessions[0]: empty Name"},
-		{"session twice", outs, []Session{sessions[0], sessions[0]}, `sessions[1]: session "s" given twice`},
-		{"negative context", outs, []Session{{Name: "s", Context: append(ctx(9, 1), -1)}}, `session "s": Context[9] = -1 < 0`},
-		{"unknown provider", outs, []Session{{Name: "s", Context: ctx(10, 1), Provider: "mistral"}}, `session "s"`},
+		{"unnamed session", outs, []Calls{{Context: ctx(10, 1)}}, "sessions[0]: empty Name"},
+		{"session twice", outs, []Calls{sessions[0], sessions[0]}, `sessions[1]: session "s" given twice`},
+		{"negative context", outs, []Calls{{Name: "s", Context: append(ctx(9, 1), -1)}}, `session "s": Context[9] = -1 < 0`},
+		{"unknown provider", outs, []Calls{{Name: "s", Context: ctx(10, 1), Provider: "mistral"}}, `session "s"`},
 		{"two end steps", append(append([]Output(nil), outs...), Output{Session: "s", Key: "D", Step: 1, EndStep: 9}), sessions, `outputs[3]: output "D" of session "s": EndStep 9, other outputs of the session say 10`},
 		{"bad record", append(append([]Output(nil), outs...), Output{Session: "s", Key: "D", Step: 1, EndStep: 10, Tokens: -3}), sessions, `outputs[3]: calibrate: invalid input: output "D" of session "s": Tokens`},
 	} {

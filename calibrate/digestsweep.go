@@ -34,7 +34,7 @@ type DigestPoint struct {
 // the one whose Best keeps the most net token-steps out at a miss rate within
 // target (ties: the smaller budget); -1 when no budget has a Best. Errors: those
 // of NewEvaluator (ErrInvalid, ErrNoSession).
-func DigestSweep(budgets []int, outsAt func(b int) []Output, sessions []Session, opts Options, name string, cutoffs []float64, target float64) ([]DigestPoint, int, error) {
+func DigestSweep(budgets []int, outsAt func(b int) []Output, sessions []Calls, opts Options, name string, cutoffs []float64, target float64) ([]DigestPoint, int, error) {
 	var out []DigestPoint
 	rec, bestNet := -1, int64(0)
 	for _, b := range budgets {

@@ -1,9 +1,6 @@
 package calibrate
 
-import (
-	"math"
-	"sort"
-)
+import "github.com/pruneadvisor/pruneadvisor/internal/forecast"
 
 // Bin is one row of a reliability table: the OK asks whose keep-probability falls in
 // [Lo, Hi) (the last bin includes 1).
@@ -25,8 +22,8 @@ type Reliability struct {
 	N      int     `json:"n"`      // OK asks
 	Used   int     `json:"used"`   // OK asks with a positive label
 	Failed int     `json:"failed"` // asks without a score
-	Brier  float64 `json:"brier"`  // Brier score of the asks; NaN with no asks
-	AUC    float64 `json:"auc"`    // AUC of the asks; NaN without both labels
+	Brier  float64 `json:"brier"`  // Brier score of the asks (forecast.Brier); NaN with no asks
+	AUC    float64 `json:"auc"`    // AUC of the asks (forecast.AUC); NaN without both labels
 }
 
 // ReliabilityOf builds the reliability table of the asks in outs with bins
@@ -68,65 +65,7 @@ func ReliabilityOf(outs []Output, bins int) Reliability {
 			b.MeanScore = sums[i] / float64(b.N)
 		}
 	}
-	r.Brier = Brier(scores, labels)
-	r.AUC = AUC(scores, labels)
+	r.Brier = forecast.Brier(scores, labels)
+	r.AUC = forecast.AUC(scores, labels)
 	return r
-}
-
-// Brier returns the Brier score, the mean of (score - label)² with label 1 for true
-// and 0 for false (Brier 1950): 0 is perfect, 0.25 is what a constant 0.5 scores.
-// NaN for no examples; scores and labels must have equal length (extra entries of
-// the longer one are ignored).
-func Brier(scores []float64, labels []bool) float64 {
-	n := min(len(scores), len(labels))
-	if n == 0 {
-		return math.NaN()
-	}
-	var sum float64
-	for i := range n {
-		y := 0.0
-		if labels[i] {
-			y = 1
-		}
-		d := scores[i] - y
-		sum += d * d
-	}
-	return sum / float64(n)
-}
-
-// AUC returns the area under the ROC curve of scores against labels, computed as the
-// Mann-Whitney statistic: the share of (positive, negative) pairs in which the
-// positive has the higher score, ties counted half. 1 means every used output scored
-// above every unused one, 0.5 is chance. NaN when either class is empty. It runs in
-// O(n log n) by ranking with midranks for ties.
-func AUC(scores []float64, labels []bool) float64 {
-	n := min(len(scores), len(labels))
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(a, b int) bool { return scores[idx[a]] < scores[idx[b]] })
-	var pos, neg int
-	var rankSum float64 // sum of the positives' midranks (1-based)
-	for i := 0; i < n; {
-		j := i
-		for j < n && scores[idx[j]] == scores[idx[i]] {
-			j++
-		}
-		mid := float64(i+1+j) / 2 // mean of ranks i+1..j
-		for k := i; k < j; k++ {
-			if labels[idx[k]] {
-				pos++
-				rankSum += mid
-			} else {
-				neg++
-			}
-		}
-		i = j
-	}
-	if pos == 0 || neg == 0 {
-		return math.NaN()
-	}
-	u := rankSum - float64(pos)*float64(pos+1)/2
-	return u / (float64(pos) * float64(neg))
 }

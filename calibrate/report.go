@@ -142,7 +142,7 @@ type ReportConfig struct {
 // budget the user prefers), which only rises to a budget above it. It fails (ErrInvalid, ErrNoSession) on invalid
 // options, records, cutoffs, target or objective, and when a scorer's outputs are
 // not the base outputs.
-func NewReport(base []Output, sessions []Session, scorers []ScorerInput, cfg ReportConfig) (Report, error) {
+func NewReport(base []Output, sessions []Calls, scorers []ScorerInput, cfg ReportConfig) (Report, error) {
 	if cfg.Options.Budget == 0 {
 		cfg.Options = DefaultOptions()
 	}
@@ -266,7 +266,7 @@ func alignScorers(base []Output, scorers []ScorerInput) ([]ScorerInput, error) {
 }
 
 // budgetReport prices everything at budget b in window w.
-func (c *ReportConfig) budgetReport(w, b int, base []Output, sessions []Session, scorers []ScorerInput) (BudgetReport, error) {
+func (c *ReportConfig) budgetReport(w, b int, base []Output, sessions []Calls, scorers []ScorerInput) (BudgetReport, error) {
 	opts := c.Options
 	opts.Window = w
 	opts.Budget, opts.HardLimit = b, max(c.scaled(opts.HardLimit, w), b)

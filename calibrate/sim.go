@@ -223,7 +223,7 @@ func (v *view) missPhase(l *Level, ctx int, stubMisses, compactionMisses []int) 
 }
 
 // bySession groups decided steps by call for one session: step -> positions.
-func bySession(e *Evaluator, sd *sessionData, ds []Decision) map[int][]int {
+func bySession(e *Evaluator, sd *sessionData, ds []PruneAt) map[int][]int {
 	out := map[int][]int{}
 	for j, i := range sd.outs {
 		if st := ds[i].Step; st >= 1 && st <= sd.end {
@@ -246,12 +246,12 @@ func (p *immediateP) stub(v *view) []int { return p.at[v.s] }
 // baselines have no such candidates.
 type regimeP struct {
 	at      map[int][]int
-	ds      []Decision
+	ds      []PruneAt
 	pending []int // positions, ascending
 	extra   bool
 }
 
-func (e *Evaluator) regime(sd *sessionData, ds []Decision) policy {
+func (e *Evaluator) regime(sd *sessionData, ds []PruneAt) policy {
 	return &regimeP{at: bySession(e, sd, ds), ds: ds}
 }
 

@@ -29,14 +29,14 @@ var DefaultRecency = []int{5, 10, 20}
 // exponent): the cutoff itself at exponent 0), with that keep-probability, or
 // RuleDeadAt when earlier (rule-dead outputs are pruned whatever their score,
 // DESIGN.md step 6); Step 0 = never.
-func ScorerPrunes(outs []Output, cutoff, exponent float64) []Decision {
+func ScorerPrunes(outs []Output, cutoff, exponent float64) []PruneAt {
 	p := RulePrunes(outs)
 	for i := range outs {
 		c := planner.CutoffAt(cutoff, outs[i].Tokens, exponent)
 		for _, a := range outs[i].Asks {
 			if a.OK && a.Keep < c {
 				if p[i].Step == 0 || a.Step < p[i].Step {
-					p[i] = Decision{Step: a.Step, Keep: a.Keep}
+					p[i] = PruneAt{Step: a.Step, Keep: a.Keep}
 				}
 				break
 			}
@@ -47,20 +47,20 @@ func ScorerPrunes(outs []Output, cutoff, exponent float64) []Decision {
 
 // RulePrunes returns RuleDeadAt for every output, as rule decisions: the rules-only
 // baseline.
-func RulePrunes(outs []Output) []Decision {
-	p := make([]Decision, len(outs))
+func RulePrunes(outs []Output) []PruneAt {
+	p := make([]PruneAt, len(outs))
 	for i := range outs {
 		if outs[i].RuleDeadAt > 0 {
-			p[i] = Decision{Step: outs[i].RuleDeadAt, Rule: true}
+			p[i] = PruneAt{Step: outs[i].RuleDeadAt, Rule: true}
 		}
 	}
 	return p
 }
 
-// steps turns decision steps into Decisions (keep-probability 0: no score ranks
+// steps turns decision steps into PruneAts (keep-probability 0: no score ranks
 // them; the planner then takes them in session order).
-func steps(p []int) []Decision {
-	out := make([]Decision, len(p))
+func steps(p []int) []PruneAt {
+	out := make([]PruneAt, len(p))
 	for i, s := range p {
 		out[i].Step = s
 	}
@@ -73,7 +73,7 @@ func steps(p []int) []Decision {
 // and is pruned then, or at its CandidateFrom when later (same protection as the
 // advisor); never when it is never a candidate or falls out after EndStep. Rules
 // play no part. n < 1 is treated as 1.
-func RecencyPrunes(outs []Output, n int) []Decision {
+func RecencyPrunes(outs []Output, n int) []PruneAt {
 	n = max(n, 1)
 	p := make([]int, len(outs))
 	bySession := map[string][]int{}
@@ -108,7 +108,7 @@ func RecencyPrunes(outs []Output, n int) []Decision {
 // decision-level accounting of Result no pruner that prunes only eligible outputs
 // and never misses saves more token-steps: such a pruner must prune each output
 // after its last use, so no earlier than the oracle.
-func OraclePrunes(outs []Output) []Decision {
+func OraclePrunes(outs []Output) []PruneAt {
 	p := make([]int, len(outs))
 	for i := range outs {
 		o := &outs[i]
@@ -132,7 +132,7 @@ func OraclePrunes(outs []Output) []Decision {
 // pruned at its EligibleFrom step. k is capped at the number eligible. The draw is a
 // Fisher-Yates shuffle driven by PCG(seed, seed^0x9e3779b97f4a7c15), so the same
 // outputs, k and seed always give the same decisions.
-func RandomPrunes(outs []Output, k int, seed uint64) []Decision {
+func RandomPrunes(outs []Output, k int, seed uint64) []PruneAt {
 	p := make([]int, len(outs))
 	var elig []int
 	for i := range outs {
@@ -173,7 +173,7 @@ func (e *Evaluator) Sweep(name string, cutoffs []float64) []Result {
 
 // KeepAll is the do-nothing baseline: it saves nothing and misses nothing.
 func (e *Evaluator) KeepAll() Result {
-	return e.evaluate("keep-all", -1, make([]Decision, len(e.outs)))
+	return e.evaluate("keep-all", -1, make([]PruneAt, len(e.outs)))
 }
 
 // Rules is the rules-only baseline (RulePrunes).

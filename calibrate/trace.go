@@ -38,13 +38,13 @@ func (tr *Series) record(s, ctx int, rewrote, compacted, missed bool) {
 // SessionTrace is one session's context over its calls under keep-all, the
 // advisor's own rewrites and the oracle, at one budget (Traces).
 type SessionTrace struct {
-	Session string `json:"session"` // Session.Name
+	Session string `json:"session"` // Calls.Name
 	// Budget and HardLimit are the regime's, in tokens (Options.Budget, and
 	// Options.HardLimit raised to the budget when under it, as NewReport prices).
 	Budget    int `json:"budget"`
 	HardLimit int `json:"hard_limit"`
 	// KeepAll[s-1] is the context keep-all sends at call s, in tokens:
-	// Session.Context until the session's agent compacts (Options.CompactionOf),
+	// Calls.Context until the session's agent compacts (Options.CompactionOf),
 	// then what the compaction left plus the growth; KeepAllCompactions are the
 	// calls before which it compacted, ascending.
 	KeepAll            []int `json:"keep_all"`
@@ -68,14 +68,14 @@ type SessionTrace struct {
 // under it, as NewReport does at each budget. A session none of whose outputs is
 // given (it has none) keeps its whole context under every pruner. Errors: those of
 // NewEvaluator and Evaluator.Applied (ErrInvalid, ErrNoSession).
-func Traces(outputs []Output, sessions []Session, opts Options, appliedAt []int) ([]SessionTrace, error) {
+func Traces(outputs []Output, sessions []Calls, opts Options, appliedAt []int) ([]SessionTrace, error) {
 	opts.HardLimit = max(opts.HardLimit, opts.Budget)
 	opts.PerSession = false
 	e, err := NewEvaluator(outputs, sessions, opts)
 	if err != nil {
 		return nil, err
 	}
-	var advisor []Decision
+	var advisor []PruneAt
 	if appliedAt != nil {
 		if _, err := e.Applied("advisor", appliedAt); err != nil {
 			return nil, err

@@ -12,7 +12,7 @@ import (
 // keeps its whole context.
 func TestTraces(t *testing.T) {
 	outs, sessions := anchorSession()
-	sessions = append(sessions, Session{Name: "empty", Context: []int{5, 7, 9}})
+	sessions = append(sessions, Calls{Name: "empty", Context: []int{5, 7, 9}})
 	opts := DefaultOptions()
 	opts.Budget = 60_000
 	applied := make([]int, len(outs))

@@ -3,8 +3,10 @@
 // (evidence.go). Replay records what calibration and back-off tuning need: every
 // ask and decision the advisor made, the evidence of every output's later use, and
 // per-output and per-step facts (Record). The replay command stores Records through
-// a Sink (storage.DB implements it); the calibrate and backoff commands read them
-// back and turn them into calibrate records (CalibrateOutputs).
+// a Sink (storage.DB implements it); the calibrate, fit and backoff commands read
+// them back, and package tuning turns them into calibrate records, training rows
+// and schedule comparisons. This package only replays: it imports neither
+// calibrate nor tuning.
 //
 // Replay never writes originals or stubs: a pruned output's original is the
 // session file itself. It runs the advisor with an in-memory store, and with a
@@ -158,7 +160,7 @@ type Record struct {
 // Duration is the wall time the replay took.
 func (r *Record) Duration() time.Duration { return r.Finished.Sub(r.Started) }
 
-// OutputFacts are the per-output facts calibrate needs. Steps are advisor steps;
+// OutputFacts are the per-output facts calibration needs. Steps are advisor steps;
 // 0 means never.
 type OutputFacts struct {
 	Key     string // transcript.ToolOutput.Key
@@ -229,6 +231,47 @@ type TimeStats struct {
 
 // Bad returns the number of steps counted.
 func (t TimeStats) Bad() int { return t.Missing + t.Unordered + t.Future }
+
+// AppliedSteps returns, for each of r's outputs in order, the step at which the
+// advisor's stub was applied (OutputFacts.PrunedAt; 0 = never): what the advisor
+// really did, for calibrate.Evaluator.Applied.
+func (r *Record) AppliedSteps() []int {
+	out := make([]int, len(r.Outputs))
+	for i, f := range r.Outputs {
+		out[i] = f.PrunedAt
+	}
+	return out
+}
+
+// Agent returns the agent of r's session: the config's Agent when set, else the
+// one its format names (advisor.AgentOf); the agent the replay's advisor took its
+// hard limit from.
+func (r *Record) Agent() string {
+	if a := r.Settings.Config.Agent; a != "" {
+		return a
+	}
+	return advisor.AgentOf(r.Format)
+}
+
+// StubDigest returns the tokens of the stub the advisor with cfg gives output f
+// without its digest (advisor.StubTokens; 0 for an output never stubbed: neither
+// a candidate nor rule-dead) and the digest budget that stub has when the
+// configured budget is b tokens (advisor.DigestBudget, StubMaxShare applied): 0
+// for an output that is never a candidate or that the rules kill, whose stub has
+// no digest (its content is in context again). The one rule the replay's stub
+// sizes (OutputFacts.StubTokens), the calibrate records of another digest budget
+// and the digest coverage (package tuning) share.
+func StubDigest(cfg advisor.Config, f *OutputFacts, b int) (base, budget int) {
+	if f.CandidateFrom == 0 && f.RuleDeadAt == 0 {
+		return 0, 0
+	}
+	base = advisor.StubTokens(cfg, f.Tool, f.Summary, f.Tokens)
+	if f.CandidateFrom == 0 || f.RuleDeadAt > 0 {
+		return base, 0
+	}
+	cfg.DigestTokens = b
+	return base, advisor.DigestBudget(cfg, base, f.Tokens)
+}
 
 // SavedTokenSteps returns the token-steps the applied stubs saved over the session:
 // the sum over steps of ContextTokens - AppliedTokens.

@@ -13,7 +13,6 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
-	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/tokencount"
@@ -164,31 +163,6 @@ func TestReplayFacts(t *testing.T) {
 		t.Errorf("name %q format %q, want port.json and openai", rec.Name, rec.Format)
 	}
 
-	// Calibrate records: asks within the candidate window, counting uses only.
-	cal := rec.CalibrateOutputs()
-	for i := range cal {
-		if err := cal[i].Validate(); err != nil {
-			t.Error(err)
-		}
-	}
-	if got := cal[0].Uses; !cmp.Equal(got, []int{6}) {
-		t.Errorf("call_1 uses = %v, want [6]", got)
-	}
-	if got := cal[2].Uses; len(got) != 0 {
-		t.Errorf("call_3 uses = %v, want none (its re-read at step 5 is not a use)", got)
-	}
-	if got := len(cal[0].Asks); got != 1 || cal[0].Asks[0].Step != 5 {
-		t.Errorf("call_1 asks = %+v, want one at step 5", cal[0].Asks)
-	}
-	sess := rec.CalibrateSession()
-	if sess.Name != rec.ContentHash || len(sess.Context) != 10 || sess.Context[9] != rec.StepFacts[9].ContextTokens {
-		t.Errorf("calibrate session %s with %d steps, want the content hash and 10 steps", sess.Name, len(sess.Context))
-	}
-	wantD := make([]calibrate.Decision, 9)
-	wantD[2] = calibrate.Decision{Step: 7, Rule: true}
-	if got := rec.PendingDecisions(); !cmp.Equal(got, wantD) {
-		t.Errorf("pending decisions = %v, want %v", got, wantD)
-	}
 	if got := rec.AppliedSteps(); !cmp.Equal(got, make([]int, 9)) {
 		t.Errorf("applied steps = %v, want none", got)
 	}
@@ -322,120 +296,6 @@ func TestSettings(t *testing.T) {
 	a, b := SessionID("c1", "s1"), SessionID("c1", "s2")
 	if a == b || a == SessionID("c2", "s1") || a != SessionID("c1", "s1") || len(a) != len("replay-")+20 {
 		t.Errorf("session ids %s %s: want distinct per (content, settings), stable, 27 characters", a, b)
-	}
-}
-
-// TestCompareSchedules works through three schedules over one hand-made session
-// (end step 10, context 1,000 tokens everywhere) of three outputs, all candidates
-// from step 3:
-//
-//	a: 100 tokens, used at step 6; b: 200 tokens, never used; c: 300 tokens, never used.
-//
-// Prune (pending) steps: reference "1": a 4, b 5, c 0. Schedule "3": a 6 (later),
-// b 5, c 8 (changed: pruned only here). Schedule "3,6": a 4, b 3 (earlier), c 0.
-// Decision-level token-steps (pruned at p, saved until the first use at or after p,
-// else to step 11): "1": a 100x(6-4) + b 200x(11-5) = 1,400, misses 1 (a) of 2;
-// "3": a used at 6 >= 6 so 100x0, b 1,200, c 300x3 = 900, total 2,100, misses 1 of 3;
-// "3,6": a 200 + b 200x8 = 1,600 + 200 = 1,800, misses 1 of 2.
-// Later: "3" has a (4 -> 6): 200 - 0 = 200 token-steps lost. Asks and tokens: "1"
-// 9 asks x 10 tokens, "3" 5 x 10, "3,6" 4 x 10.
-// Recommendation with tolerance 0.02: floor 0.98 x 1,400 = 1,372 and at most 1
-// miss: "3" (2,100, 1 miss) and "3,6" (1,800, 1 miss) qualify with "1"; fewest
-// scorer tokens: "3,6" (40).
-func TestCompareSchedules(t *testing.T) {
-	mk := func(schedule string, pending [3]int, asks int) ScheduleRun {
-		rec := &Record{ID: "s", Path: "s.json", ContentHash: "h", Steps: 10}
-		for i, k := range []string{"a", "b", "c"} {
-			rec.Outputs = append(rec.Outputs, OutputFacts{Key: k, Tokens: 100 * (i + 1), Step: 1, CandidateFrom: 3, PendingAt: pending[i], EndStep: 10})
-		}
-		for s := 1; s <= 10; s++ {
-			rec.StepFacts = append(rec.StepFacts, StepFacts{Step: s, ContextTokens: 1000, AppliedTokens: 1000})
-		}
-		for i := range asks {
-			rec.Asks = append(rec.Asks, advisor.AskRecord{OutputKey: "a", Step: 3 + i%8, OK: true, Score: 0.5, Tokens: 10})
-		}
-		rec.Evidence = []evidence.Use{{Key: "a", Step: 6, Kind: evidence.UseName, Weight: 1}}
-		return ScheduleRun{Schedule: schedule, Records: []*Record{rec}}
-	}
-	runs := []ScheduleRun{mk("1", [3]int{4, 5, 0}, 9), mk("3", [3]int{6, 5, 8}, 5), mk("3,6", [3]int{4, 3, 0}, 4)}
-	rep, err := CompareSchedules(runs, 0.25, calibrate.DefaultOptions(), 0.02)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type row struct {
-		Schedule         string
-		Asks             int
-		Tokens           int64
-		Later            int
-		LaterTS          int64
-		Earlier, Changed int
-		Pruned, Misses   int
-		TokenSteps       int64
-		Candidates       int
-		AsksPerCandidate float64
-	}
-	var got []row
-	for _, r := range rep.Results {
-		got = append(got, row{r.Schedule, r.Asks, r.ScorerTokens, r.Later, r.LaterTokenSteps, r.Earlier, r.Changed,
-			r.Result.Pruned, r.Result.Misses, r.Result.TokenSteps, r.Candidates, r.AsksPerCandidate})
-	}
-	want := []row{
-		{"1", 9, 90, 0, 0, 0, 0, 2, 1, 1400, 3, 3},
-		{"3", 5, 50, 1, 200, 0, 1, 3, 1, 2100, 3, 5.0 / 3},
-		{"3,6", 4, 40, 0, 0, 1, 0, 2, 1, 1800, 3, 4.0 / 3},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("results (-want +got):\n%s", diff)
-	}
-	if rep.Recommended != "3,6" || rep.Reference != "1" {
-		t.Errorf("recommended %q (reference %q), want \"3,6\" (\"1\"): %s", rep.Recommended, rep.Reference, rep.Reason)
-	}
-	// A schedule giving up more than the tolerance is not recommended, nor one
-	// with more misses.
-	runs[2] = mk("3,6", [3]int{0, 3, 0}, 4) // only b: 1,600 token-steps, no miss
-	runs[1] = mk("3", [3]int{0, 0, 0}, 5)   // nothing pruned
-	rep, err = CompareSchedules(runs, 0.25, calibrate.DefaultOptions(), 0.0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Recommended != "3,6" {
-		t.Errorf("tolerance 0: recommended %q, want \"3,6\" (saves 1,600 >= 1,400 with miss rate 0)", rep.Recommended)
-	}
-	rep, err = CompareSchedules(runs[:2], 0.25, calibrate.DefaultOptions(), 0.5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Recommended != "1" {
-		t.Errorf("\"3\" saves nothing: recommended %q, want the reference", rep.Recommended)
-	}
-	more := mk("2", [3]int{4, 4, 0}, 1) // a and b at 4: 200 + 1,400 = 1,600, 1 miss
-	more.Records[0].Evidence = append(more.Records[0].Evidence, evidence.Use{Key: "b", Step: 9, Kind: evidence.UseName, Weight: 1})
-	ref := mk("1", [3]int{4, 5, 0}, 9)
-	ref.Records[0].Evidence = more.Records[0].Evidence // b used at 9: the reference misses it too
-	rep, err = CompareSchedules([]ScheduleRun{ref, more}, 0.25, calibrate.DefaultOptions(), 0.02)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Recommended != "2" || rep.Results[0].Result.Misses != 2 || rep.Results[1].Result.Misses != 2 {
-		t.Errorf("equal misses (%d, %d): recommended %q, want \"2\" (fewer tokens, %d >= 98%% of %d token-steps)",
-			rep.Results[0].Result.Misses, rep.Results[1].Result.Misses, rep.Recommended, rep.Results[1].Result.TokenSteps, rep.Results[0].Result.TokenSteps)
-	}
-	// b used at step 4: pruned at 5 (reference) it is not a miss, pruned at 4 it is.
-	extra, ref2 := mk("2", [3]int{4, 4, 0}, 1), mk("1", [3]int{4, 5, 0}, 9)
-	ev := []evidence.Use{{Key: "a", Step: 6, Kind: evidence.UseName, Weight: 1}, {Key: "b", Step: 4, Kind: evidence.UseName, Weight: 1}}
-	extra.Records[0].Evidence, ref2.Records[0].Evidence = ev, ev
-	rep, err = CompareSchedules([]ScheduleRun{ref2, extra}, 0.25, calibrate.DefaultOptions(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Recommended != "1" {
-		t.Errorf("\"2\" misses b (used at 4, pruned at 4): recommended %q, want the reference", rep.Recommended)
-	}
-	// Misaligned runs are refused.
-	bad := mk("2", [3]int{0, 0, 0}, 1)
-	bad.Records[0].ContentHash = "other"
-	if _, err := CompareSchedules([]ScheduleRun{runs[0], bad}, 0.25, calibrate.DefaultOptions(), 0.02); err == nil {
-		t.Error("runs over different sessions were compared")
 	}
 }
 

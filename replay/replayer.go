@@ -204,20 +204,11 @@ func (r *Replayer) Consume(ctx context.Context, src *Source) (*Record, error) {
 	return r.replay(ctx, src, true)
 }
 
-// replay is Replay and, with consume, Consume.
+// replay is Replay and, with consume, Consume: it starts the record and the
+// advisor, simulates the session step by step through a folder, and finishes the
+// record with the advisor's asks, decisions and use history.
 func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Record, error) {
-	started := time.Now()
-	settings := r.Settings()
-	rec := &Record{
-		Path: absPath(src.Path), Name: filepath.Base(src.Path), Format: src.Session.Format,
-		ContentHash: src.ContentHash, Settings: settings, SettingsHash: settings.Hash(),
-		Skipped: src.Session.Skipped, Started: started,
-	}
-	rec.ID = SessionID(rec.ContentHash, rec.SettingsHash)
-	rec.Provider = advisor.ProviderOf(src.Session.Format)
-	if r.Config.Provider != "" {
-		rec.Provider = prices.Provider(r.Config.Provider)
-	}
+	rec := r.newRecord(src)
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
@@ -226,28 +217,9 @@ func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Reco
 	rec.Times = tstats
 	store := newMemStore()
 	m := &meter{inner: r.Scorer, sizer: r.Sizer}
-	var scorer advisor.Scorer
-	if r.Scorer != nil {
-		scorer = m
-	}
-	// The session's agent sets its hard limit (its compaction point), as wrap
-	// tells the live proxy, unless the config names one.
-	cfg := r.Config
-	if cfg.Agent == "" {
-		cfg.Agent = advisor.AgentOf(src.Session.Format)
-	}
-	adv, err := advisor.New(cfg, scorer, store)
+	adv, err := r.newAdvisor(src, store, m)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
-	}
-	adv.Background = r.background()
-	adv.AskLag = r.AskLag
-	if adv.AskLatency, adv.AskMeasured, err = ParseAskLatency(r.AskLatency); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
-	}
-	adv.Logger = r.Logger
-	if adv.Logger == nil {
-		adv.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		return nil, err
 	}
 	step := 0
 	adv.Clock = func() time.Time {
@@ -280,6 +252,53 @@ func (r *Replayer) replay(ctx context.Context, src *Source, consume bool) (*Reco
 	}
 	rec.Finished = time.Now()
 	return rec, nil
+}
+
+// newRecord starts the record of a replay of src under r: its file, settings,
+// session id and provider (the config's, else the one its format implies).
+func (r *Replayer) newRecord(src *Source) *Record {
+	settings := r.Settings()
+	rec := &Record{
+		Path: absPath(src.Path), Name: filepath.Base(src.Path), Format: src.Session.Format,
+		ContentHash: src.ContentHash, Settings: settings, SettingsHash: settings.Hash(),
+		Skipped: src.Session.Skipped, Started: time.Now(),
+	}
+	rec.ID = SessionID(rec.ContentHash, rec.SettingsHash)
+	rec.Provider = advisor.ProviderOf(src.Session.Format)
+	if r.Config.Provider != "" {
+		rec.Provider = prices.Provider(r.Config.Provider)
+	}
+	return rec
+}
+
+// newAdvisor builds the advisor of one replay of src: r's config with the
+// session's agent when the config names none (its hard limit, as wrap tells the
+// live proxy), scoring through m (nil without a scorer) into store, with r's word
+// statistics, modelled ask lag and logger (discarding by default). Errors wrap
+// ErrSettings.
+func (r *Replayer) newAdvisor(src *Source, store *memStore, m *meter) (*advisor.Advisor, error) {
+	var scorer advisor.Scorer
+	if r.Scorer != nil {
+		scorer = m
+	}
+	cfg := r.Config
+	if cfg.Agent == "" {
+		cfg.Agent = advisor.AgentOf(src.Session.Format)
+	}
+	adv, err := advisor.New(cfg, scorer, store)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
+	}
+	adv.Background = r.background()
+	adv.AskLag = r.AskLag
+	if adv.AskLatency, adv.AskMeasured, err = ParseAskLatency(r.AskLatency); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
+	}
+	adv.Logger = r.Logger
+	if adv.Logger == nil {
+		adv.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return adv, nil
 }
 
 // folder turns the advisor's plans into a Record's facts, one step at a time. It
@@ -524,7 +543,7 @@ func (f *folder) finish(tr *evidence.Tracker) error {
 		// The stub, with the digest it would carry at most: its budget, or the
 		// whole digest.
 		cfg := f.rec.Settings.Config
-		base, budget := stubDigest(cfg, &f.facts[i], cfg.DigestTokens)
+		base, budget := StubDigest(cfg, &f.facts[i], cfg.DigestTokens)
 		f.facts[i].StubTokens = base + min(budget, f.facts[i].DigestTokens)
 	}
 	rec.Outputs = f.facts

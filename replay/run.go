@@ -172,38 +172,46 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 	var sum Summary
 	found, skips, ignored, fails := Discover(paths)
 	sum.Found, sum.Skips, sum.Ignored, sum.Failures = len(found), skips, ignored, fails
+	jobs, total, err := r.plan(ctx, found, &sum)
+	if err != nil {
+		sum.Duration = time.Since(start)
+		return sum, err
+	}
+	run := &running{r: r, sum: &sum, ev: Event{Kind: EventPlanned, Total: len(jobs), Bytes: total}}
+	run.emit()
+	results := r.start(ctx, jobs, &run.steps)
+	interrupted := run.collect(ctx, results)
+	sum.Duration = time.Since(start)
+	if err := ctx.Err(); err != nil || interrupted {
+		if err == nil {
+			err = context.Canceled
+		}
+		return sum, err
+	}
+	return sum, nil
+}
 
+// plan returns the jobs of a run among the files found, with their total size:
+// the files of the runner's shard that are sessions, not duplicates of an earlier
+// file and not already stored under the settings (Sink.ReplayDone); the others
+// are counted in sum. Neither the hash nor detection holds the whole file (a
+// session may be hundreds of megabytes): the hash streams it, detection reads its
+// head. The error is ctx's, when cancelled.
+func (r *Runner) plan(ctx context.Context, found []Found, sum *Summary) ([]job, int64, error) {
 	settingsHash := r.Replayer.Settings().Hash()
 	var jobs []job
 	var total int64
 	seen := map[string]string{}
 	for _, f := range found {
 		if err := ctx.Err(); err != nil {
-			sum.Duration = time.Since(start)
-			return sum, err
+			return nil, 0, err
 		}
 		if !r.Shard.Has(f.Path) {
 			sum.OtherShards++
 			continue
 		}
-		// Neither the hash nor detection holds the whole file (a session may be
-		// hundreds of megabytes): the hash streams it, detection reads its head.
-		hash, size, err := hashFile(f.Path)
-		if err != nil {
-			sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: err})
-			continue
-		}
-		if _, err := transcript.DetectFile(f.Path); err != nil {
-			if !errors.Is(err, transcript.ErrUnknownFormat) && !errors.Is(err, transcript.ErrEmpty) {
-				sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: err})
-				continue
-			}
-			if f.Explicit {
-				sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: notSessionError(f.Path, err)})
-			} else {
-				sum.NotSessions++
-				sum.Skips = append(sum.Skips, Skip{Path: f.Path, Reason: "not a session: no reader recognises the content"})
-			}
+		hash, size, ok := sum.examine(f)
+		if !ok {
 			continue
 		}
 		if first, ok := seen[hash]; ok {
@@ -215,8 +223,7 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 		done, err := r.Sink.ReplayDone(ctx, hash, settingsHash)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
-				sum.Duration = time.Since(start)
-				return sum, cerr
+				return nil, 0, cerr
 			}
 			sum.Failures = append(sum.Failures, Failure{Path: f.Path, Err: err})
 			continue
@@ -229,21 +236,44 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 		jobs = append(jobs, job{Found: f, hash: hash})
 		total += f.Size
 	}
+	return jobs, total, nil
+}
 
-	ev := Event{Kind: EventPlanned, Total: len(jobs), Bytes: total}
-	emit := func(e Event) {
-		if r.Events != nil {
-			r.Events(e)
-		}
+// examine hashes a found file and detects its format: ok when it may be a
+// session; otherwise it is counted in s as a failure (it cannot be read, or it
+// was given by name and is no session) or a skip (found by a walk, no reader
+// recognises it).
+func (s *Summary) examine(f Found) (hash string, size int64, ok bool) {
+	hash, size, err := hashFile(f.Path)
+	if err != nil {
+		s.Failures = append(s.Failures, Failure{Path: f.Path, Err: err})
+		return "", 0, false
 	}
-	emit(ev)
+	if _, err := transcript.DetectFile(f.Path); err != nil {
+		switch {
+		case !errors.Is(err, transcript.ErrUnknownFormat) && !errors.Is(err, transcript.ErrEmpty):
+			s.Failures = append(s.Failures, Failure{Path: f.Path, Err: err})
+		case f.Explicit:
+			s.Failures = append(s.Failures, Failure{Path: f.Path, Err: notSessionError(f.Path, err)})
+		default:
+			s.NotSessions++
+			s.Skips = append(s.Skips, Skip{Path: f.Path, Reason: "not a session: no reader recognises the content"})
+		}
+		return "", 0, false
+	}
+	return hash, size, true
+}
 
+// start replays jobs on Workers goroutines (each session by one goroutine from
+// start to end), counting every step replayed in steps, and returns their
+// outcomes, closed when every worker is done. Once ctx is cancelled no job is
+// started.
+func (r *Runner) start(ctx context.Context, jobs []job, steps *atomic.Int64) <-chan outcome {
 	workers := r.Workers
 	if workers < 1 {
 		workers = runtime.NumCPU()
 	}
 	workers = min(workers, max(len(jobs), 1))
-	var steps atomic.Int64
 	rp := *r.Replayer
 	prev := rp.OnStep
 	rp.OnStep = func(path string, step int) {
@@ -279,72 +309,99 @@ func (r *Runner) Run(ctx context.Context, paths []string) (Summary, error) {
 		wg.Wait()
 		close(results)
 	}()
+	return results
+}
 
+// running is a run's progress while its sessions are replayed: the summary, the
+// latest event (its running totals) and the steps replayed so far.
+type running struct {
+	r     *Runner
+	sum   *Summary
+	ev    Event
+	steps atomic.Int64
+}
+
+// emit sends the current event to Runner.Events, when set.
+func (run *running) emit() {
+	if run.r.Events != nil {
+		run.r.Events(run.ev)
+	}
+}
+
+// collect folds every outcome into the summary and events as it arrives, with an
+// EventTick every TickEvery, until results is closed; interrupted reports that a
+// session was abandoned because ctx was cancelled.
+func (run *running) collect(ctx context.Context, results <-chan outcome) (interrupted bool) {
 	tick := time.NewTicker(TickEvery)
 	defer tick.Stop()
-	interrupted := false
-	for open := true; open; {
+	for {
 		select {
 		case res, ok := <-results:
 			if !ok {
-				open = false
-				break
+				return interrupted
 			}
-			ev.Done++
-			ev.BytesDone += res.Size
-			ev.Steps = steps.Load()
-			ev.Path, ev.Record, ev.Err = res.Path, nil, nil
-			switch {
-			case res.err == nil:
-				ev.Kind, ev.Record = EventDone, res.rec
-				sum.Replayed++
-				sum.Bytes += res.Size
-				sum.Steps += res.rec.Steps
-				sum.Outputs += len(res.rec.Outputs)
-				sum.Asks += len(res.rec.Asks)
-				sum.countFailures(res.Path, res.rec)
-				sum.Evidence += len(res.rec.Evidence)
-				sum.SkippedLine += res.rec.Skipped
-				for _, o := range res.rec.Outputs {
-					if o.PrunedAt > 0 {
-						sum.Pruned++
-					}
-				}
-			case ctx.Err() != nil:
-				// Cancelled: whatever the error says (a context error, or the
-				// driver's "interrupted"), the session is abandoned, not failed.
-				interrupted = true
-				continue
-			case errors.Is(res.err, ErrNotSession) && !res.Explicit:
-				// Found by a walk, recognised by its first bytes, but holding no
-				// session (an empty Claude Code or Gemini CLI file): skipped, as
-				// files no reader recognises are.
-				sum.NotSessions++
-				reason := "not a session: " + res.err.Error()
-				if errors.Is(res.err, transcript.ErrEmpty) {
-					reason = "not a session: it holds no messages"
-				}
-				sum.Skips = append(sum.Skips, Skip{Path: res.Path, Reason: reason})
-				continue
-			default:
-				ev.Kind, ev.Err = EventFailed, res.err
-				sum.Failures = append(sum.Failures, Failure{Path: res.Path, Err: res.err})
+			event, abandoned := run.outcome(ctx, res)
+			if event {
+				run.emit()
 			}
-			emit(ev)
+			interrupted = interrupted || abandoned
 		case <-tick.C:
-			ev.Kind, ev.Path, ev.Record, ev.Err = EventTick, "", nil, nil
-			ev.Steps = steps.Load()
-			emit(ev)
+			run.ev.Kind, run.ev.Path, run.ev.Record, run.ev.Err = EventTick, "", nil, nil
+			run.ev.Steps = run.steps.Load()
+			run.emit()
 		}
 	}
-	sum.Duration = time.Since(start)
-	if err := ctx.Err(); err != nil || interrupted {
-		if err == nil {
-			err = context.Canceled
+}
+
+// outcome folds one session's outcome into the summary and the event: done
+// (EventDone), failed (EventFailed), or, without an event, abandoned because ctx
+// was cancelled (whatever the error says: a context error, or the driver's
+// "interrupted"; nothing of it is stored) or, found by a walk and recognised by
+// its first bytes, holding no session (an empty Claude Code or Gemini CLI file:
+// skipped, as files no reader recognises are).
+func (run *running) outcome(ctx context.Context, res outcome) (event, abandoned bool) {
+	sum, ev := run.sum, &run.ev
+	ev.Done++
+	ev.BytesDone += res.Size
+	ev.Steps = run.steps.Load()
+	ev.Path, ev.Record, ev.Err = res.Path, nil, nil
+	switch {
+	case res.err == nil:
+		ev.Kind, ev.Record = EventDone, res.rec
+		sum.add(res.Path, res.Size, res.rec)
+	case ctx.Err() != nil:
+		return false, true
+	case errors.Is(res.err, ErrNotSession) && !res.Explicit:
+		sum.NotSessions++
+		reason := "not a session: " + res.err.Error()
+		if errors.Is(res.err, transcript.ErrEmpty) {
+			reason = "not a session: it holds no messages"
 		}
-		return sum, err
+		sum.Skips = append(sum.Skips, Skip{Path: res.Path, Reason: reason})
+		return false, false
+	default:
+		ev.Kind, ev.Err = EventFailed, res.err
+		sum.Failures = append(sum.Failures, Failure{Path: res.Path, Err: res.err})
 	}
-	return sum, nil
+	return true, false
+}
+
+// add counts one session replayed and committed: its bytes, steps, outputs,
+// asks, scorer failures, evidence, skipped lines and pruned outputs.
+func (s *Summary) add(path string, size int64, rec *Record) {
+	s.Replayed++
+	s.Bytes += size
+	s.Steps += rec.Steps
+	s.Outputs += len(rec.Outputs)
+	s.Asks += len(rec.Asks)
+	s.countFailures(path, rec)
+	s.Evidence += len(rec.Evidence)
+	s.SkippedLine += rec.Skipped
+	for _, o := range rec.Outputs {
+		if o.PrunedAt > 0 {
+			s.Pruned++
+		}
+	}
 }
 
 // countFailures adds the scorer failures of rec, replayed from path.

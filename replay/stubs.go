@@ -1,9 +1,6 @@
 package replay
 
-import (
-	"github.com/pruneadvisor/pruneadvisor/advisor"
-	"github.com/pruneadvisor/pruneadvisor/calibrate"
-)
+import "github.com/pruneadvisor/pruneadvisor/advisor"
 
 // Stub is one output the advisor stubbed in a replay: what the report page's table
 // of stubs lists.
@@ -64,60 +61,4 @@ func (r *Record) Stubs() []Stub {
 			Tokens: f.Tokens, StubTokens: f.StubTokens, Reason: w.reason, Score: w.score, RecallID: advisor.RecallID(r.ID, f.Key)})
 	}
 	return out
-}
-
-// Calibration is what `pruneadvisor calibrate --json` prints and what the report
-// page shows (package report): one type, built by one function, so the two cannot
-// disagree. Its JSON field names are calibrate --json's.
-type Calibration struct {
-	// DB is the store read, its password redacted (storage.Redact).
-	DB string `json:"db"`
-	// Groups labels each replay group read (scorer, settings hash, cutoff,
-	// schedule, sessions).
-	Groups []string `json:"replays"`
-	// Sessions are the sessions calibrated on (their paths), in the order of the
-	// report's per-session rows.
-	Sessions []string `json:"sessions"`
-	// Dropped and Omitted are the sessions and the baselines left out, each with
-	// the reason.
-	Dropped []string `json:"dropped,omitempty"`
-	Omitted []string `json:"omitted_baselines,omitempty"`
-	// Report is the calibration itself (calibrate.NewReport).
-	Report calibrate.Report `json:"report"`
-	// Chosen is the scorer whose recommendation --write-config writes; Wrote the
-	// config file written ("" when none).
-	Chosen string `json:"chosen_scorer,omitempty"`
-	Wrote  string `json:"wrote_config,omitempty"`
-	// Digests is the stub digests' coverage by format (DigestCoverage), "all" last;
-	// DigestBudget the budget it recommends (-1: none).
-	Digests      []*DigestRow `json:"digests"`
-	DigestBudget int          `json:"digest_budget_recommended"`
-	// DigestSweep is the chosen scorer's front at each of DigestBudgets, at the
-	// replay's own budget (calibrate.DigestSweep; calibrate only, not the
-	// report), and DigestSweepBudget the budget it recommends (-1: none).
-	DigestSweep       []calibrate.DigestPoint `json:"digest_sweep,omitempty"`
-	DigestSweepBudget int                     `json:"digest_sweep_recommended,omitempty"`
-	// LagCost compares the replays that differ only in their modelled ask lag
-	// (replay --ask-lag, --ask-latency), the one without first: the advisor's own
-	// rewrites under each (LagRow; calibrate only, not the report). Absent when no
-	// selected replay has a lag.
-	LagCost []LagRow `json:"lag_cost,omitempty"`
-}
-
-// LagRow is what the advisor did under one replay of a lag comparison
-// (calibrate's "what the ask lag costs", Calibration.LagCost): its own rewrites (the applied stub
-// steps) priced at the replay's budget. The flat figures are the decision-level
-// ones of calibrate.Result at those steps.
-type LagRow struct {
-	Replay     string  `json:"replay"`      // the group's label
-	Lag        string  `json:"lag"`         // "none", "2 steps", "3s", "measured", or both
-	Pruned     int     `json:"pruned"`      // outputs stubbed
-	Misses     int     `json:"misses"`      // stubbed outputs used at or after their stub step
-	MissRate   float64 `json:"miss_rate"`   // Misses / Pruned
-	TokenSteps int64   `json:"token_steps"` // token-steps the stubs saved
-	// LostTokenSteps is the no-lag replay's TokenSteps less this one's (0 for
-	// it, and when there is none).
-	LostTokenSteps int64   `json:"lost_token_steps"`
-	NetUSD         float64 `json:"net_usd"` // keep-all's price less the advisor's, recalls included
-	Rewrites       int     `json:"rewrites"`
 }

@@ -7,7 +7,7 @@
 // (CSP); the pages load nothing else.
 //
 // Every figure on a page is read from the structure the command line prints for
-// the same data: replay.Calibration (what `calibrate --json` prints) and
+// the same data: tuning.Calibration (what `calibrate --json` prints) and
 // calibrate.SessionTrace for the report; advisor.Plan (what /v1/advise returns)
 // and ledger.SessionTotals (what `ledger --json` prints) for the live page. Each figure
 // carries its JSON path and exact value in data attributes (data-field,
@@ -15,7 +15,7 @@
 // here prices, sums or simulates; the one ratio drawn (the Pareto front's share of
 // the oracle's token-steps) is of two figures of the JSON, both in its tooltip.
 //
-// The package imports the domain (calibrate, replay, advisor, ledger), not
+// The package imports the domain (calibrate, replay, tuning, advisor, ledger), not
 // net/http: server serves the live page, the command writes the report.
 package report
 
@@ -31,6 +31,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/replay"
+	"github.com/pruneadvisor/pruneadvisor/tuning"
 )
 
 //go:embed templates/*.html
@@ -94,7 +95,7 @@ func newPage(title string, refresh int) page {
 // per-session traces and stubs of the same replays.
 type Data struct {
 	// Calibration is what `calibrate --json` prints for the store (required).
-	Calibration *replay.Calibration
+	Calibration *tuning.Calibration
 	// Traces holds one trace per Calibration.Sessions entry, in the same order
 	// (calibrate.Traces over the same records), at Budget.
 	Traces []calibrate.SessionTrace

@@ -20,6 +20,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/ledger"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/report"
+	"github.com/pruneadvisor/pruneadvisor/tuning"
 )
 
 // nasty is a name that would run as script, break out of an attribute or confuse
@@ -42,7 +43,7 @@ func sampleNamed(t *testing.T, nasty string) report.Data {
 		outs = append(outs, calibrate.Output{Session: "h1", Key: string(rune('a' + k)), Tokens: 20_000, StubTokens: 40,
 			Offset: 1000 + 20_000*(k-1), Step: k, EndStep: 12, CandidateFrom: k + 1, Uses: usesOf(k)})
 	}
-	sessions := []calibrate.Session{{Name: "h1", Context: ctx}, {Name: "h2", Context: []int{10, 20}}}
+	sessions := []calibrate.Calls{{Name: "h1", Context: ctx}, {Name: "h2", Context: []int{10, 20}}}
 	opts := calibrate.DefaultOptions()
 	applied := make([]int, len(outs))
 	applied[0], applied[1] = 6, 6
@@ -58,7 +59,7 @@ func sampleNamed(t *testing.T, nasty string) report.Data {
 		t.Fatal(err)
 	}
 	return report.Data{
-		Calibration: &replay.Calibration{DB: "/tmp/" + nasty + ".db", Groups: []string{"fitted " + nasty}, Sessions: []string{"/s/" + nasty + ".jsonl", "/s/plain.jsonl"}, Report: rep, DigestBudget: 64},
+		Calibration: &tuning.Calibration{DB: "/tmp/" + nasty + ".db", Groups: []string{"fitted " + nasty}, Sessions: []string{"/s/" + nasty + ".jsonl", "/s/plain.jsonl"}, Report: rep, DigestBudget: 64},
 		Traces:      traces, Budget: 100_000, Generated: time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC),
 		Stubs: []replay.Stub{{Session: "/s/" + nasty + ".jsonl", Key: "b", Tool: "Bash" + nasty, Summary: nasty, Step: 1, PrunedAt: 6,
 			Tokens: 20_000, StubTokens: 40, Reason: "score 0.01 < cutoff 0.05 " + nasty, Score: 0.01, RecallID: "o_" + nasty}},

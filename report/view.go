@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
-	"github.com/pruneadvisor/pruneadvisor/replay"
+	"github.com/pruneadvisor/pruneadvisor/tuning"
 )
 
 // figure is one number on a page: the value as read from the structure printed by
@@ -80,7 +80,7 @@ type budgetView struct {
 	Rows    []prunerRow
 }
 
-func budgetViews(c *replay.Calibration, main int) []budgetView {
+func budgetViews(c *tuning.Calibration, main int) []budgetView {
 	var out []budgetView
 	for bi, b := range c.Report.Budgets {
 		p := fmt.Sprintf("report.budgets.%d", bi)
@@ -101,7 +101,7 @@ func budgetViews(c *replay.Calibration, main int) []budgetView {
 
 // mainBudget returns the index of the budget the report is drawn at: the one equal
 // to want, else the first.
-func mainBudget(c *replay.Calibration, want int) int {
+func mainBudget(c *tuning.Calibration, want int) int {
 	for i, b := range c.Report.Budgets {
 		if b.Budget == want {
 			return i
@@ -118,7 +118,7 @@ type scorerView struct {
 	Reason     string
 }
 
-func scorerViews(c *replay.Calibration, bi int) []scorerView {
+func scorerViews(c *tuning.Calibration, bi int) []scorerView {
 	var out []scorerView
 	for i, s := range c.Report.Scorers {
 		p := fmt.Sprintf("report.scorers.%d.reliability", i)
@@ -158,7 +158,7 @@ func maybeRate(path string, v float64) figure {
 // budget bi: each scorer's sweep as a line over its cutoffs, the advisor, each
 // baseline and each anchor as a dot. The share is a ratio of two figures of the JSON (the result's
 // token_steps over the oracle's), both named in each dot's tooltip.
-func paretoChart(c *replay.Calibration, bi int) *chart {
+func paretoChart(c *tuning.Calibration, bi int) *chart {
 	b := c.Report.Budgets[bi]
 	var oracle int64
 	for _, x := range b.Baselines {
@@ -210,7 +210,7 @@ func paretoChart(c *replay.Calibration, bi int) *chart {
 
 // reliabilityChart draws each scorer's observed later-use rate against its mean
 // keep-probability per non-empty bin, with the diagonal.
-func reliabilityChart(c *replay.Calibration) *chart {
+func reliabilityChart(c *tuning.Calibration) *chart {
 	ch := newChart("reliability", "Reliability: later use against keep-probability", 520, 420, 0, 1, 0, 1)
 	ch.XLabel, ch.YLabel = "keep-probability (bin mean)", "used later (rate)"
 	ch.ticks(5, false, fixed2, fixed2)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/internal/forecast"
 )
 
 // handModel weighs log_age and never_used only, on unscaled inputs.
@@ -183,7 +184,7 @@ func TestTrainLearns(t *testing.T) {
 	}
 	// Three groups with rates 0.85, 0.4 and 0.1: a model that ranks them right is
 	// well above chance, and cannot reach 1.
-	if a := AUC(pred, labels); a < 0.75 || a > 0.9 {
+	if a := forecast.AUC(pred, labels); a < 0.75 || a > 0.9 {
 		t.Errorf("held-out AUC %.3f, want 0.75..0.9", a)
 	}
 	again, _ := Train(rows, DefaultOptions())
@@ -208,23 +209,6 @@ func TestTrainLearns(t *testing.T) {
 	}
 	if _, err := Train(rows, Options{Drop: []string{"moon_phase"}}); err == nil {
 		t.Error("dropping an unknown feature: no error")
-	}
-}
-
-// Brier and AUC by hand, the same cases as calibrate's (an independent
-// implementation: the rank-sum form here, pair counting there).
-func TestBrierAUCHand(t *testing.T) {
-	if b := Brier([]float64{0.9, 0.2}, []bool{true, false}); math.Abs(b-0.025) > 1e-12 {
-		t.Errorf("Brier %v, want 0.025", b)
-	}
-	if a := AUC([]float64{0.8, 0.4, 0.4, 0.1}, []bool{true, true, false, false}); math.Abs(a-0.875) > 1e-12 {
-		t.Errorf("AUC with a tie %v, want 0.875", a)
-	}
-	if a := AUC([]float64{0, 1}, []bool{true, false}); a != 0 {
-		t.Errorf("inverted AUC %v, want 0", a)
-	}
-	if !math.IsNaN(AUC([]float64{0.3}, []bool{true})) || !math.IsNaN(Brier(nil, nil)) {
-		t.Error("one class or no rows: want NaN")
 	}
 }
 

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"sort"
 
 	"gonum.org/v1/gonum/optimize"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/forecast"
 )
 
 // Row is one training example: an ask's signals and whether the output was used at
@@ -279,62 +279,14 @@ func CrossValidate(rows []Row, folds int, opts Options) ([]float64, []FoldFit, e
 			scores[t], labels[t] = pred[i], rows[i].Used
 			sessions[rows[i].Session] = true
 		}
-		if auc := AUC(scores, labels); !math.IsNaN(auc) {
-			fits = append(fits, FoldFit{Sessions: len(sessions), Rows: len(test), AUC: auc, Brier: Brier(scores, labels)})
+		if auc := forecast.AUC(scores, labels); !math.IsNaN(auc) {
+			fits = append(fits, FoldFit{Sessions: len(sessions), Rows: len(test), AUC: auc, Brier: forecast.Brier(scores, labels)})
 		}
 	}
 	if fitted == 0 && tooFew != nil {
 		return nil, nil, tooFew
 	}
 	return pred, fits, nil
-}
-
-// Brier is the mean of (score - label)^2 (Brier 1950); NaN for no rows.
-func Brier(scores []float64, labels []bool) float64 {
-	if len(scores) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for i, p := range scores {
-		y := 0.0
-		if labels[i] {
-			y = 1
-		}
-		s += (p - y) * (p - y)
-	}
-	return s / float64(len(scores))
-}
-
-// AUC is the probability that a random positive scores above a random negative
-// (ties count one half): the Mann-Whitney U statistic over the rank sum (Hanley and
-// McNeil 1982). NaN without both classes.
-func AUC(scores []float64, labels []bool) float64 {
-	idx := make([]int, len(scores))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(a, b int) bool { return scores[idx[a]] < scores[idx[b]] })
-	var rankSum float64
-	pos := 0
-	for i := 0; i < len(idx); {
-		j := i
-		for j < len(idx) && scores[idx[j]] == scores[idx[i]] {
-			j++
-		}
-		r := float64(i+j+1) / 2 // mean 1-based rank of the tie group
-		for k := i; k < j; k++ {
-			if labels[idx[k]] {
-				rankSum += r
-				pos++
-			}
-		}
-		i = j
-	}
-	neg := len(scores) - pos
-	if pos == 0 || neg == 0 {
-		return math.NaN()
-	}
-	return (rankSum - float64(pos)*float64(pos+1)/2) / (float64(pos) * float64(neg))
 }
 
 // KeepScorer keeps every card (keep-probability 1, OK): a replay with it asks every

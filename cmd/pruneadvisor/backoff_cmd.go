@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -18,9 +16,9 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
-	"github.com/pruneadvisor/pruneadvisor/backoff"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/storage"
+	"github.com/pruneadvisor/pruneadvisor/tuning"
 )
 
 // defaultSchedules is --schedules' default: every step (the reference), every 3
@@ -48,7 +46,7 @@ type backoffJSON struct {
 	Scorer  string               `json:"scorer"`
 	Budget  int                  `json:"budget"`
 	Dropped []string             `json:"dropped,omitempty"`
-	Report  replay.BackoffReport `json:"report"`
+	Report  tuning.BackoffReport `json:"report"`
 }
 
 func backoffCmd(e *env) *cobra.Command {
@@ -94,38 +92,6 @@ see the schedules at work on smaller sessions.`,
 	return c
 }
 
-// parseSchedules splits and validates --schedules, putting every-step asking first.
-func parseSchedules(text string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{}
-	hasRef := false
-	for _, part := range strings.Split(text, ";") {
-		p := strings.TrimSpace(part)
-		if p == "" {
-			continue
-		}
-		s, err := backoff.Parse(p)
-		if err != nil {
-			return nil, err
-		}
-		key := s.String()
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		if key == "1" {
-			hasRef = true
-			out = append([]string{p}, out...)
-			continue
-		}
-		out = append(out, p)
-	}
-	if !hasRef {
-		out = append([]string{"1"}, out...)
-	}
-	return out, nil
-}
-
 // storedScorer rebuilds the scorer a replay recorded: "lexical", "none" (nil),
 // "keep", "fitted" (the embedded model), "fitted:FILE" when the replay's config
 // names that model file (model_file), or "ollama:MODEL:PROMPT" (prompt p1 or p2).
@@ -159,15 +125,9 @@ func storedScorer(name string, cfg advisor.Config) (advisor.Scorer, error) {
 }
 
 func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
-	schedules, err := parseSchedules(f.schedules)
+	schedules, err := f.check()
 	if err != nil {
-		return usageError{err}
-	}
-	if f.tolerance < 0 || f.tolerance > 1 || f.tolerance != f.tolerance {
-		return usageError{fmt.Errorf("--tolerance %v: want a share in [0,1]", f.tolerance)}
-	}
-	if f.budget < 0 {
-		return usageError{fmt.Errorf("--budget %d: want a positive number of tokens", f.budget)}
+		return err
 	}
 	restore, err := f.memory.apply()
 	if err != nil {
@@ -180,85 +140,98 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	}
 	defer closeDB()
 	g := groups[0]
-	cfg := g.settings.Config
+	cfg := g.Settings.Config
 	if f.budget > 0 {
 		cfg.Budget = f.budget
 	}
-	var scorer advisor.Scorer
-	switch f.scorer {
-	case "stored":
-		scorer, err = storedScorer(g.scorer, cfg)
-	case "lexical", "ollama", "none":
-		scorer, err = (&scorerFlags{kind: f.scorer, model: f.model, timeout: ollama.DefaultTimeout}).build(ctx, e)
-	default:
-		err = usageError{fmt.Errorf("--scorer %q: want stored, lexical, ollama or none", f.scorer)}
-	}
+	scorer, err := f.build(ctx, e, g, cfg)
 	if err != nil {
 		return err
+	}
+	comparison, err := f.comparison(g, cfg, scorer, schedules)
+	if err != nil {
+		return err
+	}
+	out := backoffJSON{DB: storage.Redact(f.db), Replay: g.Label(), Budget: cfg.BudgetTokens(), Scorer: replay.ScorerNone}
+	if scorer != nil {
+		out.Scorer = scorer.Name()
 	}
 	workers := f.workers
 	if workers == 0 {
 		workers = defaultWorkers(scorer)
 	}
-	replayers := make([]*replay.Replayer, len(schedules))
-	for i, s := range schedules {
-		c := cfg
-		c.Schedule = s
-		if err := c.Validate(); err != nil {
-			return usageError{err}
-		}
-		replayers[i] = &replay.Replayer{Config: c, Scorer: scorer, Lenient: g.settings.Lenient, Sizer: ollama.Sizer{},
-			AskLag: g.settings.AskLag, AskLatency: g.settings.AskLatency} // the stored replay's modelled lag
-	}
-
-	opts, err := f.priceFlags.options(cfg)
-	if err != nil {
-		return err
-	}
-	// The scorer's own cutoff (scorer_cutoffs, e.g. 0.05 for fitted), as the
-	// replayed advisor used it.
-	cutoff := cfg.Cutoff
-	if scorer != nil {
-		cutoff = cfg.CutoffFor(scorer.Name())
-	}
-	comparison, err := replay.NewComparison(schedules, cutoff, opts, f.tolerance)
-	if err != nil {
-		return err
-	}
-	out := backoffJSON{DB: storage.Redact(f.db), Replay: g.label(), Budget: cfg.BudgetTokens()}
-	out.Scorer = replay.ScorerNone
-	if scorer != nil {
-		out.Scorer = scorer.Name()
-	}
 	// Each session is replayed under every schedule, folded into the comparison
 	// in session order, and forgotten: memory stays flat in the number of sessions.
-	sessions := g.sessions
-	inOrder(len(sessions), workers, func(i int) ([]*replay.Record, error) {
-		src, err := loadSource(sessions[i], g.settings.Lenient)
-		if err != nil {
-			return nil, err
-		}
-		recs := make([]*replay.Record, len(schedules))
-		for k, rp := range replayers {
-			if recs[k], err = rp.Replay(ctx, src); err != nil {
-				return nil, err
-			}
-			recs[k].Decisions = nil
-		}
-		return recs, nil
-	}, func(i int, recs []*replay.Record, err error) {
-		if err == nil {
-			err = comparison.Add(recs)
-		}
-		if err != nil && ctx.Err() == nil {
-			out.Dropped = append(out.Dropped, fmt.Sprintf("%s: %v", sessions[i].Path, err))
-			fmt.Fprintf(e.stderr, "pruneadvisor: backoff: %s left out: %v\n", sessions[i].Path, err)
-		}
+	err = tuning.ReplaySchedules(ctx, g.Sessions, g.Settings.Lenient, comparison.replayers, comparison.Comparison, max(workers, 1), func(path string, err error) {
+		out.Dropped = append(out.Dropped, fmt.Sprintf("%s: %v", path, err))
+		fmt.Fprintf(e.stderr, "pruneadvisor: backoff: %s left out: %v\n", path, err)
 	})
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		return err
 	}
-	rep := comparison.Report()
+	return f.report(e, out, comparison.Report())
+}
+
+// check validates the flags and returns the schedules to compare
+// (tuning.ParseSchedules). Errors are usageErrors.
+func (f *backoffFlags) check() ([]string, error) {
+	schedules, err := tuning.ParseSchedules(f.schedules)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if f.tolerance < 0 || f.tolerance > 1 || f.tolerance != f.tolerance {
+		return nil, usageError{fmt.Errorf("--tolerance %v: want a share in [0,1]", f.tolerance)}
+	}
+	if f.budget < 0 {
+		return nil, usageError{fmt.Errorf("--budget %d: want a positive number of tokens", f.budget)}
+	}
+	return schedules, nil
+}
+
+// build returns the scorer the schedules are replayed with: the stored replay's
+// (storedScorer), or the one --scorer names.
+func (f *backoffFlags) build(ctx context.Context, e *env, g *tuning.Group, cfg advisor.Config) (advisor.Scorer, error) {
+	switch f.scorer {
+	case "stored":
+		return storedScorer(g.Scorer, cfg)
+	case "lexical", "ollama", "none":
+		return (&scorerFlags{kind: f.scorer, model: f.model, timeout: ollama.DefaultTimeout}).build(ctx, e)
+	}
+	return nil, usageError{fmt.Errorf("--scorer %q: want stored, lexical, ollama or none", f.scorer)}
+}
+
+// scheduleComparison is a comparison of schedules with the replayers that make
+// its records, one per schedule.
+type scheduleComparison struct {
+	*tuning.Comparison
+	replayers []*replay.Replayer
+}
+
+// comparison returns the replayers of the schedules (tuning.ScheduleReplayers,
+// sizing asks as the Ollama scorer's requests) and a comparison of them at the
+// scorer's own cutoff (advisor.Config.CutoffOf: scorer_cutoffs, e.g. 0.05 for
+// fitted, as the replayed advisor used it), priced under cfg and the price flags.
+// Errors: a schedule the config refuses (usageError), the flags', and
+// tuning.NewComparison's.
+func (f *backoffFlags) comparison(g *tuning.Group, cfg advisor.Config, scorer advisor.Scorer, schedules []string) (scheduleComparison, error) {
+	replayers, err := tuning.ScheduleReplayers(g, cfg, scorer, schedules, ollama.Sizer{})
+	if err != nil {
+		return scheduleComparison{}, usageError{err}
+	}
+	opts, err := f.priceFlags.options(cfg)
+	if err != nil {
+		return scheduleComparison{}, err
+	}
+	c, err := tuning.NewComparison(schedules, cfg.CutoffOf(scorer), opts, f.tolerance)
+	if err != nil {
+		return scheduleComparison{}, err
+	}
+	return scheduleComparison{c, replayers}, nil
+}
+
+// report prints the comparison's report (as JSON with --json). Errors: no
+// session could be replayed; the JSON encoder's.
+func (f *backoffFlags) report(e *env, out backoffJSON, rep tuning.BackoffReport) error {
 	if rep.Sessions == 0 {
 		return fmt.Errorf("backoff: no session could be replayed")
 	}
@@ -270,41 +243,6 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	}
 	printBackoff(e.stdout, out)
 	return nil
-}
-
-// inOrder runs work(i) for i in [0, n) on up to workers goroutines and calls fold
-// with each result in index order, from one goroutine at a time. A result waits
-// for the ones before it, and no work starts more than 2*workers indexes ahead of
-// the next to fold, so at most about that many results are held at once.
-func inOrder[T any](n, workers int, work func(i int) (T, error), fold func(i int, v T, err error)) {
-	workers = max(workers, 1)
-	window := 2 * workers
-	type result struct {
-		v   T
-		err error
-	}
-	var mu sync.Mutex
-	room := sync.NewCond(&mu)
-	next := 0
-	held := map[int]result{}
-	parallel(n, workers, func(i int) error {
-		mu.Lock()
-		for i >= next+window {
-			room.Wait()
-		}
-		mu.Unlock()
-		v, err := work(i)
-		mu.Lock()
-		defer mu.Unlock()
-		held[i] = result{v, err}
-		for r, ok := held[next]; ok; r, ok = held[next] {
-			delete(held, next)
-			fold(next, r.v, r.err)
-			next++
-		}
-		room.Broadcast()
-		return nil
-	})
 }
 
 func printBackoff(w io.Writer, out backoffJSON) {

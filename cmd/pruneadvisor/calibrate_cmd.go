@@ -6,162 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"runtime"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
-	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
-	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
-	"github.com/pruneadvisor/pruneadvisor/planner"
-	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/storage"
+	"github.com/pruneadvisor/pruneadvisor/tuning"
 )
-
-// replayGroup is the finished replays stored under one settings hash.
-type replayGroup struct {
-	hash     string
-	settings replay.Settings
-	scorer   string
-	sessions []storage.ReplayedSession // by path
-}
-
-// label names the group in reports: its scorer, settings hash and cutoff.
-func (g *replayGroup) label() string {
-	return fmt.Sprintf("%s (settings %s, cutoff %.2f, schedule %s, %d sessions)", g.scorer, short(g.hash), g.settings.Config.CutoffFor(g.scorer), g.settings.Config.Schedule, len(g.sessions))
-}
-
-// loadGroups reads the finished replays of db grouped by settings, most sessions
-// first (then by hash).
-func loadGroups(ctx context.Context, db *storage.DB) ([]*replayGroup, error) {
-	rs, err := db.ReplayedSessions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	by := map[string]*replayGroup{}
-	var groups []*replayGroup
-	for _, r := range rs {
-		g := by[r.SettingsHash]
-		if g == nil {
-			st, err := replay.ParseSettings(r.Settings)
-			if err != nil {
-				return nil, fmt.Errorf("settings %s: %w", short(r.SettingsHash), err)
-			}
-			g = &replayGroup{hash: r.SettingsHash, settings: st, scorer: r.Scorer}
-			by[r.SettingsHash] = g
-			groups = append(groups, g)
-		}
-		g.sessions = append(g.sessions, r)
-	}
-	if len(groups) == 0 {
-		return nil, fmt.Errorf("no finished replays in %s: run `pruneadvisor replay --db %s PATH...` first", db.Path(), db.Path())
-	}
-	sort.SliceStable(groups, func(i, j int) bool {
-		if len(groups[i].sessions) != len(groups[j].sessions) {
-			return len(groups[i].sessions) > len(groups[j].sessions)
-		}
-		return groups[i].hash < groups[j].hash
-	})
-	return groups, nil
-}
-
-// openGroups opens the replay store at path and returns the replays selected by
-// settings-hash prefixes (selectGroups); the caller closes the store. A missing
-// SQLite file is errNoStore (requireStore), not created.
-func openGroups(ctx context.Context, path string, prefixes []string) (*storage.DB, func(), []*replayGroup, error) {
-	if err := requireStore(path, hintReplayFirst(path)); err != nil {
-		return nil, nil, nil, err
-	}
-	db, closeDB, err := openStore(ctx, path)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	all, err := loadGroups(ctx, db)
-	if err == nil {
-		var groups []*replayGroup
-		if groups, err = selectGroups(all, prefixes); err == nil {
-			return db, closeDB, groups, nil
-		}
-	}
-	closeDB()
-	return nil, nil, nil, err
-}
-
-// selectGroups keeps the groups whose settings hash starts with one of prefixes
-// (all groups when prefixes is empty), in loadGroups order.
-func selectGroups(groups []*replayGroup, prefixes []string) ([]*replayGroup, error) {
-	if len(prefixes) == 0 {
-		return groups, nil
-	}
-	var out []*replayGroup
-	for _, g := range groups {
-		for _, p := range prefixes {
-			if p != "" && strings.HasPrefix(g.hash, p) {
-				out = append(out, g)
-				break
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, usageError{fmt.Errorf("--settings %s matches no stored replay; stored: %s", strings.Join(prefixes, ","), groupList(groups))}
-	}
-	return out, nil
-}
-
-func groupList(groups []*replayGroup) string {
-	parts := make([]string, len(groups))
-	for i, g := range groups {
-		parts[i] = g.label()
-	}
-	return strings.Join(parts, "; ")
-}
-
-// parallel runs fn(i) for i in [0, n) on up to workers goroutines and returns the
-// errors by index.
-func parallel(n, workers int, fn func(i int) error) []error {
-	errs := make([]error, n)
-	if workers < 1 {
-		workers = runtime.NumCPU()
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, max(n, 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				errs[i] = fn(i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return errs
-}
-
-// loadSource reads a stored session's file again and checks its content hash.
-func loadSource(rs storage.ReplayedSession, lenient bool) (*replay.Source, error) {
-	if rs.Path == "" {
-		return nil, fmt.Errorf("session %s has no stored path", rs.ID)
-	}
-	src, err := replay.Load(rs.Path, lenient)
-	if err != nil {
-		return nil, err
-	}
-	if src.ContentHash != rs.ContentHash {
-		return nil, fmt.Errorf("%s: %w (stored %s, now %s)", rs.Path, replay.ErrChanged, short(rs.ContentHash), short(src.ContentHash))
-	}
-	return src, nil
-}
 
 type calibrateFlags struct {
 	priceFlags
@@ -182,9 +36,9 @@ type calibrateFlags struct {
 	workers     int
 }
 
-// calibrateJSON is calibrate's --json output: replay.Calibration, which the report
+// calibrateJSON is calibrate's --json output: tuning.Calibration, which the report
 // page shows too (report.go), so the two cannot disagree.
-type calibrateJSON = replay.Calibration
+type calibrateJSON = tuning.Calibration
 
 func calibrateCmd(e *env) *cobra.Command {
 	var f calibrateFlags
@@ -262,63 +116,82 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 		return err
 	}
 	defer run.closeDB()
-	out, sr, br := run.out, run.chosen, run.budget
-	if err := run.digestSweep(f); err != nil {
+	if err := run.out.AddDigestSweep(run.in, run.groups, run.opts, f.targetMiss); err != nil {
 		return err
 	}
 	if f.plot != "" {
-		if err := writePlot(f.plot, out.Report); err != nil {
+		if err := writePlot(f.plot, run.out.Report); err != nil {
 			return err
 		}
 	}
-	var writeErr error
-	if f.writeConfig != "" {
-		if sr.Recommendation.None {
-			writeErr = fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
-		} else if writeErr = writeCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, run.opts.SizeExponent, 0); writeErr == nil {
-			out.Wrote = f.writeConfig
-			if w := lowestCutoffWarning(sr); w != "" {
-				fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: warning: %s\n", w)
-			}
-		}
-	}
+	writeErr := run.writeConfig(e, f)
 	if f.asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := enc.Encode(run.out); err != nil {
 			return err
 		}
-	} else {
-		if err := printCalibrate(e.stdout, *out, run.groups, run.in); err != nil {
-			return err
-		}
-		if c := run.lagCompare; len(out.LagCost) > 0 {
-			fmt.Fprintln(e.stdout)
-			if err := printLagCost(e.stdout, out.LagCost, c[0].scorer, c[0].settings.Config.BudgetTokens()); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintln(e.stdout)
-		run.in.digest.Print(e.stdout)
-		printDigestSweep(e.stdout, out, f.targetMiss)
-		if out.Wrote != "" {
-			fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f for scorer %s (objective %s, target miss %.3f, budget %d) to %s\n",
-				sr.Recommendation.Cutoff, sr.Scorer, out.Report.Objective, f.targetMiss, br.Budget, out.Wrote)
-		}
-		if f.plot != "" {
-			fmt.Fprintf(e.stdout, "plot written to %s\n", f.plot)
-		}
+	} else if err := run.printText(e, f); err != nil {
+		return err
 	}
 	return writeErr
+}
+
+// writeConfig writes the chosen scorer's recommended cutoff into --write-config
+// (tuning.WriteCutoff, under the replay's size exponent), noting it in the output,
+// and warns on stderr when that cutoff is the lowest swept. The error is the
+// write's, or says that no cutoff met --target-miss; nil without --write-config.
+func (run *calibrationRun) writeConfig(e *env, f calibrateFlags) error {
+	sr := run.chosen
+	if f.writeConfig == "" {
+		return nil
+	}
+	if sr.Recommendation.None {
+		return fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
+	}
+	if err := tuning.WriteCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, run.opts.SizeExponent, 0); err != nil {
+		return err
+	}
+	run.out.Wrote = f.writeConfig
+	if w := lowestCutoffWarning(sr); w != "" {
+		fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: warning: %s\n", w)
+	}
+	return nil
+}
+
+// printText prints the calibration as text: the report, what the ask lag costs,
+// the stub digests' coverage and budget sweep, and what was written.
+func (run *calibrationRun) printText(e *env, f calibrateFlags) error {
+	out, sr := run.out, run.chosen
+	if err := printCalibrate(e.stdout, *out, run.groups, run.in); err != nil {
+		return err
+	}
+	if c := run.lagCompare; len(out.LagCost) > 0 {
+		fmt.Fprintln(e.stdout)
+		if err := printLagCost(e.stdout, out.LagCost, c[0].Scorer, c[0].Settings.Config.BudgetTokens()); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(e.stdout)
+	run.in.Digest.Print(e.stdout)
+	printDigestSweep(e.stdout, out, f.targetMiss)
+	if out.Wrote != "" {
+		fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f for scorer %s (objective %s, target miss %.3f, budget %d) to %s\n",
+			sr.Recommendation.Cutoff, sr.Scorer, out.Report.Objective, f.targetMiss, run.budget.Budget, out.Wrote)
+	}
+	if f.plot != "" {
+		fmt.Fprintf(e.stdout, "plot written to %s\n", f.plot)
+	}
+	return nil
 }
 
 // calibrationRun is one calibration computed from a store (computeCalibration):
 // what calibrate prints, and what the report page shows.
 type calibrationRun struct {
 	out     *calibrateJSON
-	groups  []*replayGroup
-	in      *calibration
-	db      *storage.DB
+	groups  []*tuning.Group
+	in      *tuning.ReportInput
+	store   tuning.Store
 	closeDB func()
 	// chosen is the sweep of the scorer --write-config writes (nil when the report
 	// has none and none was asked for), at budget, the replay's own budget when
@@ -330,14 +203,14 @@ type calibrationRun struct {
 	// replayBudget is the base replay's own budget, in tokens.
 	replayBudget int
 	// lagCompare are the replays that differ only in their modelled ask lag, the
-	// one without first (splitLag; nil when no selected replay has a lag); groups
-	// are then those without a lag.
-	lagCompare []*replayGroup
+	// one without first (tuning.SplitLag; nil when no selected replay has a lag);
+	// groups are then those without a lag.
+	lagCompare []*tuning.Group
 }
 
 // computeCalibration opens f.db and computes the calibration calibrate prints;
 // withStubs also reads every stubbed output's decision (the report's table of
-// stubs: calibration.stubs). The caller calls closeDB. Errors: bad flags
+// stubs: tuning.ReportInput.Stubs). The caller calls closeDB. Errors: bad flags
 // (usageError), the store's, and calibrate.NewReport's.
 func computeCalibration(ctx context.Context, e *env, f calibrateFlags, withStubs bool) (*calibrationRun, error) {
 	ob := calibrate.Objective(f.objective)
@@ -353,14 +226,18 @@ func computeCalibration(ctx context.Context, e *env, f calibrateFlags, withStubs
 	}
 	// Replays that differ only in their modelled ask lag are compared on their
 	// own (what the lag costs); the rest of the report is made of those without.
-	compare, groups := splitLag(groups)
-	run := &calibrationRun{db: db, closeDB: closeDB, groups: groups, lagCompare: compare}
+	compare, groups := tuning.SplitLag(groups)
+	run := &calibrationRun{store: replayStore{db}, closeDB: closeDB, groups: groups, lagCompare: compare}
 	if err := run.compute(ctx, e, f, ob, withStubs); err != nil {
 		closeDB()
 		return nil, err
 	}
 	if compare != nil && !withStubs {
-		lag, err := lagCost(ctx, e, db, compare, &f)
+		lag, err := tuning.LagCost(ctx, run.store, compare, tuning.LagConfig{
+			Gather:  f.gatherOptions(e, false),
+			Options: f.lagOptions,
+			Report:  calibrate.ReportConfig{Recency: f.recency, TargetMiss: f.targetMiss, Objective: calibrate.Objective(f.objective)},
+		})
 		if err != nil {
 			closeDB()
 			return nil, err
@@ -370,82 +247,99 @@ func computeCalibration(ctx context.Context, e *env, f calibrateFlags, withStubs
 	return run, nil
 }
 
+// compute gathers the groups' records (tuning.Gather), prices them under the
+// flags' options (calibrate.NewReport), assembles the output and chooses the
+// sweep --write-config writes.
 func (run *calibrationRun) compute(ctx context.Context, e *env, f calibrateFlags, ob calibrate.Objective, withStubs bool) error {
 	groups := run.groups
-	in, err := buildCalibration(ctx, e, run.db, groups, f.workers, withStubs)
+	in, err := tuning.Gather(ctx, run.store, groups, f.gatherOptions(e, withStubs))
 	if err != nil {
 		return err
 	}
 	run.in = in
-	base := groups[0].settings.Config
-	opts, err := f.priceFlags.options(base)
+	base := groups[0].Settings.Config
+	opts, budgets, err := f.reportOptions(base, in)
 	if err != nil {
 		return err
 	}
-	opts.Bins, opts.Seed, opts.PerSession = f.bins, f.seed, f.asJSON
-	for i := range in.sessions {
-		in.sessions[i].Provider = f.sessionProvider(in.sessions[i].Provider)
-	}
-	for _, b := range f.budgets {
-		if b <= 0 {
-			return usageError{fmt.Errorf("--budget %d: want a positive number of tokens", b)}
-		}
-	}
-	for _, w := range f.windows {
-		if w < 1000 {
-			return usageError{fmt.Errorf("--window %d: want a context window of at least 1,000 tokens", w)}
-		}
-	}
-	opts.Window, opts.CompactionOf = base.ContextWindow, replay.CompactionOf(base)
-	budgets := f.budgets
-	if len(f.windows) > 0 && !f.budgetSet {
-		budgets = nil // each window's own budget: the config's fraction of it
-	}
-	adv := &calibrate.AdvisorInput{Scorer: scorerLabel(groups[0], groups), Cutoff: base.CutoffFor(groups[0].scorer), Budget: base.BudgetTokens(), Window: base.ContextWindow, AppliedAt: in.applied}
-	if groups[0].scorer == replay.ScorerNone {
-		adv = nil
-	}
-	rep, err := calibrate.NewReport(in.base, in.sessions, in.scorers, calibrate.ReportConfig{
-		Options: opts, Budgets: budgets, Windows: f.windows, Recency: f.recency, TargetMiss: f.targetMiss, Objective: ob, Advisor: adv,
+	rep, err := calibrate.NewReport(in.Base, in.Calls, in.Scorers, calibrate.ReportConfig{
+		Options: opts, Budgets: budgets, Windows: f.windows, Recency: f.recency, TargetMiss: f.targetMiss, Objective: ob, Advisor: in.AdvisorInput(groups),
 	})
 	if err != nil {
 		if errors.Is(err, calibrate.ErrInvalid) && len(groups) > 1 {
-			return fmt.Errorf("%w\nthe replays were made with different protection settings; pick one with --settings (stored: %s)", err, groupList(groups))
+			return fmt.Errorf("%w\nthe replays were made with different protection settings; pick one with --settings (stored: %s)", err, tuning.GroupList(groups))
 		}
 		return err
 	}
 	run.opts, run.replayBudget = opts, base.BudgetTokens()
-	if factor, ok := planner.FitFactor(in.lengths); ok {
-		in.factor = factor
+	run.out = tuning.NewCalibration(storage.Redact(f.db), rep, in, groups)
+	return run.choose(f, rep)
+}
+
+// gatherOptions are tuning.Gather's settings from the flags: --workers, the
+// Ollama request size of the in-process baselines' asks, and a warning on stderr
+// for each baseline left out.
+func (f *calibrateFlags) gatherOptions(e *env, withStubs bool) tuning.GatherOptions {
+	return tuning.GatherOptions{Workers: f.workers, WithStubs: withStubs, Sizer: ollama.Sizer{}, OnOmit: func(baseline, why string) {
+		fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: %s baseline left out: %s\n", baseline, why)
+	}}
+}
+
+// reportOptions returns the report's pricing options under the base replay's
+// config and the flags (each session priced as --provider when given, its
+// compaction modelled in the config's window), and the budgets to price at: nil
+// when --window is given without --budget (each window's own budget, the config's
+// fraction of it). Errors: bad flags (usageError).
+func (f *calibrateFlags) reportOptions(base advisor.Config, in *tuning.ReportInput) (calibrate.Options, []int, error) {
+	opts, err := f.priceFlags.options(base)
+	if err != nil {
+		return opts, nil, err
 	}
-	out := &calibrateJSON{DB: storage.Redact(f.db), Report: rep, Dropped: in.dropped, Omitted: in.omitted}
-	for _, g := range groups {
-		out.Groups = append(out.Groups, g.label())
+	opts.Bins, opts.Seed, opts.PerSession = f.bins, f.seed, f.asJSON
+	for i := range in.Calls {
+		in.Calls[i].Provider = f.sessionProvider(in.Calls[i].Provider)
 	}
-	out.Sessions = in.names
-	out.Digests, out.DigestBudget = in.digest.Result(), -1
-	if b, _, ok := in.digest.Recommend(); ok {
-		out.DigestBudget = b
+	for _, b := range f.budgets {
+		if b <= 0 {
+			return opts, nil, usageError{fmt.Errorf("--budget %d: want a positive number of tokens", b)}
+		}
 	}
-	run.out = out
+	for _, w := range f.windows {
+		if w < 1000 {
+			return opts, nil, usageError{fmt.Errorf("--window %d: want a context window of at least 1,000 tokens", w)}
+		}
+	}
+	opts.Window, opts.CompactionOf = base.ContextWindow, tuning.CompactionOf(base)
+	budgets := f.budgets
+	if len(f.windows) > 0 && !f.budgetSet {
+		budgets = nil // each window's own budget: the config's fraction of it
+	}
+	return opts, budgets, nil
+}
+
+// lagOptions are the pricing options of one replay of a lag comparison: its
+// config under the price flags, with --bins and --seed.
+func (f *calibrateFlags) lagOptions(cfg advisor.Config) (calibrate.Options, error) {
+	opts, err := f.priceFlags.options(cfg)
+	if err != nil {
+		return opts, err
+	}
+	opts.Bins, opts.Seed = f.bins, f.seed
+	return opts, nil
+}
+
+// choose picks the sweep --write-config writes: --scorer's (default the first
+// stored scorer, tuning.ReportInput.Primary) at the replay's own budget when it
+// was priced, else at the first (tuning.ReplayBudget). Errors: a usageError when
+// that scorer has no sweep and one was asked for (--scorer or --write-config).
+func (run *calibrationRun) choose(f calibrateFlags, rep calibrate.Report) error {
 	chosen := f.scorer
 	if chosen == "" {
-		chosen = in.primary
+		chosen = run.in.Primary
 	}
-	// The recommendation written is the one at the replay's own budget when it was
-	// priced, else at the first budget.
-	br := rep.Budgets[0]
-	for _, b := range rep.Budgets {
-		if b.Budget == base.BudgetTokens() && b.Window == base.ContextWindow {
-			br = b
-		}
-	}
+	br := tuning.ReplayBudget(rep, run.groups[0].Settings.Config)
 	run.budget = br
-	for i := range br.Scorers {
-		if br.Scorers[i].Scorer == chosen {
-			run.chosen = &br.Scorers[i]
-		}
-	}
+	run.chosen = tuning.SweepOf(br, chosen)
 	if run.chosen == nil && (f.scorer != "" || f.writeConfig != "") {
 		names := make([]string, len(br.Scorers))
 		for i, s := range br.Scorers {
@@ -454,268 +348,17 @@ func (run *calibrationRun) compute(ctx context.Context, e *env, f calibrateFlags
 		return usageError{fmt.Errorf("--scorer %q: no such scorer in the report (have %s)", chosen, strings.Join(names, ", "))}
 	}
 	if run.chosen != nil {
-		out.Chosen = run.chosen.Scorer
+		run.out.Chosen = run.chosen.Scorer
 	}
 	return nil
 }
 
-// writeCutoff sets the cutoff of scorer (scorer_cutoffs, and cutoff itself for the
-// lexical scorer and others without a default entry), the size exponent it was
-// chosen under (size_exponent: the replay's, since a cutoff means a threshold only
-// with its exponent) and, when factor > 0, the remaining-steps factor the replayed
-// sessions fit, in an advisor config file, keeping its other fields (a missing file
-// starts from the defaults).
-func writeCutoff(path, scorer string, cutoff, exponent, factor float64) error {
-	return updateConfig(path, func(cfg *advisor.Config) {
-		cfg.SizeExponent = exponent
-		if cfg.ScorerCutoffs == nil {
-			cfg.ScorerCutoffs = map[string]float64{}
-		}
-		cfg.ScorerCutoffs[scorer] = cutoff
-		if _, ok := advisor.DefaultConfig().ScorerCutoffs[scorer]; !ok {
-			cfg.Cutoff = cutoff
-		}
-		if factor > 0 {
-			cfg.RemainingFactor = min(factor, 100)
-		}
-	})
-}
-
-// updateConfig applies change to the advisor config file at path and writes it
-// back, keeping its other fields; a missing file starts from the defaults. Errors:
-// the file's read or validation error (naming it), or the write's.
-func updateConfig(path string, change func(*advisor.Config)) error {
-	cfg, err := advisor.LoadConfig(path)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		cfg = advisor.DefaultConfig()
-	}
-	change(&cfg)
-	return advisor.WriteConfig(path, cfg)
-}
-
-// calibration is what NewReport needs, gathered from the store.
-type calibration struct {
-	base     []calibrate.Output
-	sessions []calibrate.Session
-	scorers  []calibrate.ScorerInput
-	names    []string // session display names (path), by calibrate session order
-	dropped  []string // sessions left out, with the reason
-	primary  string   // the first stored scorer other than none and keep, else "fitted"
-	inProc   []string // the baselines scored in this process
-	omitted  []string // baselines left out, with the reason
-	applied  []int    // the base replay's own stub steps, per base output (AppliedSteps)
-	lengths  []int    // steps of each session
-	factor   float64  // planner.FitFactor of lengths (0: none)
-	digest   *replay.DigestCoverage
-	// digestOuts[i] are the base outputs with stubs of digest budget
-	// replay.DigestBudgets[i] (Record.CalibrateOutputsAt), for the digest sweep.
-	digestOuts [][]calibrate.Output
-	stubs      []replay.Stub // the advisor's stubs, per session in order (buildCalibration withStubs)
-}
-
-// buildCalibration loads the groups' records over the sessions they all hold, and
-// scores the lexical baseline in process when no group holds lexical asks.
-func buildCalibration(ctx context.Context, e *env, db *storage.DB, groups []*replayGroup, workers int, withStubs bool) (*calibration, error) {
-	in := &calibration{digest: replay.NewDigestCoverage()}
-	// Sessions every group holds, by content hash, in the base group's order.
-	count := map[string]int{}
-	for _, g := range groups {
-		for _, s := range g.sessions {
-			count[s.ContentHash]++
-		}
-	}
-	base := groups[0]
-	var keep []storage.ReplayedSession
-	for _, s := range base.sessions {
-		if count[s.ContentHash] == len(groups) {
-			keep = append(keep, s)
-		} else {
-			in.dropped = append(in.dropped, s.Path+": not replayed under every selected setting")
-		}
-	}
-	stored := map[string]bool{}
-	for _, g := range groups {
-		stored[g.scorer] = true
-		if in.primary == "" && g.scorer != replay.ScorerNone && g.scorer != "keep" {
-			in.primary = g.scorer
-		}
-	}
-	// Baselines scored in this process when the store holds no replay of them, so
-	// every report sets the fitted and the lexical scorer beside the rest.
-	var baselines []advisor.Scorer
-	if !stored["lexical"] {
-		baselines = append(baselines, lexical.New())
-	}
-	if !stored["fitted"] {
-		fs, err := fitted.NewDefault()
-		if err != nil {
-			return nil, err
-		}
-		baselines = append(baselines, fs)
-	}
-	if in.primary == "" {
-		in.primary = "fitted"
-	}
-	// A baseline is set beside the rest only when every kept session could be read
-	// again and scored: a baseline on fewer sessions would not be comparable.
-	var inProc []map[string]*replay.Record // per kept baseline, by content hash
-	kept := baselines[:0]
-	for _, sc := range baselines {
-		recs, failed, err := scoreInProcess(ctx, base, keep, sc, workers)
-		if err != nil {
-			return nil, err
-		}
-		if failed != "" {
-			in.omitted = append(in.omitted, fmt.Sprintf("%s baseline: %s", sc.Name(), failed))
-			fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: %s baseline left out: %s\n", sc.Name(), failed)
-			continue
-		}
-		in.inProc = append(in.inProc, sc.Name())
-		inProc = append(inProc, recs)
-		kept = append(kept, sc)
-	}
-	baselines = kept
-	if len(keep) == 0 {
-		return nil, fmt.Errorf("calibrate: no session left to calibrate on (%s)", strings.Join(in.dropped, "; "))
-	}
-	want := map[string]bool{}
-	for _, s := range keep {
-		want[s.ContentHash] = true
-	}
-	extra := make([][]calibrate.Output, len(baselines))
-	for gi, g := range groups {
-		var outs []calibrate.Output
-		for _, s := range g.sessions {
-			if !want[s.ContentHash] {
-				continue
-			}
-			rec, err := db.LoadReplay(ctx, s.ID)
-			if err != nil {
-				return nil, err
-			}
-			o := rec.CalibrateOutputs()
-			outs = append(outs, o...)
-			if gi == 0 {
-				if in.digestOuts == nil {
-					in.digestOuts = make([][]calibrate.Output, len(replay.DigestBudgets))
-				}
-				for i, b := range replay.DigestBudgets {
-					in.digestOuts[i] = append(in.digestOuts[i], rec.CalibrateOutputsAt(b)...)
-				}
-				in.sessions = append(in.sessions, rec.CalibrateSession())
-				in.names = append(in.names, s.Path)
-				in.applied = append(in.applied, rec.AppliedSteps()...)
-				in.lengths = append(in.lengths, rec.Steps)
-				in.digest.Add(rec)
-				if withStubs {
-					if rec.Decisions, err = db.Decisions(ctx, storage.DecisionFilter{SessionID: s.ID, Decision: advisor.DecisionPending}); err != nil {
-						return nil, err
-					}
-					in.stubs = append(in.stubs, rec.Stubs()...)
-				}
-				for k := range baselines {
-					if lr := inProc[k][s.ContentHash]; lr != nil {
-						l, err := withAsks(o, lr)
-						if err != nil {
-							return nil, err
-						}
-						extra[k] = append(extra[k], l...)
-					}
-				}
-			}
-		}
-		if gi == 0 {
-			in.base = outs
-		}
-		if g.scorer != replay.ScorerNone && g.scorer != "keep" {
-			in.scorers = append(in.scorers, calibrate.ScorerInput{Name: scorerLabel(g, groups), Outputs: outs})
-		}
-		if gi == 0 {
-			for k, sc := range baselines {
-				in.scorers = append(in.scorers, calibrate.ScorerInput{Name: sc.Name(), Outputs: extra[k]})
-			}
-		}
-	}
-	return in, nil
-}
-
-// scoreInProcess replays the kept sessions with sc under the base group's settings
-// and returns the records by content hash; failed names the first session that could
-// not be read again or replayed (and how many did not), "" when all were.
-func scoreInProcess(ctx context.Context, base *replayGroup, keep []storage.ReplayedSession, sc advisor.Scorer, workers int) (map[string]*replay.Record, string, error) {
-	rp := &replay.Replayer{Config: base.settings.Config, Scorer: sc, Lenient: base.settings.Lenient, Sizer: ollama.Sizer{},
-		AskLag: base.settings.AskLag, AskLatency: base.settings.AskLatency}
-	recs := make([]*replay.Record, len(keep))
-	errs := parallel(len(keep), workers, func(i int) error {
-		src, err := loadSource(keep[i], base.settings.Lenient)
-		if err != nil {
-			return err
-		}
-		recs[i], err = rp.Replay(ctx, src)
-		return err
-	})
-	out := map[string]*replay.Record{}
-	failed, first := 0, ""
-	for i, err := range errs {
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, "", cerr
-			}
-			if failed++; first == "" {
-				first = fmt.Sprintf("%s: %v", keep[i].Path, err)
-			}
-			continue
-		}
-		out[keep[i].ContentHash] = recs[i]
-	}
-	if failed > 0 {
-		return nil, fmt.Sprintf("%d of %d sessions not scored (%s)", failed, len(keep), first), nil
-	}
-	return out, "", nil
-}
-
-// scorerLabel names a group's scorer in the report: the scorer name, with the
-// settings hash when two selected groups share a scorer.
-func scorerLabel(g *replayGroup, groups []*replayGroup) string {
-	n := 0
-	for _, o := range groups {
-		if o.scorer == g.scorer {
-			n++
-		}
-	}
-	if n > 1 {
-		return g.scorer + "@" + short(g.hash)[:8]
-	}
-	return g.scorer
-}
-
-// withAsks returns outs (one session's base records) with the asks of rec, a
-// replay of the same session under another scorer.
-func withAsks(outs []calibrate.Output, rec *replay.Record) ([]calibrate.Output, error) {
-	other := rec.CalibrateOutputs()
-	if len(other) != len(outs) {
-		return nil, fmt.Errorf("calibrate: %s: %d outputs in process, %d stored", rec.Path, len(other), len(outs))
-	}
-	res := make([]calibrate.Output, len(outs))
-	for i := range outs {
-		if other[i].Key != outs[i].Key {
-			return nil, fmt.Errorf("calibrate: %s: output %d is %q in process, %q stored", rec.Path, i, other[i].Key, outs[i].Key)
-		}
-		res[i] = outs[i]
-		res[i].Asks = other[i].Asks
-	}
-	return res, nil
-}
-
-func printCalibrate(w io.Writer, out calibrateJSON, groups []*replayGroup, in *calibration) error {
+func printCalibrate(w io.Writer, out calibrateJSON, groups []*tuning.Group, in *tuning.ReportInput) error {
 	fmt.Fprintf(w, "calibrating on %d sessions from %s\n", len(out.Sessions), out.DB)
 	for _, g := range groups {
-		fmt.Fprintf(w, "  replay: %s\n", g.label())
+		fmt.Fprintf(w, "  replay: %s\n", g.Label())
 	}
-	for _, name := range in.inProc {
+	for _, name := range in.InProcess {
 		fmt.Fprintf(w, "  %s baseline: scored in this process (no %s replay stored)\n", name, name)
 	}
 	for _, d := range out.Dropped {
@@ -728,8 +371,8 @@ func printCalibrate(w io.Writer, out calibrateJSON, groups []*replayGroup, in *c
 	if err := out.Report.WriteText(w); err != nil {
 		return err
 	}
-	if in.factor > 0 {
-		fmt.Fprintf(w, "\nremaining steps: a session that has made t calls makes %.3f x t more on average here (least squares over %d sessions); the planner prices with remaining_factor %.3f (--remaining-factor)\n", in.factor, len(in.lengths), out.Report.Options.Estimator.Factor)
+	if in.Factor > 0 {
+		fmt.Fprintf(w, "\nremaining steps: a session that has made t calls makes %.3f x t more on average here (least squares over %d sessions); the planner prices with remaining_factor %.3f (--remaining-factor)\n", in.Factor, len(in.Lengths), out.Report.Options.Estimator.Factor)
 	}
 	for _, b := range out.Report.Budgets {
 		printBudgetSummary(w, b)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
+	"github.com/pruneadvisor/pruneadvisor/tuning"
 )
 
 // TestCalibrateLagCost replays fix-port.jsonl with the fitted scorer at no lag
@@ -29,8 +30,8 @@ func TestCalibrateLagCost(t *testing.T) {
 		t.Fatalf("calibrate: exit %d\n%s", code, stderr)
 	}
 	var got struct {
-		Replays []string `json:"replays"`
-		LagCost []lagRow `json:"lag_cost"`
+		Replays []string        `json:"replays"`
+		LagCost []tuning.LagRow `json:"lag_cost"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatal(err)

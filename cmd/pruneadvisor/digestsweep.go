@@ -3,39 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-
-	"github.com/pruneadvisor/pruneadvisor/calibrate"
-	"github.com/pruneadvisor/pruneadvisor/replay"
 )
-
-// digestSweep fills the report's digest sweep (issue 39): the base replay's
-// scorer's front at each of replay.DigestBudgets, with the advisor's stubs of that
-// budget, at the replay's own budget and window; nothing for a replay without a
-// scorer.
-func (run *calibrationRun) digestSweep(f calibrateFlags) error {
-	g := run.groups[0]
-	if g.scorer == replay.ScorerNone || g.scorer == "keep" || len(run.in.digestOuts) != len(replay.DigestBudgets) {
-		return nil
-	}
-	opts := run.opts
-	opts.Budget = run.replayBudget
-	opts.HardLimit = max(opts.HardLimit, opts.Budget)
-	opts.PerSession = false
-	at := func(b int) []calibrate.Output {
-		for i, x := range replay.DigestBudgets {
-			if x == b {
-				return run.in.digestOuts[i]
-			}
-		}
-		return nil
-	}
-	points, rec, err := calibrate.DigestSweep(replay.DigestBudgets, at, run.in.sessions, opts, scorerLabel(g, run.groups), calibrate.DefaultCutoffs(), f.targetMiss)
-	if err != nil {
-		return fmt.Errorf("calibrate: digest sweep: %w", err)
-	}
-	run.out.DigestSweep, run.out.DigestSweepBudget = points, rec
-	return nil
-}
 
 // printDigestSweep writes the digest sweep as a table: per digest budget, the
 // front's size, its best point within the target miss rate (cutoff, miss rate,

@@ -7,21 +7,18 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/replay"
-	"github.com/pruneadvisor/pruneadvisor/storage"
+	"github.com/pruneadvisor/pruneadvisor/tuning"
 )
 
 type fitFlags struct {
@@ -49,21 +46,13 @@ type fitJSON struct {
 	CV       *fitted.CV            `json:"cv"`
 	Rel      calibrate.Reliability `json:"reliability"`
 	Oracle   int64                 `json:"oracle_token_steps"`
-	Ablation []fitAblation         `json:"ablation,omitempty"`
+	Ablation []tuning.Ablation     `json:"ablation,omitempty"`
 }
 
 type fitWeight struct {
 	Feature string  `json:"feature"`
 	Weight  float64 `json:"weight"`
 	Doc     string  `json:"doc"`
-}
-
-// fitAblation is the cross-validated figures with one feature left out.
-type fitAblation struct {
-	Dropped         string  `json:"dropped"`
-	AUC             float64 `json:"auc"`
-	TokenStepsShare float64 `json:"token_steps_share_of_oracle"`
-	MissRate        float64 `json:"miss_rate"`
 }
 
 func fitCmd(e *env) *cobra.Command {
@@ -111,15 +100,38 @@ Exit codes: 0 done, 1 too few rows, a store or model error, 2 bad flags.`,
 	return c
 }
 
-// trainingConfig is the advisor config of a training replay.
-func trainingConfig() advisor.Config {
-	cfg := advisor.DefaultConfig()
-	cfg.Schedule = fitted.TrainingSchedule
-	cfg.ReaskUnderBudget = true
-	return cfg
+func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	set, words, closeDB, err := f.training(ctx, e, paths)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if f.dumpRows != "" {
+		if err := set.Dump(f.dumpRows); err != nil {
+			return fmt.Errorf("fit: --dump-rows: %w", err)
+		}
+	}
+	out, err := f.fit(set, words, paths)
+	if err != nil {
+		return err
+	}
+	if err := f.write(&out); err != nil {
+		return err
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	printFit(e.stdout, out)
+	return nil
 }
 
-func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
+// check validates the flags (usageErrors).
+func (f *fitFlags) check() error {
 	if f.folds < 2 || f.folds > 100 {
 		return usageError{fmt.Errorf("--folds %d: want 2 to 100", f.folds)}
 	}
@@ -132,48 +144,73 @@ func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
 	if f.targetMiss < 0 || f.targetMiss > 1 || f.targetMiss != f.targetMiss {
 		return usageError{fmt.Errorf("--target-miss %v: want a rate in [0,1]", f.targetMiss)}
 	}
+	return nil
+}
+
+// training returns the training set: with PATHs, of their training replay
+// (replayed into --db first, its word statistics counted: words), else of the
+// largest replay with signals in --db (or --settings'); words is nil without
+// PATHs. The caller calls closeDB.
+func (f *fitFlags) training(ctx context.Context, e *env, paths []string) (set *tuning.TrainingSet, words *evidence.Background, closeDB func(), err error) {
 	prefixes := f.settings
-	var words *evidence.Background
 	if len(paths) > 0 {
-		words = wordStats(e, paths)
-		hash, err := fitReplay(ctx, e, paths, f, words)
+		words = tuning.WordStats(paths)
+		if words != nil {
+			fmt.Fprintf(e.stderr, "pruneadvisor: fit: word statistics of %d sessions: %d plain words written in at least %.0f%% of them\n", words.Sessions, len(words.Counts), 100*words.MinShare)
+		}
+		hash, err := fitReplay(ctx, e, paths, *f, words)
 		if err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 		prefixes = []string{hash}
 	}
 	db, closeDB, groups, err := openGroups(ctx, f.db, prefixes)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	defer closeDB()
-	set, err := loadTraining(ctx, db, groups)
+	set, err = tuning.LoadTraining(ctx, replayStore{db}, groups)
+	if errors.Is(err, tuning.ErrNoSignals) {
+		err = fmt.Errorf("fit: no ask of %s carries signals: replay with this version of pruneadvisor first (or give PATHs to replay)", db.Path())
+	}
 	if err != nil {
-		return err
+		closeDB()
+		return nil, nil, nil, err
 	}
-	if f.dumpRows != "" {
-		if err := set.dumpTraining(f.dumpRows); err != nil {
-			return err
-		}
-	}
-	out, err := fitAndReport(set, f)
+	return set, words, closeDB, nil
+}
+
+// fit cross-validates and fits the model (tuning.TrainingSet.Fit) and names its
+// word statistics and source. Without PATHs the stored replay's statistics are
+// known by their digest only, and only the embedded default's can be named by
+// it: an error otherwise.
+func (f *fitFlags) fit(set *tuning.TrainingSet, words *evidence.Background, paths []string) (fitJSON, error) {
+	res, err := set.Fit(f.folds, f.lambda, f.targetMiss, f.ablation)
 	if err != nil {
-		return err
+		return fitJSON{}, fitError(err)
 	}
-	out.DB, out.Replay = f.db, set.group.label()
+	m, ev := res.Model, &res.Evaluation
+	out := fitJSON{Model: m, CV: &ev.CV, Rel: ev.Reliability, Oracle: ev.Oracle, Ablation: res.Ablation}
+	for i, ft := range fitted.Features {
+		out.Weights = append(out.Weights, fitWeight{ft.Name, m.Weights[i], ft.Doc})
+	}
+	out.DB, out.Replay = f.db, set.Group.Label()
 	if words == nil {
-		// No PATHs: the stored replay's statistics are known by their digest only,
-		// and only the embedded default's can be named by it.
 		def := fitted.DefaultBackground()
-		if set.group.settings.Words != def.Digest() {
-			return fmt.Errorf("fit: the replay %s was labelled under word statistics %s, not the embedded default's (%s): give the PATHs it replayed so fit can count them again", short(set.group.hash), set.group.settings.Words, def.Digest())
+		if set.Group.Settings.Words != def.Digest() {
+			return out, fmt.Errorf("fit: the replay %s was labelled under word statistics %s, not the embedded default's (%s): give the PATHs it replayed so fit can count them again", short(set.Group.Hash), set.Group.Settings.Words, def.Digest())
 		}
 		words = def
 	}
-	out.Model.Words = words
+	m.Words = words
 	if len(paths) > 0 {
-		out.Model.Training.Source = strings.Join(paths, " ")
+		m.Training.Source = strings.Join(paths, " ")
 	}
+	return out, nil
+}
+
+// write saves the model (--out) and names it in --write-config
+// (tuning.WriteModelFile), noting both in out.
+func (f *fitFlags) write(out *fitJSON) error {
 	if f.out != "" {
 		if err := out.Model.Save(f.out); err != nil {
 			return err
@@ -181,50 +218,24 @@ func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
 		out.Out = f.out
 	}
 	if f.writeConfig != "" {
-		if err := writeModelFile(f.writeConfig, f.out); err != nil {
-			return err
+		if err := tuning.WriteModelFile(f.writeConfig, f.out); err != nil {
+			return fmt.Errorf("fit: --write-config: %w", err)
 		}
 		out.Wrote = f.writeConfig
 	}
-	if f.asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	}
-	printFit(e.stdout, out)
 	return nil
 }
 
-// wordStats counts the plain words the agents of the sessions under paths wrote
-// (evidence.BackgroundCounter): the statistics the training replay labels under
-// and the model ships. Files that are not sessions are passed over, as replay
-// does.
-func wordStats(e *env, paths []string) *evidence.Background {
-	found, _, _, _ := replay.Discover(paths)
-	c := evidence.NewBackgroundCounter()
-	for _, fd := range found {
-		src, err := replay.Load(fd.Path, true)
-		if err != nil {
-			continue
-		}
-		c.Add(src.Session)
-	}
-	bg := c.Background(0)
-	if bg != nil {
-		fmt.Fprintf(e.stderr, "pruneadvisor: fit: word statistics of %d sessions: %d plain words written in at least %.0f%% of them\n", bg.Sessions, len(bg.Counts), 100*bg.MinShare)
-	}
-	return bg
-}
-
-// fitReplay replays paths into the store as a training replay, its later-use
-// evidence labelled under words, and returns its settings hash.
+// fitReplay replays paths into the store as a training replay
+// (tuning.TrainingConfig, fitted.KeepScorer), its later-use evidence labelled
+// under words, and returns its settings hash.
 func fitReplay(ctx context.Context, e *env, paths []string, f fitFlags, words *evidence.Background) (string, error) {
 	store, closeStore, err := openStore(ctx, f.db)
 	if err != nil {
 		return "", err
 	}
 	defer closeStore()
-	rp := &replay.Replayer{Config: trainingConfig(), Scorer: fitted.KeepScorer{}, Lenient: true, Logger: onceLogger(e.stderr), Sizer: ollama.Sizer{},
+	rp := &replay.Replayer{Config: tuning.TrainingConfig(), Scorer: fitted.KeepScorer{}, Lenient: true, Logger: onceLogger(e.stderr), Sizer: ollama.Sizer{},
 		Background: words}
 	runner := &replay.Runner{Replayer: rp, Sink: store, Workers: f.workers}
 	sum, err := runner.Run(ctx, paths)
@@ -240,134 +251,6 @@ func fitReplay(ctx context.Context, e *env, paths []string, f fitFlags, words *e
 			strings.Join(paths, ", "), sum.NotSessions, len(sum.Failures))
 	}
 	return rp.Settings().Hash(), nil
-}
-
-// trainingSet is the rows of one replay group with the calibrate outputs they come
-// from (for the token-steps figures).
-type trainingSet struct {
-	group    *replayGroup
-	rows     []fitted.Row
-	outs     []calibrate.Output // base outputs, Asks emptied
-	rowOut   []int              // rows[i] is an ask of outs[rowOut[i]]
-	rowStep  []int
-	sessions []calibrate.Session
-}
-
-// loadTraining reads the first group holding asks with signals.
-func loadTraining(ctx context.Context, db *storage.DB, groups []*replayGroup) (*trainingSet, error) {
-	for _, g := range groups {
-		set := &trainingSet{group: g}
-		for _, s := range g.sessions {
-			rec, err := db.LoadReplay(ctx, s.ID)
-			if err != nil {
-				return nil, err
-			}
-			set.add(rec)
-		}
-		if len(set.rows) > 0 {
-			return set, nil
-		}
-	}
-	return nil, fmt.Errorf("fit: no ask of %s carries signals: replay with this version of pruneadvisor first (or give PATHs to replay)", db.Path())
-}
-
-// add appends one replayed session's rows.
-func (t *trainingSet) add(rec *replay.Record) {
-	outs := rec.CalibrateOutputs()
-	idx := make(map[string]int, len(outs))
-	for i := range outs {
-		idx[outs[i].Key] = len(t.outs) + i
-		outs[i].Asks = nil
-	}
-	t.outs = append(t.outs, outs...)
-	t.sessions = append(t.sessions, rec.CalibrateSession())
-	for _, a := range rec.Asks {
-		i, ok := idx[a.OutputKey]
-		if !ok || !a.OK || a.Signals.Step == 0 {
-			continue
-		}
-		o := &t.outs[i]
-		if a.Step < o.CandidateFrom || a.Step > o.EndStep {
-			continue
-		}
-		t.rows = append(t.rows, fitted.Row{Session: o.Session, Signals: a.Signals, Used: o.UsedFrom(a.Step) != 0})
-		t.rowOut = append(t.rowOut, i)
-		t.rowStep = append(t.rowStep, a.Step)
-	}
-}
-
-// evaluation is the held-out figures of one cross-validation.
-type evaluation struct {
-	cv     fitted.CV
-	rel    calibrate.Reliability
-	oracle int64
-}
-
-// evaluate cross-validates and prices the held-out scores.
-func (t *trainingSet) evaluate(folds int, lambda, targetMiss float64, drop []string) (evaluation, error) {
-	pred, fits, err := fitted.CrossValidate(t.rows, folds, fitted.Options{Lambda: lambda, Drop: drop})
-	if err != nil {
-		return evaluation{}, err
-	}
-	outs := append([]calibrate.Output(nil), t.outs...)
-	var scores []float64
-	var labels []bool
-	for i, p := range pred {
-		if math.IsNaN(p) {
-			continue
-		}
-		o := &outs[t.rowOut[i]]
-		o.Asks = append(o.Asks, calibrate.Ask{Step: t.rowStep[i], Keep: p, OK: true})
-		scores, labels = append(scores, p), append(labels, t.rows[i].Used)
-	}
-	ev := evaluation{cv: fitted.CV{Folds: folds, AUC: fitted.AUC(scores, labels), Brier: fitted.Brier(scores, labels), PerFold: fits, TargetMiss: targetMiss, Cutoff: -1}}
-	ev.rel = calibrate.ReliabilityOf(outs, 10)
-	opts := calibrate.DefaultOptions()
-	opts.SizeExponent = t.group.settings.Config.SizeExponent // the cutoff the advisor will prune under
-	e, err := calibrate.NewEvaluator(outs, t.sessions, opts)
-	if err != nil {
-		return evaluation{}, err
-	}
-	ev.oracle = e.Oracle().TokenSteps
-	cutoffs := fitCutoffs(scores)
-	var best calibrate.Result
-	for _, r := range e.Sweep("fitted", cutoffs) {
-		if r.MissRate <= targetMiss && r.TokenSteps > best.TokenSteps {
-			best = r
-		}
-	}
-	if best.Pruned > 0 && ev.oracle > 0 {
-		ev.cv.Cutoff, ev.cv.MissRate = best.Cutoff, best.MissRate
-		ev.cv.TokenStepsShare = float64(best.TokenSteps) / float64(ev.oracle)
-	}
-	return ev, nil
-}
-
-func fitAndReport(set *trainingSet, f fitFlags) (fitJSON, error) {
-	ev, err := set.evaluate(f.folds, f.lambda, f.targetMiss, nil)
-	if err != nil {
-		return fitJSON{}, fitError(err)
-	}
-	m, err := fitted.Train(set.rows, fitted.Options{Lambda: f.lambda})
-	if err != nil {
-		return fitJSON{}, fitError(err)
-	}
-	m.CV = &ev.cv
-	m.Training.Settings = set.group.hash
-	out := fitJSON{Model: m, CV: &ev.cv, Rel: ev.rel, Oracle: ev.oracle}
-	for i, ft := range fitted.Features {
-		out.Weights = append(out.Weights, fitWeight{ft.Name, m.Weights[i], ft.Doc})
-	}
-	if f.ablation {
-		for _, ft := range fitted.Features {
-			a, err := set.evaluate(f.folds, f.lambda, f.targetMiss, []string{ft.Name})
-			if err != nil {
-				return fitJSON{}, fitError(err)
-			}
-			out.Ablation = append(out.Ablation, fitAblation{ft.Name, a.cv.AUC, a.cv.TokenStepsShare, a.cv.MissRate})
-		}
-	}
-	return out, nil
 }
 
 func fitError(err error) error {
@@ -424,37 +307,4 @@ func printFit(w io.Writer, out fitJSON) {
 	if out.Wrote != "" {
 		fmt.Fprintf(w, "%s now names it (model_file): every command run with --config %s scores with it\n", out.Wrote, out.Wrote)
 	}
-}
-
-// writeModelFile sets model_file in the advisor config file at path (created with
-// the defaults when missing, its other fields kept) to model's absolute path, so
-// every advising command run with --config path scores with that model.
-func writeModelFile(path, model string) error {
-	abs, err := filepath.Abs(model)
-	if err != nil {
-		return fmt.Errorf("fit: --write-config: %w", err)
-	}
-	if err := updateConfig(path, func(cfg *advisor.Config) { cfg.ModelFile = abs }); err != nil {
-		return fmt.Errorf("fit: --write-config: %w", err)
-	}
-	return nil
-}
-
-// fitCutoffs are the cutoffs fit's held-out evaluation sweeps: 0.01 to 0.99 by 0.01,
-// and the held-out scores' quantiles at every 0.25% up to the median (where the
-// scores bunch, the fixed grid steps over the cutoffs a low miss rate needs: issue
-// 30 asks for a front without gaps), each rounded up to the next 1e-6 so that the
-// quantile's own score is pruned (a prune is score < cutoff); sorted, unique.
-func fitCutoffs(scores []float64) []float64 {
-	var cutoffs []float64
-	for c := 0.01; c < 0.995; c += 0.01 {
-		cutoffs = append(cutoffs, math.Round(c*100)/100)
-	}
-	sorted := slices.Sorted(slices.Values(scores))
-	for q := 1; q <= 200 && len(sorted) > 0; q++ {
-		v := sorted[min(len(sorted)-1, q*len(sorted)/400)]
-		cutoffs = append(cutoffs, math.Ceil(v*1e6+0.5)/1e6)
-	}
-	slices.Sort(cutoffs)
-	return slices.Compact(cutoffs)
 }

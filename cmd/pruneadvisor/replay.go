@@ -170,27 +170,9 @@ func askLatency(flag string, scorer advisor.Scorer) (string, error) {
 }
 
 func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error {
-	cfg, err := f.configFlags.load()
+	cfg, shard, err := f.check()
 	if err != nil {
-		return usageError{err}
-	}
-	switch f.progress {
-	case "auto", "bar", "log", "none":
-	default:
-		return usageError{fmt.Errorf("--progress %q: want auto, bar, log or none", f.progress)}
-	}
-	if f.workers < 0 {
-		return usageError{fmt.Errorf("--workers %d: want 1 or more (0: default)", f.workers)}
-	}
-	shard, err := replay.ParseShard(f.shard)
-	if err != nil {
-		return usageError{fmt.Errorf("--shard: %w", err)}
-	}
-	if f.askLag < 0 {
-		return usageError{fmt.Errorf("--ask-lag %d: want 0 or more steps", f.askLag)}
-	}
-	if _, err := askLatency(f.askLat, nil); err != nil {
-		return usageError{err}
+		return err
 	}
 	f.scorerFlags.useConfig(cfg)
 	restore, err := f.memory.apply()
@@ -214,11 +196,57 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 	rp := &replay.Replayer{Config: cfg, Scorer: scorer, Lenient: !f.strict, Logger: onceLogger(e.stderr), Sizer: ollama.Sizer{},
 		Background: f.scorerFlags.background(e), AskLag: f.askLag}
 	rp.AskLatency, _ = askLatency(f.askLat, scorer)
-	settings := rp.Settings()
 	prog := newReplayProgress(e, f.progress)
 	runner := &replay.Runner{Replayer: rp, Sink: store, Workers: workers, Events: prog.event, Shard: shard}
 	sum, runErr := runner.Run(ctx, paths)
 	prog.finish()
+	out := f.summary(rp.Settings(), workers, shard, sum, runErr, prog)
+	for _, fl := range sum.Failures {
+		out.Failures = append(out.Failures, replayFailure{Path: fl.Path, Error: fl.Err.Error()})
+		fmt.Fprintln(e.stderr, failureLine(fl.Path, fl.Err))
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printReplay(e.stdout, out)
+	}
+	return replayError(sum, runErr)
+}
+
+// check validates the flags and returns the advisor config (--config and the
+// config flags) and the shard to replay. Errors are usageErrors.
+func (f *replayFlags) check() (advisor.Config, replay.Shard, error) {
+	cfg, err := f.configFlags.load()
+	if err != nil {
+		return cfg, replay.Shard{}, usageError{err}
+	}
+	switch f.progress {
+	case "auto", "bar", "log", "none":
+	default:
+		return cfg, replay.Shard{}, usageError{fmt.Errorf("--progress %q: want auto, bar, log or none", f.progress)}
+	}
+	if f.workers < 0 {
+		return cfg, replay.Shard{}, usageError{fmt.Errorf("--workers %d: want 1 or more (0: default)", f.workers)}
+	}
+	shard, err := replay.ParseShard(f.shard)
+	if err != nil {
+		return cfg, replay.Shard{}, usageError{fmt.Errorf("--shard: %w", err)}
+	}
+	if f.askLag < 0 {
+		return cfg, replay.Shard{}, usageError{fmt.Errorf("--ask-lag %d: want 0 or more steps", f.askLag)}
+	}
+	if _, err := askLatency(f.askLat, nil); err != nil {
+		return cfg, replay.Shard{}, usageError{err}
+	}
+	return cfg, shard, nil
+}
+
+// summary is the JSON form of a run's summary, its lists sorted.
+func (f *replayFlags) summary(settings replay.Settings, workers int, shard replay.Shard, sum replay.Summary, runErr error, prog *replayProgress) replaySummary {
 	out := replaySummary{
 		DB: storage.Redact(f.db), Scorer: settings.Scorer, SettingsHash: settings.Hash(), Workers: workers,
 		Found: sum.Found, Replayed: sum.Replayed, AlreadyDone: sum.AlreadyDone, Duplicates: sum.Duplicates,
@@ -233,19 +261,12 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 	sort.Slice(out.Sessions, func(i, j int) bool { return out.Sessions[i].Path < out.Sessions[j].Path })
 	sort.Strings(out.Incomplete)
 	sort.Strings(out.AllAsksFailed)
-	for _, fl := range sum.Failures {
-		out.Failures = append(out.Failures, replayFailure{Path: fl.Path, Error: fl.Err.Error()})
-		fmt.Fprintln(e.stderr, failureLine(fl.Path, fl.Err))
-	}
-	if f.asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	} else {
-		printReplay(e.stdout, out)
-	}
+	return out
+}
+
+// replayError is replay's exit: an interrupted run (1), failed sessions (1),
+// sessions none of whose asks got a score (exitNoScores), else nil.
+func replayError(sum replay.Summary, runErr error) error {
 	switch {
 	case runErr != nil:
 		return fmt.Errorf("replay interrupted (%w): %d sessions committed; run the same command again to replay the rest", runErr, sum.Replayed)

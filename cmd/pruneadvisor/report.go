@@ -101,14 +101,14 @@ func reportData(ctx context.Context, e *env, f calibrateFlags) (report.Data, err
 	opts := run.opts
 	opts.Budget = run.replayBudget
 	var applied []int
-	if run.groups[0].scorer != replay.ScorerNone {
-		applied = run.in.applied
+	if run.groups[0].Scorer != replay.ScorerNone {
+		applied = run.in.Applied
 	}
-	traces, err := calibrate.Traces(run.in.base, run.in.sessions, opts, applied)
+	traces, err := calibrate.Traces(run.in.Base, run.in.Calls, opts, applied)
 	if err != nil {
 		return report.Data{}, fmt.Errorf("report: %w", err)
 	}
-	return report.Data{Calibration: run.out, Traces: traces, Budget: run.replayBudget, Stubs: run.in.stubs, Generated: time.Now()}, nil
+	return report.Data{Calibration: run.out, Traces: traces, Budget: run.replayBudget, Stubs: run.in.Stubs, Generated: time.Now()}, nil
 }
 
 // openBrowser opens path with the platform's opener, without waiting for it.

@@ -18,12 +18,14 @@ const module = "github.com/pruneadvisor/pruneadvisor"
 
 // domain lists the packages that must link no HTTP stack, no model client and no
 // plotting (issue 15; HELPERS.md "House style"): the store's adapter and the
-// offline pipeline included, since what they need from a scorer (its request-size
-// estimate) comes through an interface; report, which renders the report and
-// live pages from the domain's structures (the command writes the one, server
-// serves the other); and the tool-call classification and the token counter that
-// left transcript (issue 36).
-var domain = []string{"storage", "replay", "calibrate", "advisor", "planner", "rules", "cards", "evidence", "backoff", "recall", "wire", "report",
+// offline pipeline included (replay, calibrate and tuning, which reads a store
+// through its own interface and leaves plotting to the commands), since what
+// they need from a scorer (its request-size estimate) comes through an
+// interface; report, which renders the report and live pages from the domain's
+// structures (the command writes the one, server serves the other); and the
+// tool-call classification and the token counter that left transcript (issue
+// 36).
+var domain = []string{"storage", "replay", "calibrate", "tuning", "advisor", "planner", "rules", "cards", "evidence", "backoff", "recall", "wire", "report",
 	"toolcall", "tokencount"}
 
 // forbidden are the import paths (or path prefixes, ending in "/") no domain package
@@ -58,6 +60,32 @@ func TestDomainImports(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// replayOnly lists what replay must not depend on (issue 36): it replays sessions
+// into records, and turning records into calibrations, training rows and
+// schedule comparisons is tuning's, on top of calibrate.
+var replayOnly = []string{module + "/calibrate", module + "/tuning"}
+
+// TestReplayOnlyReplays runs `go list -deps` on replay: neither calibrate nor
+// tuning may be among its dependencies, directly or not.
+func TestReplayOnlyReplays(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../../replay").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps ./replay: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"/replay") {
+		t.Fatalf("go list -deps ./replay did not list replay itself: %q", out)
+	}
+	for _, d := range deps {
+		if slices.Contains(replayOnly, d) {
+			t.Errorf("replay depends on %s", d)
+		}
 	}
 }
 

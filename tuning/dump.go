@@ -1,4 +1,4 @@
-package main
+package tuning
 
 import (
 	"encoding/csv"
@@ -16,7 +16,7 @@ import (
 var dumpRowsHead = []string{"s_step", "s_age", "s_tokens", "s_chars", "s_action", "s_uses", "s_last_use_ago", "s_names",
 	"s_path_idle", "s_path_reads", "s_runs", "s_recent_uses", "s_is_error", "s_edited_since", "s_live", "s_live_undigested"}
 
-// dumpTraining writes the training set into dir (created when missing) as two CSV
+// Dump writes the training set into dir (created when missing) as two CSV
 // files, for probing other models and features outside Go (fit's hidden
 // --dump-rows flag; docs/EVALUATION.md shows a probe):
 //
@@ -28,18 +28,18 @@ var dumpRowsHead = []string{"s_step", "s_age", "s_tokens", "s_chars", "s_action"
 //     end_step, rule_dead_at, stub_tokens, uses (the steps of its counting uses,
 //     space-separated: a row is used exactly when its output has a use at a step >=
 //     ask_step), held (per use, 1 when the advisor's stub digest holds it:
-//     calibrate.Output.Held) and agent (its session's, calibrate.Session.Agent).
+//     calibrate.Output.Held) and agent (its session's, calibrate.Calls.Agent).
 //
-// Errors name the flag and the file.
-func (t *trainingSet) dumpTraining(dir string) error {
+// Errors: os.MkdirAll's and os.Create's; a write's, naming the file.
+func (t *TrainingSet) Dump(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("fit: --dump-rows: %w", err)
+		return err
 	}
 	head := append(append([]string{"out", "ask_step", "session", "used"}, fitted.FeatureNames()...), dumpRowsHead...)
 	var v []float64
-	err := writeCSV(filepath.Join(dir, "rows.csv"), head, len(t.rows), func(i int) []string {
-		r, s := &t.rows[i], &t.rows[i].Signals
-		rec := []string{strconv.Itoa(t.rowOut[i]), strconv.Itoa(t.rowStep[i]), r.Session, b01(r.Used)}
+	err := writeCSV(filepath.Join(dir, "rows.csv"), head, len(t.Rows), func(i int) []string {
+		r, s := &t.Rows[i], &t.Rows[i].Signals
+		rec := []string{strconv.Itoa(t.RowOut[i]), strconv.Itoa(t.RowStep[i]), r.Session, b01(r.Used)}
 		v = fitted.Vector(v, s)
 		for _, x := range v {
 			rec = append(rec, strconv.FormatFloat(x, 'g', -1, 64))
@@ -53,12 +53,12 @@ func (t *trainingSet) dumpTraining(dir string) error {
 		return err
 	}
 	head = []string{"out", "session", "key", "tokens", "step", "candidate_from", "end_step", "rule_dead_at", "stub_tokens", "uses", "held", "agent"}
-	agents := make(map[string]string, len(t.sessions))
-	for _, s := range t.sessions {
+	agents := make(map[string]string, len(t.Calls))
+	for _, s := range t.Calls {
 		agents[s.Name] = s.Agent
 	}
-	return writeCSV(filepath.Join(dir, "outputs.csv"), head, len(t.outs), func(i int) []string {
-		o := &t.outs[i]
+	return writeCSV(filepath.Join(dir, "outputs.csv"), head, len(t.Outs), func(i int) []string {
+		o := &t.Outs[i]
 		uses, held := make([]string, len(o.Uses)), make([]string, len(o.Uses))
 		for k, u := range o.Uses {
 			uses[k], held[k] = strconv.Itoa(u), b01(k < len(o.Held) && o.Held[k])
@@ -72,7 +72,7 @@ func (t *trainingSet) dumpTraining(dir string) error {
 func writeCSV(path string, head []string, n int, record func(i int) []string) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("fit: --dump-rows: %w", err)
+		return err
 	}
 	w := csv.NewWriter(f)
 	w.Write(head)
@@ -85,7 +85,7 @@ func writeCSV(path string, head []string, n int, record func(i int) []string) er
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("fit: --dump-rows: %s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }

@@ -1,10 +1,12 @@
-package replay
+package tuning
 
 import (
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/replay"
 )
 
 // DigestBudgets are the stub digest budgets, in tokens, that DigestCoverage
@@ -31,7 +33,7 @@ type DigestRow struct {
 	// last 250 characters: evidence.Use.Preview) holds, for comparison.
 	Previewed int `json:"previewed"`
 	// Outputs and Tokens count the outputs whose stub carries a digest (candidates
-	// the rules do not kill: stubDigest; the others' uses are no stub misses
+	// the rules do not kill: replay.StubDigest; the others' uses are no stub misses
 	// either) and their tokens; Stub[i] is their stubs' tokens with a digest of
 	// DigestBudgets[i] tokens at most: the stub without one (advisor.StubTokens)
 	// plus the smaller of the output's whole digest (OutputFacts.DigestTokens) and
@@ -59,7 +61,7 @@ func newDigestRow(format string) DigestRow {
 }
 
 // Add counts one replay.
-func (c *DigestCoverage) Add(rec *Record) {
+func (c *DigestCoverage) Add(rec *replay.Record) {
 	f := string(rec.Format)
 	row := c.by[f]
 	if row == nil {
@@ -69,9 +71,9 @@ func (c *DigestCoverage) Add(rec *Record) {
 	}
 	cfg := rec.Settings.Config
 	// budgets[key][i]: the digest budget of the output's stub at DigestBudgets[i],
-	// for the outputs whose stub carries a digest (stubDigest).
+	// for the outputs whose stub carries a digest (replay.StubDigest).
 	budgets := make(map[string][]int, len(rec.Outputs))
-	outs := make(map[string]*OutputFacts, len(rec.Outputs))
+	outs := make(map[string]*replay.OutputFacts, len(rec.Outputs))
 	for i := range rec.Outputs {
 		o := &rec.Outputs[i]
 		if o.CandidateFrom == 0 || o.RuleDeadAt > 0 {
@@ -84,7 +86,7 @@ func (c *DigestCoverage) Add(rec *Record) {
 			r.Tokens += o.Tokens
 		}
 		for i, b := range DigestBudgets {
-			base, budget := stubDigest(cfg, o, b)
+			base, budget := replay.StubDigest(cfg, o, b)
 			bs[i] = budget
 			for _, r := range []*DigestRow{row, &c.all} {
 				r.Stub[i] += base + min(budget, o.DigestTokens)

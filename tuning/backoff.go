@@ -1,4 +1,4 @@
-package replay
+package tuning
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
+	"github.com/pruneadvisor/pruneadvisor/replay"
 )
 
 // ErrSchedules means the schedule runs given to CompareSchedules do not line up
@@ -16,8 +17,8 @@ var ErrSchedules = errors.New("schedule runs do not line up")
 // ScheduleRun is the replays of a set of sessions under one back-off schedule.
 // Every run compared must hold the same sessions in the same order.
 type ScheduleRun struct {
-	Schedule string    // as given, e.g. "3,6,12,24"
-	Records  []*Record // one per session
+	Schedule string           // as given, e.g. "3,6,12,24"
+	Records  []*replay.Record // one per session
 }
 
 // ScheduleResult is what one schedule did over the sessions, beside the reference
@@ -29,8 +30,8 @@ type ScheduleResult struct {
 	Asks       int    `json:"asks"`       // cards scored
 	// AsksPerCandidate = Asks / Candidates (0 with no candidates).
 	AsksPerCandidate float64 `json:"asks_per_candidate"`
-	// ScorerTokens sums the asks' scorer tokens (Record.Asks Tokens, see
-	// Replayer.Replay).
+	// ScorerTokens sums the asks' scorer tokens (replay.Record.Asks Tokens, see
+	// replay.Replayer.Replay).
 	ScorerTokens int64 `json:"scorer_tokens"`
 	// ScorerTime sums the wall time of the scorer's batches (one per step with
 	// asks).
@@ -44,11 +45,11 @@ type ScheduleResult struct {
 	Earlier         int   `json:"earlier"` // outputs pruned under both, earlier under this one
 	// Changed counts outputs pruned under one schedule and never under the other.
 	Changed int `json:"changed"`
-	// Result evaluates the replay's own prune decisions (OutputFacts.PendingAt)
+	// Result evaluates the replay's own prune decisions (PendingPrunes)
 	// with calibrate's accounting: misses, token-steps, rewrites, net dollars.
 	Result calibrate.Result `json:"result"`
 	// AppliedTokenSteps is what the advisor's stubs actually saved in the replay
-	// (Record.SavedTokenSteps, summed).
+	// (replay.Record.SavedTokenSteps, summed).
 	AppliedTokenSteps int64 `json:"applied_token_steps"`
 }
 
@@ -89,7 +90,7 @@ func CompareSchedules(runs []ScheduleRun, cutoff float64, opts calibrate.Options
 			return c.rep, fmt.Errorf("%w: schedule %q has %d sessions, %q has %d", ErrSchedules, run.Schedule, len(run.Records), runs[0].Schedule, n)
 		}
 	}
-	recs := make([]*Record, len(runs))
+	recs := make([]*replay.Record, len(runs))
 	for i := range n {
 		for k, run := range runs {
 			recs[k] = run.Records[i]
@@ -142,21 +143,21 @@ func NewComparison(schedules []string, cutoff float64, opts calibrate.Options, t
 // hold one record per schedule of the same content and outputs in the same order;
 // calibrate's ErrInvalid for records it cannot evaluate. After an error the
 // comparison is left as it was.
-func (c *Comparison) Add(recs []*Record) error {
+func (c *Comparison) Add(recs []*replay.Record) error {
 	i := c.rep.Sessions
 	if len(recs) != len(c.rep.Results) {
 		return fmt.Errorf("%w: session %d has %d replays for %d schedules", ErrSchedules, i, len(recs), len(c.rep.Results))
 	}
 	ref := recs[0]
 	rows := make([]ScheduleResult, len(recs))
-	prunes := make([][]calibrate.Decision, len(recs))
+	prunes := make([][]calibrate.PruneAt, len(recs))
 	var refOuts []calibrate.Output
 	for k, rec := range recs {
 		if rec.ContentHash != ref.ContentHash || len(rec.Outputs) != len(ref.Outputs) {
 			return fmt.Errorf("%w: session %d of schedule %q is %s (%d outputs), the reference's is %s (%d outputs)",
 				ErrSchedules, i, c.rep.Results[k].Schedule, rec.Path, len(rec.Outputs), ref.Path, len(ref.Outputs))
 		}
-		outs := rec.CalibrateOutputs()
+		outs := Outputs(rec)
 		if k == 0 {
 			refOuts = outs
 		}
@@ -165,7 +166,7 @@ func (c *Comparison) Add(recs []*Record) error {
 				return fmt.Errorf("%w: output %d of session %d under schedule %q is %q, the reference's is %q", ErrSchedules, j, i, c.rep.Results[k].Schedule, outs[j].Key, refOuts[j].Key)
 			}
 		}
-		prunes[k] = rec.PendingDecisions()
+		prunes[k] = PendingPrunes(rec)
 		row, err := c.sessionRow(rec, outs, prunes[k])
 		if err != nil {
 			return fmt.Errorf("schedule %q: %w", c.rep.Results[k].Schedule, err)
@@ -181,7 +182,7 @@ func (c *Comparison) Add(recs []*Record) error {
 }
 
 // sessionRow is one session's figures under one schedule.
-func (c *Comparison) sessionRow(rec *Record, outs []calibrate.Output, prune []calibrate.Decision) (ScheduleResult, error) {
+func (c *Comparison) sessionRow(rec *replay.Record, outs []calibrate.Output, prune []calibrate.PruneAt) (ScheduleResult, error) {
 	var res ScheduleResult
 	res.Outputs = len(outs)
 	res.Asks = len(rec.Asks)
@@ -204,7 +205,7 @@ func (c *Comparison) sessionRow(rec *Record, outs []calibrate.Output, prune []ca
 		}
 	}
 	res.AppliedTokenSteps = rec.SavedTokenSteps()
-	ev, err := calibrate.NewEvaluator(outs, []calibrate.Session{rec.CalibrateSession()}, c.opts)
+	ev, err := calibrate.NewEvaluator(outs, []calibrate.Calls{Calls(rec)}, c.opts)
 	if err != nil {
 		return res, err
 	}
@@ -216,7 +217,7 @@ func (c *Comparison) sessionRow(rec *Record, outs []calibrate.Output, prune []ca
 
 // compareTo counts the prunes of row's schedule (ps) that came later or earlier
 // than the reference's (pr), or under one of them only.
-func compareTo(row *ScheduleResult, outs []calibrate.Output, pr, ps []calibrate.Decision) {
+func compareTo(row *ScheduleResult, outs []calibrate.Output, pr, ps []calibrate.PruneAt) {
 	for i := range outs {
 		a, b := pr[i].Step, ps[i].Step
 		switch {

@@ -1,4 +1,4 @@
-package replay
+package tuning
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/cards"
 	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 	"github.com/pruneadvisor/pruneadvisor/planner"
+	"github.com/pruneadvisor/pruneadvisor/replay"
 )
 
 // atCutoff scores every card at its own cutoff (planner.CutoffAt of cutoff, the
@@ -47,13 +48,13 @@ func TestTiesAtTheCutoff(t *testing.T) {
 			t.Run(fmt.Sprintf("exponent %.1f/%s", exponent, tc.name), func(t *testing.T) {
 				byScore := 0
 				for _, src := range srcs[:6] {
-					rec, err := (&Replayer{Config: cfg, Scorer: atCutoff(cutoff, exponent, tc.under), Lenient: true}).Replay(context.Background(), src)
+					rec, err := (&replay.Replayer{Config: cfg, Scorer: atCutoff(cutoff, exponent, tc.under), Lenient: true}).Replay(context.Background(), src)
 					if err != nil {
 						t.Fatal(err)
 					}
-					live := rec.PendingDecisions()
-					calib := calibrate.ScorerPrunes(rec.CalibrateOutputs(), cutoff, exponent)
-					steps := func(ds []calibrate.Decision) []int {
+					live := PendingPrunes(rec)
+					calib := calibrate.ScorerPrunes(Outputs(rec), cutoff, exponent)
+					steps := func(ds []calibrate.PruneAt) []int {
 						out := make([]int, len(ds))
 						for i, d := range ds {
 							out[i] = d.Step
