@@ -1,4 +1,4 @@
-// Package advisor is pruneadvisor's per-step pipeline (DESIGN.md "Per-step
+// Package advisor is pruneadvisor's per-step pipeline (docs/DESIGN.md "Per-step
 // pipeline"): it indexes each new message once, protects what must stay, applies the
 // deterministic rules, asks a scorer for keep-probabilities on due cards in one
 // batch, and swaps pending prunes for stubs together, only when the rewrite is worth
@@ -83,7 +83,7 @@ type Advisor struct {
 	// --ask-latency measured, the default for the Ollama scorer. Default false.
 	AskMeasured bool
 	// Fallback, when set, ranks the candidates not scored yet when a rewrite is
-	// forced by the hard limit (DESIGN.md step 6(c)), which never waits for an
+	// forced by the hard limit (docs/DESIGN.md step 6(c)), which never waits for an
 	// ask: an in-process scorer (the fitted one), asked on the step's path for
 	// that ranking only. nil (the default) ranks them after every scored one. The
 	// proxy sets the fitted scorer when asks run in the background. Do not change

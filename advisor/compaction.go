@@ -19,7 +19,7 @@ const (
 	AgentOpencode = "opencode"
 )
 
-// CompactionPoint is where an agent compacts its context (DESIGN.md "Compaction:
+// CompactionPoint is where an agent compacts its context (docs/DESIGN.md "Compaction:
 // what pruning is for"), as a function of the model's context window W: the lowest
 // of W x Fraction (when Fraction > 0), W - Reserve (when Reserve > 0) and Tokens
 // (when Tokens > 0). A zero field takes no part; at least one must be set.
@@ -87,7 +87,7 @@ func (p CompactionPoint) check(window int) string {
 	return ""
 }
 
-// CompactionPoints is the one table of the agents' compaction points (DESIGN.md
+// CompactionPoints is the one table of the agents' compaction points (docs/DESIGN.md
 // "Compaction: what pruning is for"). Config.CompactionPoints overrides or adds
 // rows by agent name. Each row's Source names where its numbers come from.
 var CompactionPoints = map[string]CompactionPoint{

@@ -50,7 +50,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Config holds every setting of the per-step pipeline. Defaults are DESIGN.md's
+// Config holds every setting of the per-step pipeline. Defaults are docs/DESIGN.md's
 // defaults table; each field is validated by Validate (go-playground/validator/v10).
 type Config struct {
 	// ContextWindow is the agent model's context window in tokens. Default 200,000
@@ -165,7 +165,7 @@ type Config struct {
 	// re-asks 3, 6, 12, 24 steps after the previous ask, only while over budget.
 	Schedule string `json:"schedule" validate:"required"`
 	// ReaskUnderBudget makes re-asks follow Schedule whatever the context size.
-	// Default false (DESIGN.md step 5: re-asks only while over the budget, or when
+	// Default false (docs/DESIGN.md step 5: re-asks only while over the budget, or when
 	// the cache is cold and a rewrite is free): scores of a model barely move between
 	// asks, and asks cost. The fitted scorer's do move (the use history changes) and
 	// cost microseconds; training replays set it to see every output at many ages.
@@ -195,7 +195,7 @@ var DefaultExcludedTools = []string{
 	"skill", "task", "agent", "*subagent*", "think",
 }
 
-// DefaultConfig returns the defaults of DESIGN.md's table.
+// DefaultConfig returns the defaults of docs/DESIGN.md's table.
 func DefaultConfig() Config {
 	return Config{
 		ContextWindow:      200_000,

@@ -16,7 +16,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/prices"
 )
 
-// The defaults are DESIGN.md's defaults table, row by row.
+// The defaults are docs/DESIGN.md's defaults table, row by row.
 func TestDefaultConfigIsDesignTable(t *testing.T) {
 	cfg := advisor.DefaultConfig()
 	sched, err := backoff.Parse(cfg.Schedule)

@@ -16,7 +16,7 @@ import (
 )
 
 // The one table of compaction points (issue 31), each worked out by hand from
-// DESIGN.md's table: Claude Code window - 20k - 13k; Codex 90%; pi window -
+// docs/DESIGN.md's table: Claude Code window - 20k - 13k; Codex 90%; pi window -
 // 16,384; Gemini CLI 50%; opencode window - 20,000. Overrides replace a row.
 func TestCompactionPoints(t *testing.T) {
 	tests := []struct {

@@ -11,7 +11,7 @@ import (
 // A call to the recall tool that asks for part of the original (lines, grep and
 // context beside the id: recall.Args) is a recall as one without them is: its
 // result, a new output, is pruned later like any other, and its stub names the
-// recalled output's id (DESIGN.md "Recall"), not an id of its own.
+// recalled output's id (docs/DESIGN.md "Recall"), not an id of its own.
 func TestPartialRecallCallIsARecall(t *testing.T) {
 	const c1 = "o_a32e86c0b9" // rules.json's c1 (TestRecallOfPendingOutput)
 	for _, tt := range []struct{ tool, args string }{

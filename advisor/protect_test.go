@@ -120,7 +120,7 @@ func TestMemoryToolUnprotectedRecall(t *testing.T) {
 				t.Fatalf("Recall(%s) = %d bytes, %v; want the %d-byte original", it.RecallID, len(got), err, len(notes))
 			}
 
-			// DESIGN.md "Recall": the original reached the caller as the recall's own
+			// docs/DESIGN.md "Recall": the original reached the caller as the recall's own
 			// result; the stub stays where it is, byte-identical, and the bytes sent do
 			// not change on its account.
 			st = r.next() // step 6

@@ -42,7 +42,7 @@ func testRecallBackoff(t *testing.T, events bool) {
 	latest := c.read("reading the config", "/src/config.go", orig) // the copy the agent sees: c1, step 1
 	origKey := latest
 
-	wantWindows := []int{3, 6, 12, 24} // independent of the code: DESIGN.md "Recall"
+	wantWindows := []int{3, 6, 12, 24} // independent of the code: docs/DESIGN.md "Recall"
 	var (
 		rid         string
 		recallSteps []int          // step of each recall's call (its result's step)

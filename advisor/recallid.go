@@ -18,7 +18,7 @@ const (
 // (transcript.ToolOutput.Key) of session sessionID: "o_" followed by the first 10 hex
 // digits of SHA-256(sessionID + "\x00" + outputKey). The NUL separator keeps
 // ("ab","c") and ("a","bc") apart. It is deterministic, so a stub quoting it is
-// byte-stable across steps and processes (DESIGN.md step 6, "an applied stub is
+// byte-stable across steps and processes (docs/DESIGN.md step 6, "an applied stub is
 // frozen"). Anyone who knows the session id and the call id can compute it: an
 // Advisor with a RecallSecret uses KeyedRecallID instead; ids made here stay valid
 // (the store looks originals up by the id itself).

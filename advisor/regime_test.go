@@ -25,7 +25,7 @@ func survey(t *testing.T, n int) *transcript.Session {
 }
 
 // unchanged fails when a step's bytes differ from the previous step's without a
-// rewrite (DESIGN.md step 6: between two rewrites the bytes sent do not change).
+// rewrite (docs/DESIGN.md step 6: between two rewrites the bytes sent do not change).
 func unchanged(t *testing.T, steps []step) {
 	t.Helper()
 	for i := 1; i < len(steps); i++ {
@@ -138,7 +138,7 @@ func TestRegimeOverBudget(t *testing.T) {
 	cfg := advisor.DefaultConfig()
 	cfg.Budget = 10_000
 	cfg.PayFactor = 1000    // only the budget forces rewrites here
-	cfg.PriceForced = false // whatever they cost (DESIGN.md step 6b)
+	cfg.PriceForced = false // whatever they cost (docs/DESIGN.md step 6b)
 	steps := simulate(t, newAdvisor(t, cfg, constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 60))
 	unchanged(t, steps)
 	rewrites := 0

@@ -33,7 +33,7 @@ func rulesSession(t *testing.T) (*transcript.Session, map[string]string) {
 }
 
 // Rule deaths become pending when they leave the protected window and are pruned
-// with a reason naming the superseding call; the stub has DESIGN.md's shape.
+// with a reason naming the superseding call; the stub has docs/DESIGN.md's shape.
 func TestRuleDeathsStubText(t *testing.T) {
 	s, texts := rulesSession(t)
 	cfg := advisor.DefaultConfig()

@@ -18,7 +18,7 @@ import (
 )
 
 // state is what the advisor keeps for one session between steps. Everything in it
-// is derived once per message, when the message is first seen (DESIGN.md step 1), or
+// is derived once per message, when the message is first seen (docs/DESIGN.md step 1), or
 // read back from the store; every later step touches only what changes at that step:
 // the new messages, the outputs whose protection ends or whose next ask comes (a
 // queue keyed by step), and the pending prunes. Output texts are not kept: they come
@@ -374,7 +374,7 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 	return os
 }
 
-// compacted notes a provider's compaction in message at (DESIGN.md "Compaction:
+// compacted notes a provider's compaction in message at (docs/DESIGN.md "Compaction:
 // what pruning is for"): the context the advisor counts starts at it (the provider
 // reads from it on), and no output before it is pruned, for good (the provider
 // ignores them, and a rewrite there would only bust the cache). Stubs applied
@@ -480,7 +480,7 @@ func (a *Advisor) newOut(st *state, m *transcript.Message, bi int, o *transcript
 		os.paths = cloneAll(c.Paths)
 		if orig := a.recalledBy(st, c); orig != nil {
 			// A recall's result holds the original of orig: its stub names the same
-			// recall id (DESIGN.md "Recall"), and it is protected for a back-off
+			// recall id (docs/DESIGN.md "Recall"), and it is protected for a back-off
 			// window that grows with each recall of that original (3, 6, 12, …
 			// steps by default). The recall is a use of the original, counted from
 			// the step after the call, as a recall event is.
@@ -520,7 +520,7 @@ func cardTemplate(o *transcript.ToolOutput) *cards.Card {
 	return &c
 }
 
-// fixedProtection returns the protection of o that never ends (DESIGN.md step 2):
+// fixedProtection returns the protection of o that never ends (docs/DESIGN.md step 2):
 // the caller's "keep", an excluded tool (unless the caller said "disposable"), or
 // too small a size; "" when none applies.
 func (a *Advisor) fixedProtection(st *state, o *outState, r transcript.Retention) string {

@@ -352,7 +352,7 @@ func (a *Advisor) pruneReason(o *outState) string {
 }
 
 // protection returns why o is not a candidate at step T ("" when it is one) and the
-// first step at which that protection ends (0: never). DESIGN.md step 2.
+// first step at which that protection ends (0: never). docs/DESIGN.md step 2.
 func (a *Advisor) protection(o *outState, T int) (string, int) {
 	K := a.Config.ProtectedSteps
 	switch {
@@ -659,7 +659,7 @@ type extraCandidate struct {
 
 // extraCandidates returns the candidates that are not pending (kept: scored at or
 // over the cutoff, or not scored yet) whose stub is shorter, for a rewrite forced by
-// the hard limit (DESIGN.md step 6(c)): it may prune them, lowest keep-probability
+// the hard limit (docs/DESIGN.md step 6(c)): it may prune them, lowest keep-probability
 // first, when the pending prunes do not reach the low-water mark. Such a rewrite
 // never waits for a score: a candidate not scored yet is ranked by the Fallback
 // scorer when there is one (fallbackKeeps), else last.
@@ -899,7 +899,7 @@ func outputText(msgs []*transcript.Message, o *outState) (string, bool) {
 	return out.Text, true
 }
 
-// stubText renders the stub of DESIGN.md step 7 for o with the given reason, for
+// stubText renders the stub of docs/DESIGN.md step 7 for o with the given reason, for
 // example `[pruned: Read /src/get.rs, 4,210 tokens, score 0.08 < cutoff 0.25;
 // recall("o_7f3a9c0b1d") restores it]`: tool and argument summary (cut to 80
 // characters), the original's size in tokens, the reason, and the recall call

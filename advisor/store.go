@@ -14,7 +14,7 @@ import (
 type Store interface {
 	// SavePrunes commits the originals and stubs of one rewrite in one transaction:
 	// every original and its stub, or nothing. It must be durable when it returns
-	// nil: the advisor applies the stubs only afterwards (DESIGN.md step 7), and a
+	// nil: the advisor applies the stubs only afterwards (docs/DESIGN.md step 7), and a
 	// failure leaves no stub at all. An original is stored once by content hash.
 	//
 	// A stub is stored once per output, first writer wins, atomically across every

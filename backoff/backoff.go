@@ -1,8 +1,8 @@
-// Package backoff is the ask back-off schedule (DESIGN.md step 5): once a card has
+// Package backoff is the ask back-off schedule (docs/DESIGN.md step 5): once a card has
 // been scored, it is asked again only while the session is over its budget, and only
 // after a gap of steps that may grow with every re-ask. The default gaps are 3, 6, 12
 // and 24 steps after the previous ask, then 24 for ever ("scores barely move between
-// asks", DESIGN.md defaults table).
+// asks", docs/DESIGN.md defaults table).
 //
 // A Schedule is a list of gaps in steps; the n-th re-ask waits gaps[n-1] steps after
 // the previous ask, and the last gap repeats. Every step is the list [1], every k
@@ -23,7 +23,7 @@ var ErrSyntax = errors.New("invalid back-off schedule")
 // guards against typos and overflow: no session runs a million steps.
 const MaxGap = 1_000_000
 
-// Default doubling parameters (DESIGN.md defaults table: 3, 6, 12, 24 steps).
+// Default doubling parameters (docs/DESIGN.md defaults table: 3, 6, 12, 24 steps).
 const (
 	DefaultFirst = 3  // first gap of the default schedule, in steps
 	DefaultMax   = 24 // largest gap of the default schedule, in steps; it then repeats
@@ -50,7 +50,7 @@ type Schedule struct {
 	max   int   // formDoubling only
 }
 
-// Default returns the DESIGN.md default: 3, 6, 12, 24 steps, then 24.
+// Default returns the docs/DESIGN.md default: 3, 6, 12, 24 steps, then 24.
 func Default() Schedule { return Schedule{} }
 
 // Every returns the schedule that re-asks every k steps (k = 1: every step).
@@ -149,7 +149,7 @@ func (s Schedule) Gap(reask int) int {
 // A card never asked is always due. Otherwise it is due only when overBudget and at
 // least Gap(asks) steps have passed since lastAsk: with the default schedule the
 // second ask comes 3 steps after the first, the third 6 after the second, then 12,
-// then every 24. Steps are the advisor's step numbers (DESIGN.md: one model call
+// then every 24. Steps are the advisor's step numbers (docs/DESIGN.md: one model call
 // each, starting at 1); now < lastAsk is never due.
 func (s Schedule) Due(lastAsk, asks, now int, overBudget bool) bool {
 	if asks <= 0 {

@@ -7,7 +7,7 @@ import (
 
 // The anchors: the regimes of the tools people use instead of pruneadvisor, each at
 // its published defaults, replayed over the same sessions and priced the same way
-// (DESIGN.md "Calibration, baselines, back-off"). Each clears old tool outputs by
+// (docs/DESIGN.md "Calibration, baselines, back-off"). Each clears old tool outputs by
 // its own rule, without scores or recall, and ignores pruneadvisor's protection
 // (only outputs whose placeholder would not be shorter stay). A cleared output used
 // later is priced as a miss, like any pruner's: the agent fetches it again.

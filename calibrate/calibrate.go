@@ -1,4 +1,4 @@
-// Package calibrate turns replay records into the numbers DESIGN.md's "Calibration,
+// Package calibrate turns replay records into the numbers docs/DESIGN.md's "Calibration,
 // baselines, back-off" asks for: a reliability table, Brier score and AUC per scorer;
 // for every cutoff the prune rate, miss rate and token-steps saved; and, for every
 // pruner, what it costs in dollars against doing nothing, priced the way the
@@ -37,7 +37,7 @@
 // pruner's, so positive means cheaper than doing nothing. A miss is priced as the
 // round trip that repairs it: one more call that reads the context from the cache and
 // writes the recalled original and RecallOverheadTokens, after which the original
-// stays in the context (the stub stays too: DESIGN.md "Recall").
+// stays in the context (the stub stays too: docs/DESIGN.md "Recall").
 package calibrate
 
 import (
@@ -228,7 +228,7 @@ type Calls struct {
 // fields; Validate reports bad values.
 type Options struct {
 	// Budget is the context size in tokens the agent should stay under; default
-	// 100,000 (50% of a 200,000-token window, DESIGN.md defaults).
+	// 100,000 (50% of a 200,000-token window, docs/DESIGN.md defaults).
 	Budget int
 	// HardLimit in tokens: past it pending prunes are applied at once; default
 	// 180,000 (90% of the window).

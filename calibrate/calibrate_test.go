@@ -107,7 +107,7 @@ func TestOverBudgetHand(t *testing.T) {
 	outs, sessions := handOutputs()
 	opts := DefaultOptions()
 	opts.Budget = 45_000
-	opts.PriceForced = false // DESIGN.md step 6b: the budget forces these rewrites
+	opts.PriceForced = false // docs/DESIGN.md step 6b: the budget forces these rewrites
 	e := mustEval(t, outs, sessions, opts)
 	got := e.Scorer("x", 0.25)
 	want := Level{NetUSD: 0.3225 - 0.637851, PaidUSD: 0.637851, StepsOverBudget: 8, PeakContext: 50_000, Rewrites: 2, SessionsCostlier: 1, Misses: 1, TokenSteps: 32_080}

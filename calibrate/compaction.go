@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// Compaction is how a session's agent compacts its context (DESIGN.md "Compaction:
+// Compaction is how a session's agent compacts its context (docs/DESIGN.md "Compaction:
 // what pruning is for"): when the context it is about to send passes Point, it
 // first makes one summarising call over that context, whose answer (SummaryTokens)
 // replaces everything but the tail it keeps; every output not in that tail is gone

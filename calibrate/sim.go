@@ -242,7 +242,7 @@ func (p *immediateP) stub(v *view) []int { return p.at[v.s] }
 // applied level, as the advisor does live. With extra set (a scorer's decisions,
 // as the advisor's are), a rewrite forced by the hard limit may also prune
 // candidates that are not pending, lowest last score first (never scored: 1), as
-// the live advisor does (advisor's extraCandidates, DESIGN.md step 6(c)); the
+// the live advisor does (advisor's extraCandidates, docs/DESIGN.md step 6(c)); the
 // baselines have no such candidates.
 type regimeP struct {
 	at      map[int][]int

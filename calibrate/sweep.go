@@ -28,7 +28,7 @@ var DefaultRecency = []int{5, 10, 20}
 // ask with Keep under the output's cutoff (planner.CutoffAt(cutoff, Tokens,
 // exponent): the cutoff itself at exponent 0), with that keep-probability, or
 // RuleDeadAt when earlier (rule-dead outputs are pruned whatever their score,
-// DESIGN.md step 6); Step 0 = never.
+// docs/DESIGN.md step 6); Step 0 = never.
 func ScorerPrunes(outs []Output, cutoff, exponent float64) []PruneAt {
 	p := RulePrunes(outs)
 	for i := range outs {

@@ -1,5 +1,5 @@
 // Package cards builds the compact summary of one candidate tool output that a scorer
-// sees (DESIGN.md step 4): id, tool and argument summary, the first 300 and last 100
+// sees (docs/DESIGN.md step 4): id, tool and argument summary, the first 300 and last 100
 // characters, age in steps, and the agent's reaction, plus once per batch the task and
 // the agent's latest words ("now").
 package cards
@@ -12,7 +12,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
-// Card sizes in characters (runes), from DESIGN.md's defaults table: "enough to
+// Card sizes in characters (runes), from docs/DESIGN.md's defaults table: "enough to
 // recognise an output, small enough to batch".
 const (
 	HeadChars     = 300 // characters kept from the start of the output
@@ -42,7 +42,7 @@ type Card struct {
 	// so it need not be about this one.
 	SharedReaction bool `json:"shared_reaction,omitempty"`
 	IsError        bool `json:"is_error,omitempty"` // the call failed
-	// Uses is the output's use history at the card's step (DESIGN.md step 4, "used"):
+	// Uses is the output's use history at the card's step (docs/DESIGN.md step 4, "used"):
 	// how many of the agent's messages so far named a distinctive name of the output,
 	// re-read its file or re-ran its call (the later-use definition applied to the
 	// past). 0 means never.

@@ -9,7 +9,7 @@ import (
 )
 
 // Corpus counts, for one session, in how many tool outputs each term occurs. The
-// advisor adds each output once, when it appears (DESIGN.md step 1), so scorers can
+// advisor adds each output once, when it appears (docs/DESIGN.md step 1), so scorers can
 // weigh terms by rarity (IDF) without rescanning the session.
 type Corpus struct {
 	Docs   int // outputs added

@@ -113,7 +113,7 @@ func auditFigures(rows []auditRow, kept []bool) (realKept, noiseDropped float64,
 	return float64(k) / float64(nReal), float64(d) / float64(nNoise), nReal, nNoise, lines
 }
 
-// TestLabelAudit checks the later-use rule against people's judgment (DESIGN.md
+// TestLabelAudit checks the later-use rule against people's judgment (docs/DESIGN.md
 // "The rule is checked against people's judgment"): it replays the sessions
 // ../shared/label-audit/judged.csv names, under the embedded default model's
 // word statistics, and prints the share of REAL rows the rule keeps (a counting

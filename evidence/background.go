@@ -20,7 +20,7 @@ var ErrBackground = errors.New("evidence: invalid word statistics")
 
 // DefaultMinShare is Background.MinShare's default: a plain word written by the
 // agent in at least 1% of the background sessions is common, so not specific
-// (DESIGN.md "Replay and later-use evidence", clause Specific).
+// (docs/DESIGN.md "Replay and later-use evidence", clause Specific).
 const DefaultMinShare = 0.01
 
 // Background is the plain-word statistics of a background set of sessions: for

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// The digest (DESIGN.md step 7, issue 39): the names of an output that a later use
+// The digest (docs/DESIGN.md step 7, issue 39): the names of an output that a later use
 // could be credited to it for, in the order a stub's digest takes them, so that a
 // digest of any budget is a prefix of one list and the budget that covers a use is
 // known when the use is found (Use.Digest).

@@ -1,4 +1,4 @@
-// Package evidence is the one definition of later use (DESIGN.md "Replay and
+// Package evidence is the one definition of later use (docs/DESIGN.md "Replay and
 // later-use evidence"), with two uses: replay records, for every output, the steps at
 // which the agent used it over the whole session (the labels calibration and fitting
 // learn from), and the advisor runs the same Tracker live, as messages arrive, to give
@@ -98,7 +98,7 @@ var (
 
 // Name-tokenizer limits, in bytes (all name bytes are ASCII, so also characters).
 const (
-	// MinNameLen is the shortest name: DESIGN.md's "at least 4 characters".
+	// MinNameLen is the shortest name: docs/DESIGN.md's "at least 4 characters".
 	MinNameLen = 4
 	// MaxNameLen is the longest name kept. Longer runs are blobs (base64, minified
 	// code, hashes of hashes) that agents do not retype; dropping them keeps the
@@ -527,7 +527,7 @@ func (t *Tracker) seeText(text string) {
 }
 
 // variants calls f with the other spellings of name that a message holding name
-// makes known too, for clauses New in O and Not carried by the agent (DESIGN.md:
+// makes known too, for clauses New in O and Not carried by the agent (docs/DESIGN.md:
 // "a path and its prefix or base name, a leading dot dropped, quoted or not, a
 // trailing period"): each directory prefix of a path ("/a/b" of "/a/b/c.go"; base
 // names and the other suffixes are emitted by the tokenizer itself), and the
@@ -590,7 +590,7 @@ func (t *Tracker) pinnedVariant(name string) bool {
 }
 
 // Specific reports whether a name the agent writes is specific enough to be
-// evidence (DESIGN.md clause Specific): a quoted phrase of several words; or a
+// evidence (docs/DESIGN.md clause Specific): a quoted phrase of several words; or a
 // name with a digit or one of `_ . / \ : - @ # =` (the tokenizer guarantees
 // MinNameLen bytes); or a plain word (letters only, any case: Plain) that bg
 // does not report Common. Inner capitals alone do not make a name specific here:
@@ -1120,7 +1120,7 @@ const (
 	nameProse uint8 = 1 << iota
 	// namePart: a piece of a longer token split at '.' or '-' ("code" of
 	// "claude-code", "history" of "history.jsonl"): a name matches only as a whole
-	// token (DESIGN.md clause Whole names), so a piece is never evidence nor a carrier.
+	// token (docs/DESIGN.md clause Whole names), so a piece is never evidence nor a carrier.
 	namePart
 )
 

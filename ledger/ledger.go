@@ -1,4 +1,4 @@
-// Package ledger is what each proxied model call really cost (DESIGN.md "ledger"):
+// Package ledger is what each proxied model call really cost (docs/DESIGN.md "ledger"):
 // the token counts the provider reported in its response's own `usage`, priced
 // under the price model of package prices, beside an estimate of what the same
 // call would have cost had nothing been pruned (keep-all).

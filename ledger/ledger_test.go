@@ -135,7 +135,7 @@ func TestKeepAll(t *testing.T) {
 				t.Errorf("KeepAll (-want +got):\n%s", d)
 			}
 			// Saved is the removed tokens' reads minus the rewrite's premium on a
-			// warm cache: the planner's model (DESIGN.md step 6), seen from the bill.
+			// warm cache: the planner's model (docs/DESIGN.md step 6), seen from the bill.
 			if tt.p.Advised && (tt.u.CacheRead > 0 || tt.p.Rewrite != "") && !tt.p.Cold {
 				want := float64(got.Removed)*tt.m.Read() - got.RewriteUSD
 				if saved := got.KeepAllUSD - tt.paid; math.Abs(saved-want) > 1e-12 {

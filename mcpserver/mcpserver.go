@@ -1,6 +1,6 @@
 // Package mcpserver offers pruneadvisor's recall tool over the Model Context Protocol
 // (github.com/modelcontextprotocol/go-sdk), so an agent that speaks MCP can get a
-// pruned output back without any change to its code (DESIGN.md "Recall"). The
+// pruned output back without any change to its code (docs/DESIGN.md "Recall"). The
 // tool's input schema is recall.ToolSchema, generated from recall.Args with
 // invopop/jsonschema.
 package mcpserver

@@ -1,4 +1,4 @@
-// Package planner decides when pending prunes become a rewrite (DESIGN.md step 6,
+// Package planner decides when pending prunes become a rewrite (docs/DESIGN.md step 6,
 // "Decide"). It is the one regime: the advisor calls it live at every step, and
 // calibrate calls it over replayed sessions to price every pruner the same way.
 //
@@ -31,7 +31,7 @@
 // prune after it is applied too. Each one lowers the rewrite's cost (fewer suffix
 // tokens to write) and adds its own saving, so a rewrite forced by (b) does not stop
 // at the low-water mark when more pending prunes lie behind its first change; the next
-// forced rewrite is then further away. (DESIGN.md's "down to the low-water mark" is
+// forced rewrite is then further away. (docs/DESIGN.md's "down to the low-water mark" is
 // the least a forced rewrite does.)
 package planner
 

@@ -1,5 +1,5 @@
 // Package prices is the price model the planner, replay, calibrate and the proxy's
-// ledger share (DESIGN.md defaults table, "price model"): what one token of input
+// ledger share (docs/DESIGN.md defaults table, "price model"): what one token of input
 // costs when it is read from the provider's prompt cache, when it is written to it,
 // and when it is sent uncached, per provider. Prices are US dollars per million
 // tokens (MTok).
@@ -9,7 +9,7 @@
 // rest (new messages, and everything after the first changed message after a rewrite)
 // the cache-write price. So a rewrite costs the suffix after its first changed message
 // times (write - read), and saves the tokens it removes times read, at every later
-// call (DESIGN.md step 6).
+// call (docs/DESIGN.md step 6).
 package prices
 
 import (
@@ -168,7 +168,7 @@ func (m Model) Input() float64 { return m.InputPerMTok / 1e6 }
 func (m Model) Output() float64 { return m.OutputPerMTok / 1e6 }
 
 // RewritePremium is what one token after a rewrite's first changed message costs
-// beyond a cache read: Write - Read, in dollars (DESIGN.md step 6).
+// beyond a cache read: Write - Read, in dollars (docs/DESIGN.md step 6).
 func (m Model) RewritePremium() float64 { return m.Write() - m.Read() }
 
 // Table holds the price model of every provider; a zero Table means the defaults.

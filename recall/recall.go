@@ -1,4 +1,4 @@
-// Package recall gets a pruned output's original back by its recall id (DESIGN.md
+// Package recall gets a pruned output's original back by its recall id (docs/DESIGN.md
 // "Recall") and records the recall as later-use evidence. It also describes the
 // recall tool for agents: its JSON schema is generated from Args.
 package recall

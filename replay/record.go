@@ -1,5 +1,5 @@
 // Package replay runs the advisor over old sessions, step by step as if live
-// (DESIGN.md "Replay and later-use evidence"), and finds later-use evidence
+// (docs/DESIGN.md "Replay and later-use evidence"), and finds later-use evidence
 // (evidence.go). Replay records what calibration and back-off tuning need: every
 // ask and decision the advisor made, the evidence of every output's later use, and
 // per-output and per-step facts (Record). The replay command stores Records through

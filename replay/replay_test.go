@@ -47,7 +47,7 @@ func askSteps(asks []advisor.AskRecord) []keyStep {
 }
 
 // TestReplayFacts checks every fact of the port session against values worked out
-// by hand from DESIGN.md's rules with the default config (K = 3, 200-token
+// by hand from docs/DESIGN.md's rules with the default config (K = 3, 200-token
 // minimum, budget 100,000): an output of step s is protected through step s+3, so
 // it is a candidate from s+4 when it has 200 tokens or more (call_1..call_5 do;
 // call_6..call_9 have 0, 1, 1 and 17). call_3 is a duplicate of call_5 (produced at

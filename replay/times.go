@@ -17,7 +17,7 @@ import (
 // with no timestamp before it is missing (zero time, never cold); a step after a
 // message timed before an earlier one is counted unordered, and one after a message
 // timed after now (the replay's wall clock) is counted future: that time is ignored.
-// Steps without a usable time are priced warm, as DESIGN.md asks.
+// Steps without a usable time are priced warm, as docs/DESIGN.md asks.
 func CallTimes(s *transcript.Session, ttl time.Duration, now time.Time) (at []time.Time, cold []bool, stats TimeStats) {
 	var latest, prev, last time.Time
 	unordered, future := false, false

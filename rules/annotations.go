@@ -7,7 +7,7 @@ import (
 
 // Annotation is text an agent's harness adds to tool results that changes from call
 // to call while the tool's own output stays the same: the duplicate rule compares
-// outputs with every annotation removed (DESIGN.md step 3).
+// outputs with every annotation removed (docs/DESIGN.md step 3).
 type Annotation struct {
 	// Agent names the harness that adds it, with the version it was seen in.
 	Agent string
@@ -38,7 +38,7 @@ type Annotation struct {
 	Source string
 }
 
-// Annotations is the one table of harness annotations (DESIGN.md step 3).
+// Annotations is the one table of harness annotations (docs/DESIGN.md step 3).
 var Annotations = []Annotation{
 	{
 		Agent:  "Claude Code 2.1.332",

@@ -1,4 +1,4 @@
-// Package rules implements DESIGN.md step 3, the deterministic layer of the advisor:
+// Package rules implements docs/DESIGN.md step 3, the deterministic layer of the advisor:
 // tool outputs that are dead whatever the agent does next.
 //
 // Superseded read: a read R of path P at step i is dead once a later successful edit

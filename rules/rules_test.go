@@ -33,7 +33,7 @@ func sortDeaths(ds []Death) []Death {
 }
 
 // TestTestdata runs Analyze over the hand-made sessions in testdata/rules, one per
-// clause of DESIGN.md step 3 (each file's comment-free scenario is described here).
+// clause of docs/DESIGN.md step 3 (each file's comment-free scenario is described here).
 func TestTestdata(t *testing.T) {
 	tests := []struct {
 		file string

@@ -19,7 +19,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/wire"
 )
 
-// The live ledger (DESIGN.md "ledger"): every upstream response of a proxied model
+// The live ledger (docs/DESIGN.md "ledger"): every upstream response of a proxied model
 // call is read, as it is forwarded, for its `usage`; once the response has ended,
 // one goroutine prices it (ledger.KeepAll), counts it in /metrics and stores it
 // (LedgerStore). Nothing of it runs between reading a chunk from the upstream and

@@ -8,7 +8,7 @@ import (
 )
 
 // recallKey is the advisor a proxied request's session goes to, as far as the
-// recall tool its stubs name goes (DESIGN.md "Recall": a stub names a recall tool
+// recall tool its stubs name goes (docs/DESIGN.md "Recall": a stub names a recall tool
 // the agent really has). header is the checked X-Pruneadvisor-Recall-Tool value
 // (recallToolHeader), which wrap sets for its agents and which wins; without it the
 // request's own tools list decides (offeredRecallTool): the recall tool it offers

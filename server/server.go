@@ -1,4 +1,4 @@
-// Package server is pruneadvisor's HTTP side (DESIGN.md "Ways in"): a sidecar that
+// Package server is pruneadvisor's HTTP side (docs/DESIGN.md "Ways in"): a sidecar that
 // advises on message lists (POST /v1/advise), serves recalls (GET /v1/recall/{id}),
 // health and Prometheus metrics, and a transparent proxy for OpenAI Chat Completions
 // (POST /v1/chat/completions) and Anthropic Messages (POST /v1/messages) requests that

@@ -12,7 +12,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/wire"
 )
 
-// Reading `usage` from responses (the ledger, DESIGN.md "Ways in"). The proxy
+// Reading `usage` from responses (the ledger, docs/DESIGN.md "Ways in"). The proxy
 // forwards every byte as it arrives; a copy of what it forwarded goes through one
 // of these readers, which never touch the forwarded bytes.
 

@@ -67,7 +67,7 @@ func (db *DB) Original(ctx context.Context, id string) (advisor.Original, error)
 }
 
 // SaveStub records the stub applied to an output. A stub is stored once (it is
-// frozen, DESIGN.md "Recall"): saving the stub already stored is a no-op, another
+// frozen, docs/DESIGN.md "Recall"): saving the stub already stored is a no-op, another
 // stub for the same recall id fails with ErrConflict and writes nothing (first
 // writer wins). The outputs row with the same recall id, session id and output key
 // must exist: otherwise it fails with ErrNoOriginal and writes nothing, so a stub

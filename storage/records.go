@@ -288,7 +288,7 @@ func (db *DB) Sessions(ctx context.Context) ([]SessionRow, error) {
 	return out, nil
 }
 
-// Evidence is one piece of later-use evidence (DESIGN.md "Replay and later-use
+// Evidence is one piece of later-use evidence (docs/DESIGN.md "Replay and later-use
 // evidence"): output OutputKey of session SessionID was used at step UseStep.
 type Evidence struct {
 	SessionID string

@@ -1,4 +1,4 @@
-// Package storage is pruneadvisor's store (DESIGN.md "Storage" and "Storage beyond
+// Package storage is pruneadvisor's store (docs/DESIGN.md "Storage" and "Storage beyond
 // one machine"): originals of pruned outputs (each text stored once, by content
 // hash), stubs, recalls, asks, decisions, steps, sessions, later-use evidence and
 // replay runs.

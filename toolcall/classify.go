@@ -18,7 +18,7 @@ import (
 // Summary, Paths and Ops) of a call of tool name with arguments args (JSON: an
 // object, an argument vector, or for text-only trajectories a JSON string holding
 // the command; bytes that are not JSON are taken as the command text), mapping
-// each agent's tool vocabulary onto DESIGN.md's read/edit/write/search/shell/other
+// each agent's tool vocabulary onto docs/DESIGN.md's read/edit/write/search/shell/other
 // (TRANSCRIPT-FORMATS.md lists the vocabularies): Claude Code (Read, Edit,
 // MultiEdit, Write, NotebookEdit, Bash, Grep, Glob, LS, Task, TodoWrite, …), pi
 // (read, edit with edits[], write, bash, grep, find, ls), Codex (exec_command with

@@ -1,5 +1,5 @@
 // Package toolcall classifies the tool calls of coding agents: it maps each agent's
-// tool vocabulary, and the shell commands they run, onto DESIGN.md's
+// tool vocabulary, and the shell commands they run, onto docs/DESIGN.md's
 // read/edit/write/search/shell/other, with the files a call touches and the lines
 // it reads (Classify), and reads from a call's output what the call really did:
 // whether it failed (Classification.Failed), which lines a read shows

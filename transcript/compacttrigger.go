@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultCompactTrigger is the input tokens at which Anthropic's compact_20260112
-// context edit compacts when the edit gives no trigger (DESIGN.md "Compaction:
+// context edit compacts when the edit gives no trigger (docs/DESIGN.md "Compaction:
 // what pruning is for").
 const DefaultCompactTrigger = 150_000
 

@@ -2,7 +2,7 @@
 // the readers that turn the files coding agents write (Claude Code, pi, Codex CLI,
 // Gemini CLI, OpenAI chat-completions incl. mini-swe-agent and SWE-agent, OpenHands,
 // Anthropic Messages request bodies) into it. Field-level descriptions of each format
-// are in ../shared/docs/TRANSCRIPT-FORMATS.md; the vocabulary is DESIGN.md's.
+// are in ../shared/docs/TRANSCRIPT-FORMATS.md; the vocabulary is docs/DESIGN.md's.
 package transcript
 
 import (
@@ -87,7 +87,7 @@ const (
 	RoleTool      Role = "tool"
 )
 
-// Retention is a caller's hint attached to a message when it is appended (DESIGN.md
+// Retention is a caller's hint attached to a message when it is appended (docs/DESIGN.md
 // step 2). The zero value behaves as RetentionNormal.
 type Retention string
 
@@ -218,7 +218,7 @@ type Message struct {
 	// AgentCompaction reports that the message is the agent's own compaction
 	// summary (Claude Code's isCompactSummary user line, pi's compaction entry or
 	// compactionSummary message, Codex's compacted line): the agent compacted its
-	// context here and went on from this summary (DESIGN.md "Compaction: what
+	// context here and went on from this summary (docs/DESIGN.md "Compaction: what
 	// pruning is for"). The message is also Meta.
 	AgentCompaction bool
 	// Time is when the message was written, as the format records it, in UTC; the
@@ -262,7 +262,7 @@ type ToolOutput struct {
 	Text    string    // the text the model saw (text blocks joined with "\n")
 	IsError bool      // the result reported failure (is_error, non-zero exit where the format records it, a structured failure)
 	// Unchanged marks a read whose result was an "unchanged since last read" stub:
-	// it keeps the earlier read alive (DESIGN.md step 3).
+	// it keeps the earlier read alive (docs/DESIGN.md step 3).
 	Unchanged bool
 	Message   int    // index of the message that carries it
 	Block     int    // index of its block in that message's content (0 for single-content formats)

@@ -17,7 +17,7 @@ var DigestBudgets = []int{0, 32, 64, 128, 256}
 // use of an output of at least DigestMinOutput tokens, at least DigestMinAge steps
 // after the output.
 const (
-	DigestMinOutput = 200 // tokens: DESIGN.md's minimum candidate size
+	DigestMinOutput = 200 // tokens: docs/DESIGN.md's minimum candidate size
 	DigestMinAge    = 4   // steps: past the default protection of the last 3 steps
 )
 

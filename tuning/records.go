@@ -175,7 +175,7 @@ func PendingPrunes(r *replay.Record) []calibrate.PruneAt {
 // applied on, to the output whose call made it dead: a superseded read's content is
 // in context again in the later read, a duplicate's in the later identical output,
 // so a use after that step is a use of the live copy, not a miss of the dead one
-// (DESIGN.md: the rules are never wrong). The evidence definition credits a name to
+// (docs/DESIGN.md: the rules are never wrong). The evidence definition credits a name to
 // the first output it appeared in, which is the dead one; without this, replay of
 // ../shared/sessions counted 19 of the 66 rule prunes as misses. The live copy's key
 // is its call id (transcript.ToolOutput.Key); uses stay in step order.

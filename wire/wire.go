@@ -1,4 +1,4 @@
-// Package wire is the one table of the wire APIs the proxy speaks (DESIGN.md "Ways
+// Package wire is the one table of the wire APIs the proxy speaks (docs/DESIGN.md "Ways
 // in"): for each, its routes, the request format its reader reads, the provider whose
 // upstream it goes to and whose prices plan and bill it, the shape of its responses'
 // usage, and the credentials a request to it may carry. The proxy (package server)

@@ -1,4 +1,4 @@
-// Package auto picks the scorer (DESIGN.md, "The embedded default"): the Ollama
+// Package auto picks the scorer (docs/DESIGN.md, "The embedded default"): the Ollama
 // scorer when an Ollama server answers /api/version within PingTimeout and has the
 // model (/api/show), otherwise a fallback scorer that needs no model (the caller's
 // choice: the CLI passes the fitted scorer), so the advisor works with no model at

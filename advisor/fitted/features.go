@@ -35,7 +35,7 @@ func b2f(b bool) float64 {
 
 func lg(n int) float64 { return math.Log1p(float64(max(n, 0))) }
 
-// Features is the feature table, in the order of a model's weights (DESIGN.md step
+// Features is the feature table, in the order of a model's weights (docs/DESIGN.md step
 // 5: use history, age, tokens, tool and action, error flag, whether the file was
 // edited since, whether task or now names its path or command, the lexical score).
 // Every feature depends on the card's signals alone, and every signal is known at

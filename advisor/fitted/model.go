@@ -1,4 +1,4 @@
-// Package fitted is the fitted scorer (DESIGN.md steps 5 and "The embedded
+// Package fitted is the fitted scorer (docs/DESIGN.md steps 5 and "The embedded
 // default"): a logistic regression over features every card carries (features.go),
 // trained by `pruneadvisor fit` on the evidence of a replay store (train.go), saved
 // as a versioned JSON model file (this file). The binary embeds default weights
@@ -7,7 +7,7 @@
 //
 // The model is p(used at or after this step) = σ(b + Σ w_i · (x_i - mean_i) / scale_i),
 // σ the logistic function, x the feature vector of the card's signals. It is a
-// probability of later use, so it is a keep-probability as DESIGN.md means it, and the
+// probability of later use, so it is a keep-probability as docs/DESIGN.md means it, and the
 // cutoff applies to it directly.
 package fitted
 

@@ -1,4 +1,4 @@
-// Package lexical is the BM25 baseline scorer (DESIGN.md, "Calibration, baselines"):
+// Package lexical is the BM25 baseline scorer (docs/DESIGN.md, "Calibration, baselines"):
 // each card is a document, the batch's task and now are the query, and term rarity
 // comes from the session's tool outputs. It needs no model and no network, so it is
 // also the fallback when Ollama is not reachable ("The embedded default").
@@ -41,7 +41,7 @@ const (
 // occurrence in a card of average length contributes exactly IDF — scores about
 // 3.0/(3.0+3) = 0.50; a file name such as "config.yaml" brings two such terms and
 // about 0.67. A card sharing nothing scores 0. With the default cutoff 0.25
-// (DESIGN.md) a card is kept when s >= K/3 = 1, i.e. it shares at least one term
+// (docs/DESIGN.md) a card is kept when s >= K/3 = 1, i.e. it shares at least one term
 // that occurs in at most about a third of the outputs (ln(1 + (N − df + 0.5)/(df + 0.5))
 // = 1 at df ≈ 0.37·N); a card matching only common words ("the", "file", "error": in
 // most outputs, IDF near 0) falls below it. The calibrate command sets the

@@ -1,4 +1,4 @@
-// Package ollama is the small-model scorer (DESIGN.md step 5): the due cards go to
+// Package ollama is the small-model scorer (docs/DESIGN.md step 5): the due cards go to
 // a local Ollama server in non-streaming /api/chat requests whose `format` is a
 // JSON schema with one required integer 0-100 property per card ("c1".."cN"), and
 // the answer, validated strictly, gives each card's keep-probability value/100.

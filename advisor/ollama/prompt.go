@@ -26,7 +26,7 @@ const (
 	// PromptV1 is prompt_v1.tmpl: cards without the use history.
 	PromptV1 = "p1"
 	// PromptV2 is prompt_v2.tmpl: every card also carries its `used` line, the use
-	// history (DESIGN.md step 4; cards.Card.UsedText), and the system message says
+	// history (docs/DESIGN.md step 4; cards.Card.UsedText), and the system message says
 	// what it means.
 	PromptV2 = "p2"
 	// DefaultPrompt is the version a Scorer uses when Scorer.Prompt is "".

@@ -22,7 +22,7 @@ import (
 )
 
 // defaultSchedules is --schedules' default: every step (the reference), every 3
-// steps, the DESIGN.md default doubling schedule, and a slower doubling.
+// steps, the docs/DESIGN.md default doubling schedule, and a slower doubling.
 const defaultSchedules = "1;3;3,6,12,24;6,12,24,48"
 
 type backoffFlags struct {
@@ -70,7 +70,7 @@ accounting at the replay's cutoff). It recommends the schedule with the fewest
 scorer tokens among those saving at least (1 - --tolerance) of the reference's
 token-steps with no higher miss rate.
 
-Re-asks happen only while a session is over its budget (DESIGN.md step 5), so
+Re-asks happen only while a session is over its budget (docs/DESIGN.md step 5), so
 schedules differ only on sessions that grow past it; --budget lowers the budget to
 see the schedules at work on smaller sessions.`,
 		Args: cobra.NoArgs,

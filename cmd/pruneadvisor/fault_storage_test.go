@@ -317,7 +317,7 @@ func TestStorageFaults(t *testing.T) {
 				t.Errorf("a stub was sent although its original was not stored")
 			}
 			// The session advised before the fault keeps every stub byte for byte, the
-			// one recalled before the fault included (DESIGN.md "Recall": the stub stays
+			// one recalled before the fault included (docs/DESIGN.md "Recall": the stub stays
 			// frozen; the original reached the caller as the recall's result).
 			again := advise("s1")
 			if d := len(again.stubs()); d != len(applied) {

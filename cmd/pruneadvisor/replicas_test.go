@@ -1,6 +1,6 @@
 package main
 
-// A team's proxy: several serve replicas on one PostgreSQL store (DESIGN.md
+// A team's proxy: several serve replicas on one PostgreSQL store (docs/DESIGN.md
 // "Storage beyond one machine"). These tests need the PostgreSQL fixture
 // (storage/pgtest): skipped locally when no server answers, required in CI.
 

@@ -89,7 +89,7 @@ func TestReplayOnlyReplays(t *testing.T) {
 	}
 }
 
-// perStep lists the packages on the per-step path (docs/DESIGN.md "One step"):
+// perStep lists the packages on the per-step path (docs/DESIGN.md "Per-step pipeline"):
 // the advisor and its scorers (the fitted one it ships with, the lexical
 // baseline, the Ollama scorer it asks), the planner, the rules and the tool-call
 // classification they read, the cards, the use history, the proxy's routing table
