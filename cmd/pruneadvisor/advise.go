@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -217,9 +216,7 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 		sum.Out = f.out
 	}
 	if f.asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return e.printJSON(struct {
 			Summary adviseSummary `json:"summary"`
 			Plan    advisor.Plan  `json:"plan"`
 		}{sum, plan})

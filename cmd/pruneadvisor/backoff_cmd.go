@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -237,9 +236,7 @@ func (f *backoffFlags) report(e *env, out backoffJSON, rep tuning.BackoffReport)
 	}
 	out.Report = rep
 	if f.asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return e.printJSON(out)
 	}
 	printBackoff(e.stdout, out)
 	return nil

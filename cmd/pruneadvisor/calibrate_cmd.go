@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -126,9 +125,7 @@ func runCalibrate(ctx context.Context, e *env, f calibrateFlags) error {
 	}
 	writeErr := run.writeConfig(e, f)
 	if f.asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(run.out); err != nil {
+		if err := e.printJSON(run.out); err != nil {
 			return err
 		}
 	} else if err := run.printText(e, f); err != nil {

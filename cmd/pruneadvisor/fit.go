@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -122,9 +121,7 @@ func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
 		return err
 	}
 	if f.asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return e.printJSON(out)
 	}
 	printFit(e.stdout, out)
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -78,9 +77,7 @@ reported and the others go on; the exit code is 1 if any failed.`,
 				reports = append(reports, r)
 			}
 			if asJSON {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(reports); err != nil {
+				if err := e.printJSON(reports); err != nil {
 					return err
 				}
 			} else {

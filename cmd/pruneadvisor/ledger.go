@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,9 +48,7 @@ cannot be read or --session names a session without entries.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return e.printJSON(rep)
 			}
 			if rep.Total.Requests == 0 {
 				fmt.Fprintf(e.stderr, "pruneadvisor: no ledger entries in %s (serve's proxy records them)\n", store.Path())

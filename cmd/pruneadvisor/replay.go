@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -206,9 +205,7 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 		fmt.Fprintln(e.stderr, failureLine(fl.Path, fl.Err))
 	}
 	if f.asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := e.printJSON(out); err != nil {
 			return err
 		}
 	} else {

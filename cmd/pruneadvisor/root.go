@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,14 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
+}
+
+// printJSON writes v to stdout as --json prints every result: indented by two
+// spaces, one value, a newline after it.
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // run executes the CLI with args and returns the exit code.
