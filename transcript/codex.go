@@ -254,6 +254,26 @@ var codexInjected = []string{
 	"<INSTRUCTIONS>", "<turn_aborted>", "<user_shell_command>",
 }
 
+// codexUserMeta reports whether a user message's text is one Codex injects as
+// context (codexInjected), and sets s.Cwd from an <environment_context> block when
+// s has none yet: what the session-file and the Responses request readers both do
+// with a user message.
+func codexUserMeta(s *Session, text string) bool {
+	t := strings.TrimSpace(text)
+	meta := false
+	for _, p := range codexInjected {
+		if strings.HasPrefix(t, p) {
+			meta = true
+		}
+	}
+	if s.Cwd == "" && strings.HasPrefix(t, "<environment_context>") {
+		if mm := codexCwdRe.FindStringSubmatch(t); mm != nil {
+			s.Cwd = strings.TrimSpace(mm[1])
+		}
+	}
+	return meta
+}
+
 var codexCwdRe = regexp.MustCompile(`<cwd>([^<]+)</cwd>`)
 
 // item reads one response item; base is its sjson path inside the line ("payload"
@@ -308,18 +328,7 @@ func (r *codexReader) message(v codexItem) *ParseError {
 		m.Text += text
 	case "user":
 		r.flush()
-		meta := false
-		t := strings.TrimSpace(text)
-		for _, p := range codexInjected {
-			if strings.HasPrefix(t, p) {
-				meta = true
-			}
-		}
-		if r.b.s.Cwd == "" && strings.HasPrefix(t, "<environment_context>") {
-			if mm := codexCwdRe.FindStringSubmatch(t); mm != nil {
-				r.b.s.Cwd = strings.TrimSpace(mm[1])
-			}
-		}
+		meta := codexUserMeta(r.b.s, text)
 		r.b.add(&Message{Role: RoleUser, Text: text, Meta: meta, Line: n, Time: r.at(n)})
 	case "developer", "system":
 		r.flush()

@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
@@ -286,18 +285,7 @@ func (r *responsesReader) message(it map[string]json.RawMessage, bad func(field,
 		m.Text += text
 	case "user":
 		r.flush()
-		t := strings.TrimSpace(text)
-		meta := false
-		for _, p := range codexInjected {
-			if strings.HasPrefix(t, p) {
-				meta = true
-			}
-		}
-		if r.b.s.Cwd == "" && strings.HasPrefix(t, "<environment_context>") {
-			if mm := codexCwdRe.FindStringSubmatch(t); mm != nil {
-				r.b.s.Cwd = strings.TrimSpace(mm[1])
-			}
-		}
+		meta := codexUserMeta(r.b.s, text)
 		r.b.add(&Message{Role: RoleUser, Text: text, Meta: meta})
 	case "developer", "system":
 		r.flush()
