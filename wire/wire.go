@@ -282,8 +282,17 @@ func Route(path string, has func(name string, query bool) bool) (Routing, error)
 			carried = append(carried, c)
 		}
 	}
-	if r, claimed, err := claimedRoute(path, carried); claimed {
-		return r, err
+	for _, s := range table {
+		if !s.Claims(path) {
+			continue
+		}
+		r := Routing{Spec: s, Claimed: true}
+		for _, c := range carried {
+			if !s.accepts(c) {
+				return r, fmt.Errorf("%w: %s is %s's, and path %q is %s's; not forwarded", ErrWrongRoute, c, c.Provider, textcut.BytesDots(path, 100), s.Provider)
+			}
+		}
+		return r, nil
 	}
 	var version *Spec
 	for i, s := range table {
@@ -293,25 +302,6 @@ func Route(path string, has func(name string, query bool) bool) (Routing, error)
 		}
 	}
 	return routeByHeaders(version, carried)
-}
-
-// claimedRoute routes a path an API claims (Route's first case): to that API,
-// refusing a carried credential it does not accept with ErrWrongRoute; claimed is
-// false when no API claims path.
-func claimedRoute(path string, carried []Credential) (r Routing, claimed bool, err error) {
-	for _, s := range table {
-		if !s.Claims(path) {
-			continue
-		}
-		r := Routing{Spec: s, Claimed: true}
-		for _, c := range carried {
-			if !s.accepts(c) {
-				return r, true, fmt.Errorf("%w: %s is %s's, and path %q is %s's; not forwarded", ErrWrongRoute, c, c.Provider, textcut.BytesDots(path, 100), s.Provider)
-			}
-		}
-		return r, true, nil
-	}
-	return Routing{}, false, nil
 }
 
 // routeByHeaders routes a path no API claims (Route's other cases) by the
