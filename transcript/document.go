@@ -165,3 +165,22 @@ func commandArgs(cmd string) json.RawMessage {
 	b, _ := json.Marshal(map[string]string{"command": cmd})
 	return b
 }
+
+// loadRequestObject starts reading a request body whose whole body is one JSON
+// object, the single unit outputs point into (the Gemini API's and the Responses
+// API's): a builder of format over data, measured with opts.Cache, and the body's
+// top-level fields. A body that is not an object is a *ParseError saying that a
+// body of what ("a Responses API", "a Gemini API") is one.
+func loadRequestObject(format Format, name string, data []byte, opts Options, what string) (*builder, map[string]json.RawMessage, error) {
+	b := newBuilder(format, name, data)
+	b.measures = opts.Cache
+	root, err := loadDocument(b, name, data, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, ok := jsonscan.Loose(root)
+	if !ok || jsonscan.Kind(root) != '{' {
+		return nil, nil, &ParseError{File: name, Msg: what + " request body is a JSON object"}
+	}
+	return b, obj, nil
+}

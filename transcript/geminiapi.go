@@ -77,15 +77,9 @@ type geminiAPIReader struct {
 // outputs point into. Errors are *ParseError naming the field; a malformed content
 // is skipped in lenient mode.
 func readGeminiAPI(name string, data []byte, opts Options) (*Session, error) {
-	b := newBuilder(FormatGeminiAPI, name, data)
-	b.measures = opts.Cache
-	root, err := loadDocument(b, name, data, opts)
+	b, obj, err := loadRequestObject(FormatGeminiAPI, name, data, opts, "a Gemini API")
 	if err != nil {
 		return nil, err
-	}
-	obj, ok := jsonscan.Loose(root)
-	if !ok || jsonscan.Kind(root) != '{' {
-		return nil, &ParseError{File: name, Msg: "a Gemini API request body is a JSON object"}
 	}
 	if sys := obj["systemInstruction"]; sys != nil {
 		if text := geminiSystemText(sys); text != "" {

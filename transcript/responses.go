@@ -106,15 +106,9 @@ type responsesReader struct {
 // unit outputs point into. Errors are *ParseError naming the field; an item that is
 // malformed is skipped in lenient mode.
 func readResponses(name string, data []byte, opts Options) (*Session, error) {
-	b := newBuilder(FormatResponses, name, data)
-	b.measures = opts.Cache
-	root, err := loadDocument(b, name, data, opts)
+	b, obj, err := loadRequestObject(FormatResponses, name, data, opts, "a Responses API")
 	if err != nil {
 		return nil, err
-	}
-	obj, ok := jsonscan.Loose(root)
-	if !ok || jsonscan.Kind(root) != '{' {
-		return nil, &ParseError{File: name, Msg: "a Responses API request body is a JSON object"}
 	}
 	if raw := obj["instructions"]; jsonscan.Kind(raw) == '"' {
 		if s, _ := jsonscan.Text(raw); s != "" {
