@@ -682,20 +682,30 @@ func (e *Evaluator) price(r *Result, decision, applied func(*sessionData) policy
 	}
 }
 
-// add sums one session's level into a total.
+// add sums one session's level s into a total; the session counts as costlier
+// when its net dollars are negative.
 func (l *Level) add(s Level) {
-	l.NetUSD += s.NetUSD
-	l.PaidUSD += s.PaidUSD
-	l.StepsOverBudget += s.StepsOverBudget
-	l.PeakContext = max(l.PeakContext, s.PeakContext)
-	l.Rewrites += s.Rewrites
-	l.Misses += s.Misses
-	l.Compactions += s.Compactions
-	l.CompactionMisses += s.CompactionMisses
-	l.TokenSteps += s.TokenSteps
+	s.SessionsCostlier = 0
 	if s.NetUSD < 0 {
-		l.SessionsCostlier++
+		s.SessionsCostlier = 1
 	}
+	l.Merge(s)
+}
+
+// Merge adds o, a level already summed over other sessions, into l: every count,
+// token-step and dollar figure summed (SessionsCostlier too), PeakContext the
+// larger of the two.
+func (l *Level) Merge(o Level) {
+	l.NetUSD += o.NetUSD
+	l.PaidUSD += o.PaidUSD
+	l.StepsOverBudget += o.StepsOverBudget
+	l.PeakContext = max(l.PeakContext, o.PeakContext)
+	l.Rewrites += o.Rewrites
+	l.SessionsCostlier += o.SessionsCostlier
+	l.Misses += o.Misses
+	l.Compactions += o.Compactions
+	l.CompactionMisses += o.CompactionMisses
+	l.TokenSteps += o.TokenSteps
 }
 
 // stubTokens is the size in tokens of the stub that holds h for o: its own

@@ -262,22 +262,9 @@ func (r *ScheduleResult) add(s ScheduleResult) {
 	if t.Pruned > 0 {
 		t.MissRate = float64(t.Misses) / float64(t.Pruned)
 	}
-	addLevel(&t.Decision, x.Decision)
-	addLevel(&t.Applied, x.Applied)
+	t.Decision.Merge(x.Decision) // one session's totals: compactions included
+	t.Applied.Merge(x.Applied)
 	t.Sessions = append(t.Sessions, x.Sessions...)
-}
-
-// addLevel sums one session's level into a total, as calibrate does over the
-// sessions of one evaluation (a session's SessionsCostlier is already 0 or 1).
-func addLevel(l *calibrate.Level, s calibrate.Level) {
-	l.NetUSD += s.NetUSD
-	l.PaidUSD += s.PaidUSD
-	l.StepsOverBudget += s.StepsOverBudget
-	l.PeakContext = max(l.PeakContext, s.PeakContext)
-	l.Rewrites += s.Rewrites
-	l.SessionsCostlier += s.SessionsCostlier
-	l.Misses += s.Misses
-	l.TokenSteps += s.TokenSteps
 }
 
 // Report recommends a schedule over the sessions added so far (see

@@ -248,3 +248,26 @@ func TestCompareSchedules(t *testing.T) {
 		t.Error("runs over different sessions were compared")
 	}
 }
+
+// A schedule's totals over sessions keep every figure of the sessions' levels:
+// compactions and compaction misses too (they were dropped when the back-off
+// comparison summed levels with a copy of its own), and the costlier sessions as
+// counted per session.
+func TestScheduleTotalsKeepCompactions(t *testing.T) {
+	session := func(compactions, lost int, net float64, costlier int) ScheduleResult {
+		var r ScheduleResult
+		r.Result.Applied = calibrate.Level{Compactions: compactions, CompactionMisses: lost, NetUSD: net, SessionsCostlier: costlier, PeakContext: 1000 * compactions}
+		r.Result.Decision = r.Result.Applied
+		return r
+	}
+	var total ScheduleResult
+	total.add(session(2, 1, -0.5, 1))
+	total.add(session(3, 4, 1.25, 0))
+	want := calibrate.Level{Compactions: 5, CompactionMisses: 5, NetUSD: 0.75, SessionsCostlier: 1, PeakContext: 3000}
+	if d := cmp.Diff(want, total.Result.Applied); d != "" {
+		t.Errorf("applied totals (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(want, total.Result.Decision); d != "" {
+		t.Errorf("decision totals (-want +got):\n%s", d)
+	}
+}

@@ -7,7 +7,6 @@ package ollama
 // docs/SCORERS.md says how to run them.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,13 +15,13 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ollama/ollama/api"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/internal/testkit"
 )
 
 // Environment of the real-server tests.
@@ -76,22 +75,10 @@ func loopbackOnly(host string) error {
 }
 
 // logLines is a slog handler target that keeps every line.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type logLines struct{ testkit.SyncBuffer }
 
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logLines) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), s)
-}
+// count returns how many times s occurs in the lines logged so far.
+func (l *logLines) count(s string) int { return strings.Count(l.String(), s) }
 
 func withLog(s *Scorer) *logLines {
 	l := &logLines{}
@@ -130,7 +117,7 @@ func TestRealBatch(t *testing.T) {
 	}
 	checkScores(t, got, 8)
 	if n := log.count("ollama: asked"); n != 1 {
-		t.Errorf("%d requests, want 1:\n%s", n, log.buf.String())
+		t.Errorf("%d requests, want 1:\n%s", n, log.String())
 	}
 	t.Logf("Ollama %s, %s: 8 cards in %v, %v per card measured; scores %v", v, s.Name(),
 		time.Since(start).Round(time.Millisecond), s.CardTimeEstimate().Round(time.Millisecond), got)
