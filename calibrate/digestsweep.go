@@ -53,7 +53,7 @@ func DigestSweep(budgets []int, outsAt func(b int) []Output, sessions []Calls, o
 		}
 		o := ev.Oracle()
 		p.OracleTokenSteps = o.TokenSteps - o.StubTokenSteps
-		if p.Best != nil && (rec < 0 || p.Best.Net() > bestNet) {
+		if p.Best != nil && (rec < 0 || p.Best.Net() > bestNet || p.Best.Net() == bestNet && b < rec) {
 			rec, bestNet = b, p.Best.Net()
 		}
 		out = append(out, p)
