@@ -108,8 +108,8 @@ func Example() {
 	// step 1: 16 tokens in context, 0 saved, 146 bytes sent
 	// step 2: 1225 tokens in context, 0 saved, 3719 bytes sent
 	// step 3: 1255 tokens in context, 0 saved, 4024 bytes sent
-	// step 4: 1299 tokens in context, 1165 saved, 4337 bytes sent
-	//   pruned call_1: [pruned: read_file main.go, 1,203 tokens, superseded by call call_3; recall("o_2c9183f85b") restores it]
-	// step 5: 1319 tokens in context, 1165 saved, 4585 bytes sent
+	// step 4: 1296 tokens in context, 1168 saved, 4339 bytes sent
+	//   pruned call_1: [pruned: read_file main.go, 1,203 tokens, superseded by call call_3; recall("o_112007357115") restores it]
+	// step 5: 1316 tokens in context, 1168 saved, 4587 bytes sent
 	// recall gives back 1203 tokens of main.go
 }

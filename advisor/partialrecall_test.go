@@ -13,7 +13,7 @@ import (
 // result, a new output, is pruned later like any other, and its stub names the
 // recalled output's id (docs/DESIGN.md "Recall"), not an id of its own.
 func TestPartialRecallCallIsARecall(t *testing.T) {
-	const c1 = "o_a32e86c0b9" // rules.json's c1 (TestRecallOfPendingOutput)
+	const c1 = "o_839409989792" // rules.json's c1 (TestRecallOfPendingOutput)
 	for _, tt := range []struct{ tool, args string }{
 		{"mcp__pruneadvisor__recall", `{"id":"` + c1 + `"}`},
 		{"mcp__pruneadvisor__recall", `{"id":"` + c1 + `","lines":"1-3"}`},

@@ -87,9 +87,9 @@ func TestPruneStoreBatch(t *testing.T) {
 // recallIDOf returns the recall id a stub names.
 func recallIDOf(t *testing.T, stub string) string {
 	t.Helper()
-	for i := 0; i+12 <= len(stub); i++ {
-		if stub[i:i+2] == "o_" && advisor.ValidRecallID(stub[i:i+12]) {
-			return stub[i : i+12]
+	for i := 0; i+advisor.RecallIDLen <= len(stub); i++ {
+		if stub[i:i+2] == "o_" && advisor.ValidRecallID(stub[i:i+advisor.RecallIDLen]) {
+			return stub[i : i+advisor.RecallIDLen]
 		}
 	}
 	t.Fatalf("no recall id in %q", stub)

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
+	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -88,5 +91,66 @@ func TestRecallSecretKeysNewStubsOnly(t *testing.T) {
 	}
 	if advisor.KeyedRecallID(secret, sid, "x") == advisor.RecallID(sid, "x") {
 		t.Error("keyed and unkeyed ids agree")
+	}
+}
+
+// TestDecisionsDoNotDependOnTheSecret runs real sessions through two advisors whose
+// stores have different recall secrets: every step's decisions, reasons, pending
+// tokens and context are the same; only the recall ids and the stubs quoting them
+// differ. Each stub's size, which the planner prices rewrites with, is the same
+// whatever its id (RecallIDDigits); with the older hex ids a stub's size moved with
+// the id and a rewrite near the edge of paying went either way.
+func TestDecisionsDoNotDependOnTheSecret(t *testing.T) {
+	cfg := advisor.DefaultConfig()
+	cfg.Budget = 20000 // pressure, so that many rewrites are priced
+	files := realSessions(t)
+	if len(files) < 10 {
+		sessionfiles.Missing(t, "only %d real sessions", len(files))
+	}
+	type decided struct {
+		Key, Reason string
+		Decision    advisor.Decision
+		DecidedAt   int
+		StubTokens  int
+	}
+	run := func(s *transcript.Session, secret string) (out [][]decided, pending, ctx []int) {
+		a := newAdvisor(t, cfg, nil, advisor.NewMemoryStore(), newClock())
+		a.RecallSecret = []byte(secret)
+		for _, st := range simulate(t, a, s) {
+			var ds []decided
+			for _, it := range st.plan.Items {
+				ds = append(ds, decided{it.Key, it.Reason, it.Decision, it.DecidedAt, tokencount.Count(it.Stub)})
+			}
+			out = append(out, ds)
+			pending = append(pending, st.plan.PendingTokens)
+			ctx = append(ctx, st.plan.ContextTokens)
+		}
+		return out, pending, ctx
+	}
+	pruned := 0
+	for _, f := range files {
+		s, err := transcript.ReadFile(f, transcript.Options{Lenient: true})
+		if err != nil || len(s.Outputs()) < 20 {
+			continue
+		}
+		d1, p1, c1 := run(s, "secret one: 32 bytes of anything")
+		d2, p2, c2 := run(s, "secret two: 32 bytes of anything")
+		if diff := cmp.Diff(d1, d2); diff != "" {
+			t.Errorf("%s: decisions differ between secrets (-one +two):\n%s", f, diff)
+		}
+		if diff := cmp.Diff(p1, p2); diff != "" {
+			t.Errorf("%s: pending tokens differ between secrets (-one +two):\n%s", f, diff)
+		}
+		if diff := cmp.Diff(c1, c2); diff != "" {
+			t.Errorf("%s: context tokens differ between secrets (-one +two):\n%s", f, diff)
+		}
+		for _, it := range d1[len(d1)-1] {
+			if it.Decision == advisor.DecisionPruned {
+				pruned++
+			}
+		}
+	}
+	if pruned < 50 {
+		t.Fatalf("%d outputs pruned in all; the test needs rewrites to compare", pruned)
 	}
 }

@@ -50,12 +50,12 @@ func TestRuleDeathsStubText(t *testing.T) {
 	}{
 		// c1 is the read at step 1; c3 (step 3) re-read the file after the edit c2.
 		// Recall ids computed with python3: "o_" + sha256("rules.json\x00c1")[:10].
-		{"c1", "c3", "superseded by call c3", "o_a32e86c0b9", 5,
-			fmt.Sprintf(`[pruned: Read /app/config.go, %s tokens, superseded by call c3; recall("o_a32e86c0b9") restores it]`, commas(tokens("c1")))},
+		{"c1", "c3", "superseded by call c3", "o_839409989792", 5,
+			fmt.Sprintf(`[pruned: Read /app/config.go, %s tokens, superseded by call c3; recall("o_839409989792") restores it]`, commas(tokens("c1")))},
 		// c4 (step 4) is repeated byte for byte by c5 (step 5); it leaves the
 		// protected window (K = 3) at step 8.
-		{"c4", "c5", "duplicate by call c5", "o_40e0b4898b", 8,
-			fmt.Sprintf(`[pruned: Bash go test ./..., %s tokens, duplicate by call c5; recall("o_40e0b4898b") restores it]`, commas(tokens("c4")))},
+		{"c4", "c5", "duplicate by call c5", "o_916058528016", 8,
+			fmt.Sprintf(`[pruned: Bash go test ./..., %s tokens, duplicate by call c5; recall("o_916058528016") restores it]`, commas(tokens("c4")))},
 	}
 	final := steps[len(steps)-1].plan
 	for _, tt := range tests {

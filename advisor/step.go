@@ -1024,11 +1024,12 @@ func thousands(n int) string {
 }
 
 // StubTokens returns the size in tokens of a stub like the one the advisor with cfg
-// gives an output of the tool, argument summary and size (a score decision with a
-// ten-digit recall id), without its digest (DigestBudget bounds that): what replay
-// and calibrate price a prune's saving with.
+// gives an output of the tool, argument summary and size (a score decision with the
+// recall id RecallIDZero, whose token count every id of the current shape shares),
+// without its digest (DigestBudget bounds that): what replay and calibrate price a
+// prune's saving with.
 func StubTokens(cfg Config, tool, summary string, tokens int) int {
-	o := &outState{tool: tool, summary: summary, tokens: tokens, stubID: RecallIDPrefix + "0000000000"}
+	o := &outState{tool: tool, summary: summary, tokens: tokens, stubID: RecallIDZero}
 	a := &Advisor{Config: cfg}
 	return tokencount.Count(a.stubText(nil, o, keepReason(0, cfg.Cutoff)))
 }

@@ -335,7 +335,7 @@ func TestRecallOfPendingOutput(t *testing.T) {
 		t.Fatalf("c1 is %s with %d pending tokens, want pending", c1.Decision, st.plan.PendingTokens)
 	}
 	// c1's share: its tokens minus the stub it would get.
-	stub := fmt.Sprintf(`[pruned: Read /app/config.go, %s tokens, superseded by call c3; recall("o_a32e86c0b9") restores it]`, commas(c1.Tokens))
+	stub := fmt.Sprintf(`[pruned: Read /app/config.go, %s tokens, superseded by call c3; recall("o_839409989792") restores it]`, commas(c1.Tokens))
 	share := c1.Tokens - tokencount.Count(stub)
 	before := st.plan.PendingTokens
 	if err := store.RecordRecall(context.Background(), advisor.RecallEvent{RecallID: c1.RecallID, SessionID: "rules.json", OutputKey: "c1"}); err != nil {

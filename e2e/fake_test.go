@@ -49,7 +49,7 @@ type script struct {
 const finalText = "All done: the port is fixed."
 
 // stubIDRe finds a stub's recall id and the tool it names.
-var stubIDRe = regexp.MustCompile(`\[pruned: [^\]]*?superseded by call[^\]]*?; ([A-Za-z0-9_\-.:]+)\(\\*"(o_[0-9a-f]{10})\\*"\) restores it\]`)
+var stubIDRe = regexp.MustCompile(`\[pruned: [^\]]*?superseded by call[^\]]*?; ([A-Za-z0-9_\-.:]+)\(\\*"(o_[0-9]{12})\\*"\) restores it\]`)
 
 // model is the fake upstream of one agent's run.
 type model struct {

@@ -67,7 +67,7 @@ func New(svc *recall.Service, opts Options) (*mcp.Server, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
 		Logger: logger,
 		Instructions: "Tool outputs pruned from the conversation to save context were replaced by stubs such as " +
-			`[pruned: Read src/get.rs, 4,210 tokens, ...; ` + name + `("o_7f3a9c01b2") restores it]. ` +
+			`[pruned: Read src/get.rs, 4,210 tokens, ...; ` + name + `("o_754312282865") restores it]. ` +
 			"Call " + name + " with the id from the stub to get the original output back, byte for byte, " +
 			`or only some of its lines: add "lines" ("200-250") or "grep" (a regular expression, with "context" lines around each match).`,
 	})

@@ -75,7 +75,7 @@ func TestMCPBinaryOverStdio(t *testing.T) {
 	if d := cmp.Diff(wantSchema, gotSchema); d != "" {
 		t.Errorf("input schema (-recall.ToolSchema +listed):\n%s", d)
 	}
-	if !strings.Contains(string(raw), `"pattern":"^o_[0-9a-f]{10}$"`) {
+	if !strings.Contains(string(raw), `"pattern":"`+advisor.RecallIDPattern+`"`) {
 		t.Errorf("schema lacks the id pattern: %s", raw)
 	}
 

@@ -24,7 +24,7 @@ var (
 	// sentinel a Store wraps for unknown ids.
 	ErrNotFound = advisor.ErrNotFound
 	// ErrInvalidID means the argument is not shaped like a recall id.
-	ErrInvalidID = errors.New(`invalid recall id: want "o_" followed by 10 lowercase hex digits, as the stub shows it`)
+	ErrInvalidID = errors.New(`invalid recall id: want "o_" followed by 12 digits (or, in stubs made before December 2026, 10 lowercase hex digits), as the stub shows it`)
 	// ErrNoStore means the Service has no Store.
 	ErrNoStore = errors.New("no store configured")
 )
@@ -43,17 +43,17 @@ const DefaultToolName = "recall"
 
 // ToolDescription is the recall tool's description as agents see it.
 const ToolDescription = `Get back the full original text of an earlier tool output that was pruned from this conversation to save context. ` +
-	`A pruned output was replaced by a stub such as [pruned: read src/get.rs, 4,210 tokens, score 0.08; recall("o_7f3a9c01b2") restores it]; ` +
+	`A pruned output was replaced by a stub such as [pruned: read src/get.rs, 4,210 tokens, score 0.08; recall("o_754312282865") restores it]; ` +
 	`pass the id from the stub. Returns the original output exactly as it was. ` +
 	`For part of a long output add lines ("200-250"; "200-" to the end) or grep (a regular expression; context adds lines ` +
 	`around each match): you get those lines with their numbers, as grep -n prints them.`
 
-// Args is the recall tool's argument, as an agent sends it ({"id":"o_7f3a9c01b2"},
-// or {"id":"o_7f3a9c01b2","lines":"200-250"}, {"id":"o_7f3a9c01b2","grep":"Timeout","context":2}).
+// Args is the recall tool's argument, as an agent sends it ({"id":"o_754312282865"},
+// or {"id":"o_754312282865","lines":"200-250"}, {"id":"o_754312282865","grep":"Timeout","context":2}).
 // Its JSON schema (ToolSchema) and the id's validation (Validate) come from the tags
 // below; Lines, Grep and Context are checked as Part (Args.Part).
 type Args struct {
-	ID string `json:"id" jsonschema:"pattern=^o_[0-9a-f]{10}$,example=o_7f3a9c01b2" jsonschema_description:"The recall id shown in the stub of the pruned output: o_ followed by 10 lowercase hex digits." validate:"required,recallid"`
+	ID string `json:"id" jsonschema:"pattern=^o_([0-9]{12}|[0-9a-f]{10})$,example=o_754312282865" jsonschema_description:"The recall id shown in the stub of the pruned output: o_ followed by 12 digits (10 lowercase hex digits in stubs made before December 2026)." validate:"required,recallid"`
 	// Lines is Part.Lines: "N", "N-M" or "N-". Optional.
 	Lines string `json:"lines,omitempty" jsonschema:"pattern=^[1-9][0-9]*(-([1-9][0-9]*)?)?$,example=200-250" jsonschema_description:"Optional: only these lines of the original, numbered from 1: N, N-M or N- (to the end)."`
 	// Grep is Part.Grep: a Go (RE2) regular expression. Optional.

@@ -114,7 +114,7 @@ func (f *fakeStore) RecordRecall(_ context.Context, e advisor.RecallEvent) error
 
 func TestRecallInvalidID(t *testing.T) {
 	tests := []struct{ id, wantText string }{
-		{"", `recall "": invalid recall id: want "o_" followed by 10 lowercase hex digits, as the stub shows it`},
+		{"", `recall "": invalid recall id: want "o_" followed by 12 digits (or, in stubs made before December 2026, 10 lowercase hex digits), as the stub shows it`},
 		{"garbage", `recall "garbage": invalid recall id`},
 		{"o_7f3a9c", `recall "o_7f3a9c": invalid recall id`},
 		{"O_0123456789", `recall "O_0123456789": invalid recall id`},
@@ -180,11 +180,14 @@ func TestValidateAgreesWithSchemaPattern(t *testing.T) {
 	if err := json.Unmarshal(ToolSchema(), &schema); err != nil {
 		t.Fatal(err)
 	}
+	if schema.Properties.ID.Pattern != advisor.RecallIDPattern {
+		t.Errorf("schema pattern %q, want advisor.RecallIDPattern %q", schema.Properties.ID.Pattern, advisor.RecallIDPattern)
+	}
 	re, err := regexp.Compile(schema.Properties.ID.Pattern)
 	if err != nil {
 		t.Fatalf("schema pattern %q: %v", schema.Properties.ID.Pattern, err)
 	}
-	for _, id := range []string{advisor.RecallID("a", "b"), "o_0123456789", "o_abcdef0123", "o_ABCDEF0123", "o_012345678", "o_01234567890", "x_0123456789", "", "o_012345678g"} {
+	for _, id := range []string{advisor.RecallID("a", "b"), "o_0123456789", "o_abcdef0123", "o_ABCDEF0123", "o_012345678", "o_01234567890", "x_0123456789", "", "o_012345678g", "o_012345678901", "o_01234567890a", "o_0123456789012", "x_012345678901"} {
 		schemaOK, validOK := re.MatchString(id), Validate(Args{ID: id}) == nil
 		if schemaOK != validOK || validOK != advisor.ValidRecallID(id) {
 			t.Errorf("id %q: schema pattern %v, Validate %v, advisor.ValidRecallID %v; want all equal", id, schemaOK, validOK, advisor.ValidRecallID(id))

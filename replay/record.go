@@ -42,8 +42,10 @@ import (
 // the word statistics Settings.Words names. replay-6: each session's advisor takes
 // its hard limit from the session's agent (advisor.AgentOf its format) when the
 // config names none. replay-7: each use records whether the output's head and tail
-// (Gemini CLI's masking preview) hold it (evidence.Use.Preview).
-const Version = "replay-8"
+// (Gemini CLI's masking preview) hold it (evidence.Use.Preview). replay-9: recall
+// ids are 12 decimal digits (advisor.RecallIDDigits), which every stub counts as the
+// same number of tokens, so the advisor's rewrites no longer vary with the id.
+const Version = "replay-9"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (

@@ -68,7 +68,7 @@ func TestOneCommitPerRewrite(t *testing.T) {
 		n, _ := strconv.Atoi(m[1])
 		rewrites += n
 	}
-	stubs := len(regexp.MustCompile(`o_[0-9a-f]{10}`).FindAll(last, -1))
+	stubs := len(regexp.MustCompile(`o_[0-9]{12}`).FindAll(last, -1))
 	if rewrites < 2 {
 		t.Fatalf("%d rewrites in 16 requests; the test needs at least 2", rewrites)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/tidwall/gjson"
 
+	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/server"
 )
 
@@ -193,7 +194,7 @@ func TestOpenAISDKThroughProxy(t *testing.T) {
 	for k, raw := range stubs {
 		stub := gjson.Parse(raw).String()
 		i := strings.Index(stub, `recall("`)
-		id := stub[i+len(`recall("`) : i+len(`recall("`)+12]
+		id := stub[i+len(`recall("`) : i+len(`recall("`)+advisor.RecallIDLen]
 		resp, err := http.Get(env.http.URL + "/v1/recall/" + id)
 		if err != nil {
 			t.Fatal(err)

@@ -25,7 +25,7 @@ func fnTool(name string) string {
 	return fmt.Sprintf(`{"type":"function","function":{"name":%q,"parameters":{"type":"object"}}}`, name)
 }
 
-var stubRecall = regexp.MustCompile(`; ([A-Za-z0-9_.:/-]+)\("(o_[0-9a-f]{10})"\) restores it\]$`)
+var stubRecall = regexp.MustCompile(`; ([A-Za-z0-9_.:/-]+)\("(o_[0-9]{12})"\) restores it\]$`)
 
 // A stub names the recall tool the request offers the model: the header's (wrap),
 // else the one in the request's tools list by its name there; a request whose tools

@@ -17,7 +17,7 @@ import (
 )
 
 // anyRecallID matches a recall id; ids are keyed by their store's secret.
-var anyRecallID = regexp.MustCompile(`o_[0-9a-f]{10}`)
+var anyRecallID = regexp.MustCompile(`o_[0-9]{12}`)
 
 // ageScorer scores the NOISE outputs by the step they are asked at (0.01 a step
 // of age, so a stub names the step its score came from) and keeps the others.

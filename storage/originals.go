@@ -31,7 +31,7 @@ func checkOriginal(o advisor.Original) (string, error) {
 	hash := hex.EncodeToString(sum[:])
 	switch {
 	case !advisor.ValidRecallID(o.RecallID):
-		return "", fmt.Errorf("%w: recall id must be \"o_\" and 10 lowercase hex digits", ErrInvalid)
+		return "", fmt.Errorf("%w: recall id must be \"o_\" and 12 digits (or the legacy 10 lowercase hex digits)", ErrInvalid)
 	case o.SessionID == "":
 		return "", fmt.Errorf("%w: empty session id", ErrInvalid)
 	case o.OutputKey == "":

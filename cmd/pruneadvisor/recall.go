@@ -23,7 +23,7 @@ func recallCmd(e *env) *cobra.Command {
 		Use:   "recall ID",
 		Short: "Print a pruned output's original, byte for byte, or some of its lines",
 		Long: `recall looks up the original of a pruned output by the id its stub names
-(for example o_7f3a9c0b1d) and writes it to stdout exactly as it was. The recall is
+(for example o_754312282865) and writes it to stdout exactly as it was. The recall is
 recorded as later-use evidence; on a database that cannot be written (a read-only
 file system) it is opened read-only, and the recall is served but not recorded.
 

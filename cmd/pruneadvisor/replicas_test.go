@@ -85,7 +85,7 @@ func toolContents(body []byte) (map[string]string, error) {
 	return out, nil
 }
 
-var stubRecallID = regexp.MustCompile(`recall\("(o_[0-9a-f]{10})"\)`)
+var stubRecallID = regexp.MustCompile(`recall\("(o_[0-9]{12})"\)`)
 
 // replicaSet is the test's load balancer over the serve replicas: request r of a
 // session goes to replica r mod n; a request whose connection fails (the replica is

@@ -56,7 +56,7 @@ func readBody(r int) []byte {
 
 // anyRecallID matches a recall id, which is keyed by its store's secret: runs on
 // different stores are compared with their ids set aside.
-var anyRecallID = regexp.MustCompile(`o_[0-9a-f]{10}`)
+var anyRecallID = regexp.MustCompile(`o_[0-9]{12}`)
 
 // withoutIDs is body with every recall id replaced by o_XXXXXXXXXX.
 func withoutIDs(body []byte) []byte { return anyRecallID.ReplaceAll(body, []byte("o_XXXXXXXXXX")) }

@@ -32,9 +32,9 @@ export default function (pi: ExtensionAPI) {
 		label: "Recall",
 		description:
 			"Get back the full original text of an earlier tool output that was pruned from this conversation " +
-			'to save context. Pass the id from the stub, e.g. recall("o_7f3a9c01b2").',
+			'to save context. Pass the id from the stub, e.g. recall("o_754312282865").',
 		parameters: Type.Object({
-			id: Type.String({ pattern: "^o_[0-9a-f]{10}$", description: "The recall id shown in the stub." }),
+			id: Type.String({ pattern: "^o_([0-9]{12}|[0-9a-f]{10})$", description: "The recall id shown in the stub." }),
 		}),
 		async execute(_toolCallId, params, signal) {
 			const h: Record<string, string> = {};
