@@ -27,8 +27,9 @@ var DefaultRecency = []int{5, 10, 20}
 // ScorerPrunes returns each output's decision for a scorer at cutoff: the first OK
 // ask with Keep under the output's cutoff (planner.CutoffAt(cutoff, Tokens,
 // exponent): the cutoff itself at exponent 0), with that keep-probability, or
-// RuleDeadAt when earlier (rule-dead outputs are pruned whatever their score,
-// docs/DESIGN.md step 6); Step 0 = never.
+// RuleDeadAt when that is earlier or the same step (rule-dead outputs are pruned
+// whatever their score, docs/DESIGN.md step 6; on the same step the rule is the
+// reason, as the live advisor gives it); Step 0 = never.
 func ScorerPrunes(outs []Output, cutoff, exponent float64) []PruneAt {
 	p := RulePrunes(outs)
 	for i := range outs {
