@@ -422,12 +422,12 @@ func badCases() []badCase {
 
 		{name: "claude-terminal-escapes.jsonl", adviseArgs: []string{"--plan"},
 			inspect: want{0, `duplicate Bash "printf '\x1b]0;pwned\a\x1b[2J\x1b[8mhidden\x1b[0m'" (1020 tokens) by toolu_esc2`, ""},
-			// Pending, not pruned: the one rewrite does not pay twice its cache write
-			// ($0.0033 against $0.0017). The decision is the same in every run: a
-			// stub's recall id is the same number of tokens whatever the store's
-			// random secret (advisor.RecallIDDigits); with the older hex ids it was
-			// pruned in 4 runs of 40.
-			advise:  want{0, `3 Read "/w/src/\x00evil\u202egnp.go" 1020 pending - superseded by call toolu_rd2`, ""},
+			// Pruned: the one rewrite pays ($0.0008 cost, $0.0017 saving). The
+			// decision is the same in every run (24 of 24 here): a stub's recall id is
+			// the same number of tokens whatever the store's random secret
+			// (advisor.RecallIDDigits); with the older hex ids the output was pending
+			// in most runs and pruned in 4 of 40.
+			advise:  want{0, `3 Read "/w/src/\x00evil\u202egnp.go" 1020 pruned - superseded by call toolu_rd2`, ""},
 			replay:  want{0, "replayed  1 sessions", ""},
 			sidecar: invalidJSON("line 2, column 1"), proxy: invalidJSON("line 2, column 1")},
 
