@@ -77,9 +77,7 @@ func StripAnnotations(text string) string {
 			text = stripBlock(text, a.Open, a.Close)
 		case a.LineStart:
 			from := strings.LastIndexByte(text[:i], '\n') + 1
-			if rest := a.strip(text[from:]); len(rest) != len(text)-from {
-				text = text[:from] + rest
-			}
+			text = text[:from] + a.strip(text[from:])
 		default:
 			text = a.strip(text)
 		}
@@ -127,9 +125,6 @@ func stripBlock(text, open, close string) string {
 		}
 		for end < len(text) && text[end] == '\n' {
 			end++
-		}
-		if b.Cap() == 0 {
-			b.Grow(len(text) - (end - start))
 		}
 		b.WriteString(text[done:start])
 		done = end

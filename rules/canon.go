@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -50,9 +51,18 @@ type member struct {
 	start, end int
 }
 
+// peek returns the byte at pos, or 0 past the end of the text (outside a string,
+// text json.Valid accepted holds no 0 byte, so 0 matches no case of the walk).
+func (c *canonizer) peek() byte {
+	if c.pos < len(c.in) {
+		return c.in[c.pos]
+	}
+	return 0
+}
+
 func (c *canonizer) skipSpace() {
-	for c.pos < len(c.in) {
-		switch c.in[c.pos] {
+	for {
+		switch c.peek() {
 		case ' ', '\t', '\n', '\r':
 			c.pos++
 		default:
@@ -64,10 +74,7 @@ func (c *canonizer) skipSpace() {
 // value appends the canonical form of the value at pos; false when the text is not
 // what json.Valid promised (never, but the walk stays safe).
 func (c *canonizer) value() bool {
-	if c.pos >= len(c.in) {
-		return false
-	}
-	switch b := c.in[c.pos]; {
+	switch b := c.peek(); {
 	case b == '{':
 		return c.object()
 	case b == '[':
@@ -103,7 +110,7 @@ func (c *canonizer) object() bool {
 	var ms []member
 	for {
 		c.skipSpace()
-		if c.pos < len(c.in) && c.in[c.pos] == '}' {
+		if c.peek() == '}' {
 			c.pos++
 			break
 		}
@@ -112,7 +119,7 @@ func (c *canonizer) object() bool {
 			return false
 		}
 		c.skipSpace()
-		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
+		if c.peek() != ':' {
 			return false
 		}
 		c.pos++
@@ -123,7 +130,7 @@ func (c *canonizer) object() bool {
 		}
 		ms = append(ms, member{key: key, start: vs, end: len(c.out)})
 		c.skipSpace()
-		if c.pos < len(c.in) && c.in[c.pos] == ',' {
+		if c.peek() == ',' {
 			c.pos++
 		}
 	}
@@ -151,7 +158,7 @@ func (c *canonizer) array() bool {
 	c.out = append(c.out, '[')
 	for n := 0; ; n++ {
 		c.skipSpace()
-		if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		if c.peek() == ']' {
 			c.pos++
 			break
 		}
@@ -162,7 +169,7 @@ func (c *canonizer) array() bool {
 			return false
 		}
 		c.skipSpace()
-		if c.pos < len(c.in) && c.in[c.pos] == ',' {
+		if c.peek() == ',' {
 			c.pos++
 		}
 	}
@@ -176,7 +183,7 @@ func (c *canonizer) array() bool {
 // of one character is decoded here; one with \u escapes (or, for a key, invalid
 // UTF-8) goes through encoding/json.
 func (c *canonizer) str(emit bool) (string, bool) {
-	if c.pos >= len(c.in) || c.in[c.pos] != '"' {
+	if c.peek() != '"' {
 		return "", false
 	}
 	plain, esc := true, false
@@ -312,9 +319,13 @@ func appendString(out, s []byte) []byte {
 	return append(out, '"')
 }
 
+// exactInteger matches an integer of up to 15 digits, without leading zeros: a
+// float64 holds it exactly and encoding/json prints it digit for digit ("-0"
+// included, which it prints "-0").
+var exactInteger = regexp.MustCompile(`^-?(0|[1-9][0-9]{0,14})$`)
+
 // number appends the number at pos as encoding/json prints its float64: an integer
-// of up to 15 digits (exact in a float64, printed in full) is copied; any other is
-// parsed and printed by encoding/json.
+// exactInteger matches is copied; any other is parsed and printed by encoding/json.
 func (c *canonizer) number() bool {
 	end := c.pos
 	for end < len(c.in) && strings.IndexByte("+-0123456789.eE", c.in[end]) >= 0 {
@@ -325,18 +336,7 @@ func (c *canonizer) number() bool {
 		return false
 	}
 	c.pos = end
-	digits := tok
-	if digits[0] == '-' {
-		digits = digits[1:]
-	}
-	simple := len(digits) > 0 && len(digits) <= 15 && !(len(digits) > 1 && digits[0] == '0')
-	for _, d := range digits {
-		if d < '0' || d > '9' {
-			simple = false
-			break
-		}
-	}
-	if simple && !(tok[0] == '-' && digits[0] == '0') {
+	if exactInteger.Match(tok) {
 		c.out = append(c.out, tok...)
 		return true
 	}
