@@ -261,10 +261,8 @@ func foldWords(text string, n int) string {
 		for k < len(text) && !utf8.RuneStart(text[k]) {
 			k++ // every byte that starts a rune is where decoding text stops
 		}
-		if k >= len(text) {
-			return strings.Join(strings.Fields(text), " ")
-		}
-		if t := strings.Join(strings.Fields(text[:k]), " "); cutEnd(t, n) >= 0 {
+		k = min(k, len(text))
+		if t := strings.Join(strings.Fields(text[:k]), " "); k == len(text) || cutEnd(t, n) >= 0 {
 			return t
 		}
 	}
@@ -325,7 +323,7 @@ func cutRunes(s string, n int) string {
 
 func lastRunes(s string, n int) string {
 	i := len(s)
-	for k := 0; k < n && i > 0; k++ {
+	for k := 0; k < n; k++ { // s has more than n characters (headTail); at i == 0 the decoder would return size 0
 		_, size := utf8.DecodeLastRuneInString(s[:i])
 		i -= size
 	}

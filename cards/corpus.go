@@ -1,7 +1,6 @@
 package cards
 
 import (
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -219,13 +218,11 @@ func EachTerm(text string, buf *[]byte, f func(term []byte)) {
 			f(whole[start:end:end])
 			return
 		case foldASCII:
-			b := slices.Grow((*buf)[:0], end-start)[:end-start]
-			for k := range b {
-				c := text[start+k]
+			b := append((*buf)[:0], text[start:end]...)
+			for k, c := range b {
 				if 'A' <= c && c <= 'Z' {
-					c += 'a' - 'A'
+					b[k] = c + 'a' - 'A'
 				}
-				b[k] = c
 			}
 			*buf = b
 		default:
