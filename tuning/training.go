@@ -119,14 +119,15 @@ type Evaluation struct {
 }
 
 // Evaluate cross-validates the rows by session (fitted.CrossValidate: folds
-// folds, L2 penalty lambda, the features in drop left out) and prices the
+// folds, the model opts describes: its L2 penalty, the features it drops, its
+// trees) and prices the
 // held-out scores: each output pruned at its first held-out ask under a cutoff
 // (calibrate's decision level, under the size exponent of the group's config, the
 // cutoff the advisor will prune under), swept over HeldOutCutoffs, the cutoff
 // chosen by calibrate.RecommendBy with ObjectiveTokenSteps at targetMiss (in
 // [0,1]). Errors: fitted.CrossValidate's (fitted.ErrTooFew), calibrate's.
-func (t *TrainingSet) Evaluate(folds int, lambda, targetMiss float64, drop []string) (Evaluation, error) {
-	pred, fits, err := fitted.CrossValidate(t.Rows, folds, fitted.Options{Lambda: lambda, Drop: drop})
+func (t *TrainingSet) Evaluate(folds int, opts fitted.Options, targetMiss float64) (Evaluation, error) {
+	pred, fits, err := fitted.CrossValidate(t.Rows, folds, opts)
 	if err != nil {
 		return Evaluation{}, err
 	}
@@ -143,9 +144,9 @@ func (t *TrainingSet) Evaluate(folds int, lambda, targetMiss float64, drop []str
 	}
 	ev := Evaluation{CV: fitted.CV{Folds: folds, AUC: forecast.AUC(scores, labels), Brier: forecast.Brier(scores, labels), PerFold: fits, TargetMiss: targetMiss, Cutoff: -1}}
 	ev.Reliability = calibrate.ReliabilityOf(outs, 10)
-	opts := calibrate.DefaultOptions()
-	opts.SizeExponent = t.Group.Settings.Config.SizeExponent // the cutoff the advisor will prune under
-	e, err := calibrate.NewEvaluator(outs, t.Calls, opts)
+	copts := calibrate.DefaultOptions()
+	copts.SizeExponent = t.Group.Settings.Config.SizeExponent // the cutoff the advisor will prune under
+	e, err := calibrate.NewEvaluator(outs, t.Calls, copts)
 	if err != nil {
 		return Evaluation{}, err
 	}
@@ -203,15 +204,15 @@ type Fit struct {
 	Ablation []Ablation
 }
 
-// Fit cross-validates (Evaluate), then fits on every row (fitted.Train, L2
-// penalty lambda), and with ablation cross-validates again with each feature
-// dropped in turn. Errors: Evaluate's and fitted.Train's (fitted.ErrTooFew).
-func (t *TrainingSet) Fit(folds int, lambda, targetMiss float64, ablation bool) (*Fit, error) {
-	ev, err := t.Evaluate(folds, lambda, targetMiss, nil)
+// Fit cross-validates (Evaluate), then fits on every row (fitted.Train with opts),
+// and with ablation cross-validates again with each feature dropped in turn (opts'
+// own Drop replaced). Errors: Evaluate's and fitted.Train's (fitted.ErrTooFew).
+func (t *TrainingSet) Fit(folds int, opts fitted.Options, targetMiss float64, ablation bool) (*Fit, error) {
+	ev, err := t.Evaluate(folds, opts, targetMiss)
 	if err != nil {
 		return nil, err
 	}
-	m, err := fitted.Train(t.Rows, fitted.Options{Lambda: lambda})
+	m, err := fitted.Train(t.Rows, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +221,9 @@ func (t *TrainingSet) Fit(folds int, lambda, targetMiss float64, ablation bool) 
 	m.Training.Settings = t.Group.Hash
 	if ablation {
 		for _, ft := range fitted.Features {
-			a, err := t.Evaluate(folds, lambda, targetMiss, []string{ft.Name})
+			o := opts
+			o.Drop = []string{ft.Name}
+			a, err := t.Evaluate(folds, o, targetMiss)
 			if err != nil {
 				return nil, err
 			}

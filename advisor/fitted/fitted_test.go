@@ -59,19 +59,10 @@ func TestParseErrors(t *testing.T) {
 	if _, err := Parse("good.json", good); err != nil {
 		t.Fatalf("good model: %v", err)
 	}
-	edit := func(f func(m *Model)) []byte {
-		m := handModel()
-		f(m)
-		b, _ := m.Marshal()
-		return b
-	}
-	tests := []struct {
-		name string
-		data []byte
-		want string
-	}{
+	edit := editOf(handModel)
+	tests := []parseCase{
 		{"not ours", []byte(`{"format":"xgboost","version":1}`), `format: "xgboost", want "pruneadvisor.fitted"`},
-		{"unknown version", edit(func(m *Model) { m.Version = 7 }), "version: 7, this program reads version 1"},
+		{"unknown version", edit(func(m *Model) { m.Version = 7 }), "version: 7, this program reads versions 1 and 2"},
 		{"missing feature", edit(func(m *Model) { m.Features = m.Features[1:] }), "missing log_age"},
 		{"extra feature", edit(func(m *Model) { m.Features = append(m.Features, "moon_phase") }), "unknown moon_phase"},
 		{"reordered", edit(func(m *Model) { m.Features[0], m.Features[1] = m.Features[1], m.Features[0] }), "same names, another order"},
@@ -99,6 +90,30 @@ func TestParseErrors(t *testing.T) {
 	if err := nan.Validate(); !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "weights[3] (log_uses)") {
 		t.Errorf("NaN weight: %v", err)
 	}
+	wantParseErrors(t, tests)
+}
+
+// parseCase is a model file Parse must refuse, with what its error must say.
+type parseCase struct {
+	name string
+	data []byte
+	want string
+}
+
+// editOf returns a function that marshals base() changed by f.
+func editOf(base func() *Model) func(f func(m *Model)) []byte {
+	return func(f func(m *Model)) []byte {
+		m := base()
+		f(m)
+		b, _ := m.Marshal()
+		return b
+	}
+}
+
+// wantParseErrors checks that Parse refuses each case with ErrModel, naming the
+// file (bad.json) and saying the case's want.
+func wantParseErrors(t *testing.T, tests []parseCase) {
+	t.Helper()
 	for _, tt := range tests {
 		_, err := Parse("bad.json", tt.data)
 		if !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "bad.json") {
@@ -280,6 +295,11 @@ func TestFold(t *testing.T) {
 //	go test ./advisor/fitted -run '^$' -bench BenchmarkScore100
 func BenchmarkScore100(b *testing.B) {
 	s, _ := NewDefault()
+	benchScore100(b, s)
+}
+
+// benchScore100 times s scoring a batch of 100 cards of ages 4 to 103.
+func benchScore100(b *testing.B, s *Scorer) {
 	batch := cards.Batch{Cards: make([]cards.Card, 100)}
 	for i := range batch.Cards {
 		batch.Cards[i] = cards.Card{ID: "c", Age: 4 + i, Step: 120, Tokens: 300 + 40*i, Action: "read", Uses: i % 3, LastUseAgo: i % 7, PathIdle: i % 9, Runs: 1}

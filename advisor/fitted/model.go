@@ -30,9 +30,13 @@ import (
 const (
 	// Format is the "format" field of every model file.
 	Format = "pruneadvisor.fitted"
-	// Version is the model file version this package reads and writes. Version 1:
-	// logistic regression over standardised features.
+	// Version is the version of a model file of the logistic regression alone
+	// over standardised features.
 	Version = 1
+	// VersionBoost is the version of a model file that also holds gradient-boosted
+	// trees (Model.Boost): the keep-probability is the mean of the regression's and
+	// the trees'. This package reads and writes both.
+	VersionBoost = 2
 )
 
 // Sentinel errors (wrapped, with the file and field).
@@ -62,6 +66,10 @@ type Model struct {
 	// reads — is found under. Model files written before version 1 had it lack it:
 	// BackgroundOr then gives the embedded default's.
 	Words *evidence.Background `json:"words,omitempty"`
+	// Boost is the gradient-boosted trees of a version 2 file (fit --trees N), nil
+	// in a version 1 file: Predict then averages their probability with the
+	// regression's.
+	Boost *Boost `json:"boost,omitempty"`
 
 	// filled lists the features this program has that the file lacked (Parse
 	// weighted them 0: a file written before they existed).
@@ -164,8 +172,12 @@ func (m *Model) Validate() error {
 	switch {
 	case m.Format != Format:
 		return bad("format", "%q, want %q (not a pruneadvisor model file)", m.Format, Format)
-	case m.Version != Version:
-		return bad("version", "%d, this program reads version %d", m.Version, Version)
+	case m.Version != Version && m.Version != VersionBoost:
+		return bad("version", "%d, this program reads versions %d and %d", m.Version, Version, VersionBoost)
+	case m.Version == VersionBoost && m.Boost == nil:
+		return bad("boost", "missing: a version %d file holds trees", VersionBoost)
+	case m.Version == Version && m.Boost != nil:
+		return bad("boost", "present in a version %d file (trees are version %d)", Version, VersionBoost)
 	}
 	want := FeatureNames()
 	if !slices.Equal(m.Features, want) {
@@ -208,6 +220,11 @@ func (m *Model) Validate() error {
 	}
 	if math.IsNaN(m.Bias) || math.IsInf(m.Bias, 0) {
 		return bad("bias", "%v is not a finite number", m.Bias)
+	}
+	if m.Boost != nil {
+		if err := m.Boost.validate(n); err != nil {
+			return err
+		}
 	}
 	if m.Words != nil {
 		if err := m.Words.Validate(); err != nil {
@@ -269,13 +286,24 @@ func (m *Model) Save(path string) error {
 	return nil
 }
 
-// Predict returns the keep-probability of a card with signals s.
+// Predict returns the keep-probability of a card with signals s: the
+// regression's σ(z), or with trees (Boost) the mean of σ(z) and the trees'
+// σ(Base + Σ tree(x)).
 func (m *Model) Predict(s *cards.Signals) float64 {
-	z := m.Bias
-	for i, f := range Features {
-		z += m.Weights[i] * (f.f(s) - m.Mean[i]) / m.Scale[i]
+	if m.Boost == nil {
+		z := m.Bias
+		for i, f := range Features {
+			z += m.Weights[i] * (f.f(s) - m.Mean[i]) / m.Scale[i]
+		}
+		return sigmoid(z)
 	}
-	return sigmoid(z)
+	var buf [64]float64
+	x := Vector(buf[:0], s) // the trees read the features too: computed once
+	z := m.Bias
+	for i, v := range x {
+		z += m.Weights[i] * (v - m.Mean[i]) / m.Scale[i]
+	}
+	return (sigmoid(z) + sigmoid(m.Boost.logOdds(x))) / 2
 }
 
 // sigmoid is the logistic function, computed without overflow.

@@ -36,8 +36,11 @@ type Options struct {
 	// squared norm of the weights (the bias is not penalised).
 	Lambda float64
 	// Drop names features the model must not use (an ablation): their standardised
-	// columns are zero, so their weights stay 0.
+	// columns are zero, so their weights stay 0, and no tree splits on them.
 	Drop []string
+	// Trees, when Trees.Trees > 0, adds gradient-boosted trees to the regression
+	// (a version 2 model: Model.Boost); the zero value adds none.
+	Trees TreeOptions
 }
 
 // DefaultOptions returns Lambda DefaultLambda and every feature.
@@ -46,9 +49,11 @@ func DefaultOptions() Options { return Options{Lambda: DefaultLambda} }
 // Train fits the model on rows: the features are standardised (mean 0, scale the
 // standard deviation, 1 for a constant feature), and the weights minimise the mean
 // log-loss plus Lambda/2 x the squared norm of the weights (the bias is not
-// penalised), by L-BFGS (gonum.org/v1/gonum/optimize) from zero. The result depends
-// only on the rows and their order. Errors: ErrTooFew with the counts when there
-// are fewer than MinRows positive or negative rows; an unknown feature in Drop; an
+// penalised), by L-BFGS (gonum.org/v1/gonum/optimize) from zero; with
+// Options.Trees.Trees > 0 gradient-boosted trees are grown on the raw features too
+// (trees.go) and the model is version 2. The result depends only on the rows and
+// their order. Errors: ErrTooFew with the counts when there are fewer than MinRows
+// positive or negative rows; an unknown feature in Drop; TreeOptions.Validate's; an
 // optimizer failure.
 func Train(rows []Row, opts Options) (*Model, error) {
 	pos := 0
@@ -65,7 +70,14 @@ func Train(rows []Row, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := opts.Trees.Validate(); err != nil {
+		return nil, err
+	}
 	X, y := design(rows)
+	var boost *Boost
+	if opts.Trees.Trees > 0 {
+		boost = trainBoost(X, y, n, drop, opts.Trees) // on the raw features, before X is standardised
+	}
 	mean, scale := standardise(X, n)
 	for j := range drop {
 		for i := j; i < len(X); i += n {
@@ -84,6 +96,9 @@ func Train(rows []Row, opts Options) (*Model, error) {
 		Format: Format, Version: Version, Features: FeatureNames(), Mean: mean, Scale: scale,
 		Weights: append([]float64(nil), w[:n]...), Bias: w[n],
 		Training: Training{Sessions: countSessions(rows), Rows: len(rows), Positives: pos, Negatives: len(rows) - pos, Lambda: opts.Lambda},
+	}
+	if boost != nil {
+		m.Version, m.Boost = VersionBoost, boost
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("fit: %w", err)

@@ -26,6 +26,7 @@ type fitFlags struct {
 	writeConfig string
 	folds       int
 	lambda      float64
+	trees       int
 	targetMiss  float64
 	settings    []string
 	ablation    bool
@@ -69,6 +70,12 @@ oracle's token-steps the held-out scores save at the best cutoff whose miss rate
 most --target-miss (decision level: each output pruned at its first ask under the
 cutoff). Then it fits on every row and writes the model file (--out).
 
+--trees N also grows N gradient-boosted trees on the same rows (depth 3, rate 0.05,
+leaves of at least 50 rows, 64 quantile thresholds per feature) and the model's
+keep-probability becomes the mean of the regression's and the trees' (a version 2
+model file, read by the fitted scorer like any other); the cross-validation then
+measures that mean. docs/EVALUATION.md gives its figures on ../shared/corpus.
+
 With PATHs, fit first replays them into --db as a training replay: every candidate
 kept and asked at ages 1, 2, 4, ... 64 steps apart whatever the budget (scorer keep,
 schedule ` + fitted.TrainingSchedule + `, reask_under_budget), so every output is seen at
@@ -89,6 +96,7 @@ Exit codes: 0 done, 1 too few rows, a store or model error, 2 bad flags.`,
 	c.Flags().StringVar(&f.writeConfig, "write-config", "", "also make the model the scorer of this advisor config file (model_file set to --out's absolute path; created if missing, its other fields kept)")
 	c.Flags().IntVar(&f.folds, "folds", 5, "cross-validation folds (by session)")
 	c.Flags().Float64Var(&f.lambda, "lambda", fitted.DefaultLambda, "L2 penalty on the standardised weights")
+	c.Flags().IntVar(&f.trees, "trees", 0, "also grow this many gradient-boosted trees (depth 3, rate 0.05, leaves >= 50 rows; 100 measured best on ../shared/corpus) and average their probability with the regression's (a version 2 model file; 0: the regression alone)")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "miss-rate target of the token-steps figure")
 	c.Flags().StringSliceVar(&f.settings, "settings", nil, "fit on the replay whose settings hash starts with this prefix")
 	c.Flags().BoolVar(&f.ablation, "ablation", false, "cross-validate again with each feature dropped in turn")
@@ -134,6 +142,9 @@ func (f *fitFlags) check() error {
 	}
 	if math.IsNaN(f.lambda) || f.lambda < 0 || math.IsInf(f.lambda, 0) {
 		return usageError{fmt.Errorf("--lambda %v: want a finite number >= 0", f.lambda)}
+	}
+	if f.trees < 0 || f.trees > 5000 {
+		return usageError{fmt.Errorf("--trees %d: want 0 to 5000", f.trees)}
 	}
 	if f.writeConfig != "" && f.out == "" {
 		return usageError{fmt.Errorf("--write-config needs --out: the config names the model file")}
@@ -181,7 +192,12 @@ func (f *fitFlags) training(ctx context.Context, e *env, paths []string) (set *t
 // known by their digest only, and only the embedded default's can be named by
 // it: an error otherwise.
 func (f *fitFlags) fit(set *tuning.TrainingSet, words *evidence.Background, paths []string) (fitJSON, error) {
-	res, err := set.Fit(f.folds, f.lambda, f.targetMiss, f.ablation)
+	opts := fitted.Options{Lambda: f.lambda}
+	if f.trees > 0 {
+		opts.Trees = fitted.DefaultTreeOptions()
+		opts.Trees.Trees = f.trees
+	}
+	res, err := set.Fit(f.folds, opts, f.targetMiss, f.ablation)
 	if err != nil {
 		return fitJSON{}, fitError(err)
 	}
