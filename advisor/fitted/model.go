@@ -181,28 +181,7 @@ func (m *Model) Validate() error {
 	}
 	want := FeatureNames()
 	if !slices.Equal(m.Features, want) {
-		var missing, extra []string
-		for _, f := range want {
-			if !slices.Contains(m.Features, f) {
-				missing = append(missing, f)
-			}
-		}
-		for _, f := range m.Features {
-			if !slices.Contains(want, f) {
-				extra = append(extra, f)
-			}
-		}
-		msg := "not this program's feature list"
-		if len(missing) > 0 {
-			msg += "; missing " + strings.Join(missing, ", ")
-		}
-		if len(extra) > 0 {
-			msg += "; unknown " + strings.Join(extra, ", ")
-		}
-		if len(missing) == 0 && len(extra) == 0 {
-			msg += " (same names, another order)"
-		}
-		return bad("features", "%s", msg)
+		return bad("features", "%s", featureListDiff(m.Features, want))
 	}
 	n := len(want)
 	for _, arr := range []struct {
@@ -232,6 +211,34 @@ func (m *Model) Validate() error {
 		}
 	}
 	return nil
+}
+
+// featureListDiff says how a model file's feature list got differs from this
+// program's, want: the names missing from it, those it has that this program does
+// not know, or, with the same names, that their order differs.
+func featureListDiff(got, want []string) string {
+	var missing, extra []string
+	for _, f := range want {
+		if !slices.Contains(got, f) {
+			missing = append(missing, f)
+		}
+	}
+	for _, f := range got {
+		if !slices.Contains(want, f) {
+			extra = append(extra, f)
+		}
+	}
+	msg := "not this program's feature list"
+	if len(missing) > 0 {
+		msg += "; missing " + strings.Join(missing, ", ")
+	}
+	if len(extra) > 0 {
+		msg += "; unknown " + strings.Join(extra, ", ")
+	}
+	if len(missing) == 0 && len(extra) == 0 {
+		msg += " (same names, another order)"
+	}
+	return msg
 }
 
 // Parse reads a model from JSON (unknown fields refused) and validates it; name is
