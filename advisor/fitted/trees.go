@@ -111,6 +111,9 @@ func (b *Boost) validate(n int) error {
 	if err := b.Options.Validate(); err != nil {
 		return err
 	}
+	if b.Options.Trees < 1 || len(b.Trees) != b.Options.Trees {
+		return bad("%d trees, options say %d (at least 1)", len(b.Trees), b.Options.Trees)
+	}
 	if math.IsNaN(b.Base) || math.IsInf(b.Base, 0) {
 		return bad("base %v is not a finite number", b.Base)
 	}
@@ -136,12 +139,12 @@ func (b *Boost) validate(n int) error {
 	return nil
 }
 
-// grower holds one boosting run's data: X row-major raw features (n a row), y the
-// labels, bins each row's bin per feature, cuts each feature's thresholds (bin k
-// holds the values <= cuts[j][k] and above the cut before; the last bin the rest).
+// grower holds one boosting run's data: n features a row, bins each row's bin per
+// feature (row-major), cuts each feature's thresholds (bin k holds the values <=
+// cuts[j][k] and above the cut before; the last bin the rest), g and h each row's
+// gradient and hessian in the current round.
 type grower struct {
 	n      int
-	y      []float64
 	bins   []uint8
 	cuts   [][]float64
 	skip   map[int]bool // features the model must not use (Options.Drop)
@@ -154,7 +157,7 @@ type grower struct {
 // trainBoost grows opts.Trees trees on X (row-major, n features a row; not
 // changed) and labels y, never splitting on the features in skip.
 func trainBoost(X, y []float64, n int, skip map[int]bool, opts TreeOptions) *Boost {
-	gr := newGrower(X, y, n, skip, opts)
+	gr := newGrower(X, len(y), n, skip, opts)
 	pos := 0.0
 	for _, v := range y {
 		pos += v
@@ -180,11 +183,10 @@ func trainBoost(X, y []float64, n int, skip map[int]bool, opts TreeOptions) *Boo
 	return b
 }
 
-// newGrower bins X: each feature's cuts are the distinct values at its
+// newGrower bins X's m rows: each feature's cuts are the distinct values at its
 // 1/Bins, 2/Bins, ... quantiles of the rows.
-func newGrower(X, y []float64, n int, skip map[int]bool, opts TreeOptions) *grower {
-	m := len(y)
-	gr := &grower{n: n, y: y, bins: make([]uint8, m*n), cuts: make([][]float64, n), skip: skip,
+func newGrower(X []float64, m, n int, skip map[int]bool, opts TreeOptions) *grower {
+	gr := &grower{n: n, bins: make([]uint8, m*n), cuts: make([][]float64, n), skip: skip,
 		g: make([]float64, m), h: make([]float64, m), opts: opts,
 		hG: make([]float64, opts.Bins+1), hH: make([]float64, opts.Bins+1), hN: make([]int, opts.Bins+1)}
 	col := make([]float64, m)

@@ -17,7 +17,7 @@ import (
 func handBoost() *Model {
 	m := handModel()
 	m.Version = VersionBoost
-	m.Boost = &Boost{Base: -1, Options: DefaultTreeOptions(), Trees: []Tree{{
+	m.Boost = &Boost{Base: -1, Options: TreeOptions{Trees: 1, Depth: 3, Rate: 0.05, MinLeaf: 50, L2: 1, Bins: 64}, Trees: []Tree{{
 		Feature: []int{0, -1, -1}, Threshold: []float64{2, 0, 0}, Left: []int{1, 0, 0}, Right: []int{2, 0, 0}, Value: []float64{0, 0.5, -0.25},
 	}}}
 	return m
@@ -70,6 +70,8 @@ func TestParseBoostErrors(t *testing.T) {
 		{"an empty tree", edit(func(m *Model) { m.Boost.Trees[0] = Tree{} }), "trees[0]: arrays of 0"},
 		{"a rate out of range", edit(func(m *Model) { m.Boost.Options.Rate = 2 }), "trees: rate 2, want in (0, 1]"},
 		{"too many bins", edit(func(m *Model) { m.Boost.Options.Bins = 256 }), "trees: bins 256, want 2 to 255"},
+		{"fewer trees than the options say", edit(func(m *Model) { m.Boost.Options.Trees = 2 }), "boost: 1 trees, options say 2"},
+		{"no trees", edit(func(m *Model) { m.Boost.Options.Trees, m.Boost.Trees = 0, nil }), "boost: 0 trees, options say 0 (at least 1)"},
 	}
 	wantParseErrors(t, tests)
 	// JSON has no NaN: a model built in memory is checked by Validate.
