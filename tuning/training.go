@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
@@ -59,6 +61,49 @@ type TrainingSet struct {
 	RowOut  []int
 	RowStep []int
 	Calls   []calibrate.Calls // one per session (Calls)
+	// Paths maps each session's name (calibrate.Output.Session, Calls.Name) to its session
+	// file, as the replay stored it (replay.Record.Path): what SetSources
+	// groups the sessions by.
+	Paths map[string]string
+	// Sources maps session ids to the source they came from (SetSources); nil,
+	// the default, for one source: Evaluate then gives no BySource.
+	Sources map[string]string
+}
+
+// SetSources names each session's source: the first of roots (the PATHs fit was
+// given) that is its file or a folder holding it, else the file's own folder.
+// With fewer than two distinct sources it leaves Sources nil.
+func (t *TrainingSet) SetSources(roots []string) {
+	src := make(map[string]string, len(t.Paths))
+	distinct := map[string]bool{}
+	for id, p := range t.Paths {
+		s := filepath.Dir(p)
+		for _, r := range roots {
+			if under(p, r) {
+				s = r
+				break
+			}
+		}
+		src[id], distinct[s] = s, true
+	}
+	t.Sources = nil
+	if len(distinct) > 1 {
+		t.Sources = src
+	}
+}
+
+// under reports whether path p is root or lies inside it (both made absolute
+// when they can be, so that a relative root matches the absolute paths a walk
+// stores).
+func under(p, root string) bool {
+	if a, err := filepath.Abs(p); err == nil {
+		p = a
+	}
+	if a, err := filepath.Abs(root); err == nil {
+		root = a
+	}
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // LoadTraining reads the first of groups whose replays hold an ask with signals.
@@ -89,7 +134,12 @@ func (t *TrainingSet) add(rec *replay.Record) {
 		outs[i].Asks = nil
 	}
 	t.Outs = append(t.Outs, outs...)
-	t.Calls = append(t.Calls, Calls(rec))
+	calls := Calls(rec)
+	t.Calls = append(t.Calls, calls)
+	if t.Paths == nil {
+		t.Paths = map[string]string{}
+	}
+	t.Paths[calls.Name] = rec.Path
 	for _, a := range rec.Asks {
 		i, ok := idx[a.OutputKey]
 		if !ok || !a.OK || a.Signals.Step == 0 {
@@ -116,6 +166,28 @@ type Evaluation struct {
 	Reliability calibrate.Reliability
 	// Oracle is the oracle's decision-level token-steps over the outputs.
 	Oracle int64
+	// BySource holds the same held-out scores' figures per source, in the
+	// order of their names, when the set has several (TrainingSet.Sources);
+	// nil otherwise.
+	BySource []SourceCV
+}
+
+// SourceCV is the held-out figures of one source's sessions (fit --json's names):
+// the scores are the pooled cross-validation's (each session scored by the fold
+// that left it out), evaluated over that source's rows and outputs alone.
+type SourceCV struct {
+	Source   string  `json:"source"`   // the PATH (TrainingSet.SetSources)
+	Sessions int     `json:"sessions"` // sessions with at least one row
+	Rows     int     `json:"rows"`
+	AUC      float64 `json:"auc"`
+	Brier    float64 `json:"brier"`
+	// Cutoff, MissRate and TokenStepsShare are Evaluation.CV's, chosen over this
+	// source's outputs alone: Cutoff -1 when no cutoff saves anything within the
+	// target. Oracle is its outputs' oracle token-steps.
+	Cutoff          float64 `json:"cutoff"`
+	MissRate        float64 `json:"miss_rate"`
+	TokenStepsShare float64 `json:"token_steps_share_of_oracle"`
+	Oracle          int64   `json:"oracle_token_steps"`
 }
 
 // Evaluate cross-validates the rows by session (fitted.CrossValidate: folds
@@ -125,42 +197,112 @@ type Evaluation struct {
 // (calibrate's decision level, under the size exponent of the group's config, the
 // cutoff the advisor will prune under), swept over HeldOutCutoffs, the cutoff
 // chosen by calibrate.RecommendBy with ObjectiveTokenSteps at targetMiss (in
-// [0,1]). Errors: fitted.CrossValidate's (fitted.ErrTooFew), calibrate's.
+// [0,1]). With several Sources it prices the same held-out scores once more per
+// source, over that source's rows and outputs alone (BySource). Errors:
+// fitted.CrossValidate's (fitted.ErrTooFew), calibrate's.
 func (t *TrainingSet) Evaluate(folds int, opts fitted.Options, targetMiss float64) (Evaluation, error) {
 	pred, fits, err := fitted.CrossValidate(t.Rows, folds, opts)
 	if err != nil {
 		return Evaluation{}, err
 	}
-	outs := append([]calibrate.Output(nil), t.Outs...)
-	var scores []float64
-	var labels []bool
-	for i, p := range pred {
-		if math.IsNaN(p) {
-			continue
-		}
-		o := &outs[t.RowOut[i]]
-		o.Asks = append(o.Asks, calibrate.Ask{Step: t.RowStep[i], Keep: p, OK: true})
-		scores, labels = append(scores, p), append(labels, t.Rows[i].Used)
-	}
-	ev := Evaluation{CV: fitted.CV{Folds: folds, AUC: forecast.AUC(scores, labels), Brier: forecast.Brier(scores, labels), PerFold: fits, TargetMiss: targetMiss, Cutoff: -1}}
-	ev.Reliability = calibrate.ReliabilityOf(outs, 10)
-	copts := calibrate.DefaultOptions()
-	copts.SizeExponent = t.Group.Settings.Config.SizeExponent // the cutoff the advisor will prune under
-	e, err := calibrate.NewEvaluator(outs, t.Calls, copts)
+	all := func(string) bool { return true }
+	h, err := t.heldOut(pred, all, targetMiss)
 	if err != nil {
 		return Evaluation{}, err
 	}
-	ev.Oracle = e.Oracle().TokenSteps
-	rec, err := calibrate.RecommendBy(e.Sweep("fitted", HeldOutCutoffs(scores)), targetMiss, calibrate.ObjectiveTokenSteps)
-	if err != nil && !errors.Is(err, calibrate.ErrNoCutoff) {
-		return Evaluation{}, err
-	}
-	// A cutoff that keeps nothing out is no cutoff: the share stays unset.
-	if best := rec.Result; err == nil && best.TokenSteps > 0 && ev.Oracle > 0 {
-		ev.CV.Cutoff, ev.CV.MissRate = best.Cutoff, best.MissRate
-		ev.CV.TokenStepsShare = float64(best.TokenSteps) / float64(ev.Oracle)
+	ev := Evaluation{CV: fitted.CV{Folds: folds, AUC: h.AUC, Brier: h.Brier, PerFold: fits, TargetMiss: targetMiss,
+		Cutoff: h.Cutoff, MissRate: h.MissRate, TokenStepsShare: h.TokenStepsShare}, Reliability: h.rel, Oracle: h.Oracle}
+	for _, src := range t.sourceNames() {
+		h, err := t.heldOut(pred, func(s string) bool { return t.Sources[s] == src }, targetMiss)
+		if err != nil {
+			return Evaluation{}, err
+		}
+		h.Source = src
+		ev.BySource = append(ev.BySource, h.SourceCV)
 	}
 	return ev, nil
+}
+
+// sourceNames returns the distinct Sources, sorted; nil for one source.
+func (t *TrainingSet) sourceNames() []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, s := range t.Sources {
+		if !seen[s] {
+			seen[s] = true
+			names = append(names, s)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// heldOutFigures is heldOut's result: the figures and the reliability table.
+type heldOutFigures struct {
+	SourceCV
+	rel calibrate.Reliability
+}
+
+// heldOut prices the held-out scores pred (one per row, NaN where a fold gave
+// none) over the sessions keep accepts: their rows' AUC and Brier, and the
+// cutoff calibrate.RecommendBy chooses over their outputs (Evaluate's rule).
+func (t *TrainingSet) heldOut(pred []float64, keep func(session string) bool, targetMiss float64) (heldOutFigures, error) {
+	outs := make([]calibrate.Output, 0, len(t.Outs))
+	at := make([]int, len(t.Outs)) // index in outs, -1 when left out
+	for i := range t.Outs {
+		at[i] = -1
+		if keep(t.Outs[i].Session) {
+			at[i] = len(outs)
+			outs = append(outs, t.Outs[i])
+		}
+	}
+	var scores []float64
+	var labels []bool
+	sessions := map[string]bool{}
+	for i, p := range pred {
+		k := at[t.RowOut[i]]
+		if math.IsNaN(p) || k < 0 {
+			continue
+		}
+		o := &outs[k]
+		o.Asks = append(o.Asks, calibrate.Ask{Step: t.RowStep[i], Keep: p, OK: true})
+		scores, labels = append(scores, p), append(labels, t.Rows[i].Used)
+		sessions[o.Session] = true
+	}
+	var calls []calibrate.Calls
+	for _, c := range t.Calls {
+		if keep(c.Name) {
+			calls = append(calls, c)
+		}
+	}
+	h := heldOutFigures{SourceCV: SourceCV{Sessions: len(sessions), Rows: len(scores), AUC: forecast.AUC(scores, labels), Brier: forecast.Brier(scores, labels), Cutoff: -1}}
+	h.rel = calibrate.ReliabilityOf(outs, 10)
+	return h, t.price(&h.SourceCV, outs, calls, scores, targetMiss)
+}
+
+// price sets f's oracle and its best cutoff within targetMiss over outs: each
+// output pruned at its first held-out ask under a cutoff (calibrate's decision
+// level, under the size exponent of the group's config, the cutoff the advisor
+// will prune under), swept over HeldOutCutoffs(scores), the cutoff chosen by
+// calibrate.RecommendBy with ObjectiveTokenSteps. Errors: calibrate's.
+func (t *TrainingSet) price(f *SourceCV, outs []calibrate.Output, calls []calibrate.Calls, scores []float64, targetMiss float64) error {
+	copts := calibrate.DefaultOptions()
+	copts.SizeExponent = t.Group.Settings.Config.SizeExponent
+	e, err := calibrate.NewEvaluator(outs, calls, copts)
+	if err != nil {
+		return err
+	}
+	f.Oracle = e.Oracle().TokenSteps
+	rec, err := calibrate.RecommendBy(e.Sweep("fitted", HeldOutCutoffs(scores)), targetMiss, calibrate.ObjectiveTokenSteps)
+	if err != nil && !errors.Is(err, calibrate.ErrNoCutoff) {
+		return err
+	}
+	// A cutoff that keeps nothing out is no cutoff: the share stays unset.
+	if best := rec.Result; err == nil && best.TokenSteps > 0 && f.Oracle > 0 {
+		f.Cutoff, f.MissRate = best.Cutoff, best.MissRate
+		f.TokenStepsShare = float64(best.TokenSteps) / float64(f.Oracle)
+	}
+	return nil
 }
 
 // HeldOutCutoffs are the cutoffs the held-out evaluation sweeps: 0.01 to 0.99 by

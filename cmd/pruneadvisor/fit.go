@@ -37,16 +37,19 @@ type fitFlags struct {
 
 // fitJSON is fit's --json output.
 type fitJSON struct {
-	DB       string                `json:"db"`
-	Replay   string                `json:"replay"`
-	Out      string                `json:"out,omitempty"`
-	Wrote    string                `json:"wrote_config,omitempty"` // --write-config: the config now naming the model
-	Model    *fitted.Model         `json:"model"`
-	Weights  []fitWeight           `json:"weights"`
-	CV       *fitted.CV            `json:"cv"`
-	Rel      calibrate.Reliability `json:"reliability"`
-	Oracle   int64                 `json:"oracle_token_steps"`
-	Ablation []tuning.Ablation     `json:"ablation,omitempty"`
+	DB      string                `json:"db"`
+	Replay  string                `json:"replay"`
+	Out     string                `json:"out,omitempty"`
+	Wrote   string                `json:"wrote_config,omitempty"` // --write-config: the config now naming the model
+	Model   *fitted.Model         `json:"model"`
+	Weights []fitWeight           `json:"weights"`
+	CV      *fitted.CV            `json:"cv"`
+	Rel     calibrate.Reliability `json:"reliability"`
+	Oracle  int64                 `json:"oracle_token_steps"`
+	// BySource is the held-out figures per PATH when fit was given several
+	// (tuning.Evaluation.BySource).
+	BySource []tuning.SourceCV `json:"by_source,omitempty"`
+	Ablation []tuning.Ablation `json:"ablation,omitempty"`
 }
 
 type fitWeight struct {
@@ -177,6 +180,9 @@ func (f *fitFlags) training(ctx context.Context, e *env, paths []string) (set *t
 		return nil, nil, nil, err
 	}
 	set, err = tuning.LoadTraining(ctx, replayStore{db}, groups)
+	if err == nil {
+		set.SetSources(paths)
+	}
 	if errors.Is(err, tuning.ErrNoSignals) {
 		err = fmt.Errorf("fit: no ask of %s carries signals: replay with this version of pruneadvisor first (or give PATHs to replay)", db.Path())
 	}
@@ -202,7 +208,7 @@ func (f *fitFlags) fit(set *tuning.TrainingSet, words *evidence.Background, path
 		return fitJSON{}, fitError(err)
 	}
 	m, ev := res.Model, &res.Evaluation
-	out := fitJSON{Model: m, CV: &ev.CV, Rel: ev.Reliability, Oracle: ev.Oracle, Ablation: res.Ablation}
+	out := fitJSON{Model: m, CV: &ev.CV, Rel: ev.Reliability, Oracle: ev.Oracle, Ablation: res.Ablation, BySource: ev.BySource}
 	for i, ft := range fitted.Features {
 		out.Weights = append(out.Weights, fitWeight{ft.Name, m.Weights[i], ft.Doc})
 	}
@@ -296,6 +302,7 @@ func printFit(w io.Writer, out fitJSON) {
 	} else {
 		fmt.Fprintf(w, "\nheld out, no cutoff keeps the miss rate at or under %.3f\n", cv.TargetMiss)
 	}
+	printBySource(w, out.BySource)
 	fmt.Fprintf(w, "\nweights (standardised features)\n")
 	ws := append([]fitWeight(nil), out.Weights...)
 	sort.SliceStable(ws, func(i, j int) bool { return math.Abs(ws[i].Weight) > math.Abs(ws[j].Weight) })
@@ -320,4 +327,23 @@ func printFit(w io.Writer, out fitJSON) {
 	if out.Wrote != "" {
 		fmt.Fprintf(w, "%s now names it (model_file): every command run with --config %s scores with it\n", out.Wrote, out.Wrote)
 	}
+}
+
+// printBySource prints the held-out figures per PATH (fitJSON.BySource), when
+// fit was given several.
+func printBySource(w io.Writer, srcs []tuning.SourceCV) {
+	if len(srcs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nheld out, by source (the same scores, each PATH's sessions alone)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "source\tsessions\trows\tAUC\tBrier\tcutoff\tmiss rate\tshare of oracle\t\n")
+	for _, s := range srcs {
+		if s.Cutoff < 0 {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t-\t-\t-\t\n", s.Source, s.Sessions, s.Rows, s.AUC, s.Brier)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.3f\t%.1f%%\t\n", s.Source, s.Sessions, s.Rows, s.AUC, s.Brier, s.Cutoff, s.MissRate, 100*s.TokenStepsShare)
+	}
+	tw.Flush()
 }
