@@ -53,6 +53,12 @@ type Dominance struct {
 	PointTokenSteps int64   `json:"point_token_steps"`
 }
 
+// DominanceOf sets each anchor regime (Evaluator.Anchors) beside a scorer's front
+// (Evaluator.Front): the front's point with no higher miss rate and no fewer
+// token-steps, the one with the most token-steps among them, or Cutoff -1 when
+// none; in the anchors' order.
+func DominanceOf(front, anchors []Result) []Dominance { return dominance(front, anchors) }
+
 // dominance sets each anchor beside front.
 func dominance(front, anchors []Result) []Dominance {
 	var out []Dominance

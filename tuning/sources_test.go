@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
+	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/internal/forecast"
 	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
 	"github.com/pruneadvisor/pruneadvisor/replay"
@@ -47,14 +48,15 @@ func TestSetSources(t *testing.T) {
 }
 
 // TestEvaluateBySource: a training set of two real folders (Gemini CLI's three
-// sessions and mini-swe-agent's five, replayed as fit replays them) cross-
-// validated once; each source's figures are the pooled held-out scores over its
-// own rows and outputs. Checked by another route: the rows and sessions add up
-// to the pooled ones, so do the oracles (an output's oracle token-steps are its
-// own), each source's AUC is forecast.AUC of its rows' held-out scores, and a
-// set made of one source's sessions alone has that source's oracle.
+// sessions and pi's three, whose contexts pass Anthropic's trigger, replayed as
+// fit replays them) cross-validated once; each source's figures are the pooled
+// held-out scores over its own rows and outputs. Checked by another route: the
+// rows and sessions add up to the pooled ones, so do the oracles (an output's
+// oracle token-steps are its own), each source's AUC is forecast.AUC of its
+// rows' held-out scores, and a set made of one source's sessions alone has that
+// source's oracle and anchor points.
 func TestEvaluateBySource(t *testing.T) {
-	roots := []string{filepath.Join(sharedDir, "gemini-cli"), filepath.Join(sharedDir, "mini-swe-agent")}
+	roots := []string{filepath.Join(sharedDir, "gemini-cli"), filepath.Join(sharedDir, "pi")}
 	found, _, _, fails := replay.Discover(roots)
 	if len(fails) > 0 {
 		sessionfiles.Missing(t, "real sessions not available: %v", fails[0])
@@ -115,9 +117,24 @@ func TestEvaluateBySource(t *testing.T) {
 		if h.Oracle != s.Oracle || s.Oracle == 0 {
 			t.Errorf("%s: oracle %d, want %d (the source replayed alone), not 0", s.Source, s.Oracle, h.Oracle)
 		}
+		// The anchors prune by their own rules, whatever the scores: their points
+		// are those of the source alone; a dominating point is no worse on both.
+		if len(s.Anchors) != len(calibrate.AnchorNames(1)) || len(h.Anchors) != len(s.Anchors) {
+			t.Fatalf("%s: %d anchors, alone %d, want %d", s.Source, len(s.Anchors), len(h.Anchors), len(calibrate.AnchorNames(1)))
+		}
+		for k, d := range s.Anchors {
+			a := h.Anchors[k]
+			if d.Anchor != calibrate.AnchorNames(1)[k] || d.Anchor != a.Anchor || d.MissRate != a.MissRate || d.TokenSteps != a.TokenSteps {
+				t.Errorf("%s: anchor %+v, alone %+v", s.Source, d, a)
+			}
+			if d.Cutoff >= 0 && (d.PointMissRate > d.MissRate || d.PointTokenSteps < d.TokenSteps) {
+				t.Errorf("%s: %s dominated by a worse point: %+v", s.Source, d.Anchor, d)
+			}
+			t.Logf("%s: %+v", s.Source, d)
+		}
 		t.Logf("%s: %d sessions, %d rows, AUC %.4f, cutoff %.4f, miss %.3f, share %.3f", s.Source, s.Sessions, s.Rows, s.AUC, s.Cutoff, s.MissRate, s.TokenStepsShare)
 	}
-	if rows != len(set.Rows) || sessions != 8 || oracle != ev.Oracle {
-		t.Errorf("sources add to %d rows, %d sessions, oracle %d; want %d, 8, %d", rows, sessions, oracle, len(set.Rows), ev.Oracle)
+	if rows != len(set.Rows) || sessions != 6 || oracle != ev.Oracle {
+		t.Errorf("sources add to %d rows, %d sessions, oracle %d; want %d, 6, %d", rows, sessions, oracle, len(set.Rows), ev.Oracle)
 	}
 }

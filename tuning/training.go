@@ -166,6 +166,9 @@ type Evaluation struct {
 	Reliability calibrate.Reliability
 	// Oracle is the oracle's decision-level token-steps over the outputs.
 	Oracle int64
+	// Anchors sets each anchor regime beside the held-out scores' front, over
+	// every output (SourceCV.Anchors).
+	Anchors []calibrate.Dominance
 	// BySource holds the same held-out scores' figures per source, in the
 	// order of their names, when the set has several (TrainingSet.Sources);
 	// nil otherwise.
@@ -188,6 +191,11 @@ type SourceCV struct {
 	MissRate        float64 `json:"miss_rate"`
 	TokenStepsShare float64 `json:"token_steps_share_of_oracle"`
 	Oracle          int64   `json:"oracle_token_steps"`
+	// Anchors sets each anchor regime at its published defaults (calibrate's
+	// Evaluator.Anchors, clear_at_least 5% of the budget as calibrate sets it)
+	// beside the held-out scores' front (Evaluator.Front over HeldOutCutoffs):
+	// the same outputs, each pruned at its first held-out ask under the cutoff.
+	Anchors []calibrate.Dominance `json:"anchors"`
 }
 
 // Evaluate cross-validates the rows by session (fitted.CrossValidate: folds
@@ -211,7 +219,7 @@ func (t *TrainingSet) Evaluate(folds int, opts fitted.Options, targetMiss float6
 		return Evaluation{}, err
 	}
 	ev := Evaluation{CV: fitted.CV{Folds: folds, AUC: h.AUC, Brier: h.Brier, PerFold: fits, TargetMiss: targetMiss,
-		Cutoff: h.Cutoff, MissRate: h.MissRate, TokenStepsShare: h.TokenStepsShare}, Reliability: h.rel, Oracle: h.Oracle}
+		Cutoff: h.Cutoff, MissRate: h.MissRate, TokenStepsShare: h.TokenStepsShare}, Reliability: h.rel, Oracle: h.Oracle, Anchors: h.Anchors}
 	for _, src := range t.sourceNames() {
 		h, err := t.heldOut(pred, func(s string) bool { return t.Sources[s] == src }, targetMiss)
 		if err != nil {
@@ -293,7 +301,9 @@ func (t *TrainingSet) price(f *SourceCV, outs []calibrate.Output, calls []calibr
 		return err
 	}
 	f.Oracle = e.Oracle().TokenSteps
-	rec, err := calibrate.RecommendBy(e.Sweep("fitted", HeldOutCutoffs(scores)), targetMiss, calibrate.ObjectiveTokenSteps)
+	sweep := e.Sweep("fitted", HeldOutCutoffs(scores))
+	f.Anchors = calibrate.DominanceOf(e.Front("fitted", sweep, calibrate.FrontGap, calibrate.FrontPoints), e.Anchors(int(math.Ceil(0.05*float64(copts.Budget)))))
+	rec, err := calibrate.RecommendBy(sweep, targetMiss, calibrate.ObjectiveTokenSteps)
 	if err != nil && !errors.Is(err, calibrate.ErrNoCutoff) {
 		return err
 	}

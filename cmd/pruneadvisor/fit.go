@@ -46,6 +46,9 @@ type fitJSON struct {
 	CV      *fitted.CV            `json:"cv"`
 	Rel     calibrate.Reliability `json:"reliability"`
 	Oracle  int64                 `json:"oracle_token_steps"`
+	// Anchors sets each anchor regime beside the held-out scores' front
+	// (tuning.Evaluation.Anchors).
+	Anchors []calibrate.Dominance `json:"anchors"`
 	// BySource is the held-out figures per PATH when fit was given several
 	// (tuning.Evaluation.BySource).
 	BySource []tuning.SourceCV `json:"by_source,omitempty"`
@@ -208,7 +211,7 @@ func (f *fitFlags) fit(set *tuning.TrainingSet, words *evidence.Background, path
 		return fitJSON{}, fitError(err)
 	}
 	m, ev := res.Model, &res.Evaluation
-	out := fitJSON{Model: m, CV: &ev.CV, Rel: ev.Reliability, Oracle: ev.Oracle, Ablation: res.Ablation, BySource: ev.BySource}
+	out := fitJSON{Model: m, CV: &ev.CV, Rel: ev.Reliability, Oracle: ev.Oracle, Ablation: res.Ablation, Anchors: ev.Anchors, BySource: ev.BySource}
 	for i, ft := range fitted.Features {
 		out.Weights = append(out.Weights, fitWeight{ft.Name, m.Weights[i], ft.Doc})
 	}
@@ -302,6 +305,7 @@ func printFit(w io.Writer, out fitJSON) {
 	} else {
 		fmt.Fprintf(w, "\nheld out, no cutoff keeps the miss rate at or under %.3f\n", cv.TargetMiss)
 	}
+	printAnchors(w, "", out.Anchors)
 	printBySource(w, out.BySource)
 	fmt.Fprintf(w, "\nweights (standardised features)\n")
 	ws := append([]fitWeight(nil), out.Weights...)
@@ -346,4 +350,24 @@ func printBySource(w io.Writer, srcs []tuning.SourceCV) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.3f\t%.1f%%\t\n", s.Source, s.Sessions, s.Rows, s.AUC, s.Brier, s.Cutoff, s.MissRate, 100*s.TokenStepsShare)
 	}
 	tw.Flush()
+	for _, s := range srcs {
+		printAnchors(w, s.Source+": ", s.Anchors)
+	}
+}
+
+// printAnchors prints each anchor regime beside the held-out scores' front
+// (calibrate's wording: its point, and the dominating cutoff or "not dominated").
+func printAnchors(w io.Writer, prefix string, ds []calibrate.Dominance) {
+	if len(ds) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%sanchors beside the held-out front (decision level, each output pruned at its first held-out ask under the cutoff):\n", prefix)
+	for _, d := range ds {
+		if d.Cutoff < 0 {
+			fmt.Fprintf(w, "  %-28s miss rate %.3f, %d token-steps: not dominated\n", d.Anchor, d.MissRate, d.TokenSteps)
+			continue
+		}
+		fmt.Fprintf(w, "  %-28s miss rate %.3f, %d token-steps: dominated at cutoff %.4f (miss rate %.3f, %d token-steps)\n",
+			d.Anchor, d.MissRate, d.TokenSteps, d.Cutoff, d.PointMissRate, d.PointTokenSteps)
+	}
 }
