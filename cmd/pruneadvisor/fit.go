@@ -33,6 +33,7 @@ type fitFlags struct {
 	asJSON      bool
 	workers     int
 	dumpRows    string
+	wordsFrom   []string
 }
 
 // fitJSON is fit's --json output.
@@ -90,6 +91,12 @@ or --settings). The default weights embedded in the binary are made by
 
   go run ./cmd/pruneadvisor fit --db /tmp/pruneadvisor-fit.db --out advisor/fitted/default_model.json ../shared/corpus
 
+The training replay's labels count a plain word as a name only where agents rarely
+write it: word statistics counted on the PATHs, or with --words-from on other
+sessions (the embedded default's come from ../shared/corpus; a few sessions of your
+own make thin statistics). With several PATHs the held-out figures are also given
+per PATH; each anchor regime is set beside the held-out front.
+
 --ablation also cross-validates with each feature dropped in turn (slow).
 
 Exit codes: 0 done, 1 too few rows, a store or model error, 2 bad flags.`,
@@ -108,6 +115,7 @@ Exit codes: 0 done, 1 too few rows, a store or model error, 2 bad flags.`,
 	c.Flags().BoolVar(&f.ablation, "ablation", false, "cross-validate again with each feature dropped in turn")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 	c.Flags().IntVar(&f.workers, "workers", 0, "sessions replayed at once for PATHs (default: the number of CPUs)")
+	c.Flags().StringSliceVar(&f.wordsFrom, "words-from", nil, "count the word statistics (which plain words agents write anyway: the label's clause Specific) on these paths instead of the PATHs fitted on (the embedded default: ../shared/corpus)")
 	c.Flags().StringVar(&f.dumpRows, "dump-rows", "", "write the training rows and outputs as CSV files into this folder (for probing models outside Go)")
 	_ = c.Flags().MarkHidden("dump-rows")
 	return c
@@ -167,8 +175,18 @@ func (f *fitFlags) check() error {
 // PATHs. The caller calls closeDB.
 func (f *fitFlags) training(ctx context.Context, e *env, paths []string) (set *tuning.TrainingSet, words *evidence.Background, closeDB func(), err error) {
 	prefixes := f.settings
+	if len(f.wordsFrom) > 0 && len(paths) == 0 {
+		return nil, nil, nil, usageError{fmt.Errorf("--words-from needs PATHs: the word statistics label a training replay of them")}
+	}
 	if len(paths) > 0 {
-		words = tuning.WordStats(paths)
+		from := paths
+		if len(f.wordsFrom) > 0 {
+			from = f.wordsFrom
+		}
+		words = tuning.WordStats(from)
+		if words == nil && len(f.wordsFrom) > 0 {
+			return nil, nil, nil, fmt.Errorf("fit: --words-from: no session to count word statistics on in %s", strings.Join(from, ", "))
+		}
 		if words != nil {
 			fmt.Fprintf(e.stderr, "pruneadvisor: fit: word statistics of %d sessions: %d plain words written in at least %.0f%% of them\n", words.Sessions, len(words.Counts), 100*words.MinShare)
 		}
