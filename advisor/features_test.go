@@ -10,6 +10,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
 
@@ -94,5 +95,55 @@ func TestFeaturesKnownAtStep(t *testing.T) {
 				t.Errorf("%d asks compared, %d with a use history: the test is too weak", compared, used)
 			}
 		})
+	}
+}
+
+// TestLiveNamesOfSupersededReads: a read made dead by a later read (superseded:
+// the file was edited between them) hands its later uses to that read (the label's
+// live-copy credit, tuning's creditLiveCopies), so the later read's card counts the
+// dead read's live names beside its own. Checked by another route: an
+// evidence.Tracker fed the same messages gives each read's own live names; the
+// later read's card holds their sum, and the dead read has a live name of its own
+// (loadTable_v2, in no later message; parseConfig the edit wrote, and the
+// value_N names the later read carries again), so the sum is more than the later
+// read's own.
+func TestLiveNamesOfSupersededReads(t *testing.T) {
+	c := newChat("Fix the config loader in /src/a.go")
+	first := c.read("Reading it.", "/src/a.go", "func parseConfig() {}\nfunc loadTable_v2() {}\n"+filler("alpha", 300))
+	c.call("Editing.", "Edit", `{"file_path":"/src/a.go","old_string":"parseConfig","new_string":"readConfig"}`, "The file /src/a.go has been updated.")
+	second := c.read("Reading it again.", "/src/a.go", "func readConfig() {}\nfunc writeCache_v3() {}\n"+filler("beta", 300))
+	for _, w := range []string{"Thinking about the loader.", "Still thinking.", "Weighing the options.", "Nearly there.", "One more look.", "Done thinking."} {
+		c.say(w)
+	}
+	s := c.session(t, "superseded.json")
+	got := signalsAt(t, s, len(s.Messages))
+
+	tr := evidence.NewTracker()
+	tr.Background = fitted.DefaultBackground()
+	for _, m := range s.Messages {
+		if _, err := tr.Add(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ownFirst, _ := tr.Live(first)
+	ownSecond, _ := tr.Live(second)
+	if ownFirst != 1 {
+		t.Fatalf("the first read has %d live names, want 1 (loadTable_v2)", ownFirst)
+	}
+	last := 0
+	for step, cs := range got {
+		if _, ok := cs[second]; ok && step > last {
+			last = step
+		}
+	}
+	sig, ok := got[last][second]
+	if !ok {
+		t.Fatalf("no ask of the second read (asks: %v)", got)
+	}
+	if _, asked := got[last][first]; asked {
+		t.Errorf("the first read was asked about at step %d: it should be dead by the second", last)
+	}
+	if sig.Live != ownFirst+ownSecond {
+		t.Errorf("second read's card at step %d: live %d, want its own %d + the first read's %d", last, sig.Live, ownSecond, ownFirst)
 	}
 }

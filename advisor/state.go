@@ -143,6 +143,10 @@ type outState struct {
 	dead     bool // a rule made it dead
 	deadRule string
 	deadBy   string
+	// supersedes are the outputs a rule made dead by this one's call (their deadBy
+	// is its key): their later uses are its uses (the label's live-copy credit),
+	// so its card counts their live names too (liveNames).
+	supersedes []*outState
 
 	asks      int   // asks made, failed ones included (the back-off spaces retries too)
 	lastAsk   int   // step of the latest ask
@@ -252,6 +256,9 @@ func (a *Advisor) index(st *state, sp *stepState) {
 		for _, d := range st.rules.Add(m) {
 			if os, ok := st.byKey[d.OutputKey]; ok && !os.dead {
 				os.dead, os.deadRule, os.deadBy = true, string(d.Rule), d.By
+				if by := st.byKey[d.By]; by != nil && by != os {
+					by.supersedes = append(by.supersedes, os)
+				}
 				st.touched = append(st.touched, os)
 				adoptSuperseder(st, os)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/planner"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/tokencount"
@@ -544,7 +545,7 @@ func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
 		}
 		if st.tracker != nil {
 			c.Names, c.Runs = st.tracker.Owned(o.key), st.tracker.Runs(o.key)
-			c.Live, c.LiveUndigested = st.tracker.Live(o.key)
+			c.Live, c.LiveUndigested = liveNames(st.tracker, o)
 		}
 		c.RecentUses = o.recentUses(sp.T)
 		c.SessionUseRate = float64(st.allUses) / float64(len(st.outs))
@@ -1032,4 +1033,18 @@ func StubTokens(cfg Config, tool, summary string, tokens int) int {
 	o := &outState{tool: tool, summary: summary, tokens: tokens, stubID: RecallIDZero}
 	a := &Advisor{Config: cfg}
 	return tokencount.Count(a.stubText(nil, o, keepReason(0, cfg.Cutoff)))
+}
+
+// liveNames is the live names of o (evidence.Tracker.Live) and of the outputs it
+// supersedes, directly or through others (outState.supersedes): the later-use
+// label credits their uses from the rule's step on to o, their live copy
+// (tuning's creditLiveCopies), so a later use of one of their names is a use of
+// o. Returns live and undigested, as Tracker.Live does.
+func liveNames(tr *evidence.Tracker, o *outState) (live, undigested int) {
+	live, undigested = tr.Live(o.key)
+	for _, s := range o.supersedes {
+		l, u := liveNames(tr, s)
+		live, undigested = live+l, undigested+u
+	}
+	return live, undigested
 }

@@ -76,8 +76,10 @@ type Card struct {
 	Names int `json:"names"`
 	// Live is how many specific names the output still carries for a later use
 	// (evidence.Tracker.Live: their latest carrier, not written by the agent or the
-	// user since; each name serves one use at most); LiveUndigested those of them
-	// its stub's digest would not hold.
+	// user since; each name serves one use at most), with those of the outputs its
+	// call made dead by a rule (a read superseded by it: the label credits their
+	// later uses to it); LiveUndigested those of them its stub's digest would not
+	// hold.
 	Live           int `json:"live"`
 	LiveUndigested int `json:"live_undigested"`
 	// PathIdle is the steps since the latest call that touched (read, edited, wrote,

@@ -45,7 +45,9 @@ import (
 // (Gemini CLI's masking preview) hold it (evidence.Use.Preview). replay-9: recall
 // ids are 12 decimal digits (advisor.RecallIDDigits), which every stub counts as the
 // same number of tokens, so the advisor's rewrites no longer vary with the id.
-const Version = "replay-9"
+// replay-10: a card's live names include those of the outputs its call made dead
+// (advisor's liveNames), whose later uses the label credits to it.
+const Version = "replay-10"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (

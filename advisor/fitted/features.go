@@ -87,7 +87,7 @@ var Features = []Feature{
 	{"never_x_log_outputs_since", "never_used x log_outputs_since", func(s *cards.Signals) float64 {
 		return b2f(s.Uses == 0) * lg(s.OutputsSince)
 	}},
-	{"log_live", "ln(1 + live names): the specific names a later use would still credit to it (evidence.Tracker.Live)", func(s *cards.Signals) float64 { return lg(s.Live) }},
+	{"log_live", "ln(1 + live names): the specific names a later use would still credit to it (evidence.Tracker.Live), with those of the outputs it made dead", func(s *cards.Signals) float64 { return lg(s.Live) }},
 	{"no_live", "1 when it has no live name: only a recall can use it", func(s *cards.Signals) float64 { return b2f(s.Live == 0) }},
 	{"log_live_undigested", "ln(1 + live names its stub's digest would not hold)", func(s *cards.Signals) float64 { return lg(s.LiveUndigested) }},
 	{"no_live_undigested", "1 when its digest holds every live name: a use by name would be no miss", func(s *cards.Signals) float64 { return b2f(s.LiveUndigested == 0) }},
