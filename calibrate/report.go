@@ -15,6 +15,12 @@ import (
 type ScorerInput struct {
 	Name    string   // scorer name as stored, e.g. "lexical", "fitted", "ollama:qwen2.5:0.5b:p2"
 	Outputs []Output // one record per base output (any order)
+	// ReplayCutoff is the cutoff the replay that made the asks pruned this
+	// scorer's candidates under (advisor.Config.CutoffFor; 0 when unknown): it
+	// asked no more about what it pruned, so under that cutoff the sweep sees
+	// fewer prunes than a replay that pruned nothing by score would
+	// (ScorerSweep.ReplayCutoff).
+	ReplayCutoff float64
 }
 
 // ScorerReport is the calibration of one scorer: its reliability (independent of the
@@ -26,8 +32,12 @@ type ScorerReport struct {
 
 // ScorerSweep is one scorer's sweep at one budget.
 type ScorerSweep struct {
-	Scorer string   `json:"scorer"`
-	Sweep  []Result `json:"sweep"` // one per cutoff, in cutoff order
+	Scorer string `json:"scorer"`
+	// ReplayCutoff is ScorerInput.ReplayCutoff: under it the sweep and the front
+	// are lower bounds of the token-steps (what a replay that pruned there would
+	// have gone on asking is not recorded); replay --asks-only records every ask.
+	ReplayCutoff float64  `json:"replay_cutoff"`
+	Sweep        []Result `json:"sweep"` // one per cutoff, in cutoff order
 	// Random holds the random baseline at the prune rate of each sweep entry (same
 	// index, same cutoff).
 	Random         []Result       `json:"random"`
@@ -266,7 +276,7 @@ func alignScorers(base []Output, scorers []ScorerInput) ([]ScorerInput, error) {
 			}
 			aligned[i] = o
 		}
-		out[k] = ScorerInput{Name: sc.Name, Outputs: aligned}
+		out[k] = ScorerInput{Name: sc.Name, Outputs: aligned, ReplayCutoff: sc.ReplayCutoff}
 	}
 	return out, nil
 }
@@ -286,7 +296,7 @@ func (c *ReportConfig) budgetReport(w, b int, base []Output, sessions []Calls, s
 		if err != nil {
 			return BudgetReport{}, fmt.Errorf("scorer %q: %w", sc.Name, err)
 		}
-		ss := ScorerSweep{Scorer: sc.Name, Sweep: ev.Sweep(sc.Name, c.Cutoffs)}
+		ss := ScorerSweep{Scorer: sc.Name, ReplayCutoff: sc.ReplayCutoff, Sweep: ev.Sweep(sc.Name, c.Cutoffs)}
 		ss.Front = ev.Front(sc.Name, ss.Sweep, FrontGap, FrontPoints)
 		ss.Dominance = dominance(ss.Front, br.Anchors)
 		for _, r := range ss.Sweep {
@@ -415,12 +425,20 @@ func (b BudgetReport) writeText(tw io.Writer) {
 	}
 }
 
+// MinReplayCutoffNote is the least replay cutoff writeDominance notes as making the
+// front a lower bound under it: smaller ones (replay --asks-only's) prune nothing a
+// scorer scores in practice.
+const MinReplayCutoffNote = 1e-9
+
 // writeDominance prints each anchor beside the scorer's refined front.
 func writeDominance(tw io.Writer, s ScorerSweep) {
 	if len(s.Dominance) == 0 {
 		return
 	}
 	fmt.Fprintf(tw, "anchors beside scorer %s's front (%d cutoffs, neighbours within %.0f point of miss rate where the scores allow):\n", s.Scorer, len(s.Front), 100*FrontGap)
+	if s.ReplayCutoff >= MinReplayCutoffNote {
+		fmt.Fprintf(tw, "  (the replay pruned at cutoff %.4g and asked no more about what it pruned: under it the front is a lower bound; replay --asks-only records every ask)\n", s.ReplayCutoff)
+	}
 	for _, d := range s.Dominance {
 		if d.Cutoff < 0 {
 			fmt.Fprintf(tw, "  %-28s miss rate %.3f, %d token-steps: not dominated\n", d.Anchor, d.MissRate, d.TokenSteps)

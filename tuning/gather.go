@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
@@ -100,11 +101,11 @@ func Gather(ctx context.Context, store Store, groups []*Group, opt GatherOptions
 			in.Base = outs
 		}
 		if g.Scored() {
-			in.Scorers = append(in.Scorers, calibrate.ScorerInput{Name: ScorerLabel(g, groups), Outputs: outs})
+			in.Scorers = append(in.Scorers, calibrate.ScorerInput{Name: ScorerLabel(g, groups), Outputs: outs, ReplayCutoff: g.Cutoff()})
 		}
 		if gi == 0 {
 			for _, b := range bl {
-				in.Scorers = append(in.Scorers, calibrate.ScorerInput{Name: b.sc.Name(), Outputs: b.outs})
+				in.Scorers = append(in.Scorers, calibrate.ScorerInput{Name: b.sc.Name(), Outputs: b.outs, ReplayCutoff: baselineConfig(g, b.sc).CutoffFor(b.sc.Name())})
 			}
 		}
 	}
@@ -185,6 +186,19 @@ func (in *ReportInput) scoreBaselines(ctx context.Context, base *Group, keep []R
 	return bl, nil
 }
 
+// baselineConfig is the advisor config an in-process baseline replays under: the
+// base group's, and when the base replay asked only (replay --asks-only: its
+// scorer's cutoff positive and under calibrate.MinReplayCutoffNote) the baseline's
+// scorer asks only too, so that every front beside it is whole.
+func baselineConfig(base *Group, sc advisor.Scorer) advisor.Config {
+	cfg := base.Settings.Config
+	if c := base.Cutoff(); c > 0 && c < calibrate.MinReplayCutoffNote {
+		cfg.ScorerCutoffs = maps.Clone(cfg.ScorerCutoffs)
+		cfg.ScorerCutoffs[sc.Name()] = c
+	}
+	return cfg
+}
+
 // loadGroup returns the outputs of g's replays of the wanted sessions, in g's
 // order; for the base group it also gathers each session's calls, names, stub
 // steps, digest figures (and stubs) and the baselines' outputs (addBase).
@@ -249,7 +263,7 @@ func (in *ReportInput) addBase(ctx context.Context, store Store, s Replayed, rec
 // did not), "" when all were. The error is ctx's when it was cancelled.
 func scoreInProcess(ctx context.Context, base *Group, keep []Replayed, sc advisor.Scorer, opt GatherOptions) (map[string]*replay.Record, string, error) {
 	st := base.Settings
-	rp := &replay.Replayer{Config: st.Config, Scorer: sc, Lenient: st.Lenient, Sizer: opt.Sizer, AskLag: st.AskLag, AskLatency: st.AskLatency}
+	rp := &replay.Replayer{Config: baselineConfig(base, sc), Scorer: sc, Lenient: st.Lenient, Sizer: opt.Sizer, AskLag: st.AskLag, AskLatency: st.AskLatency}
 	recs := make([]*replay.Record, len(keep))
 	errs := make([]error, len(keep))
 	InOrder(len(keep), opt.Workers, func(i int) (*replay.Record, error) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"math"
 	"os"
 	"runtime"
 	"sort"
@@ -37,7 +39,13 @@ type replayFlags struct {
 	memory   memoryFlag
 	askLag   int
 	askLat   string
+	asksOnly bool
 }
+
+// AsksOnlyCutoff is the scorer's cutoff under replay --asks-only: the smallest
+// positive float64, so the advisor asks its scorer as usual (a cutoff of 0 means
+// rules only, no asks) but no keep-probability a scorer gives is under it.
+const AsksOnlyCutoff = math.SmallestNonzeroFloat64
 
 // replaySummary is the JSON form of a replay run.
 type replaySummary struct {
@@ -145,6 +153,7 @@ otherwise one line per session is logged.`,
 	c.Flags().StringVar(&f.shard, "shard", "", "replay only shard I of N (I/N, e.g. 2/3) of the sessions found, by file name: one per machine sharing a --db")
 	c.Flags().IntVar(&f.askLag, "ask-lag", 0, "model background asks: a score counts only this many steps after its ask (at least), one ask in flight per session; 0 with --ask-latency off: at its ask's step")
 	c.Flags().StringVar(&f.askLat, "ask-latency", "auto", "model background asks: a score counts from the first step whose transcript time is this long after its ask's (and at least one step later): a duration (3s), measured (each ask's own wall time), off, or auto (measured for the Ollama scorer, off for the fitted and lexical ones, which answer in microseconds)")
+	c.Flags().BoolVar(&f.asksOnly, "asks-only", false, "ask the scorer at every step as usual but prune by the rules alone (the scorer's cutoff the smallest positive number): every ask is recorded, so calibrate's sweep and front are whole at every cutoff, not only above the replay's own")
 	f.memory.register(c)
 	return c
 }
@@ -182,6 +191,16 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 	scorer, err := f.scorerFlags.build(ctx, e)
 	if err != nil {
 		return err
+	}
+	if f.asksOnly {
+		if scorer == nil {
+			return usageError{fmt.Errorf("--asks-only needs a scorer (--scorer)")}
+		}
+		cfg.ScorerCutoffs = maps.Clone(cfg.ScorerCutoffs)
+		if cfg.ScorerCutoffs == nil {
+			cfg.ScorerCutoffs = map[string]float64{}
+		}
+		cfg.ScorerCutoffs[scorer.Name()] = AsksOnlyCutoff
 	}
 	workers := f.workers
 	if workers == 0 {
