@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"path/filepath"
@@ -313,6 +314,23 @@ func (t *TrainingSet) price(f *SourceCV, outs []calibrate.Output, calls []calibr
 		f.TokenStepsShare = float64(best.TokenSteps) / float64(f.Oracle)
 	}
 	return nil
+}
+
+// MarshalJSON writes a NaN AUC or Brier (a source with no rows, or rows of one
+// class only) as null, which JSON can carry.
+func (s SourceCV) MarshalJSON() ([]byte, error) {
+	type plain SourceCV
+	nan := func(f float64) *float64 {
+		if math.IsNaN(f) {
+			return nil
+		}
+		return &f
+	}
+	return json.Marshal(struct {
+		plain
+		AUC   *float64 `json:"auc"`
+		Brier *float64 `json:"brier"`
+	}{plain(s), nan(s.AUC), nan(s.Brier)})
 }
 
 // HeldOutCutoffs are the cutoffs the held-out evaluation sweeps: 0.01 to 0.99 by
