@@ -194,6 +194,9 @@ func baselineConfig(base *Group, sc advisor.Scorer) advisor.Config {
 	cfg := base.Settings.Config
 	if c := base.Cutoff(); c > 0 && c < calibrate.MinReplayCutoffNote {
 		cfg.ScorerCutoffs = maps.Clone(cfg.ScorerCutoffs)
+		if cfg.ScorerCutoffs == nil { // a tiny Cutoff set for every scorer, none by name
+			cfg.ScorerCutoffs = map[string]float64{}
+		}
 		cfg.ScorerCutoffs[sc.Name()] = c
 	}
 	return cfg

@@ -3,13 +3,16 @@ package tuning
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
+	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/internal/forecast"
 	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
@@ -136,5 +139,38 @@ func TestEvaluateBySource(t *testing.T) {
 	}
 	if rows != len(set.Rows) || sessions != 6 || oracle != ev.Oracle {
 		t.Errorf("sources add to %d rows, %d sessions, oracle %d; want %d, 6, %d", rows, sessions, oracle, len(set.Rows), ev.Oracle)
+	}
+}
+
+// TestBaselineConfig: beside an asks-only replay (its scorer's cutoff positive and
+// under calibrate.MinReplayCutoffNote), an in-process baseline asks only too, also
+// when the tiny cutoff is the config's Cutoff for every scorer and no scorer has
+// one by name; beside any other replay it keeps the base config's cutoffs.
+func TestBaselineConfig(t *testing.T) {
+	lex := lexical.New()
+	for _, tc := range []struct {
+		name    string
+		cutoff  float64
+		byName  map[string]float64
+		scorer  string
+		wantLex float64
+	}{
+		{"asks only, by name", 0.25, map[string]float64{"fitted": math.SmallestNonzeroFloat64}, "fitted", math.SmallestNonzeroFloat64},
+		{"asks only, for every scorer", 1e-12, nil, "fitted", 1e-12},
+		{"a replay that prunes", 0.25, map[string]float64{"fitted": 0.05}, "fitted", 0.25},
+		{"rules only", 0, nil, "none", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &Group{Scorer: tc.scorer}
+			g.Settings.Config = advisor.DefaultConfig()
+			g.Settings.Config.Cutoff, g.Settings.Config.ScorerCutoffs = tc.cutoff, tc.byName
+			before := maps.Clone(tc.byName)
+			if got := baselineConfig(g, lex).CutoffFor(lex.Name()); got != tc.wantLex {
+				t.Errorf("lexical baseline's cutoff %v, want %v", got, tc.wantLex)
+			}
+			if !maps.Equal(before, g.Settings.Config.ScorerCutoffs) {
+				t.Errorf("the base group's cutoffs changed: %v, were %v", g.Settings.Config.ScorerCutoffs, before)
+			}
+		})
 	}
 }
