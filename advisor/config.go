@@ -333,6 +333,17 @@ func (c Config) CutoffFor(name string) float64 {
 	return c.Cutoff
 }
 
+// WithScorerCutoff returns a copy of c whose scorer named name has cutoff cut
+// (ScorerCutoffs[name], in a map of the copy's own: c's is left as it was).
+func (c Config) WithScorerCutoff(name string, cut float64) Config {
+	c.ScorerCutoffs = maps.Clone(c.ScorerCutoffs)
+	if c.ScorerCutoffs == nil {
+		c.ScorerCutoffs = map[string]float64{}
+	}
+	c.ScorerCutoffs[name] = cut
+	return c
+}
+
 // CutoffOf returns the cutoff scorer's keep-probabilities are pruned under:
 // CutoffFor its name; Cutoff for a nil scorer (rules only: no score is compared
 // with it).

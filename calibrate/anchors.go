@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -59,6 +60,15 @@ const (
 	ClaudeCodeIdle = 60 * time.Minute
 	ClaudeCodeKeep = 5
 )
+
+// ClearAtLeastShare is the share of the budget the clear_at_least variant of
+// Anthropic's clearing asks a clearing to free (issue 9: 5% of the budget, the API
+// having no default).
+const ClearAtLeastShare = 0.05
+
+// ClearAtLeast is the clear_at_least, in tokens, the anchors are evaluated with at
+// a budget of budget tokens: ClearAtLeastShare of it, rounded up.
+func ClearAtLeast(budget int) int { return int(math.Ceil(ClearAtLeastShare * float64(budget))) }
 
 // AnchorNames lists the anchor regimes Anchors evaluates, in its order.
 func AnchorNames(clearAtLeast int) []string {

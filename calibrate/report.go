@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pruneadvisor/pruneadvisor/internal/forecast"
 	"io"
 	"math"
 	"slices"
@@ -290,7 +291,7 @@ func (c *ReportConfig) budgetReport(w, b int, base []Output, sessions []Calls, s
 	if err != nil {
 		return BudgetReport{}, fmt.Errorf("base outputs: %w", err)
 	}
-	br := BudgetReport{Window: w, Budget: b, KeepAllUSD: be.KeepAllUSD(), Baselines: be.Baselines(c.Recency), Anchors: be.Anchors(int(math.Ceil(0.05 * float64(b))))}
+	br := BudgetReport{Window: w, Budget: b, KeepAllUSD: be.KeepAllUSD(), Baselines: be.Baselines(c.Recency), Anchors: be.Anchors(ClearAtLeast(b))}
 	for _, sc := range scorers {
 		ev, err := NewEvaluator(sc.Outputs, sessions, opts)
 		if err != nil {
@@ -439,12 +440,19 @@ func writeDominance(tw io.Writer, s ScorerSweep) {
 	if s.ReplayCutoff >= MinReplayCutoffNote {
 		fmt.Fprintf(tw, "  (the replay pruned at cutoff %.4g and asked no more about what it pruned: under it the front is a lower bound; replay --asks-only records every ask)\n", s.ReplayCutoff)
 	}
-	for _, d := range s.Dominance {
+	WriteDominance(tw, s.Dominance)
+}
+
+// WriteDominance writes one line per anchor of ds (DominanceOf): its miss rate and
+// token-steps, and the dominating point or "not dominated". Errors are w's, not
+// reported (the callers write to a tabwriter or a terminal).
+func WriteDominance(w io.Writer, ds []Dominance) {
+	for _, d := range ds {
 		if d.Cutoff < 0 {
-			fmt.Fprintf(tw, "  %-28s miss rate %.3f, %d token-steps: not dominated\n", d.Anchor, d.MissRate, d.TokenSteps)
+			fmt.Fprintf(w, "  %-28s miss rate %.3f, %d token-steps: not dominated\n", d.Anchor, d.MissRate, d.TokenSteps)
 			continue
 		}
-		fmt.Fprintf(tw, "  %-28s miss rate %.3f, %d token-steps: dominated at cutoff %.4f (miss rate %.3f, %d token-steps)\n",
+		fmt.Fprintf(w, "  %-28s miss rate %.3f, %d token-steps: dominated at cutoff %.4f (miss rate %.3f, %d token-steps)\n",
 			d.Anchor, d.MissRate, d.TokenSteps, d.Cutoff, d.PointMissRate, d.PointTokenSteps)
 	}
 }
@@ -452,15 +460,9 @@ func writeDominance(tw io.Writer, s ScorerSweep) {
 // MarshalJSON writes NaN Brier and AUC (no examples, or one class only) as null.
 func (r Reliability) MarshalJSON() ([]byte, error) {
 	type plain Reliability
-	nan := func(f float64) *float64 {
-		if math.IsNaN(f) {
-			return nil
-		}
-		return &f
-	}
 	return json.Marshal(struct {
 		plain
 		Brier *float64 `json:"brier"`
 		AUC   *float64 `json:"auc"`
-	}{plain(r), nan(r.Brier), nan(r.AUC)})
+	}{plain(r), forecast.NullNaN(r.Brier), forecast.NullNaN(r.AUC)})
 }

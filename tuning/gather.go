@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
@@ -193,11 +192,7 @@ func (in *ReportInput) scoreBaselines(ctx context.Context, base *Group, keep []R
 func baselineConfig(base *Group, sc advisor.Scorer) advisor.Config {
 	cfg := base.Settings.Config
 	if c := base.Cutoff(); c > 0 && c < calibrate.MinReplayCutoffNote {
-		cfg.ScorerCutoffs = maps.Clone(cfg.ScorerCutoffs)
-		if cfg.ScorerCutoffs == nil { // a tiny Cutoff set for every scorer, none by name
-			cfg.ScorerCutoffs = map[string]float64{}
-		}
-		cfg.ScorerCutoffs[sc.Name()] = c
+		return cfg.WithScorerCutoff(sc.Name(), c)
 	}
 	return cfg
 }

@@ -66,7 +66,7 @@ type TrainingSet struct {
 	// file, as the replay stored it (replay.Record.Path): what SetSources
 	// groups the sessions by.
 	Paths map[string]string
-	// Sources maps session ids to the source they came from (SetSources); nil,
+	// Sources maps session names (as Paths) to the source they came from (SetSources); nil,
 	// the default, for one source: Evaluate then gives no BySource.
 	Sources map[string]string
 }
@@ -303,7 +303,7 @@ func (t *TrainingSet) price(f *SourceCV, outs []calibrate.Output, calls []calibr
 	}
 	f.Oracle = e.Oracle().TokenSteps
 	sweep := e.Sweep("fitted", HeldOutCutoffs(scores))
-	f.Anchors = calibrate.DominanceOf(e.Front("fitted", sweep, calibrate.FrontGap, calibrate.FrontPoints), e.Anchors(int(math.Ceil(0.05*float64(copts.Budget)))))
+	f.Anchors = calibrate.DominanceOf(e.Front("fitted", sweep, calibrate.FrontGap, calibrate.FrontPoints), e.Anchors(calibrate.ClearAtLeast(copts.Budget)))
 	rec, err := calibrate.RecommendBy(sweep, targetMiss, calibrate.ObjectiveTokenSteps)
 	if err != nil && !errors.Is(err, calibrate.ErrNoCutoff) {
 		return err
@@ -320,17 +320,11 @@ func (t *TrainingSet) price(f *SourceCV, outs []calibrate.Output, calls []calibr
 // class only) as null, which JSON can carry.
 func (s SourceCV) MarshalJSON() ([]byte, error) {
 	type plain SourceCV
-	nan := func(f float64) *float64 {
-		if math.IsNaN(f) {
-			return nil
-		}
-		return &f
-	}
 	return json.Marshal(struct {
 		plain
 		AUC   *float64 `json:"auc"`
 		Brier *float64 `json:"brier"`
-	}{plain(s), nan(s.AUC), nan(s.Brier)})
+	}{plain(s), forecast.NullNaN(s.AUC), forecast.NullNaN(s.Brier)})
 }
 
 // HeldOutCutoffs are the cutoffs the held-out evaluation sweeps: 0.01 to 0.99 by

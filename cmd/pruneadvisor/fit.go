@@ -380,12 +380,5 @@ func printAnchors(w io.Writer, prefix string, ds []calibrate.Dominance) {
 		return
 	}
 	fmt.Fprintf(w, "\n%sanchors beside the held-out front (decision level, each output pruned at its first held-out ask under the cutoff):\n", prefix)
-	for _, d := range ds {
-		if d.Cutoff < 0 {
-			fmt.Fprintf(w, "  %-28s miss rate %.3f, %d token-steps: not dominated\n", d.Anchor, d.MissRate, d.TokenSteps)
-			continue
-		}
-		fmt.Fprintf(w, "  %-28s miss rate %.3f, %d token-steps: dominated at cutoff %.4f (miss rate %.3f, %d token-steps)\n",
-			d.Anchor, d.MissRate, d.TokenSteps, d.Cutoff, d.PointMissRate, d.PointTokenSteps)
-	}
+	calibrate.WriteDominance(w, ds)
 }

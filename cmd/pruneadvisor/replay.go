@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math"
 	"os"
 	"runtime"
@@ -196,11 +195,7 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 		if scorer == nil {
 			return usageError{fmt.Errorf("--asks-only needs a scorer (--scorer)")}
 		}
-		cfg.ScorerCutoffs = maps.Clone(cfg.ScorerCutoffs)
-		if cfg.ScorerCutoffs == nil {
-			cfg.ScorerCutoffs = map[string]float64{}
-		}
-		cfg.ScorerCutoffs[scorer.Name()] = AsksOnlyCutoff
+		cfg = cfg.WithScorerCutoff(scorer.Name(), AsksOnlyCutoff)
 	}
 	workers := f.workers
 	if workers == 0 {

@@ -71,3 +71,12 @@ func AUC(scores []float64, labels []bool) float64 {
 	u := rankSum - float64(pos)*float64(pos+1)/2
 	return u / (float64(pos) * float64(neg))
 }
+
+// NullNaN returns nil for NaN, else a pointer to f: a figure as JSON can carry it
+// (null for the NaN that Brier and AUC give for no examples or one class only).
+func NullNaN(f float64) *float64 {
+	if math.IsNaN(f) {
+		return nil
+	}
+	return &f
+}

@@ -54,3 +54,15 @@ func TestBrierAUCHand(t *testing.T) {
 		t.Error("one class or no rows: want NaN")
 	}
 }
+
+// TestNullNaN: NaN becomes nil (JSON's null), any other figure a pointer to itself.
+func TestNullNaN(t *testing.T) {
+	if p := NullNaN(math.NaN()); p != nil {
+		t.Errorf("NullNaN(NaN) = %v, want nil", *p)
+	}
+	for _, f := range []float64{0, 0.5, -1, math.Inf(1)} {
+		if p := NullNaN(f); p == nil || *p != f {
+			t.Errorf("NullNaN(%v) = %v, want a pointer to it", f, p)
+		}
+	}
+}
