@@ -545,7 +545,7 @@ func (a *Advisor) batch(st *state, sp *stepState, due []*outState) cards.Batch {
 		}
 		if st.tracker != nil {
 			c.Names, c.Runs = st.tracker.Owned(o.key), st.tracker.Runs(o.key)
-			c.Live, c.LiveUndigested = liveNames(st.tracker, o)
+			liveNames(st.tracker, o, &c)
 		}
 		c.RecentUses = o.recentUses(sp.T)
 		c.SessionUseRate = float64(st.allUses) / float64(len(st.outs))
@@ -1035,16 +1035,18 @@ func StubTokens(cfg Config, tool, summary string, tokens int) int {
 	return tokencount.Count(a.stubText(nil, o, keepReason(0, cfg.Cutoff)))
 }
 
-// liveNames is the live names of o (evidence.Tracker.Live) and of the outputs it
-// supersedes, directly or through others (outState.supersedes): the later-use
-// label credits their uses from the rule's step on to o, their live copy
-// (tuning's creditLiveCopies), so a later use of one of their names is a use of
-// o. Returns live and undigested, as Tracker.Live does.
-func liveNames(tr *evidence.Tracker, o *outState) (live, undigested int) {
-	live, undigested = tr.Live(o.key)
-	for _, s := range o.supersedes {
-		l, u := liveNames(tr, s)
-		live, undigested = live+l, undigested+u
+// liveNames adds to c's Live, LiveUndigested and LiveShapes the live names of o
+// (evidence.Tracker.Live and LiveShapes) and of the outputs it supersedes,
+// directly or through others (outState.supersedes): the later-use label credits
+// their uses from the rule's step on to o, their live copy (tuning's
+// creditLiveCopies), so a later use of one of their names is a use of o.
+func liveNames(tr *evidence.Tracker, o *outState, c *cards.Card) {
+	live, undigested := tr.Live(o.key)
+	c.Live, c.LiveUndigested = c.Live+live, c.LiveUndigested+undigested
+	for i, n := range tr.LiveShapes(o.key) {
+		c.LiveShapes[i] += n
 	}
-	return live, undigested
+	for _, s := range o.supersedes {
+		liveNames(tr, s, c)
+	}
 }

@@ -82,6 +82,10 @@ type Card struct {
 	// hold.
 	Live           int `json:"live"`
 	LiveUndigested int `json:"live_undigested"`
+	// LiveShapes is Live counted by the names' shapes, in evidence.NameShape order
+	// (plain word, quoted phrase, path, dotted, digits, code identifier, other;
+	// evidence.Tracker.LiveShapes): its sum is Live.
+	LiveShapes [7]int `json:"live_shapes"`
 	// PathIdle is the steps since the latest call that touched (read, edited, wrote,
 	// ran a command naming) one of the output's files, its own call included; the
 	// card's age for an output without a file.
@@ -126,6 +130,7 @@ type Signals struct {
 	Names          int     `json:"names"`
 	Live           int     `json:"live"`
 	LiveUndigested int     `json:"live_undigested"`
+	LiveShapes     [7]int  `json:"live_shapes"`
 	PathIdle       int     `json:"path_idle"`
 	PathReads      int     `json:"path_reads"`
 	Runs           int     `json:"runs"`
@@ -142,7 +147,7 @@ func (c Card) Signals() Signals {
 		Uses: c.Uses, LastUseAgo: c.LastUseAgo, EditedSince: c.EditedSince,
 		NamedByTask: c.NamedByTask, NamedByNow: c.NamedByNow, Lexical: c.Lexical,
 		HasReaction: c.Reaction != "", SharedReaction: c.SharedReaction,
-		Names: c.Names, Live: c.Live, LiveUndigested: c.LiveUndigested, PathIdle: c.PathIdle, PathReads: c.PathReads,
+		Names: c.Names, Live: c.Live, LiveUndigested: c.LiveUndigested, LiveShapes: c.LiveShapes, PathIdle: c.PathIdle, PathReads: c.PathReads,
 		Runs: c.Runs, RecentUses: c.RecentUses, SessionUseRate: c.SessionUseRate,
 		OutputsSince: c.OutputsSince, TokensAfter: c.TokensAfter,
 	}

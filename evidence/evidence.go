@@ -273,6 +273,9 @@ type nameInfo struct {
 	// spec: the name is Specific (set when an output first carries it): while it
 	// is unpinned it counts as live for its carrier (outEvidence.live).
 	spec bool
+	// shape is the name's NameShape (set with spec): which of its carrier's
+	// liveShape counts it is in.
+	shape NameShape
 }
 
 // outEvidence is one output's entry.
@@ -292,6 +295,8 @@ type outEvidence struct {
 	// use at most, since the agent's own words then carry it); liveOut the live
 	// names its digest at Tracker.DigestTokens does not hold.
 	live, liveOut int
+	// liveShape is live counted by the names' shapes (NameShape order).
+	liveShape [NumShapes]int32
 }
 
 // rawUse is evidence at one step before weighting; weights are computed on query so
@@ -490,6 +495,7 @@ func (t *Tracker) unlive(info *nameInfo) {
 	}
 	o := t.outs[info.carrier-1]
 	o.live--
+	o.liveShape[info.shape]--
 	if !t.digestHolds(info.dcost) {
 		o.liveOut--
 	}
@@ -710,6 +716,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 			info.seen = true
 			info.carrier = int32(idx) + 1
 			info.spec = Specific(name, t.Background)
+			info.shape = ShapeOf(name)
 			oe.owned++
 		case !info.pinned && info.carrier > 0:
 			t.unlive(info) // the earlier carrier's; live here once its digest cost is known
@@ -732,6 +739,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 	for _, m := range t.carried {
 		if info := &t.infos[m.idx]; info.spec {
 			oe.live++
+			oe.liveShape[info.shape]++
 			if !t.digestHolds(info.dcost) {
 				oe.liveOut++
 			}

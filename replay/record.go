@@ -47,7 +47,7 @@ import (
 // same number of tokens, so the advisor's rewrites no longer vary with the id.
 // replay-10: a card's live names include those of the outputs its call made dead
 // (advisor's liveNames), whose later uses the label credits to it.
-const Version = "replay-10"
+const Version = "replay-11"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (

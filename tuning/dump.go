@@ -14,7 +14,8 @@ import (
 // dumpRowsHead is rows.csv's header after the features: the raw signals the
 // features are computed from (cards.Signals), for features tried outside Go.
 var dumpRowsHead = []string{"s_step", "s_age", "s_tokens", "s_chars", "s_action", "s_uses", "s_last_use_ago", "s_names",
-	"s_path_idle", "s_path_reads", "s_runs", "s_recent_uses", "s_is_error", "s_edited_since", "s_live", "s_live_undigested"}
+	"s_path_idle", "s_path_reads", "s_runs", "s_recent_uses", "s_is_error", "s_edited_since", "s_live", "s_live_undigested",
+	"s_live_plain", "s_live_phrase", "s_live_path", "s_live_dotted", "s_live_digits", "s_live_code", "s_live_other"}
 
 // Dump writes the training set into dir (created when missing) as two CSV
 // files, for probing other models and features outside Go (fit's hidden
@@ -44,10 +45,14 @@ func (t *TrainingSet) Dump(dir string) error {
 		for _, x := range v {
 			rec = append(rec, strconv.FormatFloat(x, 'g', -1, 64))
 		}
-		return append(rec, strconv.Itoa(s.Step), strconv.Itoa(s.Age), strconv.Itoa(s.Tokens), strconv.Itoa(s.Chars), s.Action,
+		rec = append(rec, strconv.Itoa(s.Step), strconv.Itoa(s.Age), strconv.Itoa(s.Tokens), strconv.Itoa(s.Chars), s.Action,
 			strconv.Itoa(s.Uses), strconv.Itoa(s.LastUseAgo), strconv.Itoa(s.Names), strconv.Itoa(s.PathIdle),
 			strconv.Itoa(s.PathReads), strconv.Itoa(s.Runs), strconv.Itoa(s.RecentUses), b01(s.IsError), b01(s.EditedSince),
 			strconv.Itoa(s.Live), strconv.Itoa(s.LiveUndigested))
+		for _, n := range s.LiveShapes {
+			rec = append(rec, strconv.Itoa(n))
+		}
+		return rec
 	})
 	if err != nil {
 		return err

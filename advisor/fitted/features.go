@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/pruneadvisor/pruneadvisor/cards"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 )
 
 // Feature is one input of the fitted model: a number computed from a card's signals
@@ -34,6 +35,11 @@ func b2f(b bool) float64 {
 }
 
 func lg(n int) float64 { return math.Log1p(float64(max(n, 0))) }
+
+// liveShape is the feature ln(1 + live names of shape sh) (cards.Signals.LiveShapes).
+func liveShape(sh evidence.NameShape) func(*cards.Signals) float64 {
+	return func(s *cards.Signals) float64 { return lg(s.LiveShapes[sh]) }
+}
 
 // Features is the feature table, in the order of a model's weights (docs/DESIGN.md step
 // 5: use history, age, tokens, tool and action, error flag, whether the file was
@@ -91,6 +97,13 @@ var Features = []Feature{
 	{"no_live", "1 when it has no live name: only a recall can use it", func(s *cards.Signals) float64 { return b2f(s.Live == 0) }},
 	{"log_live_undigested", "ln(1 + live names its stub's digest would not hold)", func(s *cards.Signals) float64 { return lg(s.LiveUndigested) }},
 	{"no_live_undigested", "1 when its digest holds every live name: a use by name would be no miss", func(s *cards.Signals) float64 { return b2f(s.LiveUndigested == 0) }},
+	{"log_live_plain", "ln(1 + live names that are plain words, rare in the word statistics (evidence.ShapePlain))", liveShape(evidence.ShapePlain)},
+	{"log_live_phrase", "ln(1 + live names that are quoted phrases (evidence.ShapePhrase))", liveShape(evidence.ShapePhrase)},
+	{"log_live_path", "ln(1 + live names that are paths (evidence.ShapePath))", liveShape(evidence.ShapePath)},
+	{"log_live_dotted", "ln(1 + live names with a dot: files, modules, versions (evidence.ShapeDotted))", liveShape(evidence.ShapeDotted)},
+	{"log_live_digits", "ln(1 + live names with a digit: ids, numbers (evidence.ShapeDigits))", liveShape(evidence.ShapeDigits)},
+	{"log_live_code", "ln(1 + live names with '_' or a capital: identifiers (evidence.ShapeCode))", liveShape(evidence.ShapeCode)},
+	{"log_live_other", "ln(1 + live names of any other shape: hyphens, colons (evidence.ShapeOther))", liveShape(evidence.ShapeOther)},
 }
 
 // FeatureNames returns the names of Features in order.

@@ -431,7 +431,8 @@ func TestOldModelFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("old model: %v", err)
 	}
-	if d := cmp.Diff([]string{"log_outputs_since", "log_tokens_after", "never_x_log_outputs_since", "log_live", "no_live", "log_live_undigested", "no_live_undigested"}, m.Filled()); d != "" {
+	if d := cmp.Diff([]string{"log_outputs_since", "log_tokens_after", "never_x_log_outputs_since", "log_live", "no_live", "log_live_undigested", "no_live_undigested",
+		"log_live_plain", "log_live_phrase", "log_live_path", "log_live_dotted", "log_live_digits", "log_live_code", "log_live_other"}, m.Filled()); d != "" {
 		t.Errorf("filled (-want +got):\n%s", d)
 	}
 	if m.Words != nil {

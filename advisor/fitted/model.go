@@ -84,7 +84,9 @@ func (m *Model) Filled() []string { return m.filled }
 // addedLater are the features added after model files were first written (issue
 // 30): a file without them still loads, with them weighted 0 (fillMissing).
 var addedLater = map[string]bool{"log_outputs_since": true, "log_tokens_after": true, "never_x_log_outputs_since": true,
-	"log_live": true, "no_live": true, "log_live_undigested": true, "no_live_undigested": true}
+	"log_live": true, "no_live": true, "log_live_undigested": true, "no_live_undigested": true,
+	"log_live_plain": true, "log_live_phrase": true, "log_live_path": true, "log_live_dotted": true,
+	"log_live_digits": true, "log_live_code": true, "log_live_other": true}
 
 // fillMissing adds, with weight 0, the features of addedLater that m lacks, when
 // m's features are this program's in order less some (a file written before

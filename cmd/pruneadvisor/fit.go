@@ -77,11 +77,13 @@ oracle's token-steps the held-out scores save at the best cutoff whose miss rate
 most --target-miss (decision level: each output pruned at its first ask under the
 cutoff). Then it fits on every row and writes the model file (--out).
 
---trees N also grows N gradient-boosted trees on the same rows (depth 3, rate 0.05,
-leaves of at least 50 rows, 64 quantile thresholds per feature) and the model's
-keep-probability becomes the mean of the regression's and the trees' (a version 2
-model file, read by the fitted scorer like any other); the cross-validation then
-measures that mean. docs/EVALUATION.md gives its figures on ../shared/corpus.
+Beside the regression fit grows --trees N gradient-boosted trees on the same rows
+(default 100, as the embedded default has; depth 3, rate 0.05, leaves of at least
+50 rows, 64 quantile thresholds per feature) and the model's keep-probability is
+the mean of the regression's and the trees' (a version 2 model file, read by the
+fitted scorer like any other); the cross-validation measures that mean. --trees 0
+fits the regression alone (a version 1 file). docs/EVALUATION.md gives the figures
+of both on ../shared/corpus and held out on ../shared/sessions.
 
 With PATHs, fit first replays them into --db as a training replay: every candidate
 kept and asked at ages 1, 2, 4, ... 64 steps apart whatever the budget (scorer keep,
@@ -109,7 +111,7 @@ Exit codes: 0 done, 1 too few rows, a store or model error, 2 bad flags.`,
 	c.Flags().StringVar(&f.writeConfig, "write-config", "", "also make the model the scorer of this advisor config file (model_file set to --out's absolute path; created if missing, its other fields kept)")
 	c.Flags().IntVar(&f.folds, "folds", 5, "cross-validation folds (by session)")
 	c.Flags().Float64Var(&f.lambda, "lambda", fitted.DefaultLambda, "L2 penalty on the standardised weights")
-	c.Flags().IntVar(&f.trees, "trees", 0, "also grow this many gradient-boosted trees (depth 3, rate 0.05, leaves >= 50 rows; 100 measured best on ../shared/corpus) and average their probability with the regression's (a version 2 model file; 0: the regression alone)")
+	c.Flags().IntVar(&f.trees, "trees", fitted.DefaultTreeOptions().Trees, "gradient-boosted trees grown beside the regression (depth 3, rate 0.05, leaves >= 50 rows; 100 measured best on ../shared/corpus), their probability averaged with the regression's (a version 2 model file; 0: the regression alone, a version 1 file)")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "miss-rate target of the token-steps figure")
 	c.Flags().StringSliceVar(&f.settings, "settings", nil, "fit on the replay whose settings hash starts with this prefix")
 	c.Flags().BoolVar(&f.ablation, "ablation", false, "cross-validate again with each feature dropped in turn")

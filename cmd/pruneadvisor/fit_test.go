@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 )
@@ -52,6 +53,12 @@ func TestDefaultModelIsReproducible(t *testing.T) {
 	}
 	gt, wt := got.Training, want.Training
 	gt.Source, wt.Source = "", "" // the corpus's path as given, from another folder here
+	if want.Boost == nil {
+		t.Error("the embedded default has no trees: regenerate it with fit's default --trees")
+	}
+	if d := cmp.Diff(want.Boost, got.Boost, cmpopts.EquateApprox(1e-9, 1e-12)); d != "" {
+		t.Errorf("refit trees differ from the embedded ones (-embedded +refit):\n%s", d)
+	}
 	if !near(got.Bias, want.Bias) || gt != wt || got.CV == nil || !near(got.CV.AUC, want.CV.AUC) {
 		t.Errorf("refit bias %v, training %+v, CV %+v; embedded %v, %+v, %+v", got.Bias, got.Training, got.CV, want.Bias, want.Training, want.CV)
 	}
@@ -159,7 +166,7 @@ func TestModelFileWithoutWords(t *testing.T) {
 	v1 := filepath.Join("..", "..", "advisor", "fitted", "testdata", "model-v1-2026-12-03.json")
 	code, _, stderr = runCLI(t, "advise", "--scorer", "fitted", "--model-file", v1, "--db", filepath.Join(dir, "c.db"), session)
 	for _, w := range []string{
-		"pruneadvisor: model " + v1 + " lacks the features log_outputs_since, log_tokens_after, never_x_log_outputs_since, log_live, no_live, log_live_undigested, no_live_undigested (written before they existed): they are weighted 0",
+		"pruneadvisor: model " + v1 + " lacks the features log_outputs_since, log_tokens_after, never_x_log_outputs_since, log_live, no_live, log_live_undigested, no_live_undigested, log_live_plain, log_live_phrase, log_live_path, log_live_dotted, log_live_digits, log_live_code, log_live_other (written before they existed): they are weighted 0",
 		"pruneadvisor: model " + v1 + ` has no word statistics (field "words")`,
 	} {
 		if code != 0 || !strings.Contains(stderr, w) {
