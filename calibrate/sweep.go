@@ -306,28 +306,21 @@ const (
 	// front: one point (0.01).
 	FrontGap = 0.01
 	// FrontPoints bounds the cutoffs Front adds to a sweep.
-	FrontPoints = 48
+	FrontPoints = 160
 )
 
 // Front returns sweep (Results in cutoff order) with cutoffs added between
 // neighbours whose miss rates differ by more than gap, or whose token-steps differ
-// by more than gap of all the outputs' token-steps, halving the interval each
-// time, until none does, the interval is under 0.001, or max cutoffs were added;
-// in cutoff order. The decision-level prune figures and both levels' prices of each
-// added point are computed as Scorer's.
+// by more than gap of all the outputs' token-steps, halving the widest such
+// interval first (the larger of its two steps, each over its gap), until none is
+// left, the interval is under 0.001, or max cutoffs were added; in cutoff order.
+// Widest first, so that when max runs out the gaps left are the narrowest ones,
+// wherever they lie. The decision-level prune figures and both levels' prices of
+// each added point are computed as Scorer's.
 func (e *Evaluator) Front(name string, sweep []Result, gap float64, max int) []Result {
 	out := slices.Clone(sweep)
 	for added := 0; added < max; {
-		i := -1
-		for k := 0; k+1 < len(out); k++ {
-			a, b := out[k], out[k+1]
-			far := math.Abs(b.MissRate-a.MissRate) > gap ||
-				b.TotalTokenSteps > 0 && math.Abs(float64(b.TokenSteps-a.TokenSteps)) > gap*float64(b.TotalTokenSteps)
-			if far && b.Cutoff-a.Cutoff >= 0.001 {
-				i = k
-				break
-			}
-		}
+		i := widestGap(out, gap)
 		if i < 0 {
 			break
 		}
@@ -336,4 +329,26 @@ func (e *Evaluator) Front(name string, sweep []Result, gap float64, max int) []R
 		added++
 	}
 	return out
+}
+
+// widestGap returns the index k of the neighbours out[k], out[k+1] whose step is
+// the widest past gap (miss rate over gap, token-steps over gap of all the
+// outputs' token-steps, the larger of the two), among those at least 0.001 of
+// cutoff apart; the leftmost on a tie; -1 when none is past gap.
+func widestGap(out []Result, gap float64) int {
+	i, widest := -1, 1.0
+	for k := 0; k+1 < len(out); k++ {
+		a, b := out[k], out[k+1]
+		if b.Cutoff-a.Cutoff < 0.001 {
+			continue
+		}
+		w := math.Abs(b.MissRate-a.MissRate) / gap
+		if b.TotalTokenSteps > 0 {
+			w = max(w, math.Abs(float64(b.TokenSteps-a.TokenSteps))/(gap*float64(b.TotalTokenSteps)))
+		}
+		if w > widest {
+			i, widest = k, w
+		}
+	}
+	return i
 }

@@ -210,6 +210,11 @@ func cutoffsOf(rs []Result) []float64 {
 //     the neighbours are under 0.001 apart. Cutoffs 0 and 0.0009: not refined.
 //   - the hand session (TestEvaluateHand), cutoffs 0 and 0.5 (miss rates 0 and
 //     1/3): with max 1, one cutoff, 0.25; with max 0, none.
+//   - X, Y and Z, cutoffs 0.05, 0.2 and 0.5, gap 0.01, max 1: at 0.05 Z alone
+//     (1,000 token-steps of 3,000), at 0.2 also X at 7 (1,500), at 0.5 X and Y at 2,
+//     Y missing at 5 (2,300, miss rate 1/3). The first step is 0.167 of the
+//     token-steps (16.7 gaps), the second 1/3 of miss rate (33.3 gaps): the one
+//     cutoff goes into the second, at 0.35, though the first is past the gap too.
 func TestFrontRefinesOnlyPastTheGap(t *testing.T) {
 	type tc struct {
 		name    string
@@ -224,6 +229,7 @@ func TestFrontRefinesOnlyPastTheGap(t *testing.T) {
 		{"miss rates exactly the gap apart", []string{"X", "Y"}, []float64{0.2, 0.5}, 0.5, 48, []float64{0.2, 0.5}},
 		{"exactly 0.001 apart", []string{"Z"}, []float64{0, 0.001}, 0.01, 48, []float64{0, 0.0005, 0.001}},
 		{"under 0.001 apart", []string{"Z"}, []float64{0, 0.0009}, 0.01, 48, []float64{0, 0.0009}},
+		{"widest gap first", []string{"X", "Y", "Z"}, []float64{0.05, 0.2, 0.5}, 0.01, 1, []float64{0.05, 0.2, 0.35, 0.5}},
 	} {
 		outs, sessions := frontSession(tt.keys...)
 		e := mustEval(t, outs, sessions, DefaultOptions())
