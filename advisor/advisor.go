@@ -90,8 +90,9 @@ type Advisor struct {
 	// it after the first Advise call.
 	Fallback Scorer
 
-	schedule backoff.Schedule
-	cutoff   float64 // Config.CutoffOf the scorer, fixed at the first step
+	schedule backoff.Schedule // Config.Schedule: the recall and re-read windows
+	cutoff   float64          // Config.CutoffOf the scorer, fixed at the first step
+	asks     backoff.Schedule // Config.ScheduleOf the scorer, fixed with the cutoff
 	cutOnce  sync.Once
 	mu       sync.Mutex
 	sessions map[string]*state
@@ -221,8 +222,28 @@ func (a *Advisor) Advise(ctx context.Context, s *transcript.Session) (Plan, erro
 // cutoffNow returns the cutoff of the advisor's scorer (Config.CutoffOf), read
 // once.
 func (a *Advisor) cutoffNow() float64 {
-	a.cutOnce.Do(func() { a.cutoff = a.Config.CutoffOf(a.Scorer) })
+	a.fixScorer()
 	return a.cutoff
+}
+
+// askSchedule returns the ask back-off of the advisor's scorer (Config.ScheduleOf),
+// read once with the cutoff.
+func (a *Advisor) askSchedule() backoff.Schedule {
+	a.fixScorer()
+	return a.asks
+}
+
+// fixScorer reads the cutoff and the ask back-off of the advisor's scorer, once:
+// the scorer is known by then (auto's choice included). A schedule Validate let
+// through always parses; were it not to, the asks follow Config.Schedule.
+func (a *Advisor) fixScorer() {
+	a.cutOnce.Do(func() {
+		a.cutoff = a.Config.CutoffOf(a.Scorer)
+		a.asks = a.schedule
+		if sched, err := backoff.Parse(a.Config.ScheduleOf(a.Scorer)); err == nil {
+			a.asks = sched
+		}
+	})
 }
 
 // cutoffOf returns the cutoff candidate o is pruned under: the scorer's cutoff

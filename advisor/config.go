@@ -163,7 +163,18 @@ type Config struct {
 	CacheTTL Duration `json:"cache_ttl" validate:"gte=0"`
 	// Schedule is the ask back-off in backoff.Parse syntax. Default "3,6,12,24":
 	// re-asks 3, 6, 12, 24 steps after the previous ask, only while over budget.
+	// It also sets the windows a recalled or re-read output is protected for (its
+	// n-th gap for the n-th recall), whatever ScorerSchedules says.
 	Schedule string `json:"schedule" validate:"required"`
+	// ScorerSchedules holds the ask back-off of particular scorers, by name as in
+	// ScorerCutoffs, over Schedule. Default: {"fitted": "1,1,2,3,6,12,24"}: the
+	// fitted scorer costs about 1.5 µs a card (docs/PERFORMANCE.md), so it is
+	// re-asked sooner while an output is young, which prunes sooner at the same
+	// miss rate (docs/EVALUATION.md, "The fitted scorer's own back-off"), and like
+	// Schedule every 24 steps once it is old; a small model through Ollama keeps
+	// Schedule. ScheduleFor looks them up; --schedule on the command line replaces
+	// both.
+	ScorerSchedules map[string]string `json:"scorer_schedules,omitempty"`
 	// ReaskUnderBudget makes re-asks follow Schedule whatever the context size.
 	// Default false (docs/DESIGN.md step 5: re-asks only while over the budget, or when
 	// the cache is cold and a rewrite is free): scores of a model barely move between
@@ -207,6 +218,7 @@ func DefaultConfig() Config {
 		StubMaxShare:       0.25,
 		Cutoff:             0.25,
 		ScorerCutoffs:      map[string]float64{"fitted": 0.05},
+		ScorerSchedules:    map[string]string{"fitted": "1,1,2,3,6,12,24"},
 		SizeExponent:       0.5,
 		RewriteFraction:    0.05,
 		LowWaterFraction:   0.8,
@@ -269,11 +281,7 @@ func (c Config) Validate() error {
 			msgs = append(msgs, fmt.Sprintf("%s = %v breaks %q", field, value, rule))
 		}
 	}
-	if strings.TrimSpace(c.Schedule) != "" {
-		if _, err := backoff.Parse(c.Schedule); err != nil {
-			msgs = append(msgs, fmt.Sprintf("schedule: %v", err))
-		}
-	}
+	msgs = append(msgs, c.scheduleErrors()...)
 	if err := c.Prices.Validate(); err != nil {
 		msgs = append(msgs, fmt.Sprintf("prices: %v", err))
 	}
@@ -331,6 +339,47 @@ func (c Config) CutoffFor(name string) float64 {
 		}
 	}
 	return c.Cutoff
+}
+
+// scheduleErrors returns what is wrong with Schedule (when set: an empty one is
+// the validator's) and ScorerSchedules, one message each, in backoff.Parse's words.
+func (c Config) scheduleErrors() []string {
+	var msgs []string
+	if strings.TrimSpace(c.Schedule) != "" {
+		if _, err := backoff.Parse(c.Schedule); err != nil {
+			msgs = append(msgs, fmt.Sprintf("schedule: %v", err))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.ScorerSchedules)) {
+		if _, err := backoff.Parse(c.ScorerSchedules[k]); err != nil {
+			msgs = append(msgs, fmt.Sprintf("scorer_schedules[%s]: %v", k, err))
+		}
+	}
+	return msgs
+}
+
+// ScheduleFor returns the ask back-off of the scorer named name, by the same rule
+// as CutoffFor: ScorerSchedules[name], else the entry for the part of name before
+// its first ':', else Schedule.
+func (c Config) ScheduleFor(name string) string {
+	if v, ok := c.ScorerSchedules[name]; ok {
+		return v
+	}
+	if head, _, found := strings.Cut(name, ":"); found {
+		if v, ok := c.ScorerSchedules[head]; ok {
+			return v
+		}
+	}
+	return c.Schedule
+}
+
+// ScheduleOf returns the ask back-off scorer is asked by: ScheduleFor its name;
+// Schedule for a nil scorer.
+func (c Config) ScheduleOf(scorer Scorer) string {
+	if scorer == nil {
+		return c.Schedule
+	}
+	return c.ScheduleFor(scorer.Name())
 }
 
 // WithScorerCutoff returns a copy of c whose scorer named name has cutoff cut

@@ -98,6 +98,7 @@ func TestValidateNamesBadFields(t *testing.T) {
 		{"cache ttl", func(c *advisor.Config) { c.CacheTTL = advisor.Duration(-time.Second) }, []string{"cache_ttl = -1s"}},
 		{"empty schedule", func(c *advisor.Config) { c.Schedule = "" }, []string{"schedule = "}},
 		{"bad schedule", func(c *advisor.Config) { c.Schedule = "3,x" }, []string{"schedule:", `"x"`}},
+		{"bad scorer schedule", func(c *advisor.Config) { c.ScorerSchedules = map[string]string{"fitted": "1", "ollama": "0,2"} }, []string{"scorer_schedules[ollama]:"}},
 		{"bad glob", func(c *advisor.Config) { c.ExcludedTools = []string{"ok", "[memory"} }, []string{"excluded_tools[1]", `"[memory"`}},
 		{"empty glob", func(c *advisor.Config) { c.ExcludedTools = []string{""} }, []string{"excluded_tools[0]"}},
 		{"recall tool", func(c *advisor.Config) { c.RecallTool = "" }, []string{"recall_tool = "}},
@@ -225,5 +226,36 @@ func TestWriteConfigRoundTrip(t *testing.T) {
 	bad.Cutoff = -1
 	if err := advisor.WriteConfig(p, bad); !errors.Is(err, advisor.ErrConfig) {
 		t.Errorf("WriteConfig of an invalid config: %v", err)
+	}
+}
+
+// TestScheduleFor: a scorer's ask back-off is its own entry, else its name's part
+// before ':', else Schedule; the defaults re-ask the fitted scorer 1, 1, 2, 3, 6,
+// 12 and 24 steps after each ask, every other scorer by Schedule.
+func TestScheduleFor(t *testing.T) {
+	cfg := advisor.DefaultConfig()
+	for _, tc := range []struct{ name, want string }{
+		{"fitted", "1,1,2,3,6,12,24"},
+		{"fitted:mine.json", "1,1,2,3,6,12,24"},
+		{"lexical", "3,6,12,24"},
+		{"ollama:qwen2.5:0.5b:p2", "3,6,12,24"},
+		{"fused(ollama:q+fitted)", "3,6,12,24"},
+	} {
+		if got := cfg.ScheduleFor(tc.name); got != tc.want {
+			t.Errorf("ScheduleFor(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	cfg.ScorerSchedules = map[string]string{"ollama": "every:2", "ollama:big": "5"}
+	for _, tc := range []struct{ name, want string }{
+		{"ollama:small", "every:2"},
+		{"ollama:big", "5"},
+		{"fitted", "3,6,12,24"},
+	} {
+		if got := cfg.ScheduleFor(tc.name); got != tc.want {
+			t.Errorf("with %v: ScheduleFor(%q) = %q, want %q", cfg.ScorerSchedules, tc.name, got, tc.want)
+		}
+	}
+	if got := cfg.ScheduleOf(nil); got != cfg.Schedule {
+		t.Errorf("ScheduleOf(nil) = %q", got)
 	}
 }

@@ -260,3 +260,56 @@ func TestAsksPerOutput(t *testing.T) {
 	t.Logf("all sessions: %d asks, %d outputs asked, %d outputs: %.2f per output asked, %.2f per output",
 		totalAsks, totalAsked, totalOutputs, float64(totalAsks)/float64(totalAsked), float64(totalAsks)/float64(totalOutputs))
 }
+
+// TestFittedAskSchedule: with the default configuration a scorer named "fitted" is
+// re-asked by its own back-off (Config.ScorerSchedules: 1, 1, 2, 3, 6, 12, 24 steps
+// after the previous ask) while the session is over budget, where any other scorer
+// follows Schedule's gaps (3, 6, 12, 24). Over the real sessions, the same
+// keep-everything scorer under the two names: every re-ask keeps its schedule's
+// gap, only the fitted one is re-asked one step after an ask, and it is asked more.
+func TestFittedAskSchedule(t *testing.T) {
+	cfg := advisor.DefaultConfig()
+	asks := func(name string, s *transcript.Session) (n, ones int) {
+		sched, err := backoff.Parse(cfg.ScheduleFor(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := advisor.NewMemoryStore()
+		adv := newAdvisor(t, cfg, &fakeScorer{name: name}, store, newClock())
+		r := newRunner(t, adv, s)
+		for !r.done() {
+			r.next()
+		}
+		byOut := map[string][]int{}
+		for _, a := range store.Asks() {
+			byOut[a.OutputKey] = append(byOut[a.OutputKey], a.Step)
+		}
+		for key, steps := range byOut {
+			for i := 1; i < len(steps); i++ {
+				gap := steps[i] - steps[i-1]
+				if gap < sched.Gap(i) {
+					t.Errorf("%s: %s: %s re-asked %d steps after the previous ask, want >= %d", name, s.Name, key, gap, sched.Gap(i))
+				}
+				if gap == 1 {
+					ones++
+				}
+			}
+		}
+		return len(store.Asks()), ones
+	}
+	var fitted, other, fittedOnes, otherOnes int
+	for _, file := range realSessions(t) {
+		s, err := transcript.ReadFile(file, transcript.Options{Lenient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ones := asks("fitted", s)
+		m, ones2 := asks("other", s)
+		fitted, other, fittedOnes, otherOnes = fitted+n, other+m, fittedOnes+ones, otherOnes+ones2
+	}
+	if other == 0 || fitted <= other || fittedOnes == 0 || otherOnes != 0 {
+		t.Errorf("asks: fitted %d (%d one step after the previous), other %d (%d); want fitted > other, re-asks a step apart only for fitted",
+			fitted, fittedOnes, other, otherOnes)
+	}
+	t.Logf("asks: fitted %d (%d one step apart), other %d", fitted, fittedOnes, other)
+}

@@ -296,7 +296,7 @@ func (a *Advisor) settleChanged(st *state, sp *stepState) {
 			o.inRipe = false
 			// An ask another process made since it ripened (catchUp) starts its
 			// gap again: it is not due.
-			if o.decision == DecisionKeep && sp.T-o.lastAsk >= a.schedule.Gap(o.asks) {
+			if o.decision == DecisionKeep && sp.T-o.lastAsk >= a.askSchedule().Gap(o.asks) {
 				a.queueAsk(sp, o)
 			}
 		}
@@ -382,7 +382,7 @@ func (a *Advisor) keep(st *state, sp *stepState, o *outState) {
 		o.inKept = true
 		st.kept = append(st.kept, o)
 	}
-	switch gap := a.schedule.Gap(o.asks); {
+	switch gap := a.askSchedule().Gap(o.asks); {
 	case o.asks == 0:
 		a.queueAsk(sp, o)
 	case sp.T-o.lastAsk >= gap:

@@ -109,7 +109,7 @@ func (db *DB) commitReplayTx(ctx context.Context, tx *sql.Tx, rec *replay.Record
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO replay_runs(session_id, content_hash, settings_hash, scorer, schedule, status, started_at, finished_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, rec.ID, rec.ContentHash, rec.SettingsHash, rec.Settings.Scorer,
-		rec.Settings.Config.Schedule, status, timeText(rec.Started), timeText(rec.Finished))
+		rec.Settings.Config.ScheduleFor(rec.Settings.Scorer), status, timeText(rec.Started), timeText(rec.Finished))
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}

@@ -52,7 +52,7 @@ func ScheduleReplayers(g *Group, cfg advisor.Config, scorer advisor.Scorer, sche
 	out := make([]*replay.Replayer, len(schedules))
 	for i, s := range schedules {
 		c := cfg
-		c.Schedule = s
+		c.Schedule, c.ScorerSchedules = s, nil // the schedule under test, whatever the scorer
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}

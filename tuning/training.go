@@ -27,7 +27,7 @@ var ErrNoSignals = errors.New("no ask carries signals")
 // candidate is asked at many ages whatever the budget.
 func TrainingConfig() advisor.Config {
 	cfg := advisor.DefaultConfig()
-	cfg.Schedule = fitted.TrainingSchedule
+	cfg.Schedule, cfg.ScorerSchedules = fitted.TrainingSchedule, nil
 	cfg.ReaskUnderBudget = true
 	return cfg
 }

@@ -59,7 +59,8 @@ func (f *configFlags) load() (advisor.Config, error) {
 		cfg.ContextWindow = f.window
 	}
 	if set("schedule") {
-		cfg.Schedule = f.schedule
+		// --schedule is the ask back-off of whichever scorer runs.
+		cfg.Schedule, cfg.ScorerSchedules = f.schedule, nil
 	}
 	if set("recall-tool") {
 		cfg.RecallTool = f.recallTool
