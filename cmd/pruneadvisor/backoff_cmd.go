@@ -58,7 +58,8 @@ whose content changed since is left out) and replays each in this process under 
 schedule of --schedules (separated by ';', each in the advisor's syntax: "1" every
 step, "every:K" or "K", "3,6,12,24", "doubling:F[:M]"), with the replay's advisor
 settings and scorer. Every-step asking ("1") is the reference and is added first when
-missing. Nothing is written to --db.
+missing; the default list also holds the schedule the replay's scorer was asked by
+(its scorer_schedules entry, else schedule). Nothing is written to --db.
 
 For each schedule it reports asks (and asks per candidate output), scorer tokens
 (the request the Ollama scorer would send, estimated) and scorer time, prunes that
@@ -146,6 +147,14 @@ func runBackoff(ctx context.Context, e *env, f backoffFlags) error {
 	scorer, err := f.build(ctx, e, g, cfg)
 	if err != nil {
 		return err
+	}
+	if f.schedules == defaultSchedules {
+		// The default list also holds the schedule the replay's scorer was asked
+		// by (Config.ScheduleFor: its scorer_schedules entry, e.g. the fitted
+		// scorer's 1,1,2,3,6,12,24), so that it is compared with the others.
+		if schedules, err = tuning.ParseSchedules(f.schedules + ";" + cfg.ScheduleFor(scorer.Name())); err != nil {
+			return err
+		}
 	}
 	comparison, err := f.comparison(g, cfg, scorer, schedules)
 	if err != nil {
