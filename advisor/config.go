@@ -329,16 +329,20 @@ func (c Config) HardLimitTokens() int {
 // by an output's size): the advisor (CutoffOf), backoff (CutoffOf) and the
 // calibrate reports of a stored replay, by the name it recorded
 // (tuning.Group.Cutoff), all read it here.
-func (c Config) CutoffFor(name string) float64 {
-	if v, ok := c.ScorerCutoffs[name]; ok {
+func (c Config) CutoffFor(name string) float64 { return byScorer(c.ScorerCutoffs, name, c.Cutoff) }
+
+// byScorer returns m's entry for scorer name, else for the part of name before its
+// first ':', else def: the lookup of CutoffFor and ScheduleFor.
+func byScorer[V any](m map[string]V, name string, def V) V {
+	if v, ok := m[name]; ok {
 		return v
 	}
 	if head, _, found := strings.Cut(name, ":"); found {
-		if v, ok := c.ScorerCutoffs[head]; ok {
+		if v, ok := m[head]; ok {
 			return v
 		}
 	}
-	return c.Cutoff
+	return def
 }
 
 // scheduleErrors returns what is wrong with Schedule (when set: an empty one is
@@ -362,15 +366,7 @@ func (c Config) scheduleErrors() []string {
 // as CutoffFor: ScorerSchedules[name], else the entry for the part of name before
 // its first ':', else Schedule.
 func (c Config) ScheduleFor(name string) string {
-	if v, ok := c.ScorerSchedules[name]; ok {
-		return v
-	}
-	if head, _, found := strings.Cut(name, ":"); found {
-		if v, ok := c.ScorerSchedules[head]; ok {
-			return v
-		}
-	}
-	return c.Schedule
+	return byScorer(c.ScorerSchedules, name, c.Schedule)
 }
 
 // ScheduleOf returns the ask back-off scorer is asked by: ScheduleFor its name;
