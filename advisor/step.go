@@ -1040,6 +1040,13 @@ func StubTokens(cfg Config, tool, summary string, tokens int) int {
 // directly or through others (outState.supersedes): the later-use label credits
 // their uses from the rule's step on to o, their live copy (tuning's
 // creditLiveCopies), so a later use of one of their names is a use of o.
+// cards.Card.LiveShapes holds one count per evidence.NameShape: the two lengths
+// must agree, or the build fails here.
+const (
+	_ = uint(len(cards.Card{}.LiveShapes) - evidence.NumShapes)
+	_ = uint(evidence.NumShapes - len(cards.Card{}.LiveShapes))
+)
+
 func liveNames(tr *evidence.Tracker, o *outState, c *cards.Card) {
 	live, undigested := tr.Live(o.key)
 	c.Live, c.LiveUndigested = c.Live+live, c.LiveUndigested+undigested

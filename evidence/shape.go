@@ -52,7 +52,7 @@ func ShapeOf(name string) NameShape {
 		return ShapeDotted
 	case strings.ContainsAny(name, "0123456789"):
 		return ShapeDigits
-	case strings.IndexByte(name, '_') >= 0 || strings.IndexFunc(name, func(r rune) bool { return 'A' <= r && r <= 'Z' }) >= 0:
+	case strings.ContainsAny(name, "_ABCDEFGHIJKLMNOPQRSTUVWXYZ"):
 		return ShapeCode
 	}
 	return ShapeOther
