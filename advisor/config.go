@@ -139,6 +139,17 @@ type Config struct {
 	// ../shared/corpus, forced rewrites that did not pay were what made sessions
 	// costlier than keep-all (docs/EVALUATION.md).
 	PriceForced bool `json:"price_forced"`
+	// LastResort lets a rewrite forced by the hard limit (docs/DESIGN.md step 6(c))
+	// also stub outputs of the last ProtectedSteps steps, protected only as recent,
+	// that the agent's compaction would drop (not in the tail its CompactionPoint
+	// keeps): last, lowest keep-probability first, when the pending prunes and the
+	// kept candidates do not reach the low-water mark (planner.Input.Protected).
+	// Their stubs keep them recallable; the compaction they help avoid would
+	// drop them for good. Default true: at a 64,000-token window it took the
+	// compactions from 22 to 19 on ../shared/sessions and 28 to 21 on
+	// ../shared/corpus, the outputs lost to them from 63 to 41 and 35 to 26
+	// (docs/EVALUATION.md, "The last resort before a compaction").
+	LastResort bool `json:"last_resort"`
 	// RemainingFactor and RemainingMin estimate a session's remaining steps from its
 	// steps so far: max(RemainingMin, RemainingFactor x steps) (planner.Estimator).
 	// Defaults 0.05 and 3. The mean remaining length is about 0.5 x steps on
@@ -224,6 +235,7 @@ func DefaultConfig() Config {
 		LowWaterFraction:   0.8,
 		PayFactor:          2,
 		PriceForced:        true,
+		LastResort:         true,
 		RemainingFactor:    0.05,
 		RemainingMin:       3,
 		CacheTTL:           Duration(5 * time.Minute),

@@ -605,7 +605,7 @@ func (a *Advisor) answer(st *state, sp *stepState, o *outState, asked int, c car
 func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 	list := st.livePending()
 	over := st.ctxTokens > sp.limit.Tokens
-	if len(list) == 0 && (!over || len(st.liveKept()) == 0) {
+	if len(list) == 0 && (!over || len(st.liveKept()) == 0 && !a.Config.LastResort) {
 		return
 	}
 	if !st.synced {
@@ -615,28 +615,20 @@ func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 		return
 	}
 	in := a.plannerInput(st, sp, list)
-	var extra []extraCandidate
-	if over && in.Context-st.pendingTokens > in.LowWater {
-		extra = a.extraCandidates(ctx, st, sp)
-		in.Extra = make([]planner.Pending, len(extra))
-		for i, e := range extra {
-			in.Extra[i] = planner.Pending{Offset: st.ctxOffset(e.o.msg), Saves: e.o.tokens - e.n, Keep: e.keep}
-		}
-	}
+	extra, prot := a.forcedCandidates(ctx, st, sp, &in, over)
 	d := planner.Decide(in)
 	sp.plan.Waiting = d.Wait
-	if len(d.Apply) == 0 && len(d.Extra) == 0 {
+	if len(d.Apply) == 0 && len(d.Extra) == 0 && len(d.Protected) == 0 {
 		if over {
 			sp.plan.Waiting = "past the hard limit, but no candidate is left to prune"
 		}
 		return
 	}
-	chosen := make([]*outState, 0, len(d.Apply)+len(d.Extra))
+	chosen := make([]*outState, 0, len(d.Apply)+len(d.Extra)+len(d.Protected))
 	for _, k := range d.Apply {
 		chosen = append(chosen, list[k])
 	}
-	for _, k := range d.Extra {
-		e := extra[k]
+	for _, e := range append(pick(extra, d.Extra), pick(prot, d.Protected)...) {
 		a.pend(st, sp, e.o, e.reason, e.stub, e.n)
 		chosen = append(chosen, e.o)
 	}
@@ -646,6 +638,59 @@ func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 		sp.record.CostUSD, sp.record.SavingUSD = d.Cost, d.Saving
 		sp.plan.RewriteCostUSD, sp.plan.RewriteSavingUSD = d.Cost, d.Saving
 	}
+}
+
+// forcedCandidates fills in.Extra and in.Protected when the context is past the
+// hard limit (over) and the pending prunes alone leave it above the low-water
+// mark: the kept candidates (extraCandidates) and, with Config.LastResort, the
+// outputs under a time protection the agent's compaction would drop
+// (lastResort). It returns them in the order of in.Extra and in.Protected.
+func (a *Advisor) forcedCandidates(ctx context.Context, st *state, sp *stepState, in *planner.Input, over bool) (extra, prot []extraCandidate) {
+	if !over || in.Context-st.pendingTokens <= in.LowWater {
+		return nil, nil
+	}
+	extra = a.extraCandidates(ctx, st, sp)
+	in.Extra = pendings(st, extra)
+	freed := st.pendingTokens
+	for _, e := range extra {
+		freed += e.o.tokens - e.n
+	}
+	if a.Config.LastResort && in.Context-freed > in.LowWater && in.Context > a.lastResortLimit(sp) {
+		prot = a.lastResort(st, sp)
+		in.Protected = pendings(st, prot)
+	}
+	return extra, prot
+}
+
+// lastResortLimit is the context size past which the last resort may act: the
+// hard limit with the configured margin (Config.Margin) in place of the session's
+// largest one-step growth, when that is larger. The growth keeps ordinary
+// candidates a step ahead of the point; a session that once grew by a 68,780-token
+// output (a Gemini CLI session of ../shared/corpus) would otherwise stub its newest
+// outputs far from its point, and with them what the agent is reading now.
+func (a *Advisor) lastResortLimit(sp *stepState) int {
+	if sp.limit.Point <= 0 {
+		return sp.limit.Tokens
+	}
+	return sp.limit.Tokens + sp.limit.Margin - min(sp.limit.Margin, a.Config.Margin())
+}
+
+// pendings returns the planner's view of es.
+func pendings(st *state, es []extraCandidate) []planner.Pending {
+	out := make([]planner.Pending, len(es))
+	for i, e := range es {
+		out[i] = planner.Pending{Offset: st.ctxOffset(e.o.msg), Saves: e.o.tokens - e.n, Keep: e.keep}
+	}
+	return out
+}
+
+// pick returns es[k] for each k of ks, in that order.
+func pick(es []extraCandidate, ks []int) []extraCandidate {
+	out := make([]extraCandidate, len(ks))
+	for i, k := range ks {
+		out[i] = es[k]
+	}
+	return out
 }
 
 // extraCandidate is a candidate that is not pending, with the stub a rewrite

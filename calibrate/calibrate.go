@@ -242,6 +242,12 @@ type Options struct {
 	// PriceForced makes rewrites forced by the budget pay for themselves too (the
 	// planner's Input.PriceForced); default true.
 	PriceForced bool
+	// LastResort lets a rewrite forced by the hard limit also stub outputs that
+	// are still protected (CandidateFrom not reached) and that the agent's
+	// compaction would drop, last, when nothing else reaches the low-water mark
+	// (planner.Input.Protected), as the live advisor's advisor.Config.LastResort;
+	// default true.
+	LastResort bool
 	// Estimator estimates the remaining steps for the planner; default Factor 0.05,
 	// Min 3. The defaults are advisor.DefaultConfig's.
 	Estimator planner.Estimator
@@ -282,7 +288,7 @@ type Options struct {
 // DefaultOptions returns the defaults described on Options.
 func DefaultOptions() Options {
 	return Options{
-		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true,
+		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true, LastResort: true,
 		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, CacheTTL: 5 * time.Minute,
 		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1, Window: 200_000,
 	}

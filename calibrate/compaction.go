@@ -106,3 +106,14 @@ func (v *view) hardLimit() int {
 	}
 	return max(c.Point-max(c.Margin, v.sd.growth[v.s-1]), 1)
 }
+
+// lastResortLimit is the context size past which the last resort may act at call
+// v.s (Options.LastResort): the hard limit with the margin alone, not the largest
+// one-step growth so far, as the live advisor's; hardLimit when no margin is set.
+func (v *view) lastResortLimit() int {
+	c := v.sd.compaction
+	if c.Point <= 0 || c.Margin <= 0 {
+		return v.hardLimit()
+	}
+	return max(c.Point-c.Margin, 1)
+}

@@ -144,3 +144,40 @@ func TestCompactionHardLimit(t *testing.T) {
 		t.Errorf("keep-all compacts %d times, want 2", ka.Applied.Compactions)
 	}
 }
+
+// TestLastResort: growingSession with every output protected for four calls
+// (CandidateFrom k+4, at most 10) and no score. The hard limit is 35,000 (45,000
+// less the 10,000 growth) and the last resort's limit 40,000 (less the 5,000
+// margin alone). Without the last resort nothing can be stubbed before output 1
+// becomes a candidate at call 5, and the agent compacts once. With it, call 4
+// (40,000, not past 40,000) waits; at call 5 (50,000) the forced rewrite takes
+// output 1, now a candidate (41,100), then the protected outputs 2 (32,200) and 3
+// (23,300, under the low-water mark of 0.8 x 35,000 = 28,000): no compaction to
+// the end, peak 40,000 (call 4), and output 2's use at call 7 is a stub miss
+// (recallable), not a compaction miss. An agent that keeps its newest 45,000
+// tokens would drop none of them: nothing is a last resort then.
+func TestLastResort(t *testing.T) {
+	outs, sessions := growingSession()
+	for i := range outs {
+		outs[i].CandidateFrom = min(outs[i].Step+4, 10)
+	}
+	run := func(lastResort bool, keep int) Level {
+		opts := DefaultOptions()
+		opts.LastResort = lastResort
+		opts.CompactionOf = func(string, int) Compaction {
+			return Compaction{Point: 45_000, Margin: 5_000, SummaryTokens: 1000, KeepTokens: keep}
+		}
+		return mustEval(t, outs, sessions, opts).Scorer("s", 0.5).Applied
+	}
+	without, with := run(false, 0), run(true, 0)
+	if without.Compactions != 1 {
+		t.Errorf("without the last resort: %d compactions, want 1", without.Compactions)
+	}
+	got := [4]int{with.Compactions, with.CompactionMisses, with.Misses, with.PeakContext}
+	if d := cmp.Diff([4]int{0, 0, 1, 40_000}, got); d != "" {
+		t.Errorf("with the last resort (compactions, compaction misses, stub misses, peak) (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(run(false, 45_000), run(true, 45_000)); d != "" {
+		t.Errorf("an agent that keeps its newest 45,000 tokens drops no protected output: the last resort must change nothing (-without +with):\n%s", d)
+	}
+}

@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"math"
 	"slices"
 
 	"github.com/pruneadvisor/pruneadvisor/planner"
@@ -263,11 +264,14 @@ func (p *regimeP) stub(v *view) []int {
 	}
 	p.pending = slices.DeleteFunc(p.pending, func(j int) bool { return v.gone[j] })
 	in := p.input(v)
-	var extra []int
+	var extra, prot []int
 	if p.extra && in.Context > in.HardLimit {
 		extra = p.extraCandidates(v)
+		if v.e.opts.LastResort && v.ctx > v.lastResortLimit() {
+			prot = lastResort(v)
+		}
 	}
-	if len(p.pending) == 0 && len(extra) == 0 {
+	if len(p.pending) == 0 && len(extra) == 0 && len(prot) == 0 {
 		return nil
 	}
 	if !in.Urgent() && !planner.PaysDue(v.s, len(p.pending)) {
@@ -283,14 +287,22 @@ func (p *regimeP) stub(v *view) []int {
 	for k, j := range extra {
 		in.Extra[k] = planner.Pending{Offset: v.offset(j), Saves: max(v.savesOf(j), 1), Keep: lastKeep(v.out(j), v.s)}
 	}
+	in.Protected = make([]planner.Pending, len(prot))
+	for k, j := range prot {
+		in.Protected[k] = planner.Pending{Offset: v.offset(j), Saves: max(v.savesOf(j), 1), Keep: lastKeep(v.out(j), v.s)}
+	}
 	dec := planner.Decide(in)
-	if len(dec.Apply) == 0 && len(dec.Extra) == 0 {
+	if len(dec.Apply) == 0 && len(dec.Extra) == 0 && len(dec.Protected) == 0 {
 		return nil
 	}
 	if f := v.e.opts.OnRewrite; f != nil {
 		f(sd.name, v.s, dec)
 	}
-	return p.take(dec, extra)
+	out := p.take(dec, extra)
+	for _, k := range dec.Protected {
+		out = append(out, prot[k])
+	}
+	return out
 }
 
 // input is the planner's input at call v.s, without the prunes. The budget is
@@ -321,6 +333,27 @@ func (p *regimeP) extraCandidates(v *view) []int {
 		if _, pending := slices.BinarySearch(p.pending, j); !pending {
 			out = append(out, j)
 		}
+	}
+	return out
+}
+
+// lastResort returns the positions of the visible outputs still protected at call
+// v.s (CandidateFrom after v.s: the last K steps) whose stub is shorter,
+// neither stubbed nor gone: what a rewrite forced by the hard limit takes last
+// (planner.Input.Protected). With a compaction modelled, only those the
+// compaction would drop (before the tail the agent keeps).
+func lastResort(v *view) []int {
+	tail := math.MaxInt
+	if v.sd.compaction.Point > 0 {
+		tail = v.tailStart(v.ctx)
+	}
+	var out []int
+	for j := 0; j < v.visible; j++ {
+		o := v.out(j)
+		if v.stubbed[j] || v.gone[j] || o.CandidateFrom <= v.s || v.savesOf(j) <= 0 || v.offset(j) >= tail {
+			continue
+		}
+		out = append(out, j)
 	}
 	return out
 }

@@ -22,7 +22,10 @@
 //	    lowest keep-probability first, down to the low-water mark, whatever the
 //	    rewrite costs (it is cheaper than the compaction it avoids); when they do
 //	    not reach the mark, candidates not yet pending (Extra), lowest
-//	    keep-probability first, until it is reached; then free riders;
+//	    keep-probability first, until it is reached; when even those do not
+//	    reach it, as a last resort, outputs protected only as recent (Protected:
+//	    the last K steps) that the agent's compaction would drop for good,
+//	    lowest keep-probability first, until it is reached; then free riders;
 //	(d) the rewrite pays for itself (ReasonPays): saving >= PayFactor x cost.
 //
 // Otherwise nothing changes: doing nothing is the default pruning has to beat.
@@ -103,6 +106,14 @@ type Input struct {
 	// take, lowest Keep first (then the earliest), when the pending prunes do not
 	// reach the low-water mark. Rule is ignored.
 	Extra []Pending
+	// Protected are outputs protected only as recent (the last K steps; never a
+	// recall or re-read window, a `keep`, an excluded tool or one under the
+	// minimum size) that the agent's compaction would drop for good, which a
+	// rewrite forced by the hard limit takes last, lowest Keep first (then the
+	// earliest), when Pending and Extra do not reach the low-water mark: a stub
+	// keeps them recallable, a compaction does not (docs/EVALUATION.md, "The last
+	// resort before a compaction"). Rule is ignored.
+	Protected []Pending
 }
 
 // Validate reports the first invalid field (wrapping ErrInput).
@@ -139,6 +150,11 @@ func (in *Input) Validate() error {
 			return fmt.Errorf("%w: Extra[%d] = %+v", ErrInput, i, p)
 		}
 	}
+	for i, p := range in.Protected {
+		if p.Offset < 0 || p.Saves <= 0 || math.IsNaN(p.Keep) || p.Keep < 0 || p.Keep > 1 {
+			return fmt.Errorf("%w: Protected[%d] = %+v", ErrInput, i, p)
+		}
+	}
 	return nil
 }
 
@@ -151,8 +167,11 @@ type Rewrite struct {
 	Apply []int
 	// Extra lists the indexes into Input.Extra to prune too (rule c only),
 	// ascending.
-	Extra  []int
-	Reason Reason // why the rewrite happens; ReasonNone when Apply is empty
+	Extra []int
+	// Protected lists the indexes into Input.Protected to prune too (rule c
+	// only, the last resort), ascending.
+	Protected []int
+	Reason    Reason // why the rewrite happens; ReasonNone when Apply is empty
 	// Wait says why pending prunes wait ("" when there are none or they are applied).
 	Wait string
 	// Frees is the tokens the rewrite removes; Suffix the tokens after its first
@@ -166,7 +185,7 @@ type Rewrite struct {
 // Decide returns the rewrite for one step. It never fails on valid input; Validate first when the
 // input comes from outside the program.
 func Decide(in Input) Rewrite {
-	if in.Context > in.HardLimit && (len(in.Pending) > 0 || len(in.Extra) > 0) {
+	if in.Context > in.HardLimit && (len(in.Pending) > 0 || len(in.Extra) > 0 || len(in.Protected) > 0) {
 		return in.hardLimit()
 	}
 	if len(in.Pending) == 0 {
@@ -183,8 +202,8 @@ func Decide(in Input) Rewrite {
 
 // hardLimit is rule (c): pending prunes in priority order down to the low-water
 // mark, then candidates not yet pending (Extra) by lowest keep-probability until it
-// is reached, then the pending free riders after the first change; the price does
-// not matter.
+// is reached, then protected outputs (Protected) the same way, then the pending
+// free riders after the first change; the price does not matter.
 func (in Input) hardLimit() Rewrite {
 	freed, first := 0, math.MaxInt
 	take := func(p Pending) bool {
@@ -200,18 +219,14 @@ func (in Input) hardLimit() Rewrite {
 			break
 		}
 	}
-	var extra []int
-	for _, i := range priority(in.Extra) {
-		if !take(in.Extra[i]) {
-			break
-		}
-		extra = append(extra, i)
-	}
-	slices.Sort(extra)
+	extra, protected := takeWhile(in.Extra, take), takeWhile(in.Protected, take)
 	d := in.decide(ReasonHardLimit, in.from(first))
-	d.Extra = extra
+	d.Extra, d.Protected = extra, protected
 	for _, i := range extra {
 		d.Frees += in.Extra[i].Saves
+	}
+	for _, i := range protected {
+		d.Frees += in.Protected[i].Saves
 	}
 	d.Suffix = max(in.Context-first-d.Frees, 0)
 	if !in.Cold {
@@ -219,6 +234,20 @@ func (in Input) hardLimit() Rewrite {
 	}
 	d.Saving = float64(d.Frees) * in.Read * in.Remaining
 	return d
+}
+
+// takeWhile returns, ascending, the indexes of ps that take accepts, offered in
+// priority order until it refuses one.
+func takeWhile(ps []Pending, take func(Pending) bool) []int {
+	var out []int
+	for _, i := range priority(ps) {
+		if !take(ps[i]) {
+			break
+		}
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // priority orders prunes for a forced rewrite: rule prunes first, then lowest

@@ -64,6 +64,46 @@ func TestPlan(t *testing.T) {
 			Rewrite{Extra: []int{0}, Reason: ReasonHardLimit, Frees: 1000, Suffix: 500, Cost: 5000, Saving: 5000},
 		},
 		{
+			// The last resort (Protected): the rule prune (1600 -> 1400) and the one
+			// candidate (-> 1200) stay above the mark, so protected outputs go, lowest
+			// keep-probability first: 0.4 (-> 900), then 1 (-> 500, past the mark: it
+			// is taken while the context is still above it). First change at 300;
+			// frees 200+200+300+400 = 1100; suffix 1600-300-1100 = 200, cost 2000.
+			"hard limit takes protected outputs last", with(func(in *Input) {
+				in.Context = 1600
+				in.Pending = []Pending{{Offset: 1000, Saves: 200, Rule: true}}
+				in.Extra = []Pending{{Offset: 700, Saves: 200, Keep: 0.9}}
+				in.Protected = []Pending{{Offset: 1200, Saves: 400, Keep: 1}, {Offset: 300, Saves: 300, Keep: 0.4}, {Offset: 1500, Saves: 50, Keep: 1}}
+			}),
+			Rewrite{Apply: []int{0}, Extra: []int{0}, Protected: []int{0, 1}, Reason: ReasonHardLimit, Frees: 1100, Suffix: 200, Cost: 2000, Saving: 5500},
+		},
+		{
+			// Candidates reach the mark (1600 -> 700): the protected output stays.
+			"hard limit leaves protected outputs when candidates reach the mark", with(func(in *Input) {
+				in.Context = 1600
+				in.Extra = []Pending{{Offset: 100, Saves: 900, Keep: 0.3}}
+				in.Protected = []Pending{{Offset: 1200, Saves: 400, Keep: 0}}
+			}),
+			Rewrite{Extra: []int{0}, Reason: ReasonHardLimit, Frees: 900, Suffix: 600, Cost: 6000, Saving: 4500},
+		},
+		{
+			// Only protected outputs, past the hard limit: the earliest of two equal
+			// keep-probabilities first (offset 200, -> 1000), then the other (-> 700).
+			"hard limit with only protected outputs", with(func(in *Input) {
+				in.Context = 1600
+				in.Protected = []Pending{{Offset: 900, Saves: 300, Keep: 1}, {Offset: 200, Saves: 600, Keep: 1}}
+			}),
+			Rewrite{Protected: []int{0, 1}, Reason: ReasonHardLimit, Frees: 900, Suffix: 500, Cost: 5000, Saving: 4500},
+		},
+		{
+			// Under the hard limit protected outputs are never taken.
+			"protected ignored under the hard limit", with(func(in *Input) {
+				in.Context = 1400
+				in.Protected = []Pending{{Offset: 100, Saves: 1000, Keep: 0}}
+			}),
+			Rewrite{},
+		},
+		{
 			// Under the hard limit, candidates not yet pending are never taken.
 			"extra ignored under the hard limit", with(func(in *Input) {
 				in.Context = 1400

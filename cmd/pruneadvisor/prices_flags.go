@@ -23,6 +23,7 @@ type priceFlags struct {
 	payFactor          float64 // 0 = the replay's
 	remainingFactor    float64 // 0 = the replay's
 	priceForced        string  // "" = the replay's, else true or false
+	lastResort         string  // "" = the replay's, else true or false
 	cmd                *cobra.Command
 }
 
@@ -36,6 +37,7 @@ func (p *priceFlags) register(c *cobra.Command) {
 	c.Flags().Float64Var(&p.payFactor, "pay-factor", 0, "the planner's pay factor: a rewrite pays when it saves this many times its cost (default: the replay's config)")
 	c.Flags().Float64Var(&p.remainingFactor, "remaining-factor", 0, "the planner's remaining-steps estimate per step so far (default: the replay's config)")
 	c.Flags().StringVar(&p.priceForced, "price-forced", "", "true: rewrites forced by the budget must pay too; false: they need not (default: the replay's config)")
+	c.Flags().StringVar(&p.lastResort, "last-resort", "", "true: a rewrite forced by the hard limit may also stub recent outputs the agent's compaction would drop; false: never (default: the replay's config, last_resort)")
 }
 
 // options returns calibrate options from cfg (the replay's advisor config) and the
@@ -45,7 +47,7 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	o := calibrate.DefaultOptions()
 	o.Budget, o.HardLimit = cfg.BudgetTokens(), cfg.HardLimitTokens()
 	o.LowWaterFraction, o.RewriteFraction, o.PayFactor = cfg.LowWaterFraction, cfg.RewriteFraction, cfg.PayFactor
-	o.PriceForced, o.SizeExponent = cfg.PriceForced, cfg.SizeExponent
+	o.PriceForced, o.SizeExponent, o.LastResort = cfg.PriceForced, cfg.SizeExponent, cfg.LastResort
 	o.Estimator, o.CacheTTL = cfg.Estimator(), cfg.CacheTTL.Std()
 	for k, m := range cfg.Prices {
 		o.Prices[k] = m
@@ -62,12 +64,17 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 		}
 		o.Estimator.Factor = p.remainingFactor
 	}
-	switch p.priceForced {
-	case "":
-	case "true", "false":
-		o.PriceForced = p.priceForced == "true"
-	default:
-		return o, usageError{fmt.Errorf("--price-forced %q: want true or false", p.priceForced)}
+	for _, b := range []struct {
+		flag, v string
+		to      *bool
+	}{{"price-forced", p.priceForced, &o.PriceForced}, {"last-resort", p.lastResort, &o.LastResort}} {
+		switch b.v {
+		case "":
+		case "true", "false":
+			*b.to = b.v == "true"
+		default:
+			return o, usageError{fmt.Errorf("--%s %q: want true or false", b.flag, b.v)}
+		}
 	}
 	if p.recallOverhead < 0 {
 		return o, usageError{fmt.Errorf("--recall-overhead %d: want tokens >= 0", p.recallOverhead)}
