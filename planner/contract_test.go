@@ -50,7 +50,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"extra score negative", with(func(in *Input) { in.Extra = []Pending{{Offset: 2, Saves: 1, Keep: -1}} }), "Extra[0]"},
 		{"extra freeing nothing", with(func(in *Input) { in.Extra = []Pending{{Offset: 2, Saves: 0, Keep: 0.5}} }), "Extra[0]"},
 		{"extra at a negative offset", with(func(in *Input) { in.Extra = []Pending{{Offset: -3, Saves: 1, Keep: 0.5}} }), "Extra[0]"},
-		{"protected score NaN", with(func(in *Input) { in.Protected = []Pending{{Offset: 2, Saves: 1, Keep: 1}, {Offset: 2, Saves: 1, Keep: math.NaN()}} }), "Protected[1]"},
+		{"protected score NaN", with(func(in *Input) {
+			in.Protected = []Pending{{Offset: 2, Saves: 1, Keep: 1}, {Offset: 2, Saves: 1, Keep: math.NaN()}}
+		}), "Protected[1]"},
 		{"protected freeing nothing", with(func(in *Input) { in.Protected = []Pending{{Offset: 2, Saves: 0, Keep: 0.5}} }), "Protected[0]"},
 		{"protected at a negative offset", with(func(in *Input) { in.Protected = []Pending{{Offset: -1, Saves: 1, Keep: 0.5}} }), "Protected[0]"},
 	} {
