@@ -169,6 +169,7 @@ func (a *Advisor) state(id string) *state {
 	st, ok := a.sessions[id]
 	if !ok {
 		st = newState(id, a.Background, a.Config.DigestTokens, a.Config.MinCandidateTokens)
+		st.growth.n = a.Config.GrowthSteps
 		a.sessions[id] = st
 	}
 	return st

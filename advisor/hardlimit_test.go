@@ -3,6 +3,7 @@ package advisor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -280,5 +281,44 @@ func TestHardLimitLessToolTokens(t *testing.T) {
 	// The low-water mark is 0.8 of the lowered limit (the budget is lowered to it).
 	if !p.Rewrite || p.RewriteReason != "hard-limit" || p.ContextTokens > 8_000 {
 		t.Errorf("with 5,000 tokens of tools: rewrite %v (%q), context %d of %d; want a hard-limit rewrite to <= 8000", p.Rewrite, p.RewriteReason, p.ContextTokens, full)
+	}
+}
+
+// The hard limit's margin is the largest growth of the last growth_steps steps
+// (docs/EVALUATION.md, "The hard limit's margin"): one read of about 6,000 tokens
+// (a growth of 6,023) lowers the hard limit of hardLimitConfig (point 16,000,
+// least margin 1,000) to 9,977 for the five steps whose window holds it, and then
+// it is 15,000 again; with growth_steps 0 it stays low for the rest of the session.
+func TestHardLimitGrowthWindow(t *testing.T) {
+	c := newChat("Read the big file, then the small ones")
+	c.read("", "/src/big.go", filler("big", 6000))
+	for i := 1; i <= 9; i++ {
+		c.read("", fmt.Sprintf("/src/s%d.go", i), filler(fmt.Sprintf("s%d", i), 100))
+	}
+	s := c.session(t, "growth.json")
+	limits := func(n int) []int {
+		cfg := hardLimitConfig()
+		cfg.GrowthSteps = n
+		var out []int
+		for _, st := range simulate(t, newAdvisor(t, cfg, nil, advisor.NewMemoryStore(), newClock()), s) {
+			out = append(out, st.plan.HardLimit)
+		}
+		return out
+	}
+	five, all := limits(5), limits(0)
+	low := five[1] // the step that sees the big read
+	if low >= 15_000 || low < 9_000 {
+		t.Fatalf("hard limit after the big read %d; want about 16,000 less its growth", low)
+	}
+	for i, l := range five {
+		switch {
+		case i >= 1 && i <= 5 && l != low:
+			t.Errorf("step %d: hard limit %d; want %d for five steps after the read", i+1, l, low)
+		case i > 5 && l != 15_000:
+			t.Errorf("step %d: hard limit %d; want 15000 once the read is out of the window", i+1, l)
+		}
+	}
+	if all[len(all)-1] != low {
+		t.Errorf("growth_steps 0: last hard limit %d; want %d, the read's, to the end", all[len(all)-1], low)
 	}
 }

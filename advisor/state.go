@@ -82,9 +82,10 @@ type state struct {
 	fullKnown bool
 	lastNow   string // the latest non-empty assistant text
 	// sentTokens is ctxTokens as the previous step sent it (0 before the first);
-	// maxGrowth the largest growth of the context from one step to the next so
-	// far (the hard limit's margin, Config.HardLimitFor).
-	sentTokens, maxGrowth int
+	// growth the context's growth from one step to the next over the last
+	// Config.GrowthSteps steps (the hard limit's margin, Config.HardLimitFor).
+	sentTokens int
+	growth     growthWindow
 
 	// compactAt is the index of the message holding the latest provider compaction
 	// (transcript.Message.Compaction), 0 when none: the context counts from it, and
@@ -206,7 +207,8 @@ func (st *state) clear() {
 	st.offsets, st.saved = []int{0}, fenwick{}
 	st.ctxTokens, st.fullTokens, st.lastNow, st.allUses = 0, 0, "", 0
 	st.compactAt, st.compactOuts = 0, 0
-	st.sentTokens, st.maxGrowth = 0, 0
+	st.sentTokens = 0
+	st.growth.reset()
 	st.events, st.ripe, st.touched, st.pending, st.pendingTokens = nil, nil, nil, nil, 0
 	st.kept = nil
 	st.stubs = map[string]string{}

@@ -195,7 +195,7 @@ func (st *state) stepAfter(last StepRecord) {
 		st.lastCall = last.At
 	}
 	st.sentTokens = last.ContextTokens
-	st.maxGrowth = max(st.maxGrowth, last.MaxGrowth)
+	st.growth.add(last.MaxGrowth) // the margin that step used, kept for the window
 }
 
 // adopt applies recall events and stubs read from the store.
@@ -257,9 +257,9 @@ func (a *Advisor) recall(st *state, sp *stepState, o *outState, at int) {
 // no higher than it.
 func (a *Advisor) limit(st *state, sp *stepState) {
 	if st.sentTokens > 0 {
-		st.maxGrowth = max(st.maxGrowth, st.ctxTokens-st.sentTokens)
+		st.growth.add(st.ctxTokens - st.sentTokens)
 	}
-	sp.limit = a.Config.HardLimitFor(a.Config.Agent, sp.s.CompactTrigger, st.maxGrowth)
+	sp.limit = a.Config.HardLimitFor(a.Config.Agent, sp.s.CompactTrigger, st.growth.largest())
 	// The agent's point and the provider's trigger count the tool definitions
 	// the request carries; the context counted here is its messages only. Left
 	// in, they came on top of the margin: Claude Code's 11,087 tokens of tools
@@ -918,7 +918,7 @@ func (a *Advisor) finish(ctx context.Context, st *state, sp *stepState) {
 	}
 	r := &sp.record
 	r.SessionID, r.Step, r.At, r.Pruned = st.id, sp.T, sp.now, p.Pruned
-	r.ContextTokens, r.FullTokens, r.MaxGrowth = st.ctxTokens, st.fullTokens, st.maxGrowth
+	r.ContextTokens, r.FullTokens, r.MaxGrowth = st.ctxTokens, st.fullTokens, st.growth.largest()
 	st.seen = max(st.seen, sp.T)
 	p.PrevFullTokens, p.PrevKnown = st.lastFull, st.fullKnown
 	st.lastFull, st.fullKnown = st.fullTokens, true

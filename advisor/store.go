@@ -100,8 +100,9 @@ type StepRecord struct {
 	// premium of Suffix, and Frees x cache read x the expected remaining steps.
 	CostUSD, SavingUSD float64
 	// MaxGrowth is the largest growth of the context, in tokens, from one step to
-	// the next up to this step (the hard limit's margin, Config.HardLimitFor): what
-	// a process advising the session's next step continues from.
+	// the next over the Config.GrowthSteps steps up to this one (the whole session
+	// when 0; the hard limit's margin, Config.HardLimitFor): what a process
+	// advising the session's next step continues from, as one step of its window.
 	MaxGrowth int
 }
 

@@ -248,6 +248,11 @@ type Options struct {
 	// (planner.Input.Protected), as the live advisor's advisor.Config.LastResort;
 	// default true.
 	LastResort bool
+	// GrowthSteps is how many recent steps the hard limit's margin looks back
+	// over (the largest one-step growth of the context in them; 0: the whole
+	// session so far), as the live advisor's advisor.Config.GrowthSteps; default
+	// 0.
+	GrowthSteps int
 	// Estimator estimates the remaining steps for the planner; default Factor 0.05,
 	// Min 3. The defaults are advisor.DefaultConfig's.
 	Estimator planner.Estimator
@@ -321,6 +326,8 @@ func (o Options) Validate() error {
 		return bad("CacheTTL", o.CacheTTL)
 	case o.RecallOverheadTokens < 0:
 		return bad("RecallOverheadTokens", o.RecallOverheadTokens)
+	case o.GrowthSteps < 0:
+		return bad("GrowthSteps", o.GrowthSteps)
 	case o.Bins < 1 || o.Bins > 1000:
 		return bad("Bins", o.Bins)
 	case o.CompactionOf != nil && o.Window <= 0:
@@ -443,7 +450,8 @@ type sessionData struct {
 	keepAll Level // keep-all's figures (its PaidUSD is the reference price)
 	// compaction is how the session's agent compacts (Options.CompactionOf; zero:
 	// never); growth[s-1] is the largest growth of the unpruned context in one
-	// call up to call s, in tokens (the hard limit's margin).
+	// call over the Options.GrowthSteps calls up to call s, in tokens (the hard
+	// limit's margin).
 	compaction Compaction
 	growth     []int
 }
@@ -556,9 +564,7 @@ func (e *Evaluator) newSessionData(s *Calls, end int) (*sessionData, error) {
 			return nil, fmt.Errorf("session %q (agent %q): %w", s.Name, s.Agent, err)
 		}
 	}
-	for i := 1; i < end; i++ {
-		sd.growth[i] = max(sd.growth[i-1], s.Context[i]-s.Context[i-1])
-	}
+	sd.growth = growths(s.Context[:end], e.opts.GrowthSteps)
 	var prev time.Time
 	for i := 0; i < end && i < len(s.At); i++ {
 		t := s.At[i]
@@ -742,4 +748,21 @@ func (o *Output) missFrom(step int, h hold) int {
 		return 0
 	}
 	return o.UsedFrom(step)
+}
+
+// growths returns, for each call s (index s-1), the largest growth of the unpruned
+// context from one call to the next over the last n calls up to s (0: over every
+// call so far; 0 for the first call).
+func growths(context []int, n int) []int {
+	out := make([]int, len(context))
+	for i := 1; i < len(context); i++ {
+		if n == 0 {
+			out[i] = max(out[i-1], context[i]-context[i-1])
+			continue
+		}
+		for j := max(1, i-n+1); j <= i; j++ {
+			out[i] = max(out[i], context[j]-context[j-1])
+		}
+	}
+	return out
 }

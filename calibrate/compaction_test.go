@@ -181,3 +181,21 @@ func TestLastResort(t *testing.T) {
 		t.Errorf("an agent that keeps its newest 45,000 tokens drops no protected output: the last resort must change nothing (-without +with):\n%s", d)
 	}
 }
+
+// TestGrowths: the hard limit's margin looks back over the last n calls (0: all).
+// Context 0, 10, 50, 55, 60, 61, 62: growths 10, 40, 5, 5, 1, 1.
+func TestGrowths(t *testing.T) {
+	ctx := []int{0, 10, 50, 55, 60, 61, 62}
+	for _, tc := range []struct {
+		n    int
+		want []int
+	}{
+		{0, []int{0, 10, 40, 40, 40, 40, 40}},
+		{1, []int{0, 10, 40, 5, 5, 1, 1}},
+		{3, []int{0, 10, 40, 40, 40, 5, 5}},
+	} {
+		if d := cmp.Diff(tc.want, growths(ctx, tc.n)); d != "" {
+			t.Errorf("growths(n=%d) (-want +got):\n%s", tc.n, d)
+		}
+	}
+}

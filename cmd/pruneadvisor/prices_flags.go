@@ -24,6 +24,7 @@ type priceFlags struct {
 	remainingFactor    float64 // 0 = the replay's
 	priceForced        string  // "" = the replay's, else true or false
 	lastResort         string  // "" = the replay's, else true or false
+	growthSteps        int     // -1 = the replay's
 	cmd                *cobra.Command
 }
 
@@ -37,6 +38,7 @@ func (p *priceFlags) register(c *cobra.Command) {
 	c.Flags().Float64Var(&p.payFactor, "pay-factor", 0, "the planner's pay factor: a rewrite pays when it saves this many times its cost (default: the replay's config)")
 	c.Flags().Float64Var(&p.remainingFactor, "remaining-factor", 0, "the planner's remaining-steps estimate per step so far (default: the replay's config)")
 	c.Flags().StringVar(&p.priceForced, "price-forced", "", "true: rewrites forced by the budget must pay too; false: they need not (default: the replay's config)")
+	c.Flags().IntVar(&p.growthSteps, "growth-steps", -1, "the steps the hard limit's margin looks back over for the largest one-step growth (0: the whole session; default: the replay's config, growth_steps)")
 	c.Flags().StringVar(&p.lastResort, "last-resort", "", "true: a rewrite forced by the hard limit may also stub recent outputs the agent's compaction would drop; false: never (default: the replay's config, last_resort)")
 }
 
@@ -48,6 +50,13 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	o.Budget, o.HardLimit = cfg.BudgetTokens(), cfg.HardLimitTokens()
 	o.LowWaterFraction, o.RewriteFraction, o.PayFactor = cfg.LowWaterFraction, cfg.RewriteFraction, cfg.PayFactor
 	o.PriceForced, o.SizeExponent, o.LastResort = cfg.PriceForced, cfg.SizeExponent, cfg.LastResort
+	o.GrowthSteps = cfg.GrowthSteps
+	switch {
+	case p.growthSteps > 1000 || p.growthSteps < -1:
+		return o, usageError{fmt.Errorf("--growth-steps %d: want 0 to 1000 steps", p.growthSteps)}
+	case p.growthSteps >= 0:
+		o.GrowthSteps = p.growthSteps
+	}
 	o.Estimator, o.CacheTTL = cfg.Estimator(), cfg.CacheTTL.Std()
 	for k, m := range cfg.Prices {
 		o.Prices[k] = m
