@@ -104,9 +104,11 @@ type Config struct {
 	// DigestTokens is the stub digest's budget, in digest tokens
 	// (evidence.DigestNameTokens): a stub names the output's most specific names
 	// (evidence.Tracker.Digest, docs/DESIGN.md step 7) up to this many, so that a
-	// later step that needs one finds it without a recall. Default 64, the largest
-	// budget of calibrate's sweep whose stubs stay within 10% of the tokens they
-	// replace (docs/EVALUATION.md, "Stub digests"). 0 turns digests off.
+	// later step that needs one finds it without a recall. Default 128 (64 before 5
+	// December 2026): with the embedded model refitted under it, every anchor
+	// regime is dominated on ../shared/sessions and ../shared/corpus, and the
+	// stubs the replays apply come to 8.0% and 3.7% of the tokens they replace
+	// (docs/EVALUATION.md, "The digest budget raised to 128"). 0 turns digests off.
 	DigestTokens int `json:"digest_tokens" validate:"gte=0,lte=4096"`
 	// StubMaxShare bounds a stub with its digest to this share of the tokens it
 	// replaces: the digest shrinks (to nothing) to fit (DigestBudget). Default
@@ -237,7 +239,7 @@ func DefaultConfig() Config {
 		HardLimitFraction:  0.9,
 		ProtectedSteps:     3,
 		MinCandidateTokens: 200,
-		DigestTokens:       64,
+		DigestTokens:       128,
 		StubMaxShare:       0.25,
 		Cutoff:             0.25,
 		ScorerCutoffs:      map[string]float64{"fitted": 0.05},

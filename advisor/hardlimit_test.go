@@ -132,10 +132,12 @@ func TestCompactionConfigErrors(t *testing.T) {
 // hardLimitConfig is a 20,000-token window whose agent "tiny" compacts at 16,000
 // (reserve 4,000), with a margin of 1,000: hard limit 15,000 while no step grows
 // more; budget 10,000, low-water mark 8,000. PriceForced stays on (the default):
-// past the hard limit the price does not matter.
+// past the hard limit the price does not matter. Digests of 64 tokens, as these
+// tests were worked out with: 40 stubs of 600-token reads then fit under the mark.
 func hardLimitConfig() advisor.Config {
 	cfg := advisor.DefaultConfig()
 	cfg.ContextWindow, cfg.Agent, cfg.CompactionMargin = 20_000, "tiny", 1_000
+	cfg.DigestTokens = 64
 	cfg.CompactionPoints = map[string]advisor.CompactionPoint{"tiny": {Reserve: 4_000}}
 	return cfg
 }

@@ -133,10 +133,12 @@ func TestRegimePriceForced(t *testing.T) {
 // Over the budget (10,000 tokens; 60 reads of about 600 tokens): every rewrite is an
 // over-budget one that frees at least 5% of the budget or reaches the low-water mark
 // (8,000), the context after it is at most the budget, and between rewrites the bytes
-// do not change.
+// do not change. Digests of 64 tokens: with 128, 60 stubs of a quarter of their
+// 600-token reads no longer fit under the budget.
 func TestRegimeOverBudget(t *testing.T) {
 	cfg := advisor.DefaultConfig()
 	cfg.Budget = 10_000
+	cfg.DigestTokens = 64
 	cfg.PayFactor = 1000    // only the budget forces rewrites here
 	cfg.PriceForced = false // whatever they cost (docs/DESIGN.md step 6b)
 	steps := simulate(t, newAdvisor(t, cfg, constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 60))

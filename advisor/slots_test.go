@@ -205,9 +205,9 @@ func TestLargeJSONOutputRecall(t *testing.T) {
 		commas(tokencount.Count(big)))
 	tail := fmt.Sprintf(`; recall("%s") restores it]`, id)
 	// The digest (issue 39) keeps the one name of its kind, the needle the card's
-	// head and tail miss, within its 64 digest tokens.
+	// head and tail miss, within its digest tokens.
 	if it.Decision != advisor.DecisionPruned || it.RecallID != id || !strings.HasPrefix(it.Stub, head) ||
-		!strings.HasSuffix(it.Stub, tail) || !strings.Contains(it.Stub, "needle-4242") || tokencount.Count(it.Stub) > 2*(40+64) {
+		!strings.HasSuffix(it.Stub, tail) || !strings.Contains(it.Stub, "needle-4242") || tokencount.Count(it.Stub) > 2*(40+cfg.DigestTokens) {
 		t.Fatalf("c1: %s, id %s, stub %q; want pruned, %s, %q…needle-4242…%q", it.Decision, it.RecallID, it.Stub, id, head, tail)
 	}
 	got, err := recall.New(store).Recall(context.Background(), id)

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"encoding/binary"
 	"slices"
 	"strings"
 )
@@ -88,7 +89,9 @@ func (t *Tracker) Digest(key string, budget int) []string {
 	}
 	var out []string
 	cum := 0
-	for _, n := range t.outs[idx].digest {
+	for rest := t.outs[idx].digest; rest != ""; {
+		var n string
+		n, rest = nextDigestName(rest)
 		cum += DigestNameTokens(n)
 		if cum > budget {
 			break
@@ -96,6 +99,23 @@ func (t *Tracker) Digest(key string, budget int) []string {
 		out = append(out, n)
 	}
 	return out
+}
+
+// nextDigestName splits the first name off an outEvidence.digest string (its
+// length as a uvarint, then its bytes): the name, a substring, and the rest.
+func nextDigestName(s string) (name, rest string) {
+	n, shift, i := 0, 0, 0
+	for ; i < len(s); i++ {
+		b := s[i]
+		n |= int(b&0x7f) << shift
+		shift += 7
+		if b < 0x80 {
+			i++
+			break
+		}
+	}
+	end := min(i+n, len(s))
+	return s[i:end], s[end:]
 }
 
 // setDigest orders the candidates of the output just added (t.cands, in place),
@@ -107,13 +127,16 @@ func (t *Tracker) setDigest(oe *outEvidence, tokens int) {
 	digestOrder(t.cands)
 	keep := t.DigestTokens > 0 && tokens >= t.DigestMinTokens
 	cum := 0
+	buf := t.digestBuf[:0]
 	for _, c := range t.cands {
 		cum += DigestNameTokens(c.name)
 		t.candGroups[c.group] = int32(cum)
 		if keep && cum <= t.DigestTokens {
-			oe.digest = append(oe.digest, strings.Clone(c.name))
+			buf = binary.AppendUvarint(buf, uint64(len(c.name)))
+			buf = append(buf, c.name...)
 		}
 	}
+	oe.digest, t.digestBuf = string(buf), buf // string copies: the names are not kept as pieces of the text
 	oe.dfull = cum
 	for _, m := range t.carried {
 		t.infos[m.idx].dcost = t.candGroups[m.group] // 0 when no candidate

@@ -1,7 +1,9 @@
 package evidence
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -67,5 +69,31 @@ func TestDigest(t *testing.T) {
 	// past 9.
 	if d := cmp.Diff([]string{"fresh_name_a", "fresh_name_c"}, tr2.Digest("c10", 100)); d != "" {
 		t.Errorf("kept beyond DigestTokens 9 (-want +got):\n%s", d)
+	}
+}
+
+// TestDigestString: the digest names of an output are kept in one string, each
+// after its length as a uvarint; a name of 200 bytes takes a two-byte length
+// (200 = 0xc8: 0xc8 0x01), a NUL inside a name is a byte like any other, and the
+// names come back whole and in order.
+func TestDigestString(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	names := []string{"a", "src/\x00evil.go", long, "parseConfig"}
+	var buf []byte
+	for _, n := range names {
+		buf = binary.AppendUvarint(buf, uint64(len(n)))
+		buf = append(buf, n...)
+	}
+	if buf[len("a")+1+len("src/\x00evil.go")+1] != 0xc8 {
+		t.Fatalf("the long name's length is not the two-byte uvarint 0xc8 0x01: % x", buf[:32])
+	}
+	var got []string
+	for rest := string(buf); rest != ""; {
+		var n string
+		n, rest = nextDigestName(rest)
+		got = append(got, n)
+	}
+	if d := cmp.Diff(names, got); d != "" {
+		t.Errorf("names (-want +got):\n%s", d)
 	}
 }

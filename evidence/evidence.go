@@ -228,6 +228,8 @@ type Tracker struct {
 	carried []carriedName
 	// candGroups holds the compounds with a candidate, and then their digest cost.
 	candGroups map[int32]int32
+	// digestBuf is setDigest's scratch for the digest string it builds.
+	digestBuf []byte
 	// prev is the names of the head and tail of the output being added
 	// (previewNames), scratch of addOutput.
 	prev  map[string]struct{}
@@ -286,8 +288,10 @@ type outEvidence struct {
 	owned int // distinct names first seen in this output (its distinctive names)
 	runs  int // calls with the same tool and arguments so far, this one included
 	// digest is the output's digest names within Tracker.DigestTokens, in digest
-	// order (digest.go); nil unless kept. dfull is its whole digest's cost.
-	digest []string
+	// order (digest.go), each after its length as a uvarint, in one string (one
+	// allocation an output, not one a name); "" unless kept. dfull is its whole
+	// digest's cost.
+	digest string
 	dfull  int
 	// live is how many specific names this output carries as their latest carrier
 	// that no message other than an output has written since (the names whose

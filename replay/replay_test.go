@@ -104,12 +104,13 @@ func TestReplayFacts(t *testing.T) {
 			want[i].Tool, want[i].Summary, humanize.Comma(int64(outs[i].Tokens)))
 		if want[i].CandidateFrom > 0 { // outputs never eligible get no stub size
 			n := tokencount.Count(stub)
-			// and the digest it would carry, at most (advisor.DigestBudget: 64
-			// digest tokens within a quarter of the output); none for a rule-dead
-			// output (call_3), whose content is in context again.
+			// and the digest it would carry, at most (advisor.DigestBudget: 128
+			// digest tokens within a quarter of the output, its 3-token framing
+			// counted); none for a rule-dead output (call_3), whose content is in
+			// context again.
 			want[i].StubTokens = n
 			if want[i].RuleDeadAt == 0 {
-				want[i].StubTokens += min(64, max(0, outs[i].Tokens/4-n), want[i].DigestTokens)
+				want[i].StubTokens += min(128, max(0, outs[i].Tokens/4-n-3), want[i].DigestTokens)
 			}
 		}
 	}

@@ -766,9 +766,17 @@ func TestBadInputs(t *testing.T) {
 			check("inspect", c.inspect, cli, commandCPURatio, func(path, _ string, b workBound) ran {
 				return startPA(t, "", env, "inspect", path).bounded(t, b)
 			})
+			// The table's advise lines were worked out with 64-token digests: with the
+			// default 128 the healthy controls' two 1,020-token prunes get stubs that
+			// no longer pay for their rewrite in a 7-step session, and the subject here
+			// is the input, not the digest.
+			digest64 := filepath.Join(dir, "digest64.json")
+			if err := os.WriteFile(digest64, []byte(`{"digest_tokens": 64}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			check("advise", c.advise, cli, commandCPURatio, func(path, tag string, b workBound) ran {
 				return startPA(t, "", env, append([]string{"advise", path, "--db", filepath.Join(dir, "advise"+tag+".db"),
-					"--scorer", "lexical", "--budget", "4000", "--plan=false"}, c.adviseArgs...)...).bounded(t, b)
+					"--config", digest64, "--scorer", "lexical", "--budget", "4000", "--plan=false"}, c.adviseArgs...)...).bounded(t, b)
 			})
 			check("replay", c.replay, cli, commandCPURatio, func(path, tag string, b workBound) ran {
 				p := startPA(t, "", env, "replay", path, "--db", filepath.Join(dir, "replay"+tag+".db"),
