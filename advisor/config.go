@@ -162,10 +162,11 @@ type Config struct {
 	// keeps): last, lowest keep-probability first, when the pending prunes and the
 	// kept candidates do not reach the low-water mark (planner.Input.Protected).
 	// Their stubs keep them recallable; the compaction they help avoid would
-	// drop them for good. Default true: at a 64,000-token window it took the
-	// compactions from 22 to 19 on ../shared/sessions and 28 to 21 on
-	// ../shared/corpus, the outputs lost to them from 63 to 41 and 35 to 26
-	// (docs/EVALUATION.md, "The last resort before a compaction").
+	// drop them for good. Default true: on the same replays at a 64,000-token
+	// window it took the compactions from 22 to 19 on ../shared/sessions and 28 to
+	// 20 on ../shared/corpus, the used outputs lost to them from 60 to 38 and 35 to
+	// 26, for 14 and 22 more stub misses (docs/EVALUATION.md, "The last resort
+	// before a compaction").
 	LastResort bool `json:"last_resort"`
 	// RemainingFactor and RemainingMin estimate a session's remaining steps from its
 	// steps so far: max(RemainingMin, RemainingFactor x steps) (planner.Estimator).

@@ -57,3 +57,28 @@ func TestLastResort(t *testing.T) {
 		t.Errorf("an agent keeping its newest 20,000 tokens: %v; want every read protected", got)
 	}
 }
+
+// The last resort acts only past the point less the configured margin, not past a
+// hard limit lowered by one large step's growth: three reads of about 4,500 tokens
+// in the last three steps take the context to about 13,600 tokens, past the hard
+// limit (16,000 less the 4,500-token growth) but under 15,000 (16,000 less the
+// 1,000-token margin), and nothing is stubbed; the plan says why.
+func TestLastResortOnlyNearThePoint(t *testing.T) {
+	c := newChat("Read the three files")
+	for i := 1; i <= 3; i++ {
+		c.read("", fmt.Sprintf("/src/mid%d.go", i), filler(fmt.Sprintf("mid%d", i), 4500))
+	}
+	steps := simulate(t, newAdvisor(t, hardLimitConfig(), nil, advisor.NewMemoryStore(), newClock()), c.session(t, "mid.json"))
+	p := steps[len(steps)-1].plan
+	if p.ContextTokens <= p.HardLimit || p.ContextTokens >= 15_000 {
+		t.Fatalf("context %d, hard limit %d: want past the hard limit and under 15,000", p.ContextTokens, p.HardLimit)
+	}
+	for _, it := range p.Items {
+		if it.Decision == advisor.DecisionPruned {
+			t.Errorf("%s pruned for %q: the last resort acted short of the point less the margin", it.Key, it.Reason)
+		}
+	}
+	if p.Waiting != "past the hard limit, but no candidate is left to prune" {
+		t.Errorf("waiting %q", p.Waiting)
+	}
+}

@@ -642,9 +642,9 @@ func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 
 // forcedCandidates fills in.Extra and in.Protected when the context is past the
 // hard limit (over) and the pending prunes alone leave it above the low-water
-// mark: the kept candidates (extraCandidates) and, with Config.LastResort, the
-// outputs under a time protection the agent's compaction would drop
-// (lastResort). It returns them in the order of in.Extra and in.Protected.
+// mark: the kept candidates (extraCandidates) and, with Config.LastResort, when
+// those do not reach the mark either, the outputs protected only as recent that
+// the agent's compaction would drop (lastResort). It returns them in the order of in.Extra and in.Protected.
 func (a *Advisor) forcedCandidates(ctx context.Context, st *state, sp *stepState, in *planner.Input, over bool) (extra, prot []extraCandidate) {
 	if !over || in.Context-st.pendingTokens <= in.LowWater {
 		return nil, nil
@@ -664,15 +664,16 @@ func (a *Advisor) forcedCandidates(ctx context.Context, st *state, sp *stepState
 
 // lastResortLimit is the context size past which the last resort may act: the
 // hard limit with the configured margin (Config.Margin) in place of the session's
-// largest one-step growth, when that is larger. The growth keeps ordinary
-// candidates a step ahead of the point; a session that once grew by a 68,780-token
-// output (a Gemini CLI session of ../shared/corpus) would otherwise stub its newest
-// outputs far from its point, and with them what the agent is reading now.
+// largest one-step growth (sp.limit.Margin, never less than Config.Margin). The
+// growth keeps ordinary candidates a step ahead of the point; a session that once
+// grew by a 68,780-token output (a Gemini CLI session of ../shared/corpus) would
+// otherwise stub its newest outputs far from its point, and with them what the
+// agent is reading now.
 func (a *Advisor) lastResortLimit(sp *stepState) int {
 	if sp.limit.Point <= 0 {
 		return sp.limit.Tokens
 	}
-	return sp.limit.Tokens + sp.limit.Margin - min(sp.limit.Margin, a.Config.Margin())
+	return sp.limit.Tokens + sp.limit.Margin - a.Config.Margin()
 }
 
 // pendings returns the planner's view of es.
@@ -1086,11 +1087,6 @@ func StubTokens(cfg Config, tool, summary string, tokens int) int {
 	return tokencount.Count(a.stubText(nil, o, keepReason(0, cfg.Cutoff)))
 }
 
-// liveNames adds to c's Live, LiveUndigested and LiveShapes the live names of o
-// (evidence.Tracker.Live and LiveShapes) and of the outputs it supersedes,
-// directly or through others (outState.supersedes): the later-use label credits
-// their uses from the rule's step on to o, their live copy (tuning's
-// creditLiveCopies), so a later use of one of their names is a use of o.
 // cards.Card.LiveShapes holds one count per evidence.NameShape: the two lengths
 // must agree, or the build fails here.
 const (
@@ -1098,6 +1094,11 @@ const (
 	_ = uint(evidence.NumShapes - len(cards.Card{}.LiveShapes))
 )
 
+// liveNames adds to c's Live, LiveUndigested and LiveShapes the live names of o
+// (evidence.Tracker.Live and LiveShapes) and of the outputs it supersedes,
+// directly or through others (outState.supersedes): the later-use label credits
+// their uses from the rule's step on to o, their live copy (tuning's
+// creditLiveCopies), so a later use of one of their names is a use of o.
 func liveNames(tr *evidence.Tracker, o *outState, c *cards.Card) {
 	live, undigested := tr.Live(o.key)
 	c.Live, c.LiveUndigested = c.Live+live, c.LiveUndigested+undigested
