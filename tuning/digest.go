@@ -21,27 +21,69 @@ const (
 	DigestMinAge    = 4   // steps: past the default protection of the last 3 steps
 )
 
-// DigestRow is the digest coverage of one agent format (or of all: Format "all").
+// DigestRow is the digest coverage of one agent format (or of all: Format "all"):
+// over every output whose stub would carry a digest (DigestSet, inline in JSON),
+// and over the stubs the replay's advisor applied (Applied).
 type DigestRow struct {
 	Format string `json:"format"`
-	// Uses counts the counting name uses that could become stub misses (see
-	// DigestMinOutput, DigestMinAge); Held[i] those a digest of DigestBudgets[i]
-	// tokens holds (0 < evidence.Use.Digest <= budget).
+	DigestSet
+	// Applied is the same measured over the outputs the replayed advisor pruned
+	// (replay.OutputFacts.PrunedAt > 0, rules' prunes left out: their stubs carry no
+	// digest) and their counting name uses at or after the prune, whatever their
+	// size or age: issue 39's "uses of pruned outputs" and "the tokens they
+	// replace". The set of outputs is the one the replay pruned at its own digest
+	// budget; every budget's row measures that same set. Empty for a replay that
+	// applied nothing (replay --asks-only).
+	Applied DigestSet `json:"applied"`
+}
+
+// DigestSet is the digest coverage of a set of outputs.
+type DigestSet struct {
+	// Uses counts the counting name uses (see DigestMinOutput, DigestMinAge for
+	// the candidates' set); Held[i] those a digest of DigestBudgets[i] tokens
+	// holds (0 < evidence.Use.Digest <= the stub's digest budget).
 	Uses int   `json:"uses"`
 	Held []int `json:"held"`
 	// Previewed counts those Gemini CLI's blind preview (the output's first and
 	// last 250 characters: evidence.Use.Preview) holds, for comparison.
 	Previewed int `json:"previewed"`
-	// Outputs and Tokens count the outputs whose stub carries a digest (candidates
-	// the rules do not kill: replay.StubDigest; the others' uses are no stub misses
-	// either) and their tokens; Stub[i] is their stubs' tokens with a digest of
-	// DigestBudgets[i] tokens at most: the stub without one (advisor.StubTokens)
-	// plus the smaller of the output's whole digest (OutputFacts.DigestTokens) and
-	// its budget under the replay's StubMaxShare (advisor.DigestBudget). A use is
-	// held when its digest budget (evidence.Use.Digest) is within that budget.
+	// Outputs and Tokens count the outputs (for the candidates' set: those whose
+	// stub carries a digest, candidates the rules do not kill: replay.StubDigest;
+	// the others' uses are no stub misses either) and their tokens; Stub[i] is
+	// their stubs' tokens with a digest of DigestBudgets[i] tokens at most: the
+	// stub without one (advisor.StubTokens) plus the smaller of the output's whole
+	// digest (OutputFacts.DigestTokens) and its budget under the replay's
+	// StubMaxShare (advisor.DigestBudget).
 	Outputs int   `json:"outputs"`
 	Tokens  int   `json:"tokens"`
 	Stub    []int `json:"stub_tokens"`
+}
+
+func newDigestSet() DigestSet {
+	return DigestSet{Held: make([]int, len(DigestBudgets)), Stub: make([]int, len(DigestBudgets))}
+}
+
+// addOutput counts an output of tokens whose stubs at DigestBudgets are stubs.
+func (d *DigestSet) addOutput(tokens int, stubs []int) {
+	d.Outputs++
+	d.Tokens += tokens
+	for i, s := range stubs {
+		d.Stub[i] += s
+	}
+}
+
+// addUse counts a use whose digest need is need, held by the stubs of digest
+// budgets budgets (one per DigestBudgets).
+func (d *DigestSet) addUse(need int, preview bool, budgets []int) {
+	d.Uses++
+	if preview {
+		d.Previewed++
+	}
+	for i, budget := range budgets {
+		if need > 0 && need <= budget {
+			d.Held[i]++
+		}
+	}
 }
 
 // DigestCoverage sums DigestRows over replays.
@@ -57,7 +99,7 @@ func NewDigestCoverage() *DigestCoverage {
 }
 
 func newDigestRow(format string) DigestRow {
-	return DigestRow{Format: format, Held: make([]int, len(DigestBudgets)), Stub: make([]int, len(DigestBudgets))}
+	return DigestRow{Format: format, DigestSet: newDigestSet(), Applied: newDigestSet()}
 }
 
 // Add counts one replay.
@@ -70,6 +112,7 @@ func (c *DigestCoverage) Add(rec *replay.Record) {
 		c.by[f] = row
 	}
 	cfg := rec.Settings.Config
+	rows := []*DigestRow{row, &c.all}
 	// budgets[key][i]: the digest budget of the output's stub at DigestBudgets[i],
 	// for the outputs whose stub carries a digest (replay.StubDigest).
 	budgets := make(map[string][]int, len(rec.Outputs))
@@ -80,35 +123,31 @@ func (c *DigestCoverage) Add(rec *replay.Record) {
 			continue // no stub, or one without a digest: no stub miss either way
 		}
 		outs[o.Key] = o
-		bs := make([]int, len(DigestBudgets))
-		for _, r := range []*DigestRow{row, &c.all} {
-			r.Outputs++
-			r.Tokens += o.Tokens
-		}
+		bs, stubs := make([]int, len(DigestBudgets)), make([]int, len(DigestBudgets))
 		for i, b := range DigestBudgets {
 			base, budget := replay.StubDigest(cfg, o, b)
-			bs[i] = budget
-			for _, r := range []*DigestRow{row, &c.all} {
-				r.Stub[i] += base + min(budget, o.DigestTokens)
-			}
+			bs[i], stubs[i] = budget, base+min(budget, o.DigestTokens)
 		}
 		budgets[o.Key] = bs
+		for _, r := range rows {
+			r.addOutput(o.Tokens, stubs)
+			if o.PrunedAt > 0 {
+				r.Applied.addOutput(o.Tokens, stubs)
+			}
+		}
 	}
 	for _, u := range rec.Evidence {
 		o := outs[u.Key]
 		// Stored rows keep the proof, not the kind: name uses prove by a name.
-		if o == nil || !u.Counts() || !strings.HasPrefix(u.Proof, "name ") || o.Tokens < DigestMinOutput || u.Step-o.Step < DigestMinAge {
+		if o == nil || !u.Counts() || !strings.HasPrefix(u.Proof, "name ") {
 			continue
 		}
-		for _, r := range []*DigestRow{row, &c.all} {
-			r.Uses++
-			if u.Preview {
-				r.Previewed++
+		for _, r := range rows {
+			if o.Tokens >= DigestMinOutput && u.Step-o.Step >= DigestMinAge {
+				r.addUse(u.Digest, u.Preview, budgets[u.Key])
 			}
-			for i, budget := range budgets[u.Key] {
-				if u.Digest > 0 && u.Digest <= budget {
-					r.Held[i]++
-				}
+			if o.PrunedAt > 0 && u.Step >= o.PrunedAt {
+				r.Applied.addUse(u.Digest, u.Preview, budgets[u.Key])
 			}
 		}
 	}
@@ -125,13 +164,18 @@ func (c *DigestCoverage) Result() []*DigestRow {
 	return append(out, &all)
 }
 
-// Recommend returns the digest budget the measurements recommend (issue 39): the
-// smallest of DigestBudgets up to 128 tokens whose digests hold at least 75% of
-// the uses with stubs at most 10% of the tokens they replace; else the one that
-// holds the most with stubs at most 10%; ok is false when no budget keeps stubs
-// within 10% (or nothing was measured).
+// Recommend returns the digest budget the measurements recommend (issue 39), from
+// the stubs the replay applied when it applied any (DigestRow.Applied: "the uses
+// of pruned outputs" and "the tokens they replace"), else from every output whose
+// stub would carry a digest: the smallest of DigestBudgets up to 128 tokens whose
+// digests hold at least 75% of the uses with stubs at most 10% of the tokens they
+// replace; else the one that holds the most with stubs at most 10%; ok is false
+// when no budget keeps stubs within 10% (or nothing was measured).
 func (c *DigestCoverage) Recommend() (budget int, reason string, ok bool) {
-	a := c.all
+	a, over := c.all.Applied, "the stubs applied"
+	if a.Outputs == 0 {
+		a, over = c.all.DigestSet, "every output a stub with a digest could replace"
+	}
 	if a.Uses == 0 || a.Tokens == 0 {
 		return 0, "no use or output measured", false
 	}
@@ -143,24 +187,42 @@ func (c *DigestCoverage) Recommend() (budget int, reason string, ok bool) {
 			continue
 		}
 		if b <= 128 && held >= 0.75 {
-			return b, fmt.Sprintf("the smallest budget holding >= 75%% of the uses (%.1f%%) with stubs at %.1f%% of the tokens they replace", 100*held, 100*share), true
+			return b, fmt.Sprintf("over %s: the smallest budget holding >= 75%% of the uses (%.1f%%) with stubs at %.1f%% of the tokens they replace", over, 100*held, 100*share), true
 		}
 		if best < 0 || a.Held[i] > a.Held[best] {
 			best = i
 		}
 	}
 	if best < 0 {
-		return 0, "every budget's stubs pass 10% of the tokens they replace", false
+		return 0, fmt.Sprintf("over %s: every budget's stubs pass 10%% of the tokens they replace", over), false
 	}
-	return DigestBudgets[best], fmt.Sprintf("no budget up to 128 holds 75%% of the uses with stubs within 10%%; this one holds the most (%.1f%%) within 10%%", 100*float64(a.Held[best])/float64(a.Uses)), true
+	return DigestBudgets[best], fmt.Sprintf("over %s: no budget up to 128 holds 75%% of the uses with stubs within 10%%; this one holds the most (%.1f%%) within 10%%", over, 100*float64(a.Held[best])/float64(a.Uses)), true
 }
 
-// Print writes the coverage as a table: per format, the uses, the share held at
-// each budget, and the stubs' share of the tokens they replace at each budget.
+// Print writes the coverage as two tables, over every output a stub with a digest
+// could replace and over the stubs the replay applied: per format, the uses, the
+// share held at each budget, the stubs' share of the tokens they replace at each
+// budget and the share Gemini CLI's blind preview holds; then the recommendation.
 func (c *DigestCoverage) Print(w io.Writer) {
+	rows := c.Result()
 	fmt.Fprintf(w, "stub digests: name uses that could become misses (outputs of %d+ tokens, used %d+ steps later) held by a digest, and stub tokens over the tokens replaced, at digest budgets %v tokens\n", DigestMinOutput, DigestMinAge, DigestBudgets)
+	printDigestSets(w, rows, func(r *DigestRow) *DigestSet { return &r.DigestSet })
+	if c.all.Applied.Outputs > 0 {
+		fmt.Fprintf(w, "over the stubs the replay applied (%d outputs): their name uses at or after the prune held by a digest, and stub tokens over the tokens replaced\n", c.all.Applied.Outputs)
+		printDigestSets(w, rows, func(r *DigestRow) *DigestSet { return &r.Applied })
+	}
+	if b, why, ok := c.Recommend(); ok {
+		fmt.Fprintf(w, "recommended digest budget: %d tokens (%s)\n", b, why)
+	} else {
+		fmt.Fprintf(w, "no digest budget recommended: %s\n", why)
+	}
+}
+
+// printDigestSets writes one table: a line per row, the set of it that set picks.
+func printDigestSets(w io.Writer, rows []*DigestRow, set func(*DigestRow) *DigestSet) {
 	fmt.Fprintf(w, "  %-16s %6s  %-34s  %-34s  %s\n", "format", "uses", "held", "stub share", "250+250 preview")
-	for _, r := range c.Result() {
+	for _, row := range rows {
+		r := set(row)
 		held, share, prev := "", "", "     -"
 		if r.Uses > 0 {
 			prev = fmt.Sprintf("%5.1f%%", 100*float64(r.Previewed)/float64(r.Uses))
@@ -175,11 +237,6 @@ func (c *DigestCoverage) Print(w io.Writer) {
 				share += fmt.Sprintf(" %5.1f%%", 100*float64(r.Stub[i])/float64(r.Tokens))
 			}
 		}
-		fmt.Fprintf(w, "  %-16s %6d  %-34s  %-34s  %s\n", r.Format, r.Uses, held, share, prev)
-	}
-	if b, why, ok := c.Recommend(); ok {
-		fmt.Fprintf(w, "recommended digest budget: %d tokens (%s)\n", b, why)
-	} else {
-		fmt.Fprintf(w, "no digest budget recommended: %s\n", why)
+		fmt.Fprintf(w, "  %-16s %6d  %-34s  %-34s  %s\n", row.Format, r.Uses, held, share, prev)
 	}
 }

@@ -1,0 +1,93 @@
+package tuning
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/replay"
+	"github.com/pruneadvisor/pruneadvisor/transcript"
+)
+
+// digestRecord is a hand-made replay of four outputs: "a" (pruned by a score at
+// step 8 when prunedA), "b" (a candidate never pruned), "c" (pruned by a rule:
+// its stub carries no digest) and "d" (too small ever to be a candidate), all of
+// 4,000 tokens but d, with uses.
+func digestRecord(prunedA int, uses []evidence.Use) *replay.Record {
+	return &replay.Record{
+		Format:   transcript.Format("pi"),
+		Settings: replay.Settings{Config: advisor.DefaultConfig()},
+		Outputs: []replay.OutputFacts{
+			{Key: "a", Tool: "read", Summary: "read /src/a.go", Tokens: 4000, Step: 2, CandidateFrom: 6, PrunedAt: prunedA, DigestTokens: 50},
+			{Key: "b", Tool: "read", Summary: "read /src/a.go", Tokens: 4000, Step: 3, CandidateFrom: 7, DigestTokens: 300},
+			{Key: "c", Tool: "read", Summary: "read /src/a.go", Tokens: 4000, Step: 1, CandidateFrom: 5, RuleDeadAt: 6, PrunedAt: 6, DigestTokens: 40},
+			{Key: "d", Tool: "read", Summary: "read /src/a.go", Tokens: 150, Step: 1},
+		},
+		Evidence: uses,
+	}
+}
+
+func nameUse(key string, step, digest int, preview bool) evidence.Use {
+	return evidence.Use{Key: key, Step: step, Kind: evidence.UseName, Proof: `name "x"`, Weight: 1, Digest: digest, Preview: preview}
+}
+
+// TestDigestCoverage counts, by hand, the uses and stubs of digestRecord over the
+// candidates (outputs of 200+ tokens, uses 4+ steps later) and over the stubs
+// applied (uses at or after the prune), and the recommendation each gives.
+func TestDigestCoverage(t *testing.T) {
+	// A 4,000-token output's quarter (1,000 tokens) never caps a budget of 256, so
+	// every output's digest budget is the budget itself; a stub is its text
+	// without a digest (B tokens) plus min(budget, DigestTokens).
+	B := advisor.StubTokens(advisor.DefaultConfig(), "read", "read /src/a.go", 4000)
+	uses := []evidence.Use{
+		nameUse("a", 5, 20, false), // 3 steps after a: too young for the candidates; before its prune
+		nameUse("a", 8, 20, true),  // held from 32 tokens; the preview holds it
+		nameUse("a", 12, 0, false), // no digest holds it
+		{Key: "a", Step: 13, Kind: evidence.UseRecall, Proof: "recall", Weight: 1},
+		{Key: "a", Step: 14, Kind: evidence.UseName, Proof: `name "y"`, Weight: 0.01, Digest: 40}, // does not count
+		nameUse("b", 9, 100, false), // held from 128 tokens
+		nameUse("c", 9, 10, false),  // a rule's prune: no digest, not counted
+		nameUse("zz", 9, 10, false), // no such output
+	}
+	cands := DigestSet{
+		Uses: 3, Held: []int{0, 1, 1, 2, 2}, Previewed: 1, Outputs: 2, Tokens: 8000,
+		Stub: []int{2 * B, 2*B + 64, 2*B + 50 + 64, 2*B + 50 + 128, 2*B + 50 + 256},
+	}
+	applied := DigestSet{
+		Uses: 2, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Outputs: 1, Tokens: 4000,
+		Stub: []int{B, B + 32, B + 50, B + 50, B + 50},
+	}
+	for _, tc := range []struct {
+		name    string
+		rec     *replay.Record
+		want    DigestRow // the "pi" row; "all" is the same
+		budget  int
+		because string
+	}{
+		{"a pruned at step 8", digestRecord(8, uses), DigestRow{Format: "pi", DigestSet: cands, Applied: applied},
+			32, "over the stubs applied: no budget up to 128 holds 75% of the uses with stubs within 10%; this one holds the most (50.0%)"},
+		{"nothing applied", digestRecord(0, uses), DigestRow{Format: "pi", DigestSet: cands, Applied: DigestSet{Held: make([]int, 5), Stub: make([]int, 5)}},
+			128, "over every output a stub with a digest could replace: no budget up to 128 holds 75% of the uses with stubs within 10%; this one holds the most (66.7%)"},
+		{"one use, held at 32", digestRecord(8, uses[1:2]), DigestRow{Format: "pi",
+			DigestSet: DigestSet{Uses: 1, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
+			Applied:   DigestSet{Uses: 1, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Outputs: 1, Tokens: 4000, Stub: applied.Stub}},
+			32, "over the stubs applied: the smallest budget holding >= 75% of the uses (100.0%)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewDigestCoverage()
+			c.Add(tc.rec)
+			all := tc.want
+			all.Format = "all"
+			if diff := cmp.Diff([]*DigestRow{&tc.want, &all}, c.Result()); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+			b, why, ok := c.Recommend()
+			if !ok || b != tc.budget || !strings.HasPrefix(why, tc.because) {
+				t.Errorf("Recommend = %d, %q, %v; want %d, %q…", b, why, ok, tc.budget, tc.because)
+			}
+		})
+	}
+}
