@@ -165,15 +165,15 @@ func (c *DigestCoverage) Result() []*DigestRow {
 }
 
 // Recommend returns the digest budget the measurements recommend (issue 39), from
-// the stubs the replay applied when it applied any (DigestRow.Applied: "the uses
-// of pruned outputs" and "the tokens they replace"), else from every output whose
-// stub would carry a digest: the smallest of DigestBudgets up to 128 tokens whose
-// digests hold at least 75% of the uses with stubs at most 10% of the tokens they
-// replace; else the one that holds the most with stubs at most 10%; ok is false
+// the stubs the replay applied when any of them was used later (DigestRow.Applied:
+// "the uses of pruned outputs" and "the tokens they replace"), else from every
+// output whose stub would carry a digest: the smallest of DigestBudgets up to 128
+// tokens whose digests hold at least 75% of the uses with stubs at most 10% of the
+// tokens they replace; else the one that holds the most with stubs at most 10%; ok is false
 // when no budget keeps stubs within 10% (or nothing was measured).
 func (c *DigestCoverage) Recommend() (budget int, reason string, ok bool) {
 	a, over := c.all.Applied, "the stubs applied"
-	if a.Outputs == 0 {
+	if a.Uses == 0 {
 		a, over = c.all.DigestSet, "every output a stub with a digest could replace"
 	}
 	if a.Uses == 0 || a.Tokens == 0 {

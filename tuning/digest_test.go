@@ -75,6 +75,10 @@ func TestDigestCoverage(t *testing.T) {
 			DigestSet: DigestSet{Uses: 1, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
 			Applied:   DigestSet{Uses: 1, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Outputs: 1, Tokens: 4000, Stub: applied.Stub}},
 			32, "over the stubs applied: the smallest budget holding >= 75% of the uses (100.0%)"},
+		{"no use after the prune", digestRecord(8, uses[5:6]), DigestRow{Format: "pi",
+			DigestSet: DigestSet{Uses: 1, Held: []int{0, 0, 0, 1, 1}, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
+			Applied:   DigestSet{Held: make([]int, 5), Outputs: 1, Tokens: 4000, Stub: applied.Stub}},
+			128, "over every output a stub with a digest could replace: the smallest budget holding >= 75% of the uses (100.0%)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewDigestCoverage()
