@@ -178,6 +178,24 @@ type Config struct {
 	// keep-all under the default scorer (docs/EVALUATION.md, "Choosing the regime").
 	RemainingFactor float64 `json:"remaining_factor" validate:"gt=0,lte=100"`
 	RemainingMin    float64 `json:"remaining_min" validate:"gte=1,lte=100000"`
+	// OverBudgetRemainingFactor takes RemainingFactor's place while the context is
+	// over the budget: every rewrite then (forced by the budget under
+	// PriceForced, or one that pays) is priced on max(RemainingMin,
+	// OverBudgetRemainingFactor x steps) remaining steps. A session past its
+	// budget has gone on long enough to go on further, and at 0.05 a rewrite
+	// over the budget almost never paid: ../shared/sessions' pi session.jsonl
+	// stayed over its budget for 58 steps with its pending prunes waiting. 0 uses
+	// RemainingFactor. Default 0.2: on a grid of 0.15-0.3 the largest before the
+	// sessions lose a used output to a compaction (docs/EVALUATION.md, "Over the
+	// budget").
+	OverBudgetRemainingFactor float64 `json:"over_budget_remaining_factor" validate:"gte=0,lte=100"`
+	// OverBudgetCutoff lets a rewrite forced by the budget (docs/DESIGN.md step
+	// 6(b)) also take kept candidates whose last keep-probability is under it
+	// (never one not scored yet; the size exponent does not apply), lowest
+	// first, after the pending prunes, down to the low-water mark
+	// (planner.Input.Extra), priced with them (PriceForced). 0 turns it off.
+	// Default 0.3 (docs/EVALUATION.md, "Over the budget").
+	OverBudgetCutoff float64 `json:"over_budget_cutoff" validate:"gte=0,lte=1"`
 	// Provider is the provider whose prices and cache rules apply ("anthropic",
 	// "openai", "gemini"); "" chooses by the session's format (ProviderOf). The
 	// proxy sets it per route to the route's provider (the one its ledger bills),
@@ -256,10 +274,13 @@ func DefaultConfig() Config {
 		LastResort:         true,
 		RemainingFactor:    0.05,
 		RemainingMin:       3,
-		CacheTTL:           Duration(5 * time.Minute),
-		Schedule:           "3,6,12,24",
-		ExcludedTools:      append([]string(nil), DefaultExcludedTools...),
-		RecallTool:         "recall",
+
+		OverBudgetRemainingFactor: 0.2,
+		OverBudgetCutoff:          0.3,
+		CacheTTL:                  Duration(5 * time.Minute),
+		Schedule:                  "3,6,12,24",
+		ExcludedTools:             append([]string(nil), DefaultExcludedTools...),
+		RecallTool:                "recall",
 	}
 }
 
@@ -444,6 +465,16 @@ func (c Config) LeastRewriteTokens() int {
 // RemainingMin.
 func (c Config) Estimator() planner.Estimator {
 	return planner.Estimator{Factor: c.RemainingFactor, Min: c.RemainingMin}
+}
+
+// EstimatorOver returns the remaining-steps estimator while the context is over
+// the budget: OverBudgetRemainingFactor (RemainingFactor when 0) and RemainingMin.
+func (c Config) EstimatorOver() planner.Estimator {
+	e := c.Estimator()
+	if c.OverBudgetRemainingFactor > 0 {
+		e.Factor = c.OverBudgetRemainingFactor
+	}
+	return e
 }
 
 // PriceModel returns the price model of provider p: the Prices entry, else the

@@ -2,6 +2,7 @@ package advisor_test
 
 import (
 	"fmt"
+	"github.com/pruneadvisor/pruneadvisor/planner"
 	"math"
 	"strings"
 	"testing"
@@ -176,6 +177,26 @@ func TestRegimeOverBudget(t *testing.T) {
 func TestRegimePays(t *testing.T) {
 	cfg := advisor.DefaultConfig()
 	cfg.RemainingFactor, cfg.PayFactor = 0.5, 1 // the mean estimate, break-even
+	regimePrices(t, cfg, "pays", cfg.Estimator())
+	// Over a budget of 4,000 tokens under price_forced, the rewrites forced by the
+	// budget are priced on over_budget_remaining_factor (0.5), not remaining_factor
+	// (0.05, with which none would pay).
+	over := advisor.DefaultConfig()
+	over.BudgetFraction, over.PayFactor, over.RemainingFactor, over.OverBudgetRemainingFactor = 0.02, 1, 0.05, 0.5
+	regimePrices(t, over, "over-budget", over.EstimatorOver())
+	// With the defaults (remaining 0.05 x steps, saving >= 2 x cost) none does here.
+	for _, st := range simulate(t, newAdvisor(t, advisor.DefaultConfig(), constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 40)) {
+		if st.plan.Rewrite {
+			t.Errorf("step %d: %s rewrite with the default estimate", st.plan.Step, st.plan.RewriteReason)
+		}
+	}
+}
+
+// regimePrices checks every rewrite of cfg's advisor on a 40-read survey (each
+// for reason) against a price worked out from the messages, the remaining steps
+// from est.
+func regimePrices(t *testing.T, cfg advisor.Config, reason string, est planner.Estimator) {
+	t.Helper()
 	steps := simulate(t, newAdvisor(t, cfg, constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 40))
 	unchanged(t, steps)
 	checked := 0
@@ -185,8 +206,8 @@ func TestRegimePays(t *testing.T) {
 		if !p.Rewrite {
 			continue
 		}
-		if p.RewriteReason != "pays" {
-			t.Fatalf("step %d: rewrite %q, want pays (under budget, warm)", p.Step, p.RewriteReason)
+		if p.RewriteReason != reason {
+			t.Fatalf("step %d: rewrite %q, want %s", p.Step, p.RewriteReason, reason)
 		}
 		prev := steps[i-1].plan.Stubs
 		first, frees := -1, 0
@@ -209,7 +230,7 @@ func TestRegimePays(t *testing.T) {
 			}
 		}
 		cost := float64(suffix) * (price.Write() - price.Read())
-		saving := float64(frees) * price.Read() * cfg.Estimator().Remaining(p.Step)
+		saving := float64(frees) * price.Read() * est.Remaining(p.Step)
 		if math.Abs(cost-p.RewriteCostUSD) > 1e-12 || math.Abs(saving-p.RewriteSavingUSD) > 1e-12 || saving < cost {
 			t.Errorf("step %d: planner cost %g saving %g; from the messages %g and %g (suffix %d, frees %d)",
 				p.Step, p.RewriteCostUSD, p.RewriteSavingUSD, cost, saving, suffix, frees)
@@ -219,11 +240,5 @@ func TestRegimePays(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no rewrite paid for itself over 40 steps")
 	}
-	// With the defaults (remaining 0.05 x steps, saving >= 2 x cost) none does here.
-	for _, st := range simulate(t, newAdvisor(t, advisor.DefaultConfig(), constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 40)) {
-		if st.plan.Rewrite {
-			t.Errorf("step %d: %s rewrite with the default estimate", st.plan.Step, st.plan.RewriteReason)
-		}
-	}
-	t.Logf("%d rewrites paid for themselves", checked)
+	t.Logf("%s: %d rewrites paid for themselves", reason, checked)
 }

@@ -605,7 +605,8 @@ func (a *Advisor) answer(st *state, sp *stepState, o *outState, asked int, c car
 func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 	list := st.livePending()
 	over := st.ctxTokens > sp.limit.Tokens
-	if len(list) == 0 && (!over || len(st.liveKept()) == 0 && !a.Config.LastResort) {
+	overBudget := st.ctxTokens > sp.plan.Budget && a.Config.OverBudgetCutoff > 0
+	if len(list) == 0 && (!over && !overBudget || len(st.liveKept()) == 0 && !(over && a.Config.LastResort)) {
 		return
 	}
 	if !st.synced {
@@ -616,6 +617,9 @@ func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 	}
 	in := a.plannerInput(st, sp, list)
 	extra, prot := a.forcedCandidates(ctx, st, sp, &in, over)
+	if !over && overBudget {
+		extra = a.overBudgetCandidates(st, &in)
+	}
 	d := planner.Decide(in)
 	sp.plan.Waiting = d.Wait
 	if len(d.Apply) == 0 && len(d.Extra) == 0 && len(d.Protected) == 0 {
@@ -660,6 +664,30 @@ func (a *Advisor) forcedCandidates(ctx context.Context, st *state, sp *stepState
 		in.Protected = pendings(st, prot)
 	}
 	return extra, prot
+}
+
+// overBudgetCandidates fills in.Extra when the context is over the budget (not
+// past the hard limit) and the pending prunes alone leave it above the low-water
+// mark: the kept candidates scored under Config.OverBudgetCutoff whose stub is
+// shorter (docs/DESIGN.md step 6(b), planner.Input.Extra). It returns them in the
+// order of in.Extra.
+func (a *Advisor) overBudgetCandidates(st *state, in *planner.Input) []extraCandidate {
+	if in.Context-st.pendingTokens <= in.LowWater {
+		return nil
+	}
+	var out []extraCandidate
+	for _, o := range st.liveKept() {
+		if o.lastOKAsk == 0 || o.score >= a.Config.OverBudgetCutoff {
+			continue
+		}
+		reason := fmt.Sprintf("over budget, score %.2f < over-budget cutoff %.2f", o.score, a.Config.OverBudgetCutoff)
+		stub := a.stubText(st, o, reason)
+		if n := tokencount.Count(stub); len(stub) < o.bytes && n < o.tokens {
+			out = append(out, extraCandidate{o: o, reason: reason, stub: stub, n: n, keep: o.score})
+		}
+	}
+	in.Extra = pendings(st, out)
+	return out
 }
 
 // lastResortLimit is the context size past which the last resort may act: the
@@ -809,6 +837,9 @@ func (a *Advisor) plannerInput(st *state, sp *stepState, list []*outState) plann
 		Remaining: cfg.Estimator().Remaining(sp.T), Read: sp.price.Read(),
 		Premium:   max(sp.price.WriteFor(a.cacheTTL(sp.s, sp.price))-sp.price.Read(), 0),
 		PayFactor: cfg.PayFactor, PriceForced: cfg.PriceForced, Pending: make([]planner.Pending, len(list)),
+	}
+	if in.Context > budget {
+		in.Remaining = cfg.EstimatorOver().Remaining(sp.T)
 	}
 	for i, o := range list {
 		in.Pending[i] = planner.Pending{

@@ -256,6 +256,15 @@ type Options struct {
 	// Estimator estimates the remaining steps for the planner; default Factor 0.05,
 	// Min 3. The defaults are advisor.DefaultConfig's.
 	Estimator planner.Estimator
+	// OverBudgetFactor takes Estimator.Factor's place while the context is over
+	// the budget, as the live advisor's advisor.Config.OverBudgetRemainingFactor;
+	// 0 keeps Estimator.Factor. Default 0.2.
+	OverBudgetFactor float64
+	// OverBudgetCutoff lets a scorer's rewrite forced by the budget also take
+	// candidates not pending whose last score is under it, lowest first, down to
+	// the low-water mark (planner.Input.Extra), as the live advisor's
+	// advisor.Config.OverBudgetCutoff; 0: never. Default 0.3.
+	OverBudgetCutoff float64
 	// CacheTTL is how long a cache stays warm between calls; default 5 minutes.
 	CacheTTL time.Duration
 	// Prices holds the price model of each provider; nil entries take
@@ -290,11 +299,21 @@ type Options struct {
 	OnRewrite func(session string, step int, d planner.Rewrite) `json:"-"`
 }
 
+// estimatorAt returns the remaining-steps estimator: Estimator, with
+// OverBudgetFactor in place of its Factor over the budget (when set).
+func (o Options) estimatorAt(overBudget bool) planner.Estimator {
+	e := o.Estimator
+	if overBudget && o.OverBudgetFactor > 0 {
+		e.Factor = o.OverBudgetFactor
+	}
+	return e
+}
+
 // DefaultOptions returns the defaults described on Options.
 func DefaultOptions() Options {
 	return Options{
 		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true, LastResort: true,
-		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, CacheTTL: 5 * time.Minute,
+		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, OverBudgetFactor: 0.2, OverBudgetCutoff: 0.3, CacheTTL: 5 * time.Minute,
 		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1, Window: 200_000,
 	}
 }
@@ -322,6 +341,10 @@ func (o Options) Validate() error {
 		return bad("Estimator.Factor", o.Estimator.Factor)
 	case math.IsNaN(o.Estimator.Min) || o.Estimator.Min < 1 || math.IsInf(o.Estimator.Min, 0):
 		return bad("Estimator.Min", o.Estimator.Min)
+	case math.IsNaN(o.OverBudgetFactor) || o.OverBudgetFactor < 0 || math.IsInf(o.OverBudgetFactor, 0):
+		return bad("OverBudgetFactor", o.OverBudgetFactor)
+	case !frac(o.OverBudgetCutoff):
+		return bad("OverBudgetCutoff", o.OverBudgetCutoff)
 	case o.CacheTTL <= 0:
 		return bad("CacheTTL", o.CacheTTL)
 	case o.RecallOverheadTokens < 0:

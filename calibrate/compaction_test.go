@@ -199,3 +199,50 @@ func TestGrowths(t *testing.T) {
 		}
 	}
 }
+
+// TestOverBudgetCutoff works the budget's extra candidates by hand on
+// growingSession with no compaction and no use: budget 35,000 (low-water 28,000,
+// least rewrite 1,750), no output pending at cutoff 0.1, the odd outputs scored
+// 0.2 and the even ones 0.5 at the step they become candidates, each stub saving
+// 8,900. Call 4 sends 40,000: outputs 1 and 3 go (22,200). Call 6: 42,200, output
+// 5 (33,300). Call 7: 43,300, output 7 not yet a candidate. Call 8: 53,300, output
+// 7 (44,400). Call 10: 64,400, output 9 (55,500, the peak). Four rewrites, calls
+// 7-10 over the budget, saved 17,800 x 2 + 26,700 x 2 + 35,600 x 2 + 44,500 =
+// 204,700 token-steps. Off (0), nothing is pruned.
+func TestOverBudgetCutoff(t *testing.T) {
+	outs, sessions := growingSession()
+	for i := range outs {
+		outs[i].Uses = nil
+		keep := 0.5
+		if outs[i].Step%2 == 1 {
+			keep = 0.2
+		}
+		outs[i].Asks = []Ask{{Step: outs[i].CandidateFrom, Keep: keep, OK: true}}
+	}
+	run := func(cutoff float64) Level {
+		opts := DefaultOptions()
+		opts.Budget, opts.PriceForced, opts.OverBudgetCutoff = 35_000, false, cutoff
+		return mustEval(t, outs, sessions, opts).Scorer("s", 0.1).Applied
+	}
+	on := run(0.3)
+	got := [4]int64{int64(on.Rewrites), int64(on.StepsOverBudget), int64(on.PeakContext), on.TokenSteps}
+	if d := cmp.Diff([4]int64{4, 4, 55_500, 204_700}, got); d != "" {
+		t.Errorf("over_budget_cutoff 0.3 (rewrites, calls over budget, peak, token-steps) (-want +got):\n%s", d)
+	}
+	if off := run(0); off.Rewrites != 0 || off.TokenSteps != 0 {
+		t.Errorf("over_budget_cutoff 0: %d rewrites, %d token-steps; want none", off.Rewrites, off.TokenSteps)
+	}
+}
+
+// estimatorAt: OverBudgetFactor replaces the factor over the budget only, and
+// 0 keeps Estimator's. After 100 calls: max(3, 0.05 x 100) = 5; over the budget
+// max(3, 0.2 x 100) = 20.
+func TestEstimatorAt(t *testing.T) {
+	o := DefaultOptions()
+	got := []float64{o.estimatorAt(false).Remaining(100), o.estimatorAt(true).Remaining(100)}
+	o.OverBudgetFactor = 0
+	got = append(got, o.estimatorAt(true).Remaining(100))
+	if d := cmp.Diff([]float64{5, 20, 5}, got); d != "" {
+		t.Errorf("remaining after 100 calls (under, over, over with factor 0) (-want +got):\n%s", d)
+	}
+}

@@ -265,11 +265,14 @@ func (p *regimeP) stub(v *view) []int {
 	p.pending = slices.DeleteFunc(p.pending, func(j int) bool { return v.gone[j] })
 	in := p.input(v)
 	var extra, prot []int
-	if p.extra && in.Context > in.HardLimit {
+	switch {
+	case p.extra && in.Context > in.HardLimit:
 		extra = p.extraCandidates(v)
 		if v.e.opts.LastResort && v.ctx > v.lastResortLimit() {
 			prot = lastResort(v)
 		}
+	case p.extra && in.Context > in.Budget && v.e.opts.OverBudgetCutoff > 0:
+		extra = p.overBudgetCandidates(v)
 	}
 	if len(p.pending) == 0 && len(extra) == 0 && len(prot) == 0 {
 		return nil
@@ -315,10 +318,19 @@ func (p *regimeP) input(v *view) planner.Input {
 		Context: v.ctx, Budget: budget, HardLimit: hard,
 		LowWater:     int(o.LowWaterFraction * float64(budget)),
 		LeastRewrite: int(ceil(o.RewriteFraction * float64(budget))),
-		Cold:         sd.cold[v.s-1], Remaining: o.Estimator.Remaining(v.s),
+		Cold:         sd.cold[v.s-1], Remaining: o.estimatorAt(v.ctx > budget).Remaining(v.s),
 		Read: sd.price.Read(), Premium: max(sd.price.Write()-sd.price.Read(), 0), PayFactor: o.PayFactor,
 		PriceForced: o.PriceForced,
 	}
+}
+
+// overBudgetCandidates returns the extra candidates (extraCandidates) whose last
+// score is under Options.OverBudgetCutoff: never one not scored yet (lastKeep 1),
+// as the live advisor's overBudgetCandidates.
+func (p *regimeP) overBudgetCandidates(v *view) []int {
+	return slices.DeleteFunc(p.extraCandidates(v), func(j int) bool {
+		return lastKeep(v.out(j), v.s) >= v.e.opts.OverBudgetCutoff
+	})
 }
 
 // extraCandidates returns the positions of the visible candidates (CandidateFrom

@@ -102,9 +102,12 @@ type Input struct {
 	PriceForced bool
 	Pending     []Pending
 	// Extra are candidates that are not pending (scored at or over the cutoff, or
-	// not scored yet: Keep 1), which only a rewrite forced by the hard limit may
-	// take, lowest Keep first (then the earliest), when the pending prunes do not
-	// reach the low-water mark. Rule is ignored.
+	// not scored yet: Keep 1), which only a rewrite forced by the hard limit (rule
+	// c) or by the budget (rule b) may take, lowest Keep first (then the
+	// earliest), when the pending prunes do not reach the low-water mark; a
+	// rewrite forced by the budget is priced with them as before (PriceForced).
+	// The caller chooses which candidates each rule may see (the advisor offers
+	// rule b only those scored under its over_budget_cutoff). Rule is ignored.
 	Extra []Pending
 	// Protected are outputs protected only as recent (the last K steps; never a
 	// recall or re-read window, a `keep`, an excluded tool or one under the
@@ -165,7 +168,7 @@ type Rewrite struct {
 	// Apply lists the indexes into Input.Pending to apply now, ascending; empty when
 	// nothing changes.
 	Apply []int
-	// Extra lists the indexes into Input.Extra to prune too (rule c only),
+	// Extra lists the indexes into Input.Extra to prune too (rules b and c),
 	// ascending.
 	Extra []int
 	// Protected lists the indexes into Input.Protected to prune too (rule c
@@ -188,13 +191,14 @@ func Decide(in Input) Rewrite {
 	if in.Context > in.HardLimit && (len(in.Pending) > 0 || len(in.Extra) > 0 || len(in.Protected) > 0) {
 		return in.hardLimit()
 	}
-	if len(in.Pending) == 0 {
+	overBudget := in.Context > in.Budget
+	if len(in.Pending) == 0 && (!overBudget || len(in.Extra) == 0) {
 		return Rewrite{}
 	}
 	switch {
-	case in.Cold:
+	case in.Cold && len(in.Pending) > 0:
 		return in.decide(ReasonColdCache, all(len(in.Pending)))
-	case in.Context > in.Budget:
+	case overBudget:
 		return in.overBudget()
 	}
 	return in.pays()
@@ -205,6 +209,14 @@ func Decide(in Input) Rewrite {
 // is reached, then protected outputs (Protected) the same way, then the pending
 // free riders after the first change; the price does not matter.
 func (in Input) hardLimit() Rewrite {
+	return in.downToLowWater(ReasonHardLimit, true)
+}
+
+// downToLowWater takes pending prunes in priority order, then Extra, then (with
+// protected) Protected, each lowest Keep first, until the context is at or under
+// the low-water mark, and prices the rewrite with the pending free riders after
+// its first change.
+func (in Input) downToLowWater(r Reason, protected bool) Rewrite {
 	freed, first := 0, math.MaxInt
 	take := func(p Pending) bool {
 		if in.Context-freed <= in.LowWater {
@@ -219,13 +231,17 @@ func (in Input) hardLimit() Rewrite {
 			break
 		}
 	}
-	extra, protected := takeWhile(in.Extra, take), takeWhile(in.Protected, take)
-	d := in.decide(ReasonHardLimit, in.from(first))
-	d.Extra, d.Protected = extra, protected
+	extra := takeWhile(in.Extra, take)
+	var prot []int
+	if protected {
+		prot = takeWhile(in.Protected, take)
+	}
+	d := in.decide(r, in.from(first))
+	d.Extra, d.Protected = extra, prot
 	for _, i := range extra {
 		d.Frees += in.Extra[i].Saves
 	}
-	for _, i := range protected {
+	for _, i := range prot {
 		d.Frees += in.Protected[i].Saves
 	}
 	d.Suffix = max(in.Context-first-d.Frees, 0)
@@ -272,17 +288,10 @@ func priority(ps []Pending) []int {
 	return order
 }
 
-// overBudget is rule (b): priority order down to the low-water mark, then free riders.
+// overBudget is rule (b): priority order down to the low-water mark (pending
+// prunes, then Extra), then free riders.
 func (in Input) overBudget() Rewrite {
-	freed, first := 0, math.MaxInt
-	for _, i := range priority(in.Pending) {
-		if in.Context-freed <= in.LowWater {
-			break
-		}
-		freed += in.Pending[i].Saves
-		first = min(first, in.Pending[i].Offset)
-	}
-	d := in.decide(ReasonOverBudget, in.from(first))
+	d := in.downToLowWater(ReasonOverBudget, false)
 	reaches := in.Context-d.Frees <= in.LowWater || d.Frees >= in.LeastRewrite
 	if reaches && (!in.PriceForced || d.Saving >= in.PayFactor*d.Cost) {
 		return d

@@ -104,12 +104,43 @@ func TestPlan(t *testing.T) {
 			Rewrite{},
 		},
 		{
-			// Under the hard limit, candidates not yet pending are never taken.
-			"extra ignored under the hard limit", with(func(in *Input) {
-				in.Context = 1400
+			// Under the budget, candidates not yet pending are never taken.
+			"extra ignored under the budget", with(func(in *Input) {
+				in.Context = 900
 				in.Extra = []Pending{{Offset: 100, Saves: 1000, Keep: 0}}
 			}),
 			Rewrite{},
+		},
+		{
+			// Over the budget (rule b), candidates not yet pending are taken when the
+			// pending prunes (none) do not reach the low-water mark: 1400 - 1000 =
+			// 400 <= 800; suffix 1400 - 100 - 1000 = 300, cost 300 x 10, saving 1000 x 1 x 5.
+			"extra over the budget", with(func(in *Input) {
+				in.Context = 1400
+				in.Extra = []Pending{{Offset: 100, Saves: 1000, Keep: 0}}
+			}),
+			Rewrite{Extra: []int{0}, Reason: ReasonOverBudget, Frees: 1000, Suffix: 300, Cost: 3000, Saving: 5000},
+		},
+		{
+			// Pending first (100: 1300 left), then extra by lowest Keep: 0.2 (400:
+			// 900 left), 0.3 (300: 600 <= 800), and not 0.5; the first change is at
+			// 100, so the pending prune rides along. Suffix 1400 - 100 - 800 = 500.
+			"extra over the budget, lowest keep first, down to the mark", with(func(in *Input) {
+				in.Context = 1400
+				in.Pending = []Pending{{Offset: 1200, Saves: 100, Keep: 0.1}}
+				in.Extra = []Pending{{Offset: 300, Saves: 200, Keep: 0.5}, {Offset: 200, Saves: 400, Keep: 0.2}, {Offset: 100, Saves: 300, Keep: 0.3}}
+			}),
+			Rewrite{Apply: []int{0}, Extra: []int{1, 2}, Reason: ReasonOverBudget, Frees: 800, Suffix: 500, Cost: 5000, Saving: 4000},
+		},
+		{
+			// The same under price_forced: $4000 saved for $5000 does not pay, and the
+			// pending prune alone (suffix 100, cost 1000, saving 500) does not either.
+			"extra over the budget that does not pay (price_forced)", with(func(in *Input) {
+				in.Context, in.PriceForced = 1400, true
+				in.Pending = []Pending{{Offset: 1200, Saves: 100, Keep: 0.1}}
+				in.Extra = []Pending{{Offset: 300, Saves: 200, Keep: 0.5}, {Offset: 200, Saves: 400, Keep: 0.2}, {Offset: 100, Saves: 300, Keep: 0.3}}
+			}),
+			Rewrite{Wait: "over budget, but the rewrite would cost $5000.0000 and save $4000.0000 over the expected remaining steps (price_forced)"},
 		},
 		{
 			// A cold cache makes the rewrite free: everything, cost 0.

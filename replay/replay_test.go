@@ -188,8 +188,9 @@ func TestReplaySmallBudget(t *testing.T) {
 	src := loadPort(t)
 	cfg := advisor.DefaultConfig()
 	cfg.Budget = 1000
-	cfg.PriceForced = false // the budget forces the rewrite whatever it costs
-	cfg.SizeExponent = 0    // the lexical scores against the cutoff itself
+	cfg.PriceForced = false  // the budget forces the rewrite whatever it costs
+	cfg.SizeExponent = 0     // the lexical scores against the cutoff itself
+	cfg.OverBudgetCutoff = 0 // only pending prunes (TestOverBudgetCutoff in advisor takes more)
 	rec, err := (&Replayer{Config: cfg, Scorer: lexical.New()}).Replay(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)

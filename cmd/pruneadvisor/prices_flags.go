@@ -25,6 +25,8 @@ type priceFlags struct {
 	priceForced        string  // "" = the replay's, else true or false
 	lastResort         string  // "" = the replay's, else true or false
 	growthSteps        int     // -1 = the replay's
+	overBudgetFactor   float64 // -1 = the replay's over_budget_remaining_factor
+	overBudgetCutoff   float64 // -1 = the replay's over_budget_cutoff
 	cmd                *cobra.Command
 }
 
@@ -39,6 +41,8 @@ func (p *priceFlags) register(c *cobra.Command) {
 	c.Flags().Float64Var(&p.remainingFactor, "remaining-factor", 0, "the planner's remaining-steps estimate per step so far (default: the replay's config)")
 	c.Flags().StringVar(&p.priceForced, "price-forced", "", "true: rewrites forced by the budget must pay too; false: they need not (default: the replay's config)")
 	c.Flags().IntVar(&p.growthSteps, "growth-steps", -1, "the steps the hard limit's margin looks back over for the largest one-step growth (0: the whole session; default: the replay's config, growth_steps)")
+	c.Flags().Float64Var(&p.overBudgetFactor, "over-budget-remaining-factor", -1, "the planner's remaining-steps estimate per step so far while the context is over the budget (0: --remaining-factor's; default: the replay's config, over_budget_remaining_factor)")
+	c.Flags().Float64Var(&p.overBudgetCutoff, "over-budget-cutoff", -1, "a rewrite forced by the budget may also take candidates whose last score is under this (0: never; default: the replay's config, over_budget_cutoff)")
 	c.Flags().StringVar(&p.lastResort, "last-resort", "", "true: a rewrite forced by the hard limit may also stub recent outputs the agent's compaction would drop; false: never (default: the replay's config, last_resort)")
 }
 
@@ -58,6 +62,19 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 		o.GrowthSteps = p.growthSteps
 	}
 	o.Estimator, o.CacheTTL = cfg.Estimator(), cfg.CacheTTL.Std()
+	o.OverBudgetFactor, o.OverBudgetCutoff = cfg.OverBudgetRemainingFactor, cfg.OverBudgetCutoff
+	if p.overBudgetFactor >= 0 {
+		if math.IsNaN(p.overBudgetFactor) || math.IsInf(p.overBudgetFactor, 0) || p.overBudgetFactor > 100 {
+			return o, usageError{fmt.Errorf("--over-budget-remaining-factor %v: want a finite number from 0 to 100", p.overBudgetFactor)}
+		}
+		o.OverBudgetFactor = p.overBudgetFactor
+	}
+	if p.overBudgetCutoff >= 0 {
+		if math.IsNaN(p.overBudgetCutoff) || p.overBudgetCutoff > 1 {
+			return o, usageError{fmt.Errorf("--over-budget-cutoff %v: want a keep-probability from 0 to 1", p.overBudgetCutoff)}
+		}
+		o.OverBudgetCutoff = p.overBudgetCutoff
+	}
 	for k, m := range cfg.Prices {
 		o.Prices[k] = m
 	}

@@ -152,7 +152,7 @@ otherwise one line per session is logged.`,
 	c.Flags().StringVar(&f.shard, "shard", "", "replay only shard I of N (I/N, e.g. 2/3) of the sessions found, by file name: one per machine sharing a --db")
 	c.Flags().IntVar(&f.askLag, "ask-lag", 0, "model background asks: a score counts only this many steps after its ask (at least), one ask in flight per session; 0 with --ask-latency off: at its ask's step")
 	c.Flags().StringVar(&f.askLat, "ask-latency", "auto", "model background asks: a score counts from the first step whose transcript time is this long after its ask's (and at least one step later): a duration (3s), measured (each ask's own wall time), off, or auto (measured for the Ollama scorer, off for the fitted and lexical ones, which answer in microseconds)")
-	c.Flags().BoolVar(&f.asksOnly, "asks-only", false, "ask the scorer at every step as usual but prune by the rules alone (the scorer's cutoff the smallest positive number): every ask is recorded, so calibrate's sweep and front are whole at every cutoff, not only above the replay's own")
+	c.Flags().BoolVar(&f.asksOnly, "asks-only", false, "ask the scorer at every step as usual but prune by the rules alone (the scorer's cutoff the smallest positive number, over_budget_cutoff 0): every ask is recorded, so calibrate's sweep and front are whole at every cutoff, not only above the replay's own")
 	f.memory.register(c)
 	return c
 }
@@ -196,6 +196,9 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 			return usageError{fmt.Errorf("--asks-only needs a scorer (--scorer)")}
 		}
 		cfg = cfg.WithScorerCutoff(scorer.Name(), AsksOnlyCutoff)
+		// Nor does a rewrite forced by the budget take kept candidates by their
+		// scores (over_budget_cutoff): the front stays whole.
+		cfg.OverBudgetCutoff = 0
 	}
 	workers := f.workers
 	if workers == 0 {
