@@ -1,6 +1,7 @@
 package advisor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -669,21 +670,35 @@ func (a *Advisor) forcedCandidates(ctx context.Context, st *state, sp *stepState
 // overBudgetCandidates fills in.Extra when the context is over the budget (not
 // past the hard limit) and the pending prunes alone leave it above the low-water
 // mark: the kept candidates scored under Config.OverBudgetCutoff whose stub is
-// shorter (docs/DESIGN.md step 6(b), planner.Input.Extra). It returns them in the
-// order of in.Extra.
+// shorter (docs/DESIGN.md step 6(b), planner.Input.Extra), in the planner's order
+// (lowest keep-probability, then the earliest) and only as many as reach the
+// mark, so that a step renders the stubs of what a rewrite would take, not of
+// every kept candidate. It returns them in the order of in.Extra.
 func (a *Advisor) overBudgetCandidates(st *state, in *planner.Input) []extraCandidate {
-	if in.Context-st.pendingTokens <= in.LowWater {
+	need := in.Context - st.pendingTokens - in.LowWater
+	if need <= 0 {
 		return nil
 	}
-	var out []extraCandidate
+	var under []*outState
 	for _, o := range st.liveKept() {
-		if o.lastOKAsk == 0 || o.score >= a.Config.OverBudgetCutoff {
-			continue
+		if o.lastOKAsk > 0 && o.score < a.Config.OverBudgetCutoff {
+			under = append(under, o)
 		}
+	}
+	slices.SortStableFunc(under, func(x, y *outState) int {
+		if c := cmp.Compare(x.score, y.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(st.ctxOffset(x.msg), st.ctxOffset(y.msg))
+	})
+	var out []extraCandidate
+	for freed := 0; len(under) > 0 && freed < need; under = under[1:] {
+		o := under[0]
 		reason := fmt.Sprintf("over budget, score %.2f < over-budget cutoff %.2f", o.score, a.Config.OverBudgetCutoff)
 		stub := a.stubText(st, o, reason)
 		if n := tokencount.Count(stub); len(stub) < o.bytes && n < o.tokens {
 			out = append(out, extraCandidate{o: o, reason: reason, stub: stub, n: n, keep: o.score})
+			freed += o.tokens - n
 		}
 	}
 	in.Extra = pendings(st, out)
