@@ -58,12 +58,17 @@ var benchScorers = []struct {
 	name   string
 	scorer func() advisor.Scorer
 	window int
+	budget int // tokens; 0: the window's default fraction
 }{
-	{"rules", func() advisor.Scorer { return nil }, 200_000},
-	{"const0.1", func() advisor.Scorer { return constScorer(0.1) }, 200_000},
-	{"const0.9", func() advisor.Scorer { return constScorer(0.9) }, 10_000_000},
+	{"rules", func() advisor.Scorer { return nil }, 200_000, 0},
+	{"const0.1", func() advisor.Scorer { return constScorer(0.1) }, 200_000, 0},
+	{"const0.9", func() advisor.Scorer { return constScorer(0.9) }, 10_000_000, 0},
 	// The default scorer: its cards carry the use history and signals.
-	{"fitted", func() advisor.Scorer { s, _ := fitted.NewDefault(); return s }, 200_000},
+	{"fitted", func() advisor.Scorer { s, _ := fitted.NewDefault(); return s }, 200_000, 0},
+	// The same over a 20,000-token budget in a window whose hard limit the session
+	// never reaches: every step over the budget, never past the hard limit (the
+	// over-budget candidates, over_budget_cutoff).
+	{"fitted-over-budget", func() advisor.Scorer { s, _ := fitted.NewDefault(); return s }, 10_000_000, 20_000},
 }
 
 // stepRun is how many consecutive steps BenchmarkAdviseStep times after each
@@ -86,7 +91,7 @@ func BenchmarkAdviseStep(b *testing.B) {
 				k := n / 2 // steps already taken: messages[:1+2k] hold ~n messages
 				s := benchSession(b, k+stepRun)
 				cfg := advisor.DefaultConfig()
-				cfg.ContextWindow = sc.window
+				cfg.ContextWindow, cfg.Budget = sc.window, sc.budget
 				ctx := context.Background()
 				view := *s
 				var adv *advisor.Advisor
@@ -132,7 +137,7 @@ func BenchmarkSimulate(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/N=%d", sc.name, n), func(b *testing.B) {
 				s := benchSession(b, n/2)
 				cfg := advisor.DefaultConfig()
-				cfg.ContextWindow = sc.window
+				cfg.ContextWindow, cfg.Budget = sc.window, sc.budget
 				simBench(b, s, cfg, sc.scorer)
 			})
 		}
