@@ -150,7 +150,7 @@ func (t *TrainingSet) add(rec *replay.Record) {
 		if a.Step < o.CandidateFrom || a.Step > o.EndStep {
 			continue
 		}
-		t.Rows = append(t.Rows, fitted.Row{Session: o.Session, Signals: a.Signals, Used: o.UsedFrom(a.Step) != 0})
+		t.Rows = append(t.Rows, fitted.Row{Session: o.Session, Signals: a.Signals, Used: o.UsedFrom(a.Step) != 0, Miss: o.MissFrom(a.Step) != 0})
 		t.RowOut = append(t.RowOut, i)
 		t.RowStep = append(t.RowStep, a.Step)
 	}

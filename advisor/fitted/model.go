@@ -70,6 +70,14 @@ type Model struct {
 	// in a version 1 file: Predict then averages their probability with the
 	// regression's.
 	Boost *Boost `json:"boost,omitempty"`
+	// Blend, when set, is a second model Predict mixes in at BlendWeight (0 <
+	// BlendWeight < 1): (1 - BlendWeight) x this model's keep-probability +
+	// BlendWeight x Blend's. fit trains this model on the miss label (a later
+	// use its stub's digest would not hold: Row.Miss) and Blend on the use label
+	// (Row.Used), blended at Options.Blend (docs/EVALUATION.md, "The miss label
+	// blended with the use label"). Blend has no Blend of its own.
+	Blend       *Model  `json:"blend,omitempty"`
+	BlendWeight float64 `json:"blend_weight,omitempty"`
 
 	// filled lists the features this program has that the file lacked (Parse
 	// weighted them 0: a file written before they existed).
@@ -212,6 +220,25 @@ func (m *Model) Validate() error {
 			return fmt.Errorf("%w: words: %w", ErrModel, err)
 		}
 	}
+	return m.validateBlend()
+}
+
+// validateBlend checks the Blend: none and BlendWeight 0, or a valid model
+// without a Blend of its own and 0 < BlendWeight < 1.
+func (m *Model) validateBlend() error {
+	switch {
+	case m.Blend == nil && m.BlendWeight != 0:
+		return fmt.Errorf("%w: blend_weight: %v without a blend", ErrModel, m.BlendWeight)
+	case m.Blend == nil:
+		return nil
+	case math.IsNaN(m.BlendWeight) || m.BlendWeight <= 0 || m.BlendWeight >= 1:
+		return fmt.Errorf("%w: blend_weight: %v, want a number between 0 and 1", ErrModel, m.BlendWeight)
+	case m.Blend.Blend != nil:
+		return fmt.Errorf("%w: blend: a blend of its own (one level only)", ErrModel)
+	}
+	if err := m.Blend.Validate(); err != nil {
+		return fmt.Errorf("blend: %w", err)
+	}
 	return nil
 }
 
@@ -256,6 +283,9 @@ func Parse(name string, data []byte) (*Model, error) {
 		return nil, fmt.Errorf("model %s: %w: data after the JSON object", name, ErrModel)
 	}
 	m.fillMissing()
+	if m.Blend != nil {
+		m.Blend.fillMissing()
+	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("model %s: %w", name, err)
 	}
@@ -297,8 +327,17 @@ func (m *Model) Save(path string) error {
 
 // Predict returns the keep-probability of a card with signals s: the
 // regression's σ(z), or with trees (Boost) the mean of σ(z) and the trees'
-// σ(Base + Σ tree(x)).
+// σ(Base + Σ tree(x)); with a Blend, mixed with the Blend's at BlendWeight.
 func (m *Model) Predict(s *cards.Signals) float64 {
+	p := m.predictOne(s)
+	if m.Blend != nil {
+		p = (1-m.BlendWeight)*p + m.BlendWeight*m.Blend.predictOne(s)
+	}
+	return p
+}
+
+// predictOne is Predict without the Blend.
+func (m *Model) predictOne(s *cards.Signals) float64 {
 	if m.Boost == nil {
 		z := m.Bias
 		for i, f := range Features {

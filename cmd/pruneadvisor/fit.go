@@ -27,6 +27,7 @@ type fitFlags struct {
 	folds       int
 	lambda      float64
 	trees       int
+	blend       float64
 	targetMiss  float64
 	settings    []string
 	ablation    bool
@@ -112,6 +113,7 @@ Exit codes: 0 done, 1 too few rows, a store or model error, 2 bad flags.`,
 	c.Flags().IntVar(&f.folds, "folds", 5, "cross-validation folds (by session)")
 	c.Flags().Float64Var(&f.lambda, "lambda", fitted.DefaultLambda, "L2 penalty on the standardised weights")
 	c.Flags().IntVar(&f.trees, "trees", fitted.DefaultTreeOptions().Trees, "gradient-boosted trees grown beside the regression (depth 3, rate 0.05, leaves >= 50 rows; 100 measured best on ../shared/corpus), their probability averaged with the regression's (a version 2 model file; 0: the regression alone, a version 1 file)")
+	c.Flags().Float64Var(&f.blend, "blend", fitted.DefaultBlend, "train on the miss label (a later use the stub's digest would not hold) and blend in this weight of a model trained on the use label (0: the use label alone)")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "miss-rate target of the token-steps figure")
 	c.Flags().StringSliceVar(&f.settings, "settings", nil, "fit on the replay whose settings hash starts with this prefix")
 	c.Flags().BoolVar(&f.ablation, "ablation", false, "cross-validate again with each feature dropped in turn")
@@ -161,6 +163,9 @@ func (f *fitFlags) check() error {
 	}
 	if f.trees < 0 || f.trees > 5000 {
 		return usageError{fmt.Errorf("--trees %d: want 0 to 5000", f.trees)}
+	}
+	if math.IsNaN(f.blend) || f.blend < 0 || f.blend >= 1 {
+		return usageError{fmt.Errorf("--blend %v: want 0 to below 1", f.blend)}
 	}
 	if f.writeConfig != "" && f.out == "" {
 		return usageError{fmt.Errorf("--write-config needs --out: the config names the model file")}
@@ -221,7 +226,7 @@ func (f *fitFlags) training(ctx context.Context, e *env, paths []string) (set *t
 // known by their digest only, and only the embedded default's can be named by
 // it: an error otherwise.
 func (f *fitFlags) fit(set *tuning.TrainingSet, words *evidence.Background, paths []string) (fitJSON, error) {
-	opts := fitted.Options{Lambda: f.lambda}
+	opts := fitted.Options{Lambda: f.lambda, Blend: f.blend}
 	if f.trees > 0 {
 		opts.Trees = fitted.DefaultTreeOptions()
 		opts.Trees.Trees = f.trees
@@ -304,7 +309,11 @@ func fitError(err error) error {
 
 func printFit(w io.Writer, out fitJSON) {
 	m, cv := out.Model, out.CV
-	fmt.Fprintf(w, "fitted on %s: %d sessions, %d rows (%d used later, %d not)\n", out.Replay, m.Training.Sessions, m.Training.Rows, m.Training.Positives, m.Training.Negatives)
+	if m.Blend != nil {
+		fmt.Fprintf(w, "fitted on %s: %d sessions, %d rows (%d used later, %d of them missed by the stub's digest; blend %.2f of the use label)\n", out.Replay, m.Training.Sessions, m.Training.Rows, m.Blend.Training.Positives, m.Training.Positives, m.BlendWeight)
+	} else {
+		fmt.Fprintf(w, "fitted on %s: %d sessions, %d rows (%d used later, %d not)\n", out.Replay, m.Training.Sessions, m.Training.Rows, m.Training.Positives, m.Training.Negatives)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "\ncross-validation by session, %d folds\nfold\tsessions\trows\tAUC\tBrier\t\n", cv.Folds)
 	for i, f := range cv.PerFold {
