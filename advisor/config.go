@@ -215,7 +215,7 @@ type Config struct {
 	Schedule string `json:"schedule" validate:"required"`
 	// ScorerSchedules holds the ask back-off of particular scorers, by name as in
 	// ScorerCutoffs, over Schedule. Default: {"fitted": "1,1,2,3,6,12,24"}: the
-	// fitted scorer costs about 1.5 µs a card (docs/PERFORMANCE.md), so it is
+	// fitted scorer costs about 2 µs a card (docs/PERFORMANCE.md), so it is
 	// re-asked sooner while an output is young, which prunes sooner at the same
 	// miss rate (docs/EVALUATION.md, "The fitted scorer's own back-off"), and like
 	// Schedule every 24 steps once it is old; a small model through Ollama keeps
