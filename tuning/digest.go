@@ -168,9 +168,10 @@ func (c *DigestCoverage) Result() []*DigestRow {
 // the stubs the replay applied when any of them was used later (DigestRow.Applied:
 // "the uses of pruned outputs" and "the tokens they replace"), else from every
 // output whose stub would carry a digest: the smallest of DigestBudgets up to 128
-// tokens whose digests hold at least 75% of the uses with stubs at most 10% of the
-// tokens they replace; else the one that holds the most with stubs at most 10%; ok is false
-// when no budget keeps stubs within 10% (or nothing was measured).
+// tokens (issue 39's bound) whose digests hold at least 75% of the uses with stubs
+// at most 10% of the tokens they replace; else the one up to 128 that holds the
+// most with stubs at most 10% (256 may hold more: the table shows it); ok is false
+// when no budget up to 128 keeps stubs within 10% (or nothing was measured).
 func (c *DigestCoverage) Recommend() (budget int, reason string, ok bool) {
 	a, over := c.all.Applied, "the stubs applied"
 	if a.Uses == 0 {
@@ -186,7 +187,10 @@ func (c *DigestCoverage) Recommend() (budget int, reason string, ok bool) {
 		if share > 0.10 {
 			continue
 		}
-		if b <= 128 && held >= 0.75 {
+		if b > 128 {
+			continue // issue 39: the recommended budget is at most 128 tokens
+		}
+		if held >= 0.75 {
 			return b, fmt.Sprintf("over %s: the smallest budget holding >= 75%% of the uses (%.1f%%) with stubs at %.1f%% of the tokens they replace", over, 100*held, 100*share), true
 		}
 		if best < 0 || a.Held[i] > a.Held[best] {
@@ -194,9 +198,9 @@ func (c *DigestCoverage) Recommend() (budget int, reason string, ok bool) {
 		}
 	}
 	if best < 0 {
-		return 0, fmt.Sprintf("over %s: every budget's stubs pass 10%% of the tokens they replace", over), false
+		return 0, fmt.Sprintf("over %s: every budget up to 128's stubs pass 10%% of the tokens they replace", over), false
 	}
-	return DigestBudgets[best], fmt.Sprintf("over %s: no budget up to 128 holds 75%% of the uses with stubs within 10%%; this one holds the most (%.1f%%) within 10%%", over, 100*float64(a.Held[best])/float64(a.Uses)), true
+	return DigestBudgets[best], fmt.Sprintf("over %s: no budget up to 128 holds 75%% of the uses with stubs within 10%%; this one holds the most (%.1f%%) of those within 10%%", over, 100*float64(a.Held[best])/float64(a.Uses)), true
 }
 
 // Print writes the coverage as two tables, over every output a stub with a digest

@@ -68,13 +68,20 @@ func TestDigestCoverage(t *testing.T) {
 		because string
 	}{
 		{"a pruned at step 8", digestRecord(8, uses), DigestRow{Format: "pi", DigestSet: cands, Applied: applied},
-			32, "over the stubs applied: no budget up to 128 holds 75% of the uses with stubs within 10%; this one holds the most (50.0%)"},
+			32, "over the stubs applied: no budget up to 128 holds 75% of the uses with stubs within 10%; this one holds the most (50.0%) of those"},
 		{"nothing applied", digestRecord(0, uses), DigestRow{Format: "pi", DigestSet: cands, Applied: DigestSet{Held: make([]int, 5), Stub: make([]int, 5)}},
 			128, "over every output a stub with a digest could replace: no budget up to 128 holds 75% of the uses with stubs within 10%; this one holds the most (66.7%)"},
 		{"one use, held at 32", digestRecord(8, uses[1:2]), DigestRow{Format: "pi",
 			DigestSet: DigestSet{Uses: 1, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
 			Applied:   DigestSet{Uses: 1, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Outputs: 1, Tokens: 4000, Stub: applied.Stub}},
 			32, "over the stubs applied: the smallest budget holding >= 75% of the uses (100.0%)"},
+		// A use only 256 tokens hold (b's digest costs 300): 256 holds the most, but
+		// the recommendation stays within 128 (issue 39), the first of the budgets
+		// that hold the most there (none: 0).
+		{"only 256 holds it", digestRecord(0, []evidence.Use{nameUse("b", 9, 200, false)}), DigestRow{Format: "pi",
+			DigestSet: DigestSet{Uses: 1, Held: []int{0, 0, 0, 0, 1}, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
+			Applied:   DigestSet{Held: make([]int, 5), Stub: make([]int, 5)}},
+			0, "over every output a stub with a digest could replace: no budget up to 128 holds 75% of the uses with stubs within 10%; this one holds the most (0.0%)"},
 		{"no use after the prune", digestRecord(8, uses[5:6]), DigestRow{Format: "pi",
 			DigestSet: DigestSet{Uses: 1, Held: []int{0, 0, 0, 1, 1}, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
 			Applied:   DigestSet{Held: make([]int, 5), Outputs: 1, Tokens: 4000, Stub: applied.Stub}},
