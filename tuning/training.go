@@ -51,7 +51,9 @@ func WordStats(paths []string) *evidence.Background {
 
 // TrainingSet is the training rows of one replay group (one per OK ask with
 // signals, within its output's candidate window, labelled "used at or after the
-// ask's step") with the calibrate records they come from, for the token-steps
+// ask's step", Row.Used, and "a use at or after it that the stub's digest would
+// not hold", Row.Miss: calibrate.Output.MissFrom under the replay's digest
+// budget) with the calibrate records they come from, for the token-steps
 // figures of the held-out scores.
 type TrainingSet struct {
 	Group *Group       // the replay group the rows come from
