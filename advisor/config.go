@@ -143,6 +143,16 @@ type Config struct {
 	// forced by the budget goes at least this far down, so the next one is far away.
 	// Default 0.8.
 	LowWaterFraction float64 `json:"low_water_fraction" validate:"gt=0,lte=1"`
+	// HardLimitLowWaterFraction lowers the mark of a rewrite forced by the hard
+	// limit (docs/DESIGN.md step 6(c)) to this fraction of the hard limit when
+	// that is under the low-water mark; 0: the low-water mark alone. Default 0.5:
+	// at a 64,000-token window the budget (32,000) sits close to the agents'
+	// points, and 80% of it left room for a few steps, so the hard limit forced
+	// a rewrite every few steps, each writing the cache again; at the default
+	// window it changes only Gemini CLI's (its point is half the window).
+	// Measured in docs/EVALUATION.md, "Small windows: the hard limit's mark and
+	// its futile rewrites".
+	HardLimitLowWaterFraction float64 `json:"hard_limit_low_water_fraction" validate:"gte=0,lte=1"`
 	// PayFactor: under the budget with a warm cache, pending prunes are applied only
 	// when the rewrite's saving (tokens removed x cache-read price x expected
 	// remaining steps) is at least PayFactor times its cost (tokens after the first
@@ -256,24 +266,25 @@ var DefaultExcludedTools = []string{
 // DefaultConfig returns the defaults of docs/DESIGN.md's table.
 func DefaultConfig() Config {
 	return Config{
-		ContextWindow:      200_000,
-		BudgetFraction:     0.5,
-		HardLimitFraction:  0.9,
-		ProtectedSteps:     3,
-		MinCandidateTokens: 200,
-		DigestTokens:       128,
-		StubMaxShare:       0.25,
-		Cutoff:             0.25,
-		ScorerCutoffs:      map[string]float64{"fitted": 0.04},
-		ScorerSchedules:    map[string]string{"fitted": "1,1,2,3,6,12,24"},
-		SizeExponent:       0.5,
-		RewriteFraction:    0.05,
-		LowWaterFraction:   0.8,
-		PayFactor:          2,
-		PriceForced:        true,
-		LastResort:         true,
-		RemainingFactor:    0.05,
-		RemainingMin:       3,
+		ContextWindow:             200_000,
+		BudgetFraction:            0.5,
+		HardLimitFraction:         0.9,
+		ProtectedSteps:            3,
+		MinCandidateTokens:        200,
+		DigestTokens:              128,
+		StubMaxShare:              0.25,
+		Cutoff:                    0.25,
+		ScorerCutoffs:             map[string]float64{"fitted": 0.04},
+		ScorerSchedules:           map[string]string{"fitted": "1,1,2,3,6,12,24"},
+		SizeExponent:              0.5,
+		RewriteFraction:           0.05,
+		LowWaterFraction:          0.8,
+		HardLimitLowWaterFraction: 0.5,
+		PayFactor:                 2,
+		PriceForced:               true,
+		LastResort:                true,
+		RemainingFactor:           0.05,
+		RemainingMin:              3,
 
 		OverBudgetRemainingFactor: 0.2,
 		OverBudgetCutoff:          0.3,

@@ -236,6 +236,12 @@ type Options struct {
 	// LowWaterFraction and RewriteFraction (of Budget) are the planner's low-water
 	// mark and least forced rewrite; defaults 0.8 and 0.05.
 	LowWaterFraction, RewriteFraction float64
+	// HardLimitLowWaterFraction lowers the mark of a rewrite forced by the hard
+	// limit to this fraction of the hard limit when that is under the low-water
+	// mark (planner.Input.HardLowWater), as the live advisor's
+	// advisor.Config.HardLimitLowWaterFraction; 0: the low-water mark alone.
+	// Default 0.5.
+	HardLimitLowWaterFraction float64
 	// PayFactor is the planner's: a rewrite under budget with a warm cache must save
 	// at least PayFactor times its cost; default 2.
 	PayFactor float64
@@ -312,7 +318,7 @@ func (o Options) estimatorAt(overBudget bool) planner.Estimator {
 // DefaultOptions returns the defaults described on Options.
 func DefaultOptions() Options {
 	return Options{
-		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true, LastResort: true,
+		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, HardLimitLowWaterFraction: 0.5, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true, LastResort: true,
 		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, OverBudgetFactor: 0.2, OverBudgetCutoff: 0.3, CacheTTL: 5 * time.Minute,
 		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1, Window: 200_000,
 	}
@@ -333,6 +339,8 @@ func (o Options) Validate() error {
 		return bad("HardLimit", o.HardLimit)
 	case !frac(o.LowWaterFraction) || o.LowWaterFraction == 0:
 		return bad("LowWaterFraction", o.LowWaterFraction)
+	case !frac(o.HardLimitLowWaterFraction):
+		return bad("HardLimitLowWaterFraction", o.HardLimitLowWaterFraction)
 	case !frac(o.RewriteFraction):
 		return bad("RewriteFraction", o.RewriteFraction)
 	case math.IsNaN(o.PayFactor) || math.IsInf(o.PayFactor, 0) || o.PayFactor < 1:

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pruneadvisor/pruneadvisor/planner"
 )
 
 // growingSession is the session worked by hand in TestCompactionHand: 10 calls,
@@ -244,5 +246,43 @@ func TestEstimatorAt(t *testing.T) {
 	got = append(got, o.estimatorAt(true).Remaining(100))
 	if d := cmp.Diff([]float64{5, 20, 5}, got); d != "" {
 		t.Errorf("remaining after 100 calls (under, over, over with factor 0) (-want +got):\n%s", d)
+	}
+}
+
+// TestFutileHardLimitRewriteWaits works a futile rewrite by hand: the agent
+// compacts past 45,000 (margin 5,000; no call grows by more, so the hard limit is
+// 40,000), the budget is 30,000, and one 1,000-token output at offset 1,000 (a
+// candidate from call 2, scored 0.9: never pending at cutoff 0.5) is all a
+// rewrite could take, saving 900. Calls send 36,000, 37,000, 38,000, 39,000,
+// 41,000, 43,000 and 45,500. At calls 5 and 6 the context is past the hard limit
+// but the stub leaves it past it too (40,100 and 42,100) while under the point:
+// the rewrite would write 39,100 or 41,100 suffix tokens at a premium of 1.15x
+// the input price to save 900 x 0.1x x 3 steps: it waits. At call 7 (45,500, past
+// the point) it is made whatever it costs, and 44,600 stays under the point: no
+// compaction. With the point unknown to the planner (a compaction point of 0: the
+// hard limit alone, Options.HardLimit 40,000) the rewrite comes at call 5.
+func TestFutileHardLimitRewriteWaits(t *testing.T) {
+	outs := []Output{{Session: "f", Key: "1", Tokens: 1000, StubTokens: 100, Offset: 1000, Step: 1, CandidateFrom: 2, EndStep: 7,
+		Asks: []Ask{{Step: 2, Keep: 0.9, OK: true}}}}
+	sessions := []Calls{{Name: "f", Context: []int{36_000, 37_000, 38_000, 39_000, 41_000, 43_000, 45_500}, Provider: "anthropic", Agent: "test"}}
+	run := func(point int) (steps []int, l Level) {
+		opts := DefaultOptions()
+		opts.Budget, opts.HardLimit = 30_000, 40_000
+		opts.CompactionOf = func(string, int) Compaction { return Compaction{Point: point, Margin: 5_000, SummaryTokens: 1000} }
+		opts.OnRewrite = func(_ string, step int, d planner.Rewrite) {
+			if d.Reason != planner.ReasonHardLimit {
+				t.Errorf("point %d: call %d rewrote for %q; want the hard limit", point, step, d.Reason)
+			}
+			steps = append(steps, step)
+		}
+		return steps, mustEval(t, outs, sessions, opts).Scorer("s", 0.5).Applied
+	}
+	steps, l := run(45_000)
+	if d := cmp.Diff([]int{7}, steps); d != "" || l.Compactions != 0 || l.TokenSteps != 900 {
+		t.Errorf("point 45,000: rewrites at calls %v (-want +got: %s), %d compactions, %d token-steps; want call 7 only, none, 900", steps, d, l.Compactions, l.TokenSteps)
+	}
+	steps, l = run(0)
+	if d := cmp.Diff([]int{5}, steps); d != "" || l.TokenSteps != 2700 {
+		t.Errorf("point unknown: rewrites at calls %v (-want +got: %s), %d token-steps; want call 5 only, 900 x 3", steps, d, l.TokenSteps)
 	}
 }

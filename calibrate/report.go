@@ -366,8 +366,8 @@ func sameOutput(a, b Output) bool {
 func (r Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	o := r.Options
-	fmt.Fprintf(tw, "%d outputs in %d sessions; low-water %.0f%% and least rewrite %.0f%% of the budget, pay factor %.2f, remaining steps %.2f x steps (over the budget %.2f; at least %.0f), over-budget cutoff %.2f, cache TTL %s, recall overhead %d tokens, last resort %s\n",
-		r.Outputs, r.Sessions, 100*o.LowWaterFraction, 100*o.RewriteFraction, o.PayFactor, o.Estimator.Factor, o.estimatorAt(true).Factor, o.Estimator.Min, o.OverBudgetCutoff, o.CacheTTL, o.RecallOverheadTokens, onOff(o.LastResort))
+	fmt.Fprintf(tw, "%d outputs in %d sessions; low-water %.0f%% and least rewrite %.0f%% of the budget, the hard limit's rewrites down to %.0f%% of it at most, pay factor %.2f, remaining steps %.2f x steps (over the budget %.2f; at least %.0f), over-budget cutoff %.2f, cache TTL %s, recall overhead %d tokens, last resort %s\n",
+		r.Outputs, r.Sessions, 100*o.LowWaterFraction, 100*o.RewriteFraction, 100*o.HardLimitLowWaterFraction, o.PayFactor, o.Estimator.Factor, o.estimatorAt(true).Factor, o.Estimator.Min, o.OverBudgetCutoff, o.CacheTTL, o.RecallOverheadTokens, onOff(o.LastResort))
 	fmt.Fprintf(tw, "call times: %d of %d sessions carry none (no timestamps: priced on a warm cache throughout); %d calls of the others came after a pause longer than the cache TTL (cold: their rewrites are free)\n",
 		r.SessionsUntimed, r.Sessions, r.ColdCalls)
 	for _, s := range r.Scorers {

@@ -320,7 +320,9 @@ func (p *regimeP) input(v *view) planner.Input {
 		LeastRewrite: int(ceil(o.RewriteFraction * float64(budget))),
 		Cold:         sd.cold[v.s-1], Remaining: o.estimatorAt(v.ctx > budget).Remaining(v.s),
 		Read: sd.price.Read(), Premium: max(sd.price.Write()-sd.price.Read(), 0), PayFactor: o.PayFactor,
-		PriceForced: o.PriceForced,
+		PriceForced:  o.PriceForced,
+		HardLowWater: int(o.HardLimitLowWaterFraction * float64(hard)),
+		Point:        sd.compaction.Point,
 	}
 }
 

@@ -128,34 +128,41 @@ func hardLimitSession() ([]Output, []Calls) {
 }
 
 // Past the hard limit the planner may stub candidates that are not pending, by
-// their last score, lowest first, down to the low-water mark: only outputs that
-// are candidates by then (from that very call too) and whose stub is shorter. On
+// their last score, lowest first, down to its mark: only outputs that are
+// candidates by then (from that very call too) and whose stub is shorter. On
 // hardLimitSession at cutoff 0.5, worked by hand: calls 1-6 send up to 101,000,
 // under the hard limit, nothing pending: no rewrite. Call 7 would send 121,000 >
 // 120,000; the candidates not pending are outputs 1 (0.6) and 3-6 (0.9; the tiny
 // one's stub is no shorter, output 2 is no candidate). Lowest first: output 1
-// (121,000 - 19,960 = 101,040 left), then 3 (81,080), then 4 (61,120 <= 80,000):
-// one rewrite freeing 59,880 tokens. Output 1, used at 8, misses. Call 8 sends
-// 141,000 - 59,880 = 81,120. The peak is call 6's 101,000, the one call over the
-// budget.
+// (121,000 - 19,960 = 101,040 left), then 3 (81,080), then 4 (61,120). With the
+// low-water mark alone (HardLimitLowWaterFraction 0) the mark is 80,000: one
+// rewrite freeing 59,880 tokens. With the default 0.5 the mark is the lower
+// 60,000 (half the hard limit), so output 5 goes too (41,160): 79,840. Either
+// way output 1, used at 8, misses, and the peak is call 6's 101,000, the one call
+// over the budget.
 func TestHardLimitTakesCandidatesNotPending(t *testing.T) {
-	outs, sessions := hardLimitSession()
-	opts := DefaultOptions()
-	opts.HardLimit = 120_000
-	type rewrite struct {
-		Step   int
-		Reason planner.Reason
-		Frees  int
-	}
-	var told []rewrite
-	opts.OnRewrite = func(_ string, step int, d planner.Rewrite) { told = append(told, rewrite{step, d.Reason, d.Frees}) }
-	r := mustEval(t, outs, sessions, opts).Scorer("s", 0.5)
-	type figures struct{ Rewrites, Misses, Peak, OverBudget int }
-	if d := cmp.Diff(figures{1, 1, 101_000, 1}, figures{r.Applied.Rewrites, r.Applied.Misses, r.Applied.PeakContext, r.Applied.StepsOverBudget}); d != "" {
-		t.Errorf("applied level (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff([]rewrite{{7, planner.ReasonHardLimit, 59_880}}, told); d != "" {
-		t.Errorf("rewrites told to OnRewrite (-want +got):\n%s", d)
+	for _, tt := range []struct {
+		fraction float64
+		frees    int
+	}{{0, 59_880}, {0.5, 79_840}} {
+		outs, sessions := hardLimitSession()
+		opts := DefaultOptions()
+		opts.HardLimit, opts.HardLimitLowWaterFraction = 120_000, tt.fraction
+		type rewrite struct {
+			Step   int
+			Reason planner.Reason
+			Frees  int
+		}
+		var told []rewrite
+		opts.OnRewrite = func(_ string, step int, d planner.Rewrite) { told = append(told, rewrite{step, d.Reason, d.Frees}) }
+		r := mustEval(t, outs, sessions, opts).Scorer("s", 0.5)
+		type figures struct{ Rewrites, Misses, Peak, OverBudget int }
+		if d := cmp.Diff(figures{1, 1, 101_000, 1}, figures{r.Applied.Rewrites, r.Applied.Misses, r.Applied.PeakContext, r.Applied.StepsOverBudget}); d != "" {
+			t.Errorf("fraction %v: applied level (-want +got):\n%s", tt.fraction, d)
+		}
+		if d := cmp.Diff([]rewrite{{7, planner.ReasonHardLimit, tt.frees}}, told); d != "" {
+			t.Errorf("fraction %v: rewrites told to OnRewrite (-want +got):\n%s", tt.fraction, d)
+		}
 	}
 }
 

@@ -27,6 +27,7 @@ type priceFlags struct {
 	growthSteps        int     // -1 = the replay's
 	overBudgetFactor   float64 // -1 = the replay's over_budget_remaining_factor
 	overBudgetCutoff   float64 // -1 = the replay's over_budget_cutoff
+	hardLowWater       float64 // -1 = the replay's hard_limit_low_water_fraction
 	cmd                *cobra.Command
 }
 
@@ -43,6 +44,7 @@ func (p *priceFlags) register(c *cobra.Command) {
 	c.Flags().IntVar(&p.growthSteps, "growth-steps", -1, "the steps the hard limit's margin looks back over for the largest one-step growth (0: the whole session; default: the replay's config, growth_steps)")
 	c.Flags().Float64Var(&p.overBudgetFactor, "over-budget-remaining-factor", -1, "the planner's remaining-steps estimate per step so far while the context is over the budget (0: --remaining-factor's; default: the replay's config, over_budget_remaining_factor)")
 	c.Flags().Float64Var(&p.overBudgetCutoff, "over-budget-cutoff", -1, "a rewrite forced by the budget may also take candidates whose last score is under this (0: never; default: the replay's config, over_budget_cutoff)")
+	c.Flags().Float64Var(&p.hardLowWater, "hard-limit-low-water-fraction", -1, "a rewrite forced by the hard limit goes down to this fraction of the hard limit when that is under the low-water mark (0: the low-water mark alone; default: the replay's config, hard_limit_low_water_fraction)")
 	c.Flags().StringVar(&p.lastResort, "last-resort", "", "true: a rewrite forced by the hard limit may also stub recent outputs the agent's compaction would drop; false: never (default: the replay's config, last_resort)")
 }
 
@@ -63,6 +65,13 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	}
 	o.Estimator, o.CacheTTL = cfg.Estimator(), cfg.CacheTTL.Std()
 	o.OverBudgetFactor, o.OverBudgetCutoff = cfg.OverBudgetRemainingFactor, cfg.OverBudgetCutoff
+	o.HardLimitLowWaterFraction = cfg.HardLimitLowWaterFraction
+	if p.hardLowWater >= 0 {
+		if math.IsNaN(p.hardLowWater) || p.hardLowWater > 1 {
+			return o, usageError{fmt.Errorf("--hard-limit-low-water-fraction %v: want a fraction from 0 to 1", p.hardLowWater)}
+		}
+		o.HardLimitLowWaterFraction = p.hardLowWater
+	}
 	if p.overBudgetFactor >= 0 {
 		if math.IsNaN(p.overBudgetFactor) || math.IsInf(p.overBudgetFactor, 0) || p.overBudgetFactor > 100 {
 			return o, usageError{fmt.Errorf("--over-budget-remaining-factor %v: want a finite number from 0 to 100", p.overBudgetFactor)}
