@@ -857,9 +857,6 @@ func (a *Advisor) plannerInput(st *state, sp *stepState, list []*outState) plann
 		in.Remaining = cfg.EstimatorOver().Remaining(sp.T)
 	}
 	in.HardLowWater = int(cfg.HardLimitLowWaterFraction * float64(sp.limit.Tokens))
-	if sp.limit.Point > 0 {
-		in.Point = max(sp.limit.Point-sp.limit.Tools, 1)
-	}
 	for i, o := range list {
 		in.Pending[i] = planner.Pending{
 			Offset: st.ctxOffset(o.msg), Saves: o.tokens - o.stubTokens, Keep: o.score,

@@ -30,10 +30,30 @@ type Compaction struct {
 	KeepTokens   int     `json:"keep_tokens"`
 	KeepFraction float64 `json:"keep_fraction"`
 	KeepSteps    int     `json:"keep_steps"`
+	// Decides says which count of the context the agent compares with Point
+	// before call s (docs/EVALUATION.md, "When the agent decides to compact"):
+	//   - DecidesSent ("", the default): what call s sends after the proxy's
+	//     rewrite of it, the most a proxy could do;
+	//   - DecidesUsage: the usage the provider reported for call s-1, what it
+	//     was sent plus its answer (the growth from call s-1 to s less the tool
+	//     outputs that came since): Codex, opencode, pi and Gemini CLI count
+	//     their context from the last usage; a rewrite at call s comes too late
+	//     and one at s-1 counts;
+	//   - DecidesEstimate: call s's context before the proxy's rewrite of it (the
+	//     last usage plus an estimate of what came since, as an agent that counts
+	//     its next request before it sends it): a rewrite at call s comes too late.
+	Decides string `json:"decides,omitempty"`
 }
 
-// Validate reports a negative size or a fraction outside [0,1] (wrapping
-// ErrInvalid).
+// The counts an agent may compare with its compaction point (Compaction.Decides).
+const (
+	DecidesSent     = ""
+	DecidesUsage    = "usage"
+	DecidesEstimate = "estimate"
+)
+
+// Validate reports a negative size, a fraction outside [0,1] or an unknown
+// Decides (wrapping ErrInvalid).
 func (c Compaction) Validate() error {
 	bad := func(field string, v any) error {
 		return fmt.Errorf("%w: compaction %s = %v", ErrInvalid, field, v)
@@ -51,6 +71,8 @@ func (c Compaction) Validate() error {
 		return bad("KeepFraction", c.KeepFraction)
 	case c.KeepSteps < 0:
 		return bad("KeepSteps", c.KeepSteps)
+	case c.Decides != DecidesSent && c.Decides != DecidesUsage && c.Decides != DecidesEstimate:
+		return bad("Decides", c.Decides)
 	}
 	return nil
 }

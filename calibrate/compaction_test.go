@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/pruneadvisor/pruneadvisor/planner"
 )
 
 // growingSession is the session worked by hand in TestCompactionHand: 10 calls,
@@ -249,40 +247,48 @@ func TestEstimatorAt(t *testing.T) {
 	}
 }
 
-// TestFutileHardLimitRewriteWaits works a futile rewrite by hand: the agent
-// compacts past 45,000 (margin 5,000; no call grows by more, so the hard limit is
-// 40,000), the budget is 30,000, and one 1,000-token output at offset 1,000 (a
-// candidate from call 2, scored 0.9: never pending at cutoff 0.5) is all a
-// rewrite could take, saving 900. Calls send 36,000, 37,000, 38,000, 39,000,
-// 41,000, 43,000 and 45,500. At calls 5 and 6 the context is past the hard limit
-// but the stub leaves it past it too (40,100 and 42,100) while under the point:
-// the rewrite would write 39,100 or 41,100 suffix tokens at a premium of 1.15x
-// the input price to save 900 x 0.1x x 3 steps: it waits. At call 7 (45,500, past
-// the point) it is made whatever it costs, and 44,600 stays under the point: no
-// compaction. With the point unknown to the planner (a compaction point of 0: the
-// hard limit alone, Options.HardLimit 40,000) the rewrite comes at call 5.
-func TestFutileHardLimitRewriteWaits(t *testing.T) {
-	outs := []Output{{Session: "f", Key: "1", Tokens: 1000, StubTokens: 100, Offset: 1000, Step: 1, CandidateFrom: 2, EndStep: 7,
-		Asks: []Ask{{Step: 2, Keep: 0.9, OK: true}}}}
-	sessions := []Calls{{Name: "f", Context: []int{36_000, 37_000, 38_000, 39_000, 41_000, 43_000, 45_500}, Provider: "anthropic", Agent: "test"}}
-	run := func(point int) (steps []int, l Level) {
-		opts := DefaultOptions()
-		opts.Budget, opts.HardLimit = 30_000, 40_000
-		opts.CompactionOf = func(string, int) Compaction { return Compaction{Point: point, Margin: 5_000, SummaryTokens: 1000} }
-		opts.OnRewrite = func(_ string, step int, d planner.Rewrite) {
-			if d.Reason != planner.ReasonHardLimit {
-				t.Errorf("point %d: call %d rewrote for %q; want the hard limit", point, step, d.Reason)
-			}
-			steps = append(steps, step)
+// TestCompactionDecides works the three counts an agent may compare with its
+// point (Compaction.Decides) on growingSession (point 45,000, a 1,000-token
+// summary, nothing kept, margin 5,000), by hand.
+//
+// Keep-all. Sent and estimate alike (no rewrite, so the two counts agree):
+// TestCompactionHand's two compactions, before calls 5 and 9. Usage: before call s
+// the agent counts what call s-1 sent plus the growth since (10,000) less the
+// output that came since (9,000): 11,000, 21,000, 31,000, 41,000 before calls
+// 2-5, so call 5 sends 50,000; before call 6, 51,000: it compacts then (outputs
+// 1-5 gone, 1,000 sent). Call 7 sends 11,000 and output 2's compaction miss writes
+// 9,100 more; calls 8-10 count 21,100, 31,100 and 41,100: no second compaction.
+//
+// TestLastResort's regime (candidates 4 calls after their output, the last
+// resort on): at call 5 (50,000, past the point) the forced rewrite brings the
+// context to 23,300. Sent: no compaction. Usage: before call 5 the count is
+// 41,000, under the point, and the rewrite keeps the later ones under it: none.
+// Estimate: the agent counts 50,000 before the rewrite and compacts: one.
+func TestCompactionDecides(t *testing.T) {
+	for _, tc := range []struct {
+		decides                 string
+		keepAll, regime, misses int
+	}{
+		{DecidesSent, 2, 0, 1},
+		{DecidesUsage, 1, 0, 1},
+		{DecidesEstimate, 2, 1, 1},
+	} {
+		outs, sessions := growingSession()
+		for i := range outs {
+			outs[i].CandidateFrom = min(outs[i].Step+4, 10)
 		}
-		return steps, mustEval(t, outs, sessions, opts).Scorer("s", 0.5).Applied
+		opts := DefaultOptions()
+		opts.CompactionOf = func(string, int) Compaction {
+			return Compaction{Point: 45_000, Margin: 5_000, SummaryTokens: 1000, Decides: tc.decides}
+		}
+		e := mustEval(t, outs, sessions, opts)
+		ka, r := e.KeepAll().Decision, e.Scorer("s", 0.5).Applied
+		got := [3]int{ka.Compactions, r.Compactions, ka.CompactionMisses}
+		if d := cmp.Diff([3]int{tc.keepAll, tc.regime, tc.misses}, got); d != "" {
+			t.Errorf("decides %q: (keep-all's compactions, the regime's, keep-all's compaction misses) (-want +got):\n%s", tc.decides, d)
+		}
 	}
-	steps, l := run(45_000)
-	if d := cmp.Diff([]int{7}, steps); d != "" || l.Compactions != 0 || l.TokenSteps != 900 {
-		t.Errorf("point 45,000: rewrites at calls %v (-want +got: %s), %d compactions, %d token-steps; want call 7 only, none, 900", steps, d, l.Compactions, l.TokenSteps)
-	}
-	steps, l = run(0)
-	if d := cmp.Diff([]int{5}, steps); d != "" || l.TokenSteps != 2700 {
-		t.Errorf("point unknown: rewrites at calls %v (-want +got: %s), %d token-steps; want call 5 only, 900 x 3", steps, d, l.TokenSteps)
+	if err := (Compaction{Point: 1, Decides: "guess"}).Validate(); err == nil {
+		t.Error(`Decides "guess": no error`)
 	}
 }

@@ -119,11 +119,22 @@ func (e *Evaluator) simulateInto(sd *sessionData, p policy, tr *Series) Level {
 	lost := map[int][]int{}   // call -> positions a compaction dropped, first used then
 	for s := 1; s <= sd.end; s++ {
 		v.s = s
+		came := 0 // tokens of the outputs that came since call s-1
 		for v.visible < len(sd.outs) && v.out(v.visible).Step < s {
+			came += v.out(v.visible).Tokens
 			v.visible++
 		}
 		full := sd.context[s-1] + v.added
 		v.ctx = full - v.saved - v.cut
+		compacted := false
+		if v.decidesEarly(lastSent, came) {
+			// The agent compacts before the proxy sees the call.
+			cached := min(lastSent, v.ctx)
+			if sd.cold[s-1] {
+				cached = 0
+			}
+			v.ctx, compacted = v.compactPhase(&l, v.ctx, cached, lost), true
+		}
 		first := v.stubPhase(p, missAt)
 		ctx := full - v.saved - v.cut
 		cached := min(lastSent, ctx)
@@ -131,11 +142,10 @@ func (e *Evaluator) simulateInto(sd *sessionData, p policy, tr *Series) Level {
 			l.Rewrites++
 			cached = min(cached, first)
 		}
-		if sd.cold[s-1] {
+		if sd.cold[s-1] || compacted {
 			cached = 0
 		}
-		compacted := false
-		if c := sd.compaction; c.Point > 0 && ctx > c.Point {
+		if c := sd.compaction; !compacted && c.Decides == DecidesSent && c.Point > 0 && ctx > c.Point {
 			ctx, cached, compacted = v.compactPhase(&l, ctx, cached, lost), 0, true
 		}
 		l.PaidUSD += sd.price.Call(cached, ctx)
@@ -153,6 +163,24 @@ func (e *Evaluator) simulateInto(sd *sessionData, p policy, tr *Series) Level {
 		l.NetUSD = sd.keepAll.PaidUSD - l.PaidUSD
 	}
 	return l
+}
+
+// decidesEarly reports whether the agent compacts before call v.s by a count it
+// makes before the proxy's rewrite of the call (Compaction.Decides): the
+// estimate, the context as it would be sent (v.ctx); the usage, what call s-1
+// sent (lastSent) plus the growth since less the outputs that came (came
+// tokens), for s > 1.
+func (v *view) decidesEarly(lastSent, came int) bool {
+	c, s := v.sd.compaction, v.s
+	switch {
+	case c.Point <= 0:
+		return false
+	case c.Decides == DecidesEstimate:
+		return v.ctx > c.Point
+	case c.Decides == DecidesUsage && s > 1:
+		return lastSent+v.sd.context[s-1]-v.sd.context[s-2]-came > c.Point
+	}
+	return false
 }
 
 // stubPhase applies the policy's stubs at call v.s, registers the misses they will
@@ -322,7 +350,6 @@ func (p *regimeP) input(v *view) planner.Input {
 		Read: sd.price.Read(), Premium: max(sd.price.Write()-sd.price.Read(), 0), PayFactor: o.PayFactor,
 		PriceForced:  o.PriceForced,
 		HardLowWater: int(o.HardLimitLowWaterFraction * float64(hard)),
-		Point:        sd.compaction.Point,
 	}
 }
 

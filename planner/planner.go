@@ -29,12 +29,8 @@
 //	    The mark of this rule is the lower of LowWater and HardLowWater (half
 //	    the hard limit by default: at small windows, where the budget lies close
 //	    to the point, 80% of the budget left room for a few steps only, and a
-//	    rewrite every few steps). A rewrite that cannot bring the context to
-//	    the hard limit even so, while the context is still at or under the
-//	    agent's Point, keeps nothing under the limit: it is made only when it
-//	    pays (saving >= PayFactor x cost), else the step waits; past the Point
-//	    it is made whatever it costs (docs/EVALUATION.md, "Small windows: the
-//	    hard limit's mark and its futile rewrites");
+//	    rewrite every few steps; docs/EVALUATION.md, "Small windows: the hard
+//	    limit's mark and its futile rewrites");
 //	(d) the rewrite pays for itself (ReasonPays): saving >= PayFactor x cost.
 //
 // Otherwise nothing changes: doing nothing is the default pruning has to beat.
@@ -129,12 +125,6 @@ type Input struct {
 	// HardLowWater is the mark a rewrite forced by the hard limit (rule c) goes
 	// down to when it is lower than LowWater, in tokens; 0: LowWater alone.
 	HardLowWater int
-	// Point is the agent's compaction point in the tokens Context counts (its
-	// point less what the context does not count, such as tool definitions); 0
-	// when unknown. At or under it, a rewrite forced by the hard limit that cannot
-	// reach the hard limit must pay (rule c); past it, or with Point 0, it is
-	// made whatever it costs.
-	Point int
 }
 
 // Validate reports the first invalid field (wrapping ErrInput).
@@ -152,8 +142,6 @@ func (in *Input) Validate() error {
 		return bad("LowWater", in.LowWater)
 	case in.HardLowWater < 0 || in.HardLowWater > in.HardLimit:
 		return bad("HardLowWater", in.HardLowWater)
-	case in.Point < 0:
-		return bad("Point", in.Point)
 	case in.LeastRewrite < 0:
 		return bad("LeastRewrite", in.LeastRewrite)
 	case !fin(in.Remaining) || in.Remaining < 1:
@@ -230,19 +218,12 @@ func Decide(in Input) Rewrite {
 // the low-water mark and HardLowWater, then candidates not yet pending (Extra) by
 // lowest keep-probability until it is reached, then protected outputs (Protected)
 // the same way, then the pending free riders after the first change; the price
-// does not matter, unless all of it leaves the context past the hard limit while
-// it is still at or under the agent's Point (futile): such a rewrite is made only
-// when it pays.
+// does not matter.
 func (in Input) hardLimit() Rewrite {
 	if in.HardLowWater > 0 {
 		in.LowWater = min(in.LowWater, in.HardLowWater)
 	}
-	d := in.downToLowWater(ReasonHardLimit, true)
-	futile := in.Point > 0 && in.Context <= in.Point && in.Context-d.Frees > in.HardLimit
-	if futile && d.Saving < in.PayFactor*d.Cost {
-		return Rewrite{Wait: fmt.Sprintf("past the hard limit (%d), but every prune frees %d tokens, short of it, and the agent's point (%d) is not reached: the rewrite saves $%.4f, less than %.1f x its cost $%.4f", in.HardLimit, d.Frees, in.Point, d.Saving, in.PayFactor, d.Cost)}
-	}
-	return d
+	return in.downToLowWater(ReasonHardLimit, true)
 }
 
 // downToLowWater takes pending prunes in priority order, then Extra, then (with

@@ -76,49 +76,6 @@ func TestPlan(t *testing.T) {
 			Rewrite{Apply: []int{0, 1}, Reason: ReasonHardLimit, Frees: 900, Suffix: 600, Cost: 6000, Saving: 4500},
 		},
 		{
-			// Futile: everything frees 50 (1600 -> 1550, still past the hard limit 1500)
-			// and the context is under the agent's point 1700. Suffix 1600-1000-50 =
-			// 550, cost 5500 > saving 50 x 5 = 250 (pay factor 1): the step waits.
-			"futile hard-limit rewrite under the point waits", with(func(in *Input) {
-				in.Context, in.Point = 1600, 1700
-				in.Pending = []Pending{{Offset: 1000, Saves: 50, Keep: 0.1}}
-			}),
-			Rewrite{Wait: "past the hard limit (1500), but every prune frees 50 tokens, short of it, and the agent's point (1700) is not reached: the rewrite saves $250.0000, less than 1.0 x its cost $5500.0000"},
-		},
-		{
-			// The same past the point (1600 > 1550): made whatever it costs.
-			"futile hard-limit rewrite past the point", with(func(in *Input) {
-				in.Context, in.Point = 1600, 1550
-				in.Pending = []Pending{{Offset: 1000, Saves: 50, Keep: 0.1}}
-			}),
-			Rewrite{Apply: []int{0}, Reason: ReasonHardLimit, Frees: 50, Suffix: 550, Cost: 5500, Saving: 250},
-		},
-		{
-			// The same with the point unknown (0): made whatever it costs.
-			"futile hard-limit rewrite, point unknown", with(func(in *Input) {
-				in.Context = 1600
-				in.Pending = []Pending{{Offset: 1000, Saves: 50, Keep: 0.1}}
-			}),
-			Rewrite{Apply: []int{0}, Reason: ReasonHardLimit, Frees: 50, Suffix: 550, Cost: 5500, Saving: 250},
-		},
-		{
-			// Futile but paying: the stub sits near the end (offset 1540), suffix
-			// 1600-1540-50 = 10, cost 100 <= saving 250: made.
-			"futile hard-limit rewrite that pays", with(func(in *Input) {
-				in.Context, in.Point = 1600, 1700
-				in.Pending = []Pending{{Offset: 1540, Saves: 50, Keep: 0.1}}
-			}),
-			Rewrite{Apply: []int{0}, Reason: ReasonHardLimit, Frees: 50, Suffix: 10, Cost: 100, Saving: 250},
-		},
-		{
-			// Futile on a cold cache: the rewrite is free (cost 0), so made.
-			"futile hard-limit rewrite on a cold cache", with(func(in *Input) {
-				in.Context, in.Point, in.Cold = 1600, 1700, true
-				in.Pending = []Pending{{Offset: 1000, Saves: 50, Keep: 0.1}}
-			}),
-			Rewrite{Apply: []int{0}, Reason: ReasonHardLimit, Frees: 50, Suffix: 550, Saving: 250},
-		},
-		{
 			// Nothing pending, one unscored candidate (Keep 1): it goes. Suffix
 			// 1600-100-1000 = 500.
 			"hard limit with nothing pending", with(func(in *Input) {
@@ -314,7 +271,6 @@ func TestValidate(t *testing.T) {
 		{"low water over budget", func(in *Input) { in.LowWater = 101 }},
 		{"hard limit's mark over the hard limit", func(in *Input) { in.HardLowWater = 201 }},
 		{"negative hard limit's mark", func(in *Input) { in.HardLowWater = -1 }},
-		{"negative point", func(in *Input) { in.Point = -1 }},
 		{"remaining below 1", func(in *Input) { in.Remaining = 0.5 }},
 		{"NaN price", func(in *Input) { in.Read = math.NaN() }},
 		{"pay factor below 1", func(in *Input) { in.PayFactor = 0.5 }},
