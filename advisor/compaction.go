@@ -45,7 +45,20 @@ type CompactionPoint struct {
 	KeepTokens   int     `json:"keep_tokens,omitempty" validate:"gte=0"`
 	KeepFraction float64 `json:"keep_fraction,omitempty" validate:"gte=0,lte=1"`
 	KeepSteps    int     `json:"keep_steps,omitempty" validate:"gte=0"`
+	// Counts says what the agent compares with its point before a request:
+	// CountsUsage, the usage the provider reported for its last request (what
+	// it was sent plus its answer; the tool outputs that came since are not
+	// counted), or CountsEstimate ("" too), its next request as it will send
+	// it. The hard limit's margin follows it (HardLimitFor): the answer alone
+	// for usage, one step's growth for an estimate.
+	Counts string `json:"counts,omitempty" validate:"omitempty,oneof=usage estimate"`
 }
+
+// What an agent compares with its compaction point (CompactionPoint.Counts).
+const (
+	CountsUsage    = "usage"
+	CountsEstimate = "estimate"
+)
 
 // Summary sizes measured on the real compacted sessions in ../shared/sessions
 // (TestCompactionSummarySizes reads them again): Claude Code's one compaction
@@ -99,25 +112,39 @@ var CompactionPoints = map[string]CompactionPoint{
 	// row of that less 33k, or context_window).
 	AgentClaude: {Reserve: 33_000,
 		Source: "Claude Code autoCompact: effective window = window - min(max output, 20,000); threshold = effective - 13,000 (AUTOCOMPACT_BUFFER_TOKENS)",
-		Keeps:  "the summary (and the files it re-reads)", SummaryTokens: ClaudeSummaryTokens},
+		Keeps:  "the summary (and the files it re-reads)", SummaryTokens: ClaudeSummaryTokens,
+		// Before every model call, the last usage plus its estimate of the
+		// messages since (e2e TestClaudeCompaction).
+		Counts: CountsEstimate},
 	// Codex: the lower of model_auto_compact_token_limit and 90% of the window
 	// (244,800 of 272,000); set the limit with a tokens override.
 	AgentCodex: {Fraction: 0.9,
 		Source: "codex-rs core: auto_compact_token_limit = min(model_auto_compact_token_limit, 90% of the context window)",
-		Keeps:  "the summary and recent user messages (up to 20k tokens)"},
+		Keeps:  "the summary and recent user messages (up to 20k tokens)",
+		// After every response, its total tokens (e2e TestCodexCompaction).
+		Counts: CountsUsage},
 	// pi: window - reserveTokens (16,384).
 	AgentPi: {Reserve: 16_384,
 		Source: "pi-coding-agent compaction settings: reserveTokens 16384 (keepRecentTokens 20000)",
-		Keeps:  "the summary and the last keepRecentTokens (20,000)", SummaryTokens: PiSummaryTokens, KeepTokens: 20_000},
+		Keeps:  "the summary and the last keepRecentTokens (20,000)", SummaryTokens: PiSummaryTokens, KeepTokens: 20_000,
+		// The last answer's usage, when the agent's run ends and before a new
+		// prompt (0.73.1 agent-session.js _checkCompaction; e2e TestPiCompaction).
+		Counts: CountsUsage},
 	// Gemini CLI: compressionThreshold (default 0.5) of the model's limit.
 	AgentGemini: {Fraction: 0.5,
 		Source: "gemini-cli chatCompressionService: DEFAULT_COMPRESSION_TOKEN_THRESHOLD 0.5 of tokenLimit(model) (model.compressionThreshold)",
-		Keeps:  "the summary and the latest 30% of the history", KeepFraction: 0.3},
+		Keeps:  "the summary and the latest 30% of the history", KeepFraction: 0.3,
+		// The last prompt's token count, before every request (0.61.0 compress:
+		// getLastPromptTokenCount; e2e TestGeminiCompaction).
+		Counts: CountsUsage},
 	// opencode: input limit - compaction.reserved (default min(20,000, the model's
 	// output limit): 20,000 for current coding models).
 	AgentOpencode: {Reserve: 20_000,
 		Source: "opencode session/compaction: overflow when tokens > input limit - compaction.reserved (default min(20000, output limit))",
-		Keeps:  "the summary and the last tail_turns (2)", KeepSteps: 2},
+		Keeps:  "the summary and the last tail_turns (2)", KeepSteps: 2,
+		// The last finished answer's tokens, before every step (1.18.33 session
+		// loop: isOverflow; e2e TestOpencodeCompaction).
+		Counts: CountsUsage},
 }
 
 // Agents returns the agent names the configuration knows: the table's and
@@ -169,6 +196,24 @@ func (c Config) CheckAgent(agent string) error {
 // grow more gets its own largest step as the margin (HardLimitFor).
 const DefaultCompactionMargin = 10_000
 
+// DefaultAnswerMargin is Config.AnswerMargin's default, in tokens: the room the
+// hard limit keeps below the point of an agent that counts its last usage
+// (CompactionPoint.Counts), for the model's answer, which that usage includes.
+// The tool outputs that come after the answer are not counted before the next
+// request, which the proxy sees and rewrites before it goes out. 5,000: at a
+// 64,000-token window on ../shared/sessions and ../shared/corpus it saved two
+// and one compactions and half the stub misses against the growth margin
+// (docs/EVALUATION.md, "When the agent decides to compact").
+const DefaultAnswerMargin = 5_000
+
+// AnswerMarginTokens returns AnswerMargin, or DefaultAnswerMargin when it is 0.
+func (c Config) AnswerMarginTokens() int {
+	if c.AnswerMargin > 0 {
+		return c.AnswerMargin
+	}
+	return DefaultAnswerMargin
+}
+
 // Margin returns CompactionMargin, or DefaultCompactionMargin when it is 0.
 func (c Config) Margin() int {
 	if c.CompactionMargin > 0 {
@@ -201,14 +246,20 @@ type Limit struct {
 // the largest growth of its context in one step seen so far. A trigger is the
 // compaction point (it is where the context really gets compacted); else the
 // agent's point (PointOf) for the window; else, for an unknown agent, the window
-// fraction (HardLimitTokens). The margin is the larger of growth and Margin(): the agent checks its point against the context of its next
-// request, one step's growth above the one sent now.
+// fraction (HardLimitTokens). The margin is the larger of growth and Margin(): an
+// agent that estimates its next request checks its point against it, one step's
+// growth above the one sent now; for an agent that counts its last usage
+// (CompactionPoint.Counts) it is AnswerMarginTokens(), the room for the answer
+// that usage includes.
 func (c Config) HardLimitFor(agent string, trigger, growth int) Limit {
 	var l Limit
+	l.Margin = max(c.Margin(), growth)
 	switch p, ok := c.PointOf(agent); {
 	case trigger > 0:
 		l.Point, l.Source = trigger, "trigger"
-	case ok && p.At(c.ContextWindow) > max(c.Margin(), growth):
+	case ok && p.Counts == CountsUsage && p.At(c.ContextWindow) > c.AnswerMarginTokens():
+		l.Point, l.Source, l.Margin = p.At(c.ContextWindow), "agent:"+agent, c.AnswerMarginTokens()
+	case ok && p.At(c.ContextWindow) > l.Margin:
 		l.Point, l.Source = p.At(c.ContextWindow), "agent:"+agent
 	case ok:
 		// The agent's point is not above the margin for this window (a reserve
@@ -217,7 +268,6 @@ func (c Config) HardLimitFor(agent string, trigger, growth int) Limit {
 	default:
 		return Limit{Tokens: c.HardLimitTokens(), Source: "window-fraction"}
 	}
-	l.Margin = max(c.Margin(), growth)
 	l.Tokens = max(l.Point-l.Margin, 1)
 	return l
 }

@@ -85,6 +85,12 @@ type Config struct {
 	// default, left out of the JSON so that settings hashes of replays, which
 	// never use it, stay as they were) means DefaultCompactionMargin.
 	CompactionMargin int `json:"compaction_margin,omitempty" validate:"gte=0,ltfield=ContextWindow"`
+	// AnswerMargin is the margin, in tokens, kept free below the point of an
+	// agent that counts its context from its last usage (CompactionPoint.Counts
+	// "usage": Codex, pi, Gemini CLI, opencode): room for the model's answer,
+	// with no growth term (HardLimitFor). 0 (the default, left out of the JSON)
+	// means DefaultAnswerMargin, 5,000.
+	AnswerMargin int `json:"answer_margin,omitempty" validate:"gte=0,ltfield=ContextWindow"`
 	// GrowthSteps is how many recent steps the hard limit's margin looks back
 	// over: the largest one-step growth of the context in the last GrowthSteps
 	// steps; 0 (the default): in the whole session so far. Measured
@@ -349,9 +355,15 @@ func (c Config) Validate() error {
 	}
 	if err := c.CheckAgent(c.Agent); err != nil {
 		msgs = append(msgs, fmt.Sprintf("agent: %v", err))
-	} else if p, ok := c.PointOf(c.Agent); ok && c.ContextWindow > 0 && p.At(c.ContextWindow) <= c.Margin() {
-		msgs = append(msgs, fmt.Sprintf("agent: %s compacts at %d tokens of a context_window of %d, not above compaction_margin %d",
-			c.Agent, p.At(c.ContextWindow), c.ContextWindow, c.Margin()))
+	} else if p, ok := c.PointOf(c.Agent); ok && c.ContextWindow > 0 {
+		name, margin := "compaction_margin", c.Margin()
+		if p.Counts == CountsUsage {
+			name, margin = "answer_margin", c.AnswerMarginTokens()
+		}
+		if p.At(c.ContextWindow) <= margin {
+			msgs = append(msgs, fmt.Sprintf("agent: %s compacts at %d tokens of a context_window of %d, not above %s %d",
+				c.Agent, p.At(c.ContextWindow), c.ContextWindow, name, margin))
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.CompactionPoints)) {
 		if why := c.CompactionPoints[k].check(c.ContextWindow); why != "" {

@@ -79,12 +79,26 @@ func TestHardLimitFor(t *testing.T) {
 		{"", 0, 0, advisor.Limit{Tokens: 180_000, Source: "window-fraction"}},
 		{"nobody", 0, 0, advisor.Limit{Tokens: 180_000, Source: "window-fraction"}},
 		// A step that grew more than the point: no point left above the margin.
-		{"gemini", 0, 120_000, advisor.Limit{Tokens: 180_000, Source: "window-fraction (gemini compacts at 100000, under the margin)"}},
+		{"claude", 0, 170_000, advisor.Limit{Tokens: 180_000, Source: "window-fraction (claude compacts at 167000, under the margin)"}},
+		// Agents that count their last usage keep room for the answer alone
+		// (5,000), whatever a step grew: pi at 200,000 - 16,384, Gemini CLI at
+		// half the window, Codex at 90%, opencode at the window less 20,000.
+		{"pi", 0, 0, advisor.Limit{Point: 183_616, Margin: 5_000, Tokens: 178_616, Source: "agent:pi"}},
+		{"pi", 0, 30_000, advisor.Limit{Point: 183_616, Margin: 5_000, Tokens: 178_616, Source: "agent:pi"}},
+		{"gemini", 0, 120_000, advisor.Limit{Point: 100_000, Margin: 5_000, Tokens: 95_000, Source: "agent:gemini"}},
+		{"codex", 0, 0, advisor.Limit{Point: 180_000, Margin: 5_000, Tokens: 175_000, Source: "agent:codex"}},
+		{"opencode", 0, 0, advisor.Limit{Point: 180_000, Margin: 5_000, Tokens: 175_000, Source: "agent:opencode"}},
+		// A trigger is the provider's, counted on the request: the growth margin.
+		{"pi", 150_000, 0, advisor.Limit{Point: 150_000, Margin: 10_000, Tokens: 140_000, Source: "trigger"}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, cfg.HardLimitFor(tt.agent, tt.trigger, tt.growth)); diff != "" {
 			t.Errorf("HardLimitFor(%q, %d, %d) (-want +got):\n%s", tt.agent, tt.trigger, tt.growth, diff)
 		}
+	}
+	cfg.AnswerMargin = 2_000
+	if got := cfg.HardLimitFor("pi", 0, 0).Tokens; got != 181_616 {
+		t.Errorf("answer_margin 2,000: pi's hard limit %d; want 183,616 - 2,000 = 181616", got)
 	}
 }
 
@@ -105,6 +119,8 @@ func TestCompactionConfigErrors(t *testing.T) {
 		{"margin over window", `{"compaction_margin": 200000}`, "compaction_margin = 200000"},
 		{"typo", `{"compaction_points": {"pi": {"reserve": 1}}}`, `unknown field "reserve"`},
 		{"point under the margin", `{"agent": "claude", "context_window": 40000}`, "agent: claude compacts at 7000 tokens of a context_window of 40000, not above compaction_margin 10000"},
+		{"point under the answer margin", `{"agent": "gemini", "context_window": 8000}`, "agent: gemini compacts at 4000 tokens of a context_window of 8000, not above answer_margin 5000"},
+		{"answer margin", `{"answer_margin": -1}`, "answer_margin = -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,12 +259,13 @@ func TestHardLimitTriggerAndBudget(t *testing.T) {
 	if p.HardLimit != 11_000 || p.HardLimitSource != "trigger" {
 		t.Errorf("with a trigger of 12,000: hard limit %d from %q; want 11000 from trigger", p.HardLimit, p.HardLimitSource)
 	}
-	cfg.Agent = "gemini"
+	cfg.Agent, cfg.AnswerMargin = "gemini", 1_000
 	p, err = newAdvisor(t, cfg, nil, advisor.NewMemoryStore(), nil).Advise(context.Background(), survey(t, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 0.5 x 20,000 - 1,000 = 9,000, under the budget of 10,000.
+	// 0.5 x 20,000 - 1,000 (Gemini CLI counts its last usage: the answer
+	// margin) = 9,000, under the budget of 10,000.
 	if p.HardLimit != 9_000 || p.Budget != 9_000 {
 		t.Errorf("gemini: hard limit %d, budget %d; want both 9000", p.HardLimit, p.Budget)
 	}

@@ -17,8 +17,9 @@ type Compaction struct {
 	Point int `json:"point"`
 	// Margin is one step's growth the planner keeps free below Point: the hard
 	// limit is Point - max(Margin, the largest growth of one step so far), as the
-	// live advisor's (advisor.Config.HardLimitFor); 0 takes the Options.HardLimit
-	// instead.
+	// live advisor's (advisor.Config.HardLimitFor), or Point - Margin for an
+	// agent that counts its last usage (Decides DecidesUsage: the margin is for
+	// the answer); 0 takes the Options.HardLimit instead.
 	Margin int `json:"margin"`
 	// SummaryTokens is the size of the summary the compaction leaves, in tokens.
 	SummaryTokens int `json:"summary_tokens"`
@@ -123,8 +124,13 @@ func (v *view) tailStart(ctx int) int { return v.sd.compaction.tailStart(v, ctx)
 // Options.HardLimit.
 func (v *view) hardLimit() int {
 	c := v.sd.compaction
-	if c.Point <= 0 || c.Margin <= 0 {
+	switch {
+	case c.Point <= 0 || c.Margin <= 0:
 		return v.e.opts.HardLimit
+	case c.Decides == DecidesUsage:
+		// The agent counts its last usage: the margin is for the answer, not a
+		// step's growth (advisor.Config.HardLimitFor).
+		return max(c.Point-c.Margin, 1)
 	}
 	return max(c.Point-max(c.Margin, v.sd.growth[v.s-1]), 1)
 }

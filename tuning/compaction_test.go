@@ -22,16 +22,18 @@ func TestCompactionOf(t *testing.T) {
 		window int
 		want   calibrate.Compaction
 	}{
-		// 200,000 - 33,000; Claude's measured summary.
-		{"claude", 200_000, calibrate.Compaction{Point: 167_000, Margin: 10_000, SummaryTokens: 4369}},
-		// 64,000 - 16,384, keeping the last 20,000 tokens.
-		{"pi", 64_000, calibrate.Compaction{Point: 47_616, Margin: 10_000, SummaryTokens: 1047, KeepTokens: 20_000}},
-		{"gemini", 200_000, calibrate.Compaction{Point: 100_000, Margin: 10_000, SummaryTokens: 1877, KeepFraction: 0.3}},
-		{"codex", 64_000, calibrate.Compaction{Point: 57_600, Margin: 10_000, SummaryTokens: 1877}},
-		{"opencode", 200_000, calibrate.Compaction{Point: 180_000, Margin: 10_000, SummaryTokens: 1877, KeepSteps: 2}},
+		// 200,000 - 33,000; Claude's measured summary; Claude Code estimates its
+		// next request: the growth margin.
+		{"claude", 200_000, calibrate.Compaction{Point: 167_000, Margin: 10_000, SummaryTokens: 4369, Decides: calibrate.DecidesEstimate}},
+		// 64,000 - 16,384, keeping the last 20,000 tokens; the agents that count
+		// their last usage keep room for the answer alone (5,000).
+		{"pi", 64_000, calibrate.Compaction{Point: 47_616, Margin: 5_000, SummaryTokens: 1047, KeepTokens: 20_000, Decides: calibrate.DecidesUsage}},
+		{"gemini", 200_000, calibrate.Compaction{Point: 100_000, Margin: 5_000, SummaryTokens: 1877, KeepFraction: 0.3, Decides: calibrate.DecidesUsage}},
+		{"codex", 64_000, calibrate.Compaction{Point: 57_600, Margin: 5_000, SummaryTokens: 1877, Decides: calibrate.DecidesUsage}},
+		{"opencode", 200_000, calibrate.Compaction{Point: 180_000, Margin: 5_000, SummaryTokens: 1877, KeepSteps: 2, Decides: calibrate.DecidesUsage}},
 		// 40,000 - 33,000 = 7,000 is not above the margin: compacts at 7,000,
 		// the hard limit is the window fraction's.
-		{"claude", 40_000, calibrate.Compaction{Point: 7_000, SummaryTokens: 4369}},
+		{"claude", 40_000, calibrate.Compaction{Point: 7_000, SummaryTokens: 4369, Decides: calibrate.DecidesEstimate}},
 		// An agent that does not compact cannot send more than the window.
 		{"", 200_000, calibrate.Compaction{Point: 200_000, SummaryTokens: 1877}},
 		{"mini-swe-agent", 32_000, calibrate.Compaction{Point: 32_000, SummaryTokens: 1877}},
@@ -40,12 +42,25 @@ func TestCompactionOf(t *testing.T) {
 			t.Errorf("%q at %d (-want +got):\n%s", tc.agent, tc.window, d)
 		}
 	}
+	// Every agent counted alike: the count and its margin follow.
+	sent := tuning.CompactionCounted(advisor.DefaultConfig(), calibrate.DecidesSent)
+	want := calibrate.Compaction{Point: 47_616, Margin: 10_000, SummaryTokens: 1047, KeepTokens: 20_000}
+	if d := cmp.Diff(want, sent("pi", 64_000)); d != "" {
+		t.Errorf("pi at 64,000 counted as sent (-want +got):\n%s", d)
+	}
+	usage := tuning.CompactionCounted(advisor.DefaultConfig(), calibrate.DecidesUsage)
+	want = calibrate.Compaction{Point: 167_000, Margin: 5_000, SummaryTokens: 4369, Decides: calibrate.DecidesUsage}
+	if d := cmp.Diff(want, usage("claude", 200_000)); d != "" {
+		t.Errorf("claude at 200,000 counted as usage (-want +got):\n%s", d)
+	}
 }
 
 // TestReplayHardLimitFromAgent: a pi session's advisor takes its hard limit from
-// pi's compaction point (200,000 - 16,384 = 183,616, less the margin: at most
-// 173,616), not the window fraction's 180,000; its first hard-limit rewrite comes
-// below that, and its calibrate.Calls (tuning.Calls) names the agent.
+// pi's compaction point (200,000 - 16,384 = 183,616, less the answer margin, pi
+// counting its last usage: 178,616; advisor's TestHardLimitFor), not the window
+// fraction's 180,000: its first hard-limit rewrite comes before the session's
+// whole context (nothing pruned) passes the point, and its calibrate.Calls
+// (tuning.Calls) names the agent.
 func TestReplayHardLimitFromAgent(t *testing.T) {
 	src, err := replay.Load("../../shared/sessions/pi/before-compaction.jsonl", true)
 	if err != nil {
@@ -60,8 +75,8 @@ func TestReplayHardLimitFromAgent(t *testing.T) {
 	}
 	for _, s := range rec.StepFacts {
 		if s.RewriteReason == "hard-limit" {
-			if s.ContextTokens > 173_616 {
-				t.Errorf("first hard-limit rewrite at step %d with %d tokens, past pi's point less the margin", s.Step, s.ContextTokens)
+			if s.ContextTokens > 183_616 || s.AppliedTokens > 178_616 {
+				t.Errorf("first hard-limit rewrite at step %d with %d tokens (%d after it), past pi's point", s.Step, s.ContextTokens, s.AppliedTokens)
 			}
 			return
 		}

@@ -135,21 +135,47 @@ func Calls(r *replay.Record) calibrate.Calls {
 // (calibrate.Options.CompactionOf): a session of a known agent compacts at the
 // agent's point for the window (Config.PointOf, CompactionPoint.At) with the
 // row's summary size (MeanSummaryTokens when the row has none) and what it keeps,
-// and its hard limit is the point less the margin (Config.Margin, or the session's
-// largest step), as live; when that point is not above the margin, or the agent
+// counts its context as the row says (CompactionPoint.Counts: the last usage or
+// an estimate of its next request; calibrate.Compaction.Decides), and its hard
+// limit is the point less the margin as live (Config.HardLimitFor: the answer
+// margin for an agent that counts its last usage, else Config.Margin or the
+// session's largest step); when that point is not above the margin, or the agent
 // is unknown, the session compacts at the window itself (an agent cannot send
-// more) and the hard limit is calibrate's Options.HardLimit (the window fraction),
-// as live.
+// more, counted as sent) and the hard limit is calibrate's Options.HardLimit (the
+// window fraction), as live.
 func CompactionOf(cfg advisor.Config) func(agent string, window int) calibrate.Compaction {
+	return CompactionCounted(cfg, OwnCount)
+}
+
+// OwnCount, as CompactionCounted's decides, keeps each agent's own count (its
+// row's CompactionPoint.Counts).
+const OwnCount = "agent"
+
+// CompactionCounted is CompactionOf with every known agent counting its context
+// as decides says (calibrate.DecidesSent, DecidesUsage or DecidesEstimate)
+// instead of its own row's count; OwnCount keeps each row's. The margin follows
+// the count: the answer margin for usage, else the growth margin.
+func CompactionCounted(cfg advisor.Config, decides string) func(agent string, window int) calibrate.Compaction {
 	return func(agent string, window int) calibrate.Compaction {
 		p, ok := cfg.PointOf(agent)
 		c := calibrate.Compaction{Point: window, SummaryTokens: advisor.MeanSummaryTokens}
 		if !ok || p.Reserve >= window {
 			return c
 		}
+		c.Decides = calibrate.DecidesEstimate
+		if p.Counts == advisor.CountsUsage {
+			c.Decides = calibrate.DecidesUsage
+		}
+		if decides != OwnCount {
+			c.Decides = decides
+		}
+		margin := cfg.Margin()
+		if c.Decides == calibrate.DecidesUsage {
+			margin = cfg.AnswerMarginTokens()
+		}
 		c.Point = p.At(window)
-		if c.Point > cfg.Margin() {
-			c.Margin = cfg.Margin()
+		if c.Point > margin {
+			c.Margin = margin
 		}
 		if p.SummaryTokens > 0 {
 			c.SummaryTokens = p.SummaryTokens

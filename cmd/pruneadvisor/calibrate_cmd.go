@@ -20,8 +20,9 @@ type calibrateFlags struct {
 	priceFlags
 	budgets []int
 	windows []int
-	// compactionDecides: the count every agent compares with its point
-	// (calibrate.Compaction.Decides; "sent", "usage" or "estimate").
+	// compactionDecides: the count the agents compare with their points
+	// ("agent": each its own; "sent", "usage" or "estimate" for all;
+	// calibrate.Compaction.Decides).
 	compactionDecides string
 	budgetSet         bool // --budget was given
 	db                string
@@ -101,7 +102,7 @@ first stored scorer) into an advisor config file, keeping its other fields.`,
 func (f *calibrateFlags) register(c *cobra.Command) {
 	f.priceFlags.register(c)
 	c.Flags().IntSliceVar(&f.budgets, "budget", []int{20_000, 50_000, 100_000}, "budgets to price at, in tokens (a list); the replay's own budget shows the advisor's real rewrites")
-	c.Flags().StringVar(&f.compactionDecides, "compaction-decides", "sent", "what every agent compares with its compaction point before a call: sent (what the call sends after the proxy's rewrite, the most a proxy could do), usage (the usage reported for the call before: Codex, opencode, pi, Gemini CLI), estimate (the call before the proxy's rewrite: an agent that counts its next request); docs/EVALUATION.md, \"When the agent decides to compact\"")
+	c.Flags().StringVar(&f.compactionDecides, "compaction-decides", "agent", "what the agents compare with their compaction points before a call: agent (each its own count, the compaction table's: the last usage for Codex, opencode, pi and Gemini CLI, the next request before the proxy's rewrite for Claude Code), or, for every agent, sent (what the call sends after the proxy's rewrite, the most a proxy could do), usage or estimate; docs/EVALUATION.md, \"When the agent decides to compact\"")
 	c.Flags().IntSliceVar(&f.windows, "window", nil, "context windows to model, in tokens (a list; default: the config's context_window): where each session's agent compacts (docs/EVALUATION.md); in a window other than the config's, the hard limit and, unless --budget is given, the budget are the config's fractions of it")
 	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store holding the replays: an SQLite file, or a postgres:// URL")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "highest acceptable miss rate (pruned outputs used later / pruned outputs)")
@@ -310,19 +311,17 @@ func (f *calibrateFlags) reportOptions(base advisor.Config, in *tuning.ReportInp
 			return opts, nil, usageError{fmt.Errorf("--window %d: want a context window of at least 1,000 tokens", w)}
 		}
 	}
-	opts.Window, opts.CompactionOf = base.ContextWindow, tuning.CompactionOf(base)
 	switch d := f.compactionDecides; d {
+	case tuning.OwnCount:
+		opts.CompactionOf = tuning.CompactionOf(base)
 	case "sent":
+		opts.CompactionOf = tuning.CompactionCounted(base, calibrate.DecidesSent)
 	case calibrate.DecidesUsage, calibrate.DecidesEstimate:
-		of := opts.CompactionOf
-		opts.CompactionOf = func(agent string, window int) calibrate.Compaction {
-			c := of(agent, window)
-			c.Decides = d
-			return c
-		}
+		opts.CompactionOf = tuning.CompactionCounted(base, d)
 	default:
-		return opts, nil, usageError{fmt.Errorf("--compaction-decides %q: want sent, usage or estimate", d)}
+		return opts, nil, usageError{fmt.Errorf("--compaction-decides %q: want agent, sent, usage or estimate", d)}
 	}
+	opts.Window = base.ContextWindow
 	budgets := f.budgets
 	if len(f.windows) > 0 && !f.budgetSet {
 		budgets = nil // each window's own budget: the config's fraction of it
