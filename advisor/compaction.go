@@ -51,12 +51,17 @@ type CompactionPoint struct {
 	// counted), or CountsEstimate ("" too), its next request as it will send
 	// it. The hard limit's margin follows it (HardLimitFor): the answer alone
 	// for usage, one step's growth for an estimate.
-	Counts string `json:"counts,omitempty" validate:"omitempty,oneof=usage estimate"`
+	Counts string `json:"counts,omitempty" validate:"omitempty,oneof=usage turn estimate"`
 }
 
-// What an agent compares with its compaction point (CompactionPoint.Counts).
+// What an agent compares with its compaction point (CompactionPoint.Counts):
+// CountsTurn is CountsUsage checked only between turns (when its run ends and
+// before a new prompt: pi); the live hard limit treats it as CountsUsage (the
+// proxy cannot tell which request ends a turn), replay and calibrate count only
+// at the calls that start one.
 const (
 	CountsUsage    = "usage"
+	CountsTurn     = "turn"
 	CountsEstimate = "estimate"
 )
 
@@ -128,8 +133,10 @@ var CompactionPoints = map[string]CompactionPoint{
 		Source: "pi-coding-agent compaction settings: reserveTokens 16384 (keepRecentTokens 20000)",
 		Keeps:  "the summary and the last keepRecentTokens (20,000)", SummaryTokens: PiSummaryTokens, KeepTokens: 20_000,
 		// The last answer's usage, when the agent's run ends and before a new
-		// prompt (0.73.1 agent-session.js _checkCompaction; e2e TestPiCompaction).
-		Counts: CountsUsage},
+		// prompt (0.73.1 agent-session.js _checkCompaction; e2e TestPiCompaction;
+		// the two real compactions of ../shared/sessions/pi/before-compaction.jsonl
+		// came between turns).
+		Counts: CountsTurn},
 	// Gemini CLI: compressionThreshold (default 0.5) of the model's limit.
 	AgentGemini: {Fraction: 0.5,
 		Source: "gemini-cli chatCompressionService: DEFAULT_COMPRESSION_TOKEN_THRESHOLD 0.5 of tokenLimit(model) (model.compressionThreshold)",
@@ -257,7 +264,7 @@ func (c Config) HardLimitFor(agent string, trigger, growth int) Limit {
 	switch p, ok := c.PointOf(agent); {
 	case trigger > 0:
 		l.Point, l.Source = trigger, "trigger"
-	case ok && p.Counts == CountsUsage && p.At(c.ContextWindow) > c.AnswerMarginTokens():
+	case ok && (p.Counts == CountsUsage || p.Counts == CountsTurn) && p.At(c.ContextWindow) > c.AnswerMarginTokens():
 		l.Point, l.Source, l.Margin = p.At(c.ContextWindow), "agent:"+agent, c.AnswerMarginTokens()
 	case ok && p.At(c.ContextWindow) > l.Margin:
 		l.Point, l.Source = p.At(c.ContextWindow), "agent:"+agent

@@ -357,7 +357,7 @@ func (c Config) Validate() error {
 		msgs = append(msgs, fmt.Sprintf("agent: %v", err))
 	} else if p, ok := c.PointOf(c.Agent); ok && c.ContextWindow > 0 {
 		name, margin := "compaction_margin", c.Margin()
-		if p.Counts == CountsUsage {
+		if p.Counts == CountsUsage || p.Counts == CountsTurn {
 			name, margin = "answer_margin", c.AnswerMarginTokens()
 		}
 		if p.At(c.ContextWindow) <= margin {

@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -222,6 +223,11 @@ type Calls struct {
 	// Agent names the agent that wrote the session ("claude", "codex", "pi",
 	// "gemini", "opencode"; "" when unknown), for Options.CompactionOf.
 	Agent string
+	// TurnStart[s-1] reports that a user prompt came before call s: the call
+	// starts a turn (replay.StepFacts.Prompt). An agent that counts only between
+	// turns (Compaction.Decides DecidesTurn) decides at these calls; nil, or no
+	// call marked, when unknown: it then decides at every call, as DecidesUsage.
+	TurnStart []bool
 }
 
 // Options are the simulation settings. Build them with DefaultOptions and change
@@ -485,6 +491,8 @@ type sessionData struct {
 	// limit's margin).
 	compaction Compaction
 	growth     []int
+	// turn[s-1]: call s starts a turn (Calls.TurnStart); nil when unknown.
+	turn []bool
 }
 
 // NewEvaluator validates opts, every output (Output.Validate, unique (Session,
@@ -596,6 +604,10 @@ func (e *Evaluator) newSessionData(s *Calls, end int) (*sessionData, error) {
 		}
 	}
 	sd.growth = growths(s.Context[:end], e.opts.GrowthSteps)
+	if slices.Contains(s.TurnStart, true) {
+		sd.turn = make([]bool, end)
+		copy(sd.turn, s.TurnStart)
+	}
 	var prev time.Time
 	for i := 0; i < end && i < len(s.At); i++ {
 		t := s.At[i]

@@ -42,8 +42,17 @@ type Compaction struct {
 	//     and one at s-1 counts;
 	//   - DecidesEstimate: call s's context before the proxy's rewrite of it (the
 	//     last usage plus an estimate of what came since, as an agent that counts
-	//     its next request before it sends it): a rewrite at call s comes too late.
+	//     its next request before it sends it): a rewrite at call s comes too late;
+	//   - DecidesTurn: the usage, counted only before a call that starts a turn
+	//     (Calls.TurnStart: pi checks when its run ends and before a new
+	//     prompt); at every call when the session's turns are unknown.
 	Decides string `json:"decides,omitempty"`
+	// Window is the most a request may carry, in tokens (the model's context
+	// window; 0: unbounded). An agent that counts only between turns
+	// (DecidesTurn) sends past its point within a turn; past the window the
+	// provider refuses the request and the agent compacts then (pi's overflow
+	// recovery).
+	Window int `json:"window,omitempty"`
 }
 
 // The counts an agent may compare with its compaction point (Compaction.Decides).
@@ -51,6 +60,7 @@ const (
 	DecidesSent     = ""
 	DecidesUsage    = "usage"
 	DecidesEstimate = "estimate"
+	DecidesTurn     = "turn"
 )
 
 // Validate reports a negative size, a fraction outside [0,1] or an unknown
@@ -72,7 +82,9 @@ func (c Compaction) Validate() error {
 		return bad("KeepFraction", c.KeepFraction)
 	case c.KeepSteps < 0:
 		return bad("KeepSteps", c.KeepSteps)
-	case c.Decides != DecidesSent && c.Decides != DecidesUsage && c.Decides != DecidesEstimate:
+	case c.Window < 0:
+		return bad("Window", c.Window)
+	case c.Decides != DecidesSent && c.Decides != DecidesUsage && c.Decides != DecidesEstimate && c.Decides != DecidesTurn:
 		return bad("Decides", c.Decides)
 	}
 	return nil
@@ -127,7 +139,7 @@ func (v *view) hardLimit() int {
 	switch {
 	case c.Point <= 0 || c.Margin <= 0:
 		return v.e.opts.HardLimit
-	case c.Decides == DecidesUsage:
+	case c.Decides == DecidesUsage || c.Decides == DecidesTurn:
 		// The agent counts its last usage: the margin is for the answer, not a
 		// step's growth (advisor.Config.HardLimitFor).
 		return max(c.Point-c.Margin, 1)

@@ -292,3 +292,40 @@ func TestCompactionDecides(t *testing.T) {
 		t.Error(`Decides "guess": no error`)
 	}
 }
+
+// TestCompactionTurn: an agent that counts its usage only between turns
+// (DecidesTurn) on growingSession's keep-all (point 45,000, a 1,000-token
+// summary, nothing kept), by hand. One turn from call 1 and no window: it never
+// counts again and never compacts (call 10 sends 100,000). A turn starting at
+// call 6: the count there is 51,000 (TestCompactionDecides' usage), so it
+// compacts before call 6, as the usage count does. One turn and a 75,000-token
+// window: calls 1-7 send up to 70,000; call 8 (80,000) passes the window, so the
+// request fails and the agent compacts then (outputs 1-7 gone; output 2 was used
+// at 7, before: no compaction miss).
+func TestCompactionTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		turns       []int
+		window      int
+		compactions int
+		peak        int
+	}{
+		{"one turn", []int{1}, 0, 0, 100_000},
+		{"a turn at call 6", []int{1, 6}, 0, 1, 60_000},
+		{"one turn, a window of 75,000", []int{1}, 75_000, 1, 80_000},
+	} {
+		outs, sessions := growingSession()
+		sessions[0].TurnStart = make([]bool, len(sessions[0].Context))
+		for _, s := range tc.turns {
+			sessions[0].TurnStart[s-1] = true
+		}
+		opts := DefaultOptions()
+		opts.CompactionOf = func(string, int) Compaction {
+			return Compaction{Point: 45_000, Margin: 5_000, SummaryTokens: 1000, Decides: DecidesTurn, Window: tc.window}
+		}
+		ka := mustEval(t, outs, sessions, opts).KeepAll().Decision
+		if ka.Compactions != tc.compactions || ka.PeakContext != tc.peak {
+			t.Errorf("%s: %d compactions, peak %d; want %d, %d", tc.name, ka.Compactions, ka.PeakContext, tc.compactions, tc.peak)
+		}
+	}
+}

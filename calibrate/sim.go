@@ -145,7 +145,9 @@ func (e *Evaluator) simulateInto(sd *sessionData, p policy, tr *Series) Level {
 		if sd.cold[s-1] || compacted {
 			cached = 0
 		}
-		if c := sd.compaction; !compacted && c.Decides == DecidesSent && c.Point > 0 && ctx > c.Point {
+		if c := sd.compaction; !compacted && c.Point > 0 && (c.Decides == DecidesSent && ctx > c.Point || c.Decides == DecidesTurn && c.Window > 0 && ctx > c.Window) {
+			// Past the point as sent, or past the window mid-turn (the provider
+			// refuses the request: overflow).
 			ctx, cached, compacted = v.compactPhase(&l, ctx, cached, lost), 0, true
 		}
 		l.PaidUSD += sd.price.Call(cached, ctx)
@@ -169,7 +171,7 @@ func (e *Evaluator) simulateInto(sd *sessionData, p policy, tr *Series) Level {
 // makes before the proxy's rewrite of the call (Compaction.Decides): the
 // estimate, the context as it would be sent (v.ctx); the usage, what call s-1
 // sent (lastSent) plus the growth since less the outputs that came (came
-// tokens), for s > 1.
+// tokens), for s > 1, and for DecidesTurn only at a call that starts a turn.
 func (v *view) decidesEarly(lastSent, came int) bool {
 	c, s := v.sd.compaction, v.s
 	switch {
@@ -177,10 +179,12 @@ func (v *view) decidesEarly(lastSent, came int) bool {
 		return false
 	case c.Decides == DecidesEstimate:
 		return v.ctx > c.Point
-	case c.Decides == DecidesUsage && s > 1:
-		return lastSent+v.sd.context[s-1]-v.sd.context[s-2]-came > c.Point
+	case s == 1 || c.Decides != DecidesUsage && c.Decides != DecidesTurn:
+		return false
+	case c.Decides == DecidesTurn && v.sd.turn != nil && !v.sd.turn[s-1]:
+		return false // mid-turn: the agent does not count
 	}
-	return false
+	return lastSent+v.sd.context[s-1]-v.sd.context[s-2]-came > c.Point
 }
 
 // stubPhase applies the policy's stubs at call v.s, registers the misses they will

@@ -222,6 +222,12 @@ type StepFacts struct {
 	// Cold reports that the prompt cache had expired before call Step: more than
 	// the cache TTL passed since the previous call (both times known).
 	Cold bool
+	// Prompt reports that a user prompt (a user message with words of its own,
+	// not tool results, not injected context) came since the previous model
+	// call: call Step starts a turn. An agent that checks its compaction point
+	// only between turns (pi) counts at these calls (calibrate.Calls.TurnStart).
+	// False at every step of a replay stored before it was recorded.
+	Prompt bool
 }
 
 // TimeStats counts the steps of a session whose call time is missing (no

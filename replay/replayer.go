@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -394,7 +395,9 @@ func (f *folder) step(p advisor.Plan, view []*transcript.Message) error {
 	if f.onStep != nil {
 		f.onStep(path, p.Step)
 	}
-	f.steps = append(f.steps, compactStep(p))
+	st := compactStep(p)
+	st.prompt = prompted(view[min(f.walked, len(view)):])
+	f.steps = append(f.steps, st)
 	f.walk(view, len(view))
 	// Fold the new items and the items whose decision changed at this step
 	// (Plan.Changed): the others cannot change a fact, and looking at every item
@@ -424,6 +427,19 @@ type stepFact struct {
 	asked            int32
 	overBudget       bool
 	rewrite          bool
+	prompt           bool
+}
+
+// prompted reports whether msgs, the messages that came since the previous model
+// call, hold a user prompt: a user message with words of its own, not injected
+// context (StepFacts.Prompt).
+func prompted(msgs []*transcript.Message) bool {
+	for _, m := range msgs {
+		if m.Role == transcript.RoleUser && !m.Meta && strings.TrimSpace(m.Text) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // compactStep returns the compact facts of plan p.
@@ -441,6 +457,7 @@ func (f *folder) stepFacts() []StepFacts {
 		sf := StepFacts{
 			Step: i + 1, ContextTokens: int(c.context), AppliedTokens: int(c.applied),
 			Asked: int(c.asked), OverBudget: c.overBudget, Rewrite: c.rewrite, RewriteReason: c.reason,
+			Prompt: c.prompt,
 		}
 		if i < len(f.cold) {
 			sf.Cold, sf.At = f.cold[i], f.times[i]

@@ -26,8 +26,9 @@ func TestCompactionOf(t *testing.T) {
 		// next request: the growth margin.
 		{"claude", 200_000, calibrate.Compaction{Point: 167_000, Margin: 10_000, SummaryTokens: 4369, Decides: calibrate.DecidesEstimate}},
 		// 64,000 - 16,384, keeping the last 20,000 tokens; the agents that count
-		// their last usage keep room for the answer alone (5,000).
-		{"pi", 64_000, calibrate.Compaction{Point: 47_616, Margin: 5_000, SummaryTokens: 1047, KeepTokens: 20_000, Decides: calibrate.DecidesUsage}},
+		// their last usage keep room for the answer alone (5,000); pi counts only
+		// between turns, and within one compacts past the window (overflow).
+		{"pi", 64_000, calibrate.Compaction{Point: 47_616, Margin: 5_000, SummaryTokens: 1047, KeepTokens: 20_000, Decides: calibrate.DecidesTurn, Window: 64_000}},
 		{"gemini", 200_000, calibrate.Compaction{Point: 100_000, Margin: 5_000, SummaryTokens: 1877, KeepFraction: 0.3, Decides: calibrate.DecidesUsage}},
 		{"codex", 64_000, calibrate.Compaction{Point: 57_600, Margin: 5_000, SummaryTokens: 1877, Decides: calibrate.DecidesUsage}},
 		{"opencode", 200_000, calibrate.Compaction{Point: 180_000, Margin: 5_000, SummaryTokens: 1877, KeepSteps: 2, Decides: calibrate.DecidesUsage}},

@@ -128,7 +128,16 @@ func Calls(r *replay.Record) calibrate.Calls {
 			at[i] = s.At
 		}
 	}
-	return calibrate.Calls{Name: SessionName(r), Context: ctx, At: at, Provider: r.Provider, Agent: r.Agent()}
+	var turn []bool
+	for i, s := range r.StepFacts {
+		if s.Prompt {
+			if turn == nil {
+				turn = make([]bool, len(r.StepFacts))
+			}
+			turn[i] = true
+		}
+	}
+	return calibrate.Calls{Name: SessionName(r), Context: ctx, At: at, Provider: r.Provider, Agent: r.Agent(), TurnStart: turn}
 }
 
 // CompactionOf returns calibrate's compaction model under cfg
@@ -162,15 +171,22 @@ func CompactionCounted(cfg advisor.Config, decides string) func(agent string, wi
 		if !ok || p.Reserve >= window {
 			return c
 		}
-		c.Decides = calibrate.DecidesEstimate
-		if p.Counts == advisor.CountsUsage {
+		switch p.Counts {
+		case advisor.CountsUsage:
 			c.Decides = calibrate.DecidesUsage
+		case advisor.CountsTurn:
+			c.Decides, c.Window = calibrate.DecidesTurn, window
+		default:
+			c.Decides = calibrate.DecidesEstimate
 		}
 		if decides != OwnCount {
-			c.Decides = decides
+			c.Decides, c.Window = decides, 0
+			if decides == calibrate.DecidesTurn {
+				c.Window = window
+			}
 		}
 		margin := cfg.Margin()
-		if c.Decides == calibrate.DecidesUsage {
+		if c.Decides == calibrate.DecidesUsage || c.Decides == calibrate.DecidesTurn {
 			margin = cfg.AnswerMarginTokens()
 		}
 		c.Point = p.At(window)

@@ -102,7 +102,7 @@ first stored scorer) into an advisor config file, keeping its other fields.`,
 func (f *calibrateFlags) register(c *cobra.Command) {
 	f.priceFlags.register(c)
 	c.Flags().IntSliceVar(&f.budgets, "budget", []int{20_000, 50_000, 100_000}, "budgets to price at, in tokens (a list); the replay's own budget shows the advisor's real rewrites")
-	c.Flags().StringVar(&f.compactionDecides, "compaction-decides", "agent", "what the agents compare with their compaction points before a call: agent (each its own count, the compaction table's: the last usage for Codex, opencode, pi and Gemini CLI, the next request before the proxy's rewrite for Claude Code), or, for every agent, sent (what the call sends after the proxy's rewrite, the most a proxy could do), usage or estimate; docs/EVALUATION.md, \"When the agent decides to compact\"")
+	c.Flags().StringVar(&f.compactionDecides, "compaction-decides", "agent", "what the agents compare with their compaction points before a call: agent (each its own count, the compaction table's: the last usage for Codex, opencode and Gemini CLI, the same only between turns for pi, the next request before the proxy's rewrite for Claude Code), or, for every agent, sent (what the call sends after the proxy's rewrite, the most a proxy could do), usage, turn or estimate; docs/EVALUATION.md, \"When the agent decides to compact\"")
 	c.Flags().IntSliceVar(&f.windows, "window", nil, "context windows to model, in tokens (a list; default: the config's context_window): where each session's agent compacts (docs/EVALUATION.md); in a window other than the config's, the hard limit and, unless --budget is given, the budget are the config's fractions of it")
 	c.Flags().StringVar(&f.db, "db", defaultDBPath(), "store holding the replays: an SQLite file, or a postgres:// URL")
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "highest acceptable miss rate (pruned outputs used later / pruned outputs)")
@@ -316,10 +316,10 @@ func (f *calibrateFlags) reportOptions(base advisor.Config, in *tuning.ReportInp
 		opts.CompactionOf = tuning.CompactionOf(base)
 	case "sent":
 		opts.CompactionOf = tuning.CompactionCounted(base, calibrate.DecidesSent)
-	case calibrate.DecidesUsage, calibrate.DecidesEstimate:
+	case calibrate.DecidesUsage, calibrate.DecidesEstimate, calibrate.DecidesTurn:
 		opts.CompactionOf = tuning.CompactionCounted(base, d)
 	default:
-		return opts, nil, usageError{fmt.Errorf("--compaction-decides %q: want agent, sent, usage or estimate", d)}
+		return opts, nil, usageError{fmt.Errorf("--compaction-decides %q: want agent, sent, usage, turn or estimate", d)}
 	}
 	opts.Window = base.ContextWindow
 	budgets := f.budgets
