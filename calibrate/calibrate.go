@@ -305,6 +305,11 @@ type Options struct {
 	// CompactionOf, when set, gives how a session of agent (Calls.Agent) compacts
 	// in a window of Window tokens; nil: no session compacts (nothing modelled).
 	CompactionOf func(agent string, window int) Compaction `json:"-"`
+	// CompactionCount names, for the report only, what CompactionOf makes the
+	// agents count (`calibrate --compaction-decides`): "" or "agent" for each
+	// agent's own count, else one count for every agent (Compaction.Decides's
+	// names, "sent" for DecidesSent).
+	CompactionCount string `json:"compaction_count,omitempty"`
 	// OnRewrite, when set, is told of every rewrite the planner makes at the applied
 	// level of a decision pruner: the session, the call, and the planner's decision
 	// (what `calibrate --trace` prints to explain a session's cost).

@@ -356,6 +356,18 @@ func sameOutput(a, b Output) bool {
 		a.Offset == b.Offset && a.StubTokens == b.StubTokens && slices.Equal(a.Uses, b.Uses)
 }
 
+// countWords says what the agents count before they compact
+// (Options.CompactionCount), for the settings line.
+func countWords(c string) string {
+	switch c {
+	case "", "agent":
+		return "each agent counts its context as it does (compaction table)"
+	case "sent":
+		return "every agent counts what a call sends after the rewrite"
+	}
+	return "every agent counts its context by " + c
+}
+
 // WriteText writes the report as plain-text tables: the reliability of each scorer,
 // then per budget the advisor, the baselines, the anchors, and each scorer's sweep
 // (with random at equal prune rate) and recommendation. Money is in US dollars;
@@ -366,8 +378,8 @@ func sameOutput(a, b Output) bool {
 func (r Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	o := r.Options
-	fmt.Fprintf(tw, "%d outputs in %d sessions; low-water %.0f%% and least rewrite %.0f%% of the budget, the hard limit's rewrites down to %.0f%% of it at most, pay factor %.2f, remaining steps %.2f x steps (over the budget %.2f; at least %.0f), over-budget cutoff %.2f, cache TTL %s, recall overhead %d tokens, last resort %s\n",
-		r.Outputs, r.Sessions, 100*o.LowWaterFraction, 100*o.RewriteFraction, 100*o.HardLimitLowWaterFraction, o.PayFactor, o.Estimator.Factor, o.estimatorAt(true).Factor, o.Estimator.Min, o.OverBudgetCutoff, o.CacheTTL, o.RecallOverheadTokens, onOff(o.LastResort))
+	fmt.Fprintf(tw, "%d outputs in %d sessions; low-water %.0f%% and least rewrite %.0f%% of the budget, the hard limit's rewrites down to %.0f%% of it at most, pay factor %.2f, remaining steps %.2f x steps (over the budget %.2f; at least %.0f), over-budget cutoff %.2f, cache TTL %s, recall overhead %d tokens, last resort %s; %s\n",
+		r.Outputs, r.Sessions, 100*o.LowWaterFraction, 100*o.RewriteFraction, 100*o.HardLimitLowWaterFraction, o.PayFactor, o.Estimator.Factor, o.estimatorAt(true).Factor, o.Estimator.Min, o.OverBudgetCutoff, o.CacheTTL, o.RecallOverheadTokens, onOff(o.LastResort), countWords(o.CompactionCount))
 	fmt.Fprintf(tw, "call times: %d of %d sessions carry none (no timestamps: priced on a warm cache throughout); %d calls of the others came after a pause longer than the cache TTL (cold: their rewrites are free)\n",
 		r.SessionsUntimed, r.Sessions, r.ColdCalls)
 	for _, s := range r.Scorers {

@@ -321,7 +321,7 @@ func (f *calibrateFlags) reportOptions(base advisor.Config, in *tuning.ReportInp
 	default:
 		return opts, nil, usageError{fmt.Errorf("--compaction-decides %q: want agent, sent, usage, turn or estimate", d)}
 	}
-	opts.Window = base.ContextWindow
+	opts.Window, opts.CompactionCount = base.ContextWindow, f.compactionDecides
 	budgets := f.budgets
 	if len(f.windows) > 0 && !f.budgetSet {
 		budgets = nil // each window's own budget: the config's fraction of it
