@@ -48,9 +48,10 @@ type CompactionPoint struct {
 	// Counts says what the agent compares with its point before a request:
 	// CountsUsage, the usage the provider reported for its last request (what
 	// it was sent plus its answer; the tool outputs that came since are not
-	// counted), or CountsEstimate ("" too), its next request as it will send
-	// it. The hard limit's margin follows it (HardLimitFor): the answer alone
-	// for usage, one step's growth for an estimate.
+	// counted); CountsTurn, the same only between turns; or CountsEstimate (""
+	// too), its next request as it will send it. The hard limit's margin follows
+	// it (HardLimitFor): the answer alone for usage and turn (CountsLastUsage),
+	// one step's growth for an estimate.
 	Counts string `json:"counts,omitempty" validate:"omitempty,oneof=usage turn estimate"`
 }
 
@@ -64,6 +65,13 @@ const (
 	CountsTurn     = "turn"
 	CountsEstimate = "estimate"
 )
+
+// CountsLastUsage reports whether the agent counts its context from its last
+// usage (CountsUsage or CountsTurn): its hard limit's margin is then the answer
+// margin (Config.AnswerMarginTokens), not a step's growth.
+func (p CompactionPoint) CountsLastUsage() bool {
+	return p.Counts == CountsUsage || p.Counts == CountsTurn
+}
 
 // Summary sizes measured on the real compacted sessions in ../shared/sessions
 // (TestCompactionSummarySizes reads them again): Claude Code's one compaction
@@ -264,7 +272,7 @@ func (c Config) HardLimitFor(agent string, trigger, growth int) Limit {
 	switch p, ok := c.PointOf(agent); {
 	case trigger > 0:
 		l.Point, l.Source = trigger, "trigger"
-	case ok && (p.Counts == CountsUsage || p.Counts == CountsTurn) && p.At(c.ContextWindow) > c.AnswerMarginTokens():
+	case ok && p.CountsLastUsage() && p.At(c.ContextWindow) > c.AnswerMarginTokens():
 		l.Point, l.Source, l.Margin = p.At(c.ContextWindow), "agent:"+agent, c.AnswerMarginTokens()
 	case ok && p.At(c.ContextWindow) > l.Margin:
 		l.Point, l.Source = p.At(c.ContextWindow), "agent:"+agent

@@ -87,7 +87,7 @@ type Config struct {
 	CompactionMargin int `json:"compaction_margin,omitempty" validate:"gte=0,ltfield=ContextWindow"`
 	// AnswerMargin is the margin, in tokens, kept free below the point of an
 	// agent that counts its context from its last usage (CompactionPoint.Counts
-	// "usage": Codex, pi, Gemini CLI, opencode): room for the model's answer,
+	// "usage": Codex, Gemini CLI, opencode; "turn": pi): room for the model's answer,
 	// with no growth term (HardLimitFor). 0 (the default, left out of the JSON)
 	// means DefaultAnswerMargin, 5,000.
 	AnswerMargin int `json:"answer_margin,omitempty" validate:"gte=0,ltfield=ContextWindow"`
@@ -357,7 +357,7 @@ func (c Config) Validate() error {
 		msgs = append(msgs, fmt.Sprintf("agent: %v", err))
 	} else if p, ok := c.PointOf(c.Agent); ok && c.ContextWindow > 0 {
 		name, margin := "compaction_margin", c.Margin()
-		if p.Counts == CountsUsage || p.Counts == CountsTurn {
+		if p.CountsLastUsage() {
 			name, margin = "answer_margin", c.AnswerMarginTokens()
 		}
 		if p.At(c.ContextWindow) <= margin {

@@ -18,8 +18,8 @@ type Compaction struct {
 	// Margin is one step's growth the planner keeps free below Point: the hard
 	// limit is Point - max(Margin, the largest growth of one step so far), as the
 	// live advisor's (advisor.Config.HardLimitFor), or Point - Margin for an
-	// agent that counts its last usage (Decides DecidesUsage: the margin is for
-	// the answer); 0 takes the Options.HardLimit instead.
+	// agent that counts its last usage (CountsLastUsage: the margin is for the
+	// answer); 0 takes the Options.HardLimit instead.
 	Margin int `json:"margin"`
 	// SummaryTokens is the size of the summary the compaction leaves, in tokens.
 	SummaryTokens int `json:"summary_tokens"`
@@ -62,6 +62,13 @@ const (
 	DecidesEstimate = "estimate"
 	DecidesTurn     = "turn"
 )
+
+// CountsLastUsage reports whether the agent counts its last usage (DecidesUsage,
+// or DecidesTurn between turns): its hard limit's margin is then for the answer
+// alone.
+func (c Compaction) CountsLastUsage() bool {
+	return c.Decides == DecidesUsage || c.Decides == DecidesTurn
+}
 
 // Validate reports a negative size, a fraction outside [0,1] or an unknown
 // Decides (wrapping ErrInvalid).
@@ -139,9 +146,9 @@ func (v *view) hardLimit() int {
 	switch {
 	case c.Point <= 0 || c.Margin <= 0:
 		return v.e.opts.HardLimit
-	case c.Decides == DecidesUsage || c.Decides == DecidesTurn:
-		// The agent counts its last usage: the margin is for the answer, not a
-		// step's growth (advisor.Config.HardLimitFor).
+	case c.CountsLastUsage():
+		// The margin is for the answer, not a step's growth
+		// (advisor.Config.HardLimitFor).
 		return max(c.Point-c.Margin, 1)
 	}
 	return max(c.Point-max(c.Margin, v.sd.growth[v.s-1]), 1)

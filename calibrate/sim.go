@@ -179,7 +179,7 @@ func (v *view) decidesEarly(lastSent, came int) bool {
 		return false
 	case c.Decides == DecidesEstimate:
 		return v.ctx > c.Point
-	case s == 1 || c.Decides != DecidesUsage && c.Decides != DecidesTurn:
+	case s == 1 || !c.CountsLastUsage():
 		return false
 	case c.Decides == DecidesTurn && v.sd.turn != nil && !v.sd.turn[s-1]:
 		return false // mid-turn: the agent does not count

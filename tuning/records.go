@@ -119,6 +119,7 @@ func (u recordUses) addUses(o *calibrate.Output, budget int) {
 func Calls(r *replay.Record) calibrate.Calls {
 	ctx := make([]int, len(r.StepFacts))
 	var at []time.Time
+	var turn []bool
 	for i, s := range r.StepFacts {
 		ctx[i] = s.ContextTokens
 		if !s.At.IsZero() {
@@ -127,9 +128,6 @@ func Calls(r *replay.Record) calibrate.Calls {
 			}
 			at[i] = s.At
 		}
-	}
-	var turn []bool
-	for i, s := range r.StepFacts {
 		if s.Prompt {
 			if turn == nil {
 				turn = make([]bool, len(r.StepFacts))
@@ -161,9 +159,11 @@ func CompactionOf(cfg advisor.Config) func(agent string, window int) calibrate.C
 const OwnCount = "agent"
 
 // CompactionCounted is CompactionOf with every known agent counting its context
-// as decides says (calibrate.DecidesSent, DecidesUsage or DecidesEstimate)
-// instead of its own row's count; OwnCount keeps each row's. The margin follows
-// the count: the answer margin for usage, else the growth margin.
+// as decides says (calibrate.DecidesSent, DecidesUsage, DecidesTurn or
+// DecidesEstimate) instead of its own row's count; OwnCount keeps each row's. The
+// margin follows the count: the answer margin for usage and turn, else the
+// growth margin; an agent that counts only between turns also compacts past the
+// window (calibrate.Compaction.Window).
 func CompactionCounted(cfg advisor.Config, decides string) func(agent string, window int) calibrate.Compaction {
 	return func(agent string, window int) calibrate.Compaction {
 		p, ok := cfg.PointOf(agent)
@@ -171,22 +171,15 @@ func CompactionCounted(cfg advisor.Config, decides string) func(agent string, wi
 		if !ok || p.Reserve >= window {
 			return c
 		}
-		switch p.Counts {
-		case advisor.CountsUsage:
-			c.Decides = calibrate.DecidesUsage
-		case advisor.CountsTurn:
-			c.Decides, c.Window = calibrate.DecidesTurn, window
-		default:
-			c.Decides = calibrate.DecidesEstimate
+		c.Decides = decides
+		if decides == OwnCount {
+			c.Decides = ownDecides(p)
 		}
-		if decides != OwnCount {
-			c.Decides, c.Window = decides, 0
-			if decides == calibrate.DecidesTurn {
-				c.Window = window
-			}
+		if c.Decides == calibrate.DecidesTurn {
+			c.Window = window
 		}
 		margin := cfg.Margin()
-		if c.Decides == calibrate.DecidesUsage || c.Decides == calibrate.DecidesTurn {
+		if c.CountsLastUsage() {
 			margin = cfg.AnswerMarginTokens()
 		}
 		c.Point = p.At(window)
@@ -199,6 +192,18 @@ func CompactionCounted(cfg advisor.Config, decides string) func(agent string, wi
 		c.KeepTokens, c.KeepFraction, c.KeepSteps = p.KeepTokens, p.KeepFraction, p.KeepSteps
 		return c
 	}
+}
+
+// ownDecides is calibrate's name for the count of p's row (CompactionPoint.Counts):
+// an agent whose row says nothing estimates its next request.
+func ownDecides(p advisor.CompactionPoint) string {
+	switch p.Counts {
+	case advisor.CountsUsage:
+		return calibrate.DecidesUsage
+	case advisor.CountsTurn:
+		return calibrate.DecidesTurn
+	}
+	return calibrate.DecidesEstimate
 }
 
 // PendingPrunes returns, for each of r's outputs in order, the advisor's own

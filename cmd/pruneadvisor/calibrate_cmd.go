@@ -21,7 +21,7 @@ type calibrateFlags struct {
 	budgets []int
 	windows []int
 	// compactionDecides: the count the agents compare with their points
-	// ("agent": each its own; "sent", "usage" or "estimate" for all;
+	// ("agent": each its own; "sent", "usage", "turn" or "estimate" for all;
 	// calibrate.Compaction.Decides).
 	compactionDecides string
 	budgetSet         bool // --budget was given
