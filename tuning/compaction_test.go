@@ -61,7 +61,11 @@ func TestCompactionOf(t *testing.T) {
 // counting its last usage: 178,616; advisor's TestHardLimitFor), not the window
 // fraction's 180,000: its first hard-limit rewrite comes before the session's
 // whole context (nothing pruned) passes the point, and its calibrate.Calls
-// (tuning.Calls) names the agent.
+// (tuning.Calls) names the agent and the calls that start a turn
+// (replay.StepFacts.Prompt): counted from the raw file by a Python pass over its
+// message lines (an assistant message is a model call, prompted when a user
+// message with text came since the previous one), 484 calls, 54 of them
+// prompted, the first among them.
 func TestReplayHardLimitFromAgent(t *testing.T) {
 	src, err := replay.Load("../../shared/sessions/pi/before-compaction.jsonl", true)
 	if err != nil {
@@ -71,8 +75,18 @@ func TestReplayHardLimitFromAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := tuning.Calls(rec).Agent; a != advisor.AgentPi {
-		t.Errorf("calibrate session's agent %q, want pi", a)
+	calls := tuning.Calls(rec)
+	if calls.Agent != advisor.AgentPi {
+		t.Errorf("calibrate session's agent %q, want pi", calls.Agent)
+	}
+	prompted := 0
+	for _, p := range calls.TurnStart {
+		if p {
+			prompted++
+		}
+	}
+	if len(calls.TurnStart) != 484 || prompted != 54 || !calls.TurnStart[0] {
+		t.Errorf("TurnStart: %d calls, %d start a turn; want 484, 54, the first among them", len(calls.TurnStart), prompted)
 	}
 	for _, s := range rec.StepFacts {
 		if s.RewriteReason == "hard-limit" {
