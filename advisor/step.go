@@ -624,7 +624,7 @@ func (a *Advisor) decide(ctx context.Context, st *state, sp *stepState) {
 	d := planner.Decide(in)
 	sp.plan.Waiting = d.Wait
 	if len(d.Apply) == 0 && len(d.Extra) == 0 && len(d.Protected) == 0 {
-		if over && d.Wait == "" {
+		if over {
 			sp.plan.Waiting = "past the hard limit, but no candidate is left to prune"
 		}
 		return
