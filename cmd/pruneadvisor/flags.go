@@ -49,8 +49,19 @@ func (f *configFlags) load() (advisor.Config, error) {
 	}
 	set := func(name string) bool { return f.cmd != nil && f.cmd.Flags().Changed(name) }
 	if set("cutoff") {
-		// --cutoff is the cutoff of whichever scorer runs.
-		cfg.Cutoff, cfg.ScorerCutoffs = f.cutoff, nil
+		// --cutoff is the cutoff of whichever scorer runs: Cutoff and every
+		// scorer's entry (the config's and the defaults'). The entries are set, not
+		// dropped: a config read back from a store or a file takes the defaults'
+		// scorer_cutoffs where it has none, and calibrate would price a replay made
+		// at --cutoff C at the default cutoff instead of C.
+		cuts := map[string]float64{}
+		for name := range advisor.DefaultConfig().ScorerCutoffs {
+			cuts[name] = f.cutoff
+		}
+		for name := range cfg.ScorerCutoffs {
+			cuts[name] = f.cutoff
+		}
+		cfg.Cutoff, cfg.ScorerCutoffs = f.cutoff, cuts
 	}
 	if set("budget") {
 		cfg.Budget = f.budget
