@@ -248,9 +248,10 @@ func (a *Advisor) fixScorer() {
 }
 
 // cutoffOf returns the cutoff candidate o is pruned under: the scorer's cutoff
-// scaled by o's size (planner.CutoffAt with Config.SizeExponent).
+// scaled by o's size (planner.CutoffAt with Config.SizeExponent and
+// Config.SizeCapTokens).
 func (a *Advisor) cutoffOf(o *outState) float64 {
-	return planner.CutoffAt(a.cutoffNow(), o.tokens, a.Config.SizeExponent)
+	return planner.CutoffAt(a.cutoffNow(), o.tokens, a.Config.SizeExponent, a.Config.SizeCapTokens)
 }
 
 // priceModel returns the price model for s: Config.Provider's when set, else the

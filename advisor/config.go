@@ -128,10 +128,11 @@ type Config struct {
 	// says it: "fitted", "lexical", "ollama:qwen2.5:0.5b:p2"), over Cutoff (one per
 	// scorer). Default: {"fitted": 0.04}: the embedded model is the miss label's
 	// blended with the use label's (fitted.DefaultBlend), whose scores sit lower;
-	// replayed at 0.03, 0.04, 0.05 and 0.06, 0.04 keeps the sessions' stub misses
-	// at 12 (0.05: 13) and saves more than 0.03 on both sets ($2.71 against $2.46,
-	// $3.32 against $2.76) (docs/EVALUATION.md, "The miss label blended with the
-	// use label"). CutoffFor looks them up.
+	// with the cutoff capped at SizeCapTokens, replayed at 0.03 to 0.06, 0.04 has
+	// the fewest stub misses and sessions costlier than keep-all at both windows on
+	// both shared sets (0.05 saves more but misses one more output at 64,000 tokens
+	// and makes two more corpus sessions costlier there; docs/EVALUATION.md, "A
+	// cutoff that stops growing"). CutoffFor looks them up.
 	ScorerCutoffs map[string]float64 `json:"scorer_cutoffs,omitempty" validate:"dive,gte=0,lte=1"`
 	// SizeExponent scales the cutoff with the candidate's size: a candidate of n
 	// tokens is pruned when its keep-probability is under cutoff x (n /
@@ -140,6 +141,14 @@ type Config struct {
 	// itself. Default 0.5 (docs/EVALUATION.md, "Live names and a cutoff that grows
 	// with the output").
 	SizeExponent float64 `json:"size_exponent" validate:"gte=0,lte=2"`
+	// SizeCapTokens is the size, in tokens, past which the cutoff stops growing
+	// with the candidate (planner.CutoffAt): a candidate larger than this is pruned
+	// under the cutoff of one this size. 0 lets it grow without end. Default 3,000:
+	// the misses at 2% miss on ../shared/sessions were all reads of 1,700-12,600
+	// tokens used again and again, pruned under up to 3.5 times the cutoff; capped
+	// at 3,000 the front keeps 60% of the oracle's token-steps out on both shared
+	// sets (docs/EVALUATION.md, "A cutoff that stops growing").
+	SizeCapTokens int `json:"size_cap_tokens" validate:"gte=0"`
 	// RewriteFraction is the least rewrite, as a fraction of the budget: a rewrite
 	// forced by the budget waits until it frees at least this much, unless it reaches
 	// the low-water mark, so a session hovering at the budget is not rewritten every
@@ -283,6 +292,7 @@ func DefaultConfig() Config {
 		ScorerCutoffs:             map[string]float64{"fitted": 0.04},
 		ScorerSchedules:           map[string]string{"fitted": "1,1,2,3,6,12,24"},
 		SizeExponent:              0.5,
+		SizeCapTokens:             3000,
 		RewriteFraction:           0.05,
 		LowWaterFraction:          0.8,
 		HardLimitLowWaterFraction: 0.5,

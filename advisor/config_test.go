@@ -95,6 +95,7 @@ func TestValidateNamesBadFields(t *testing.T) {
 		{"min size", func(c *advisor.Config) { c.MinCandidateTokens = 0 }, []string{"min_candidate_tokens = 0"}},
 		{"cutoff", func(c *advisor.Config) { c.Cutoff = 1.5 }, []string{"cutoff = 1.5"}},
 		{"rewrite fraction", func(c *advisor.Config) { c.RewriteFraction = -0.1 }, []string{"rewrite_fraction = -0.1"}},
+		{"size cap", func(c *advisor.Config) { c.SizeCapTokens = -1 }, []string{"size_cap_tokens = -1"}},
 		{"cache ttl", func(c *advisor.Config) { c.CacheTTL = advisor.Duration(-time.Second) }, []string{"cache_ttl = -1s"}},
 		{"empty schedule", func(c *advisor.Config) { c.Schedule = "" }, []string{"schedule = "}},
 		{"bad schedule", func(c *advisor.Config) { c.Schedule = "3,x" }, []string{"schedule:", `"x"`}},

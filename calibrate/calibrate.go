@@ -298,6 +298,10 @@ type Options struct {
 	// live advisor prunes under its config's size_exponent. Default 0 (every
 	// score against the cutoff itself); calibrate sets the replay's.
 	SizeExponent float64
+	// SizeCapTokens is the size, in tokens, past which the cutoff stops growing
+	// (planner.CutoffAt's capTokens, advisor.Config.SizeCapTokens); 0: no cap.
+	// Default 0; calibrate sets the replay's.
+	SizeCapTokens int
 	// Window is the modelled context window in tokens (`calibrate --window`);
 	// default 200,000 (advisor.DefaultConfig's). It only matters through
 	// CompactionOf.
@@ -346,6 +350,8 @@ func (o Options) Validate() error {
 		return bad("Budget", o.Budget)
 	case math.IsNaN(o.SizeExponent) || o.SizeExponent < 0 || o.SizeExponent > 2:
 		return bad("SizeExponent", o.SizeExponent)
+	case o.SizeCapTokens < 0:
+		return bad("SizeCapTokens", o.SizeCapTokens)
 	case o.HardLimit < o.Budget:
 		return bad("HardLimit", o.HardLimit)
 	case !frac(o.LowWaterFraction) || o.LowWaterFraction == 0:

@@ -86,7 +86,7 @@ func TestEvaluateHand(t *testing.T) {
 	if d := cmp.Diff(want, got, cmp.Comparer(approx)); d != "" {
 		t.Errorf("result (-want +got):\n%s", d)
 	}
-	if got, want := ScorerPrunes(outs, 0.25, 0), []PruneAt{{Step: 4, Keep: 0.1}, {Step: 5, Keep: 0.2}, {Step: 7, Rule: true}}; !cmp.Equal(got, want) {
+	if got, want := ScorerPrunes(outs, 0.25, 0, 0), []PruneAt{{Step: 4, Keep: 0.1}, {Step: 5, Keep: 0.2}, {Step: 7, Rule: true}}; !cmp.Equal(got, want) {
 		t.Errorf("decisions %v, want %v", got, want)
 	}
 	if k := e.KeepAllUSD(); !approx(k, 0.3225) {
@@ -473,7 +473,7 @@ func TestOracleBound(t *testing.T) {
 			check("random-decisions-"+string(rune('a'+k)), steps(p))
 		}
 		for _, c := range DefaultCutoffs() {
-			check("scorer", ScorerPrunes(outs, c, 0))
+			check("scorer", ScorerPrunes(outs, c, 0, 0))
 		}
 		check("rules", RulePrunes(outs))
 		for _, n := range []int{1, 2, 5, 10} {
@@ -581,7 +581,7 @@ func TestDigestHeldUse(t *testing.T) {
 	if got.Misses != 0 || got.TokenSteps != 49_000 || got.Decision.Misses != 0 {
 		t.Errorf("with the digest: %d misses (decision level %d), %d token-steps; want 0, 0, 49000", got.Misses, got.Decision.Misses, got.TokenSteps)
 	}
-	ds := ScorerPrunes(outs, 0.25, 0)
+	ds := ScorerPrunes(outs, 0.25, 0, 0)
 	if r := e.pruneFigures("placeholder", 0.25, ds, holdNothing); r.Misses != 1 || r.TokenSteps != 34_000 {
 		t.Errorf("placeholders: %d misses, %d token-steps; want 1, 34000", r.Misses, r.TokenSteps)
 	}
@@ -650,7 +650,7 @@ func TestFrontAndDominance(t *testing.T) {
 // GeminiPreviewTokens, so an output no larger than that is never masked.
 func TestPreviewHeldUse(t *testing.T) {
 	outs, sessions := handOutputs()
-	ds := ScorerPrunes(outs, 0.25, 0)
+	ds := ScorerPrunes(outs, 0.25, 0, 0)
 	for _, tt := range []struct {
 		previewed []bool
 		misses    int

@@ -39,6 +39,8 @@ func TestOptionsValidateNamesTheOption(t *testing.T) {
 		{"low water NaN", with(func(o *Options) { o.LowWaterFraction = math.NaN() }), "option LowWaterFraction = NaN"},
 		{"rewrite fraction negative", with(func(o *Options) { o.RewriteFraction = -0.01 }), "option RewriteFraction = -0.01"},
 		{"rewrite fraction over 1", with(func(o *Options) { o.RewriteFraction = 2 }), "option RewriteFraction = 2"},
+		{"size cap negative", with(func(o *Options) { o.SizeCapTokens = -1 }), "option SizeCapTokens = -1"},
+		{"size cap 0: no cap", with(func(o *Options) { o.SizeCapTokens = 0 }), ""},
 		{"pay factor under 1", with(func(o *Options) { o.PayFactor = 0.99 }), "option PayFactor = 0.99"},
 		{"pay factor NaN", with(func(o *Options) { o.PayFactor = math.NaN() }), "option PayFactor = NaN"},
 		{"pay factor infinite", with(func(o *Options) { o.PayFactor = math.Inf(1) }), "option PayFactor = +Inf"},

@@ -26,14 +26,14 @@ var DefaultRecency = []int{5, 10, 20}
 
 // ScorerPrunes returns each output's decision for a scorer at cutoff: the first OK
 // ask with Keep under the output's cutoff (planner.CutoffAt(cutoff, Tokens,
-// exponent): the cutoff itself at exponent 0), with that keep-probability, or
+// exponent, capTokens): the cutoff itself at exponent 0), with that keep-probability, or
 // RuleDeadAt when that is earlier or the same step (rule-dead outputs are pruned
 // whatever their score, docs/DESIGN.md step 6; on the same step the rule is the
 // reason, as the live advisor gives it); Step 0 = never.
-func ScorerPrunes(outs []Output, cutoff, exponent float64) []PruneAt {
+func ScorerPrunes(outs []Output, cutoff, exponent float64, capTokens int) []PruneAt {
 	p := RulePrunes(outs)
 	for i := range outs {
-		c := planner.CutoffAt(cutoff, outs[i].Tokens, exponent)
+		c := planner.CutoffAt(cutoff, outs[i].Tokens, exponent, capTokens)
 		for _, a := range outs[i].Asks {
 			if a.OK && a.Keep < c {
 				if p[i].Step == 0 || a.Step < p[i].Step {
@@ -156,7 +156,7 @@ func ScorerName(scorer string) string { return "scorer:" + scorer }
 // Under the planner (the applied level) a rewrite forced by the hard limit may
 // also prune candidates not pending yet, by their last score, as the advisor does.
 func (e *Evaluator) Scorer(name string, cutoff float64) Result {
-	ds := ScorerPrunes(e.outs, cutoff, e.opts.SizeExponent)
+	ds := ScorerPrunes(e.outs, cutoff, e.opts.SizeExponent, e.opts.SizeCapTokens)
 	r := e.pruneFigures(ScorerName(name), cutoff, ds, holdDigest)
 	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
 		func(sd *sessionData) policy { p := e.regime(sd, ds).(*regimeP); p.extra = true; return p })

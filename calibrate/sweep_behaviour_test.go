@@ -7,6 +7,44 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// The cutoff grows with the output up to the size cap: at cutoff 0.1 and exponent
+// 0.5 a 16,000-token output scored 0.3 is pruned without a cap (0.1 x (16000 /
+// 1000)^0.5 = 0.4 > 0.3) and kept with a cap of 4,000 tokens (0.1 x 2 = 0.2); a
+// 250-token one scored 0.04 is pruned under 0.05 either way (the cap is above it);
+// calibrate's Scorer applies Options.SizeCapTokens the same way.
+func TestScorerPrunesUnderTheSizeCap(t *testing.T) {
+	outs := []Output{
+		{Session: "s", Key: "big", Tokens: 16000, Step: 1, CandidateFrom: 2, EndStep: 10, Asks: []Ask{{Step: 3, Keep: 0.3, OK: true}}},
+		{Session: "s", Key: "small", Tokens: 250, Step: 1, CandidateFrom: 2, EndStep: 10, Asks: []Ask{{Step: 4, Keep: 0.04, OK: true}}},
+	}
+	for _, tt := range []struct {
+		capTokens int
+		want      []PruneAt
+	}{
+		{0, []PruneAt{{Step: 3, Keep: 0.3}, {Step: 4, Keep: 0.04}}},
+		{4000, []PruneAt{{}, {Step: 4, Keep: 0.04}}},
+	} {
+		if d := cmp.Diff(tt.want, ScorerPrunes(outs, 0.1, 0.5, tt.capTokens)); d != "" {
+			t.Errorf("cap %d (-want +got):\n%s", tt.capTokens, d)
+		}
+		opts := DefaultOptions()
+		opts.SizeExponent, opts.SizeCapTokens = 0.5, tt.capTokens
+		e, err := NewEvaluator(outs, []Calls{{Name: "s", Context: make([]int, 10)}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pruned := 0
+		for _, p := range tt.want {
+			if p.Step > 0 {
+				pruned++
+			}
+		}
+		if r := e.Scorer("x", 0.1); r.Pruned != pruned {
+			t.Errorf("cap %d: Evaluator.Scorer pruned %d; want %d", tt.capTokens, r.Pruned, pruned)
+		}
+	}
+}
+
 // A scorer prunes an output at its first OK ask whose keep-probability is under
 // the cutoff (strictly: a score equal to the cutoff keeps it), or at its rule-dead
 // step when that comes first; at the same step the rule decides, as the live
@@ -37,7 +75,7 @@ func TestScorerPrunesAtTheFirstAskUnderTheCutoff(t *testing.T) {
 		outs = append(outs, tt.o)
 		want = append(want, tt.want)
 	}
-	got := ScorerPrunes(outs, 0.25, 0)
+	got := ScorerPrunes(outs, 0.25, 0, 0)
 	for i, tt := range tests {
 		if d := cmp.Diff(tt.want, got[i]); d != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, d)

@@ -10,14 +10,15 @@ import (
 
 // WriteCutoff sets, in the advisor config file at path, the cutoff of scorer
 // (scorer_cutoffs, and cutoff itself for the lexical scorer and others without a
-// default entry), the size exponent it was chosen under (size_exponent: the
-// replay's, since a cutoff means a threshold only with its exponent) and, when
+// default entry), the size exponent and cap it was chosen under (size_exponent,
+// size_cap_tokens: the replay's, since a cutoff means a threshold only with
+// them) and, when
 // factor > 0, the remaining-steps factor the replayed sessions fit (capped at
 // 100), keeping its other fields (a missing file starts from the defaults).
 // Errors: UpdateConfig's.
-func WriteCutoff(path, scorer string, cutoff, exponent, factor float64) error {
+func WriteCutoff(path, scorer string, cutoff, exponent float64, capTokens int, factor float64) error {
 	return UpdateConfig(path, func(cfg *advisor.Config) {
-		cfg.SizeExponent = exponent
+		cfg.SizeExponent, cfg.SizeCapTokens = exponent, capTokens
 		if cfg.ScorerCutoffs == nil {
 			cfg.ScorerCutoffs = map[string]float64{}
 		}

@@ -16,10 +16,10 @@ import (
 )
 
 // atCutoff scores every card at its own cutoff (planner.CutoffAt of cutoff, the
-// card's tokens and exponent) less under: a tie when under is 0.
-func atCutoff(cutoff, exponent, under float64) testkit.Func {
+// card's tokens, exponent and capTokens) less under: a tie when under is 0.
+func atCutoff(cutoff, exponent float64, capTokens int, under float64) testkit.Func {
 	return testkit.Func{Label: "const", Keep: func(card cards.Card) float64 {
-		return min(planner.CutoffAt(cutoff, card.Tokens, exponent)-under, 1)
+		return min(planner.CutoffAt(cutoff, card.Tokens, exponent, capTokens)-under, 1)
 	}}
 }
 
@@ -28,14 +28,19 @@ func atCutoff(cutoff, exponent, under float64) testkit.Func {
 // the scorer at that cutoff) alike, and the two agree output by output; a score just
 // under it prunes in both. (Issue 40: `score < cutoff` turned into `<=` pruned 251
 // more item-steps on a real session and set the advisor against calibrate's sweep.)
-// The same with the cutoff scaled by each output's size (size_exponent 0.5): the
-// advisor and calibrate scale it by one function, planner.CutoffAt.
+// The same with the cutoff scaled by each output's size (size_exponent 0.5, up
+// to size_cap_tokens 3,000, and without the cap): the advisor and calibrate scale
+// it by one function, planner.CutoffAt.
 func TestTiesAtTheCutoff(t *testing.T) {
 	srcs := sharedSources(t)
-	for _, exponent := range []float64{0, 0.5} {
+	for _, sc := range []struct {
+		exponent  float64
+		capTokens int
+	}{{0, 0}, {0.5, 3000}, {0.5, 0}} {
+		exponent := sc.exponent
 		cfg := advisor.DefaultConfig()
 		cfg.Budget = 20_000 // asks happen
-		cfg.SizeExponent = exponent
+		cfg.SizeExponent, cfg.SizeCapTokens = exponent, sc.capTokens
 		// Candidates the budget's rewrites take by over_budget_cutoff are pending by
 		// no cutoff of the scorer: calibrate's decisions leave them out.
 		cfg.OverBudgetCutoff = 0
@@ -48,15 +53,15 @@ func TestTiesAtTheCutoff(t *testing.T) {
 			{"at the cutoff", 0, false},
 			{"under it", 1e-9, true},
 		} {
-			t.Run(fmt.Sprintf("exponent %.1f/%s", exponent, tc.name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("exponent %.1f cap %d/%s", exponent, sc.capTokens, tc.name), func(t *testing.T) {
 				byScore := 0
 				for _, src := range srcs[:6] {
-					rec, err := (&replay.Replayer{Config: cfg, Scorer: atCutoff(cutoff, exponent, tc.under), Lenient: true}).Replay(context.Background(), src)
+					rec, err := (&replay.Replayer{Config: cfg, Scorer: atCutoff(cutoff, exponent, sc.capTokens, tc.under), Lenient: true}).Replay(context.Background(), src)
 					if err != nil {
 						t.Fatal(err)
 					}
 					live := PendingPrunes(rec)
-					calib := calibrate.ScorerPrunes(Outputs(rec), cutoff, exponent)
+					calib := calibrate.ScorerPrunes(Outputs(rec), cutoff, exponent, sc.capTokens)
 					steps := func(ds []calibrate.PruneAt) []int {
 						out := make([]int, len(ds))
 						for i, d := range ds {

@@ -151,7 +151,7 @@ func (run *calibrationRun) writeConfig(e *env, f calibrateFlags) error {
 	if sr.Recommendation.None {
 		return fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
 	}
-	if err := tuning.WriteCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, run.opts.SizeExponent, 0); err != nil {
+	if err := tuning.WriteCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, run.opts.SizeExponent, run.opts.SizeCapTokens, 0); err != nil {
 		return err
 	}
 	run.out.Wrote = f.writeConfig

@@ -48,7 +48,8 @@ func handStore(t *testing.T, ruleDead bool) string {
 	}
 	defer db.Close()
 	cfg := advisor.DefaultConfig()
-	cfg.SizeExponent = 0 // the hand-set scores against the cutoff itself
+	cfg.SizeExponent = 0  // the hand-set scores against the cutoff itself
+	cfg.SizeCapTokens = 0 // written back as the replay's, not the default 3,000
 	st := replay.Settings{Version: replay.Version, Config: cfg, Scorer: "lexical"}
 	rec := &replay.Record{Path: "hand.json", Name: "hand.json", ContentHash: "hand", Settings: st, SettingsHash: st.Hash(), Steps: 10}
 	rec.ID = replay.SessionID(rec.ContentHash, rec.SettingsHash)
@@ -175,6 +176,9 @@ func TestCalibrateHandStore(t *testing.T) {
 	}
 	if cfg.SizeExponent != 0 {
 		t.Errorf("written config: size_exponent %v; want the replay's 0, under which the cutoff was chosen (not the default %v)", cfg.SizeExponent, advisor.DefaultConfig().SizeExponent)
+	}
+	if cfg.SizeCapTokens != 0 {
+		t.Errorf("written config: size_cap_tokens %d; want the replay's 0 (not the default %d)", cfg.SizeCapTokens, advisor.DefaultConfig().SizeCapTokens)
 	}
 	if code, _, stderr := runCLI(t, "calibrate", "--db", path, "--write-config", filepath.Join(t.TempDir(), "x", "c.json")); code == 0 || !strings.Contains(stderr, "no such file") {
 		t.Errorf("write-config into a missing folder: exit %d, %q; want the file system's error", code, stderr)

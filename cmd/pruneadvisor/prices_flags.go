@@ -56,7 +56,7 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	o.Budget, o.HardLimit = cfg.BudgetTokens(), cfg.HardLimitTokens()
 	o.LowWaterFraction, o.RewriteFraction, o.PayFactor = cfg.LowWaterFraction, cfg.RewriteFraction, cfg.PayFactor
 	o.PriceForced, o.SizeExponent, o.LastResort = cfg.PriceForced, cfg.SizeExponent, cfg.LastResort
-	o.GrowthSteps = cfg.GrowthSteps
+	o.GrowthSteps, o.SizeCapTokens = cfg.GrowthSteps, cfg.SizeCapTokens
 	switch {
 	case p.growthSteps > 1000 || p.growthSteps < -1:
 		return o, usageError{fmt.Errorf("--growth-steps %d: want 0 to 1000 steps", p.growthSteps)}
