@@ -710,21 +710,12 @@ func (e *Evaluator) evaluate(name string, cutoff float64, ds []PruneAt) Result {
 // placeholders none (Output.UsedFrom).
 func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []PruneAt, h hold) Result {
 	r := Result{Name: name, Cutoff: cutoff, Outputs: len(e.outs)}
-	for i := range e.outs {
-		o := &e.outs[i]
-		r.TotalTokenSteps += int64(o.Tokens) * int64(o.EndStep-o.Step)
-		p := ds[i].Step
-		if p < 1 || p > o.EndStep {
-			continue
-		}
-		r.Pruned++
-		stop := o.EndStep + 1
-		if u := o.missFrom(p, h); u != 0 {
-			r.Misses++
-			stop = u
-		}
-		r.TokenSteps += int64(o.Tokens) * int64(stop-p)
-		r.StubTokenSteps += int64(min(h.stubTokens(o), o.Tokens)) * int64(stop-p)
+	for _, t := range e.tallies(ds, h) {
+		r.TotalTokenSteps += t.totalSteps
+		r.Pruned += t.pruned
+		r.Misses += t.misses
+		r.TokenSteps += t.tokenSteps
+		r.StubTokenSteps += t.stubSteps
 	}
 	if r.Outputs > 0 {
 		r.PruneRate = float64(r.Pruned) / float64(r.Outputs)
@@ -733,6 +724,43 @@ func (e *Evaluator) pruneFigures(name string, cutoff float64, ds []PruneAt, h ho
 		r.MissRate = float64(r.Misses) / float64(r.Pruned)
 	}
 	return r
+}
+
+// tally is one session's decision-level prune figures (pruneFigures sums them):
+// outputs pruned and missed, token-steps kept out and paid in stubs, and the
+// token-steps of every output.
+type tally struct {
+	pruned, misses                    int
+	tokenSteps, stubSteps, totalSteps int64
+}
+
+// tallies returns each session's decision-level prune figures under ds with stubs
+// holding h, in e.sessions' order: an output pruned at step p (1 <= p <= EndStep)
+// keeps Tokens x (stop - p) token-steps out, stop being its first use its stub
+// does not hold (a miss) or EndStep + 1, and pays its stub's tokens over the same
+// steps.
+func (e *Evaluator) tallies(ds []PruneAt, h hold) []tally {
+	out := make([]tally, len(e.sessions))
+	for si, sd := range e.sessions {
+		t := &out[si]
+		for _, i := range sd.outs {
+			o := &e.outs[i]
+			t.totalSteps += int64(o.Tokens) * int64(o.EndStep-o.Step)
+			p := ds[i].Step
+			if p < 1 || p > o.EndStep {
+				continue
+			}
+			t.pruned++
+			stop := o.EndStep + 1
+			if u := o.missFrom(p, h); u != 0 {
+				t.misses++
+				stop = u
+			}
+			t.tokenSteps += int64(o.Tokens) * int64(stop-p)
+			t.stubSteps += int64(min(h.stubTokens(o), o.Tokens)) * int64(stop-p)
+		}
+	}
+	return out
 }
 
 // price simulates every session under the decision-level and the applied-level

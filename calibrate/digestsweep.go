@@ -26,11 +26,15 @@ type DigestPoint struct {
 	// OracleTokenSteps is the oracle's, net of its stubs at this budget: the
 	// bound Best is measured against.
 	OracleTokenSteps int64 `json:"oracle_token_steps"`
+	// Band is how far Best's share of the oracle moves when the sessions are
+	// resampled (ShareBand); nil without sessions.
+	Band *ShareBand `json:"band,omitempty"`
 }
 
 // DigestSweep evaluates scorer name's front at each digest budget: outsAt(b) are
 // the outputs with the stubs of budget b (their StubTokens and Held; the asks
-// alike). It returns the points in budgets' order and the budget it recommends:
+// alike), with the band of its share of the oracle over resampled sessions
+// (DigestPoint.Band). It returns the points in budgets' order and the budget it recommends:
 // the one whose Best keeps the most net token-steps out at a miss rate within
 // target (ties: the smaller budget); -1 when no budget has a Best. Errors: those
 // of NewEvaluator (ErrInvalid, ErrNoSession).
@@ -43,7 +47,8 @@ func DigestSweep(budgets []int, outsAt func(b int) []Output, sessions []Calls, o
 			return nil, -1, fmt.Errorf("digest budget %d: %w", b, err)
 		}
 		p := DigestPoint{Budget: b}
-		for _, r := range ev.Front(name, ev.Sweep(name, cutoffs), FrontGap, FrontPoints) {
+		front := ev.Front(name, ev.Sweep(name, cutoffs), FrontGap, FrontPoints)
+		for _, r := range front {
 			fp := FrontPoint{Cutoff: r.Cutoff, MissRate: r.MissRate, TokenSteps: r.TokenSteps, StubTokenSteps: r.StubTokenSteps}
 			p.Front = append(p.Front, fp)
 			if fp.MissRate <= target && (p.Best == nil || fp.Net() > p.Best.Net()) {
@@ -53,6 +58,7 @@ func DigestSweep(budgets []int, outsAt func(b int) []Output, sessions []Calls, o
 		}
 		o := ev.Oracle()
 		p.OracleTokenSteps = o.TokenSteps - o.StubTokenSteps
+		p.Band = ev.shareBand(front, target)
 		if p.Best != nil && (rec < 0 || p.Best.Net() > bestNet || p.Best.Net() == bestNet && b < rec) {
 			rec, bestNet = b, p.Best.Net()
 		}

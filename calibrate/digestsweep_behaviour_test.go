@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -72,7 +73,8 @@ func TestDigestSweepRecommendsTheBestBudget(t *testing.T) {
 // 40 x (2 + 6 + 4) = 480, miss rate 1/3, target 1. The oracle prunes A at 7 after
 // its last use, B at 5, C at 6 (eligible, its use at 5 past): 3,000 x 4 + 4,000 x
 // 6 + 1,000 x 5 = 41,000 token-steps; less its stubs, 40 x 15 = 600 at budget 0,
-// 100 x 15 = 1,500 at budget 64.
+// 100 x 15 = 1,500 at budget 64. With one session every resample is that session,
+// so the band is the share itself: (34,000 - 480) / 40,400.
 func TestDigestPointBestAndOracle(t *testing.T) {
 	_, sessions := handOutputs()
 	points, _, err := DigestSweep([]int{0, 64}, digestOutsAt, sessions, DefaultOptions(), "x", []float64{0.25, 0.3}, 1)
@@ -81,11 +83,42 @@ func TestDigestPointBestAndOracle(t *testing.T) {
 	}
 	at0 := FrontPoint{Cutoff: 0.25, MissRate: 1.0 / 3, TokenSteps: 34_000, StubTokenSteps: 480}
 	want := DigestPoint{Budget: 0, Front: []FrontPoint{at0, {Cutoff: 0.3, MissRate: 1.0 / 3, TokenSteps: 34_000, StubTokenSteps: 480}},
-		Best: &at0, OracleTokenSteps: 40_400}
+		Best: &at0, OracleTokenSteps: 40_400,
+		Band: &ShareBand{Samples: BandSamples, P10: 33_520.0 / 40_400, Median: 33_520.0 / 40_400, P90: 33_520.0 / 40_400}}
 	if d := cmp.Diff(want, points[0], cmp.Comparer(approx)); d != "" {
 		t.Errorf("budget 0 (-want +got):\n%s", d)
 	}
 	if got := points[1].OracleTokenSteps; got != 39_500 {
 		t.Errorf("budget 64: oracle %d net token-steps, want 41,000 - 1,500 = 39,500", got)
+	}
+}
+
+// drawShare by hand: one front point that prunes one output in each of two
+// sessions, kept out 100 token-steps in A without a miss and 50 in B with one (B's
+// stub costing 10 of them); the oracle keeps 100 out of each. At target 0.5: A
+// twice, 200 / 200 = 1; A and B, miss rate 1/2 within the target, (100 + 40) /
+// 200 = 0.7; B twice, miss rate 1, no point: 0. At target 0 the mixed draw has no
+// point either.
+func TestDrawShareByHand(t *testing.T) {
+	per := [][]tally{{{pruned: 1, tokenSteps: 100}, {pruned: 1, misses: 1, tokenSteps: 50, stubSteps: 10}}}
+	oracle := []tally{{tokenSteps: 100}, {tokenSteps: 100}}
+	for _, tt := range []struct {
+		draw   []int
+		target float64
+		want   float64
+	}{
+		{[]int{0, 0}, 0.5, 1},
+		{[]int{0, 1}, 0.5, 0.7},
+		{[]int{1, 0}, 0.5, 0.7},
+		{[]int{1, 1}, 0.5, 0},
+		{[]int{0, 1}, 0, 0},
+		{[]int{0, 0}, 0, 1},
+	} {
+		if got := drawShare(per, oracle, tt.draw, tt.target); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("draw %v at target %v: share %v, want %v", tt.draw, tt.target, got, tt.want)
+		}
+	}
+	if got := drawShare(per, []tally{{}, {}}, []int{0, 1}, 0.5); got != 0 {
+		t.Errorf("an oracle that keeps nothing out: share %v, want 0", got)
 	}
 }

@@ -1,0 +1,84 @@
+package calibrate
+
+import (
+	"math/rand/v2"
+	"slices"
+)
+
+// BandSamples is how many resamples of the sessions ShareBand draws: 200, enough
+// for the 10th and 90th percentiles to move by about a point between seeds on
+// ../shared/sessions (23 sessions) and less on ../shared/corpus.
+const BandSamples = 200
+
+// bandStream is the second word of the resampling generator's PCG seed (the first
+// is Options.Seed), so that the band's draws are not the random baseline's.
+const bandStream = 0x62616e64 // "band"
+
+// ShareBand is how far a front's share of the oracle at a target miss rate moves
+// when the sessions are resampled (the bootstrap: Samples draws of as many
+// sessions as there are, with replacement; in each, the front's point with the
+// most net token-steps within the target, over the oracle's net token-steps of the
+// same draw): its 10th percentile, median and 90th percentile, as fractions. A
+// set of a few long sessions swings far; docs/EVALUATION.md, "A cutoff that stops
+// growing", reads it.
+type ShareBand struct {
+	Samples int     `json:"samples"`
+	P10     float64 `json:"p10"`
+	Median  float64 `json:"median"`
+	P90     float64 `json:"p90"`
+}
+
+// shareBand resamples the sessions (BandSamples draws, seeded by Options.Seed) and
+// returns the band of the share of the oracle that front (Results of one scorer by
+// cutoff, decision level, the advisor's stubs) keeps out at a miss rate of at most
+// target; nil without sessions. A draw with no point within the target, or an
+// oracle that keeps nothing out, counts as a share of 0.
+func (e *Evaluator) shareBand(front []Result, target float64) *ShareBand {
+	if len(e.sessions) == 0 || len(front) == 0 {
+		return nil
+	}
+	per := make([][]tally, len(front))
+	for i, r := range front {
+		per[i] = e.tallies(ScorerPrunes(e.outs, r.Cutoff, e.opts.SizeExponent, e.opts.SizeCapTokens), holdDigest)
+	}
+	oracle := e.tallies(OraclePrunes(e.outs), holdDigest)
+	rng := rand.New(rand.NewPCG(e.opts.Seed, bandStream))
+	draw := make([]int, len(e.sessions))
+	shares := make([]float64, BandSamples)
+	for b := range shares {
+		for j := range draw {
+			draw[j] = rng.IntN(len(e.sessions))
+		}
+		shares[b] = drawShare(per, oracle, draw, target)
+	}
+	slices.Sort(shares)
+	at := func(q float64) float64 { return shares[int(q*float64(len(shares)-1)+0.5)] }
+	return &ShareBand{Samples: BandSamples, P10: at(0.1), Median: at(0.5), P90: at(0.9)}
+}
+
+// drawShare is one draw's share: over the sessions draw names (indexes, repeats
+// counted), the most net token-steps of a front point whose miss rate is at most
+// target, over the oracle's net token-steps.
+func drawShare(per [][]tally, oracle []tally, draw []int, target float64) float64 {
+	var orc int64
+	for _, j := range draw {
+		orc += oracle[j].tokenSteps - oracle[j].stubSteps
+	}
+	if orc <= 0 {
+		return 0
+	}
+	best := int64(0)
+	for _, ts := range per {
+		var pruned, misses int
+		var net int64
+		for _, j := range draw {
+			pruned += ts[j].pruned
+			misses += ts[j].misses
+			net += ts[j].tokenSteps - ts[j].stubSteps
+		}
+		if pruned > 0 && float64(misses)/float64(pruned) <= target && net > best {
+			best = net
+		}
+	}
+	return float64(best) / float64(orc)
+}
