@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// BandSamples is how many resamples of the sessions ShareBand draws: 1,000. On
+// BandSamples is how many resamples of the sessions a ShareBand is drawn from: 1,000. On
 // the final asks-only replays of ../shared/sessions (23 sessions) the 128-token
 // row's median moved by under a point and its 10th and 90th percentiles by under
 // 2.5 points between seeds 1, 2 and 3; with 200 draws the 90th percentile moved
@@ -33,7 +33,7 @@ type ShareBand struct {
 // shareBand resamples the sessions (BandSamples draws, seeded by Options.Seed) and
 // returns the band of the share of the oracle that front (Results of one scorer by
 // cutoff, decision level, the advisor's stubs) keeps out at a miss rate of at most
-// target; nil without sessions. A draw with no point within the target, or an
+// target; nil without sessions or front points. A draw with no point within the target, or an
 // oracle that keeps nothing out, counts as a share of 0.
 func (e *Evaluator) shareBand(front []Result, target float64) *ShareBand {
 	if len(e.sessions) == 0 || len(front) == 0 {
