@@ -197,9 +197,33 @@ func (r *ccReader) parse(cl *ccLine, ln jsonlLine, raw []byte, typ string) (bool
 		fe := jsonscan.AsFieldError(err, "message.content")
 		return false, r.skip(ln.no, fe.Field, fe.Msg)
 	}
+	if typ == "user" && hasToolResult(blocks) && !ccContentAt(raw, cl.entry.Message.Content) {
+		return false, r.skip(ln.no, "message.content", "not found as spelled: a key differs in case, repeats or is escaped")
+	}
 	cl.blocks = blocks
 	cl.isString = len(blocks) == 1 && blocks[0].index < 0
 	return true, nil
+}
+
+// hasToolResult reports whether blocks hold a tool_result block.
+func hasToolResult(blocks []apiBlock) bool {
+	for _, blk := range blocks {
+		if blk.typ == "tool_result" {
+			return true
+		}
+	}
+	return false
+}
+
+// ccContentAt reports whether the line's "message.content", found as Rewrite
+// finds it (spanAt: keys as spelled, the first occurrence that holds the rest of
+// the path), is the content the entry decoded. encoding/json matches keys without
+// regard to case and keeps the last of a repeated key, so a line such as
+// {"messAge":{"Content":[...]}} decodes, but its tool results could not be
+// rewritten (FuzzClaude found it).
+func ccContentAt(raw []byte, content json.RawMessage) bool {
+	start, end, found, exact := spanAt(raw, "message.content")
+	return found && exact && bytes.Equal(raw[start:end], bytes.TrimSpace(content))
 }
 
 // benign reports whether cl's node may not start a branch of the tree: a later
