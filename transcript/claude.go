@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/pruneadvisor/pruneadvisor/toolcall"
 	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
@@ -197,33 +199,38 @@ func (r *ccReader) parse(cl *ccLine, ln jsonlLine, raw []byte, typ string) (bool
 		fe := jsonscan.AsFieldError(err, "message.content")
 		return false, r.skip(ln.no, fe.Field, fe.Msg)
 	}
-	if typ == "user" && hasToolResult(blocks) && !ccContentAt(raw, cl.entry.Message.Content) {
-		return false, r.skip(ln.no, "message.content", "not found as spelled: a key differs in case, repeats or is escaped")
+	if typ == "user" && toolResults(blocks) > 0 && !ccContentAt(raw, cl.entry.Message.Content) {
+		return false, r.skip(ln.no, "message.content", "not found as spelled: a key differs in case or repeats")
 	}
 	cl.blocks = blocks
 	cl.isString = len(blocks) == 1 && blocks[0].index < 0
 	return true, nil
 }
 
-// hasToolResult reports whether blocks hold a tool_result block.
-func hasToolResult(blocks []apiBlock) bool {
+// toolResults counts the tool_result blocks of blocks.
+func toolResults(blocks []apiBlock) int {
+	n := 0
 	for _, blk := range blocks {
 		if blk.typ == "tool_result" {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // ccContentAt reports whether the line's "message.content", found as Rewrite
-// finds it (spanAt: keys as spelled, the first occurrence that holds the rest of
-// the path), is the content the entry decoded. encoding/json matches keys without
-// regard to case and keeps the last of a repeated key, so a line such as
-// {"messAge":{"Content":[...]}} decodes, but its tool results could not be
-// rewritten (FuzzClaude found it).
+// finds it (existsIn: spanAt, else gjson; keys as spelled, the first occurrence
+// that holds the rest of the path), is the content the entry decoded.
+// encoding/json matches keys without regard to case and keeps the last of a
+// repeated key, so a line such as {"messAge":{"Content":[...]}} decodes, but its
+// tool results could not be rewritten (FuzzClaude found it).
 func ccContentAt(raw []byte, content json.RawMessage) bool {
-	start, end, found, exact := spanAt(raw, "message.content")
-	return found && exact && bytes.Equal(raw[start:end], bytes.TrimSpace(content))
+	want := bytes.TrimSpace(content)
+	if start, end, found, exact := spanAt(raw, "message.content"); exact {
+		return found && bytes.Equal(raw[start:end], want)
+	}
+	r := gjson.GetBytes(raw, "message.content")
+	return r.Exists() && r.Raw == string(want)
 }
 
 // benign reports whether cl's node may not start a branch of the tree: a later
@@ -240,12 +247,7 @@ func (r *ccReader) benign(cl *ccLine, ln jsonlLine) bool {
 		r.seenMsg[id] = true
 		return seen
 	}
-	results := 0
-	for _, blk := range cl.blocks {
-		if blk.typ == "tool_result" {
-			results++
-		}
-	}
+	results := toolResults(cl.blocks)
 	if results > 0 {
 		cl.unit = r.b.addUnit(ln.start, ln.end)
 	}
