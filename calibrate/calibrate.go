@@ -275,7 +275,7 @@ type Options struct {
 	// OverBudgetCutoff lets a scorer's rewrite forced by the budget also take
 	// candidates not pending whose last score is under it, lowest first, down to
 	// the low-water mark (planner.Input.Extra), as the live advisor's
-	// advisor.Config.OverBudgetCutoff; 0: never. Default 0.3.
+	// advisor.Config.OverBudgetCutoff; 0: never. Default 0.1, as the advisor's.
 	OverBudgetCutoff float64
 	// CacheTTL is how long a cache stays warm between calls; default 5 minutes.
 	CacheTTL time.Duration
@@ -334,7 +334,7 @@ func (o Options) estimatorAt(overBudget bool) planner.Estimator {
 func DefaultOptions() Options {
 	return Options{
 		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, HardLimitLowWaterFraction: 0.5, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true, LastResort: true,
-		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, OverBudgetFactor: 0.2, OverBudgetCutoff: 0.3, CacheTTL: 5 * time.Minute,
+		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, OverBudgetFactor: 0.2, OverBudgetCutoff: 0.1, CacheTTL: 5 * time.Minute,
 		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1, Window: 200_000,
 	}
 }
