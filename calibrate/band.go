@@ -24,10 +24,14 @@ const bandStream = 0x62616e64 // "band"
 // set of a few long sessions swings far; docs/EVALUATION.md, "A cutoff that stops
 // growing", reads it.
 type ShareBand struct {
-	Samples int     `json:"samples"`
-	P10     float64 `json:"p10"`
-	Median  float64 `json:"median"`
-	P90     float64 `json:"p90"`
+	// Samples is the number of resamples drawn (BandSamples).
+	Samples int `json:"samples"`
+	// P10, Median and P90 are the 10th, 50th and 90th percentiles of the draws'
+	// shares, each a fraction of the oracle's net token-steps (0.6 = 60%; a draw
+	// without a point within the target counts 0), nearest-rank.
+	P10    float64 `json:"p10"`
+	Median float64 `json:"median"`
+	P90    float64 `json:"p90"`
 }
 
 // shareBand resamples the sessions (BandSamples draws, seeded by Options.Seed) and
