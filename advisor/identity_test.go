@@ -32,7 +32,10 @@ var updateIndex = flag.Bool("update-index", false, "rewrite testdata/index-diges
 // names and hash put only for outputs without a fixed protection as the advisor now
 // keeps them; go test
 // ./advisor -run TestIndexMatchesDigests -update-index), so the test shows the
-// rewrite changed no result.
+// rewrite changed no result. Rewritten since only for intended changes of what the
+// index derives: replay-12's evidence clause In context changed the digests of the
+// two sessions that record a compaction that dropped outputs
+// (claude-code/3af9b1a7-….jsonl, pi/before-compaction.jsonl) and no other.
 const indexDigestFile = "testdata/index-digests.json"
 
 // identitySessions returns every session under ../shared/sessions and every third

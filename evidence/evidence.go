@@ -39,6 +39,13 @@
 //   - Re-reads are not uses. A later read of the same file or a later identical
 //     call fetches the information again and costs the same whether O was pruned
 //     or not: it is no use of O (it becomes the latest carrier of what it shows).
+//   - In context. O was still in the agent's context at u: a compaction the
+//     transcript records (Message.AgentCompaction) between O and u that did not
+//     keep O (Message.CompactionKept) dropped it, so the agent had the name from
+//     elsewhere (its summary, a later output, its own knowledge). Such a name is
+//     no use of O, nor of anything (a later output that holds it again is its
+//     latest carrier as usual). Every judged row of ../shared/label-audit whose
+//     use comes after a recorded compaction that dropped O is NOISE.
 //   - A recall (AddRecall) is always a use, the strongest there is.
 //
 // Names that occur in many outputs carry less evidence: each name weighs its IDF
@@ -284,6 +291,8 @@ type nameInfo struct {
 type outEvidence struct {
 	key   string
 	step  int
+	msg   int  // index of the message that brought it (transcript.ToolOutput.Message)
+	gone  bool // a compaction the transcript records dropped it (clause In context)
 	uses  []*rawUse
 	owned int // distinct names first seen in this output (its distinctive names)
 	runs  int // calls with the same tool and arguments so far, this one included
@@ -378,6 +387,9 @@ func (t *Tracker) Add(m *transcript.Message) ([]Use, error) {
 	var uses []Use
 	if m.Role == transcript.RoleAssistant {
 		uses = t.addWords(m)
+	}
+	if m.AgentCompaction {
+		t.dropBefore(m.Index - m.CompactionKept)
 	}
 	for _, o := range m.Outputs {
 		t.addOutput(o)
@@ -498,6 +510,9 @@ func (t *Tracker) unlive(info *nameInfo) {
 		return
 	}
 	o := t.outs[info.carrier-1]
+	if o.gone {
+		return // dropBefore cleared its counts
+	}
 	o.live--
 	o.liveShape[info.shape]--
 	if !t.digestHolds(info.dcost) {
@@ -651,7 +666,7 @@ func (t *Tracker) nameUses(m *transcript.Message) {
 		}
 		carrier := info.carrier
 		t.pinInfo(info)
-		if carrier > 0 && e.flags == 0 && Specific(name, t.Background) && !t.pinnedVariant(name) {
+		if carrier > 0 && !t.outs[carrier-1].gone && e.flags == 0 && Specific(name, t.Background) && !t.pinnedVariant(name) {
 			r := t.stepUse(int(carrier)-1, m.Step)
 			r.names = append(r.names, strings.Clone(name))
 			r.ids = append(r.ids, idx)
@@ -704,7 +719,7 @@ func (t *Tracker) takeUses() []Use {
 // only outputs held so far), and, through its call, how many identical calls ran.
 func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 	idx := len(t.outs)
-	oe := &outEvidence{key: o.Key, step: o.Step}
+	oe := &outEvidence{key: o.Key, step: o.Step, msg: o.Message}
 	t.outs = append(t.outs, oe)
 	t.byKey[o.Key] = idx
 	t.stats.Outputs++
@@ -756,6 +771,19 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 		h := t.cmdHash(c)
 		t.runs[h]++
 		oe.runs = t.runs[h]
+	}
+}
+
+// dropBefore marks gone every output whose message comes before message index
+// from (the agent's compaction dropped them: clause In context) and clears their
+// live counts, since no later use can be credited to them. It runs once per
+// recorded compaction, over the outputs so far.
+func (t *Tracker) dropBefore(from int) {
+	for _, o := range t.outs {
+		if o.msg < from && !o.gone {
+			o.gone = true
+			o.live, o.liveOut, o.liveShape = 0, 0, [NumShapes]int32{}
+		}
 	}
 }
 

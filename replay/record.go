@@ -46,8 +46,10 @@ import (
 // ids are 12 decimal digits (advisor.RecallIDDigits), which every stub counts as the
 // same number of tokens, so the advisor's rewrites no longer vary with the id.
 // replay-10: a card's live names include those of the outputs its call made dead
-// (advisor's liveNames), whose later uses the label credits to it.
-const Version = "replay-11"
+// (advisor's liveNames), whose later uses the label credits to it. replay-12: no
+// use is credited to an output a compaction recorded in the transcript dropped
+// (evidence clause In context, transcript.Message.CompactionKept).
+const Version = "replay-12"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (

@@ -16,8 +16,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pruneadvisor/pruneadvisor/internal/freqsketch"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 	"github.com/pruneadvisor/pruneadvisor/tokencount"
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
 // Request bodies (formats anthropic and openai) are what the proxy reads on every

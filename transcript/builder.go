@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/toolcall"
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 	"github.com/tidwall/gjson"
 )
 

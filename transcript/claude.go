@@ -8,8 +8,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 	"github.com/pruneadvisor/pruneadvisor/toolcall"
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
 // Claude Code session files (TRANSCRIPT-FORMATS.md §1): one JSON object per line,

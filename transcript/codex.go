@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 )
 
 // Codex CLI rollouts (TRANSCRIPT-FORMATS.md §3), one JSON object per line, in two

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 )
 
 // Gemini CLI sessions (TRANSCRIPT-FORMATS.md §4): one JSON document

@@ -8,7 +8,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 )
 
 // Helpers shared by the JSONL readers (Claude Code, pi, Codex CLI): splitting lines,

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 )
 
 // This file holds the three readers that share the OpenAI chat-completions message

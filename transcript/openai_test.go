@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 	"github.com/pruneadvisor/pruneadvisor/toolcall"
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 	"github.com/tidwall/gjson"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 )
 
 // OpenHands V0 event streams (TRANSCRIPT-FORMATS.md §7): a JSON array of events

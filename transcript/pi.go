@@ -8,8 +8,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 	"github.com/pruneadvisor/pruneadvisor/toolcall"
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
 // pi coding agent session files (TRANSCRIPT-FORMATS.md §2): line 1 is the header
@@ -33,6 +33,9 @@ type piEntry struct {
 	Type                                string
 	ID, ParentID, Cwd, Message, Summary json.RawMessage
 	Content, Timestamp                  json.RawMessage
+	// FirstKeptIndex and FirstKeptID are a compaction entry's firstKeptEntryIndex
+	// (v1) and firstKeptEntryId (v2 on): where the tail it kept starts.
+	FirstKeptIndex, FirstKeptID json.RawMessage
 }
 
 // piDecodeEntry decodes one object (keys matched exactly, see apiObject).
@@ -41,7 +44,8 @@ func piDecodeEntry(raw []byte) (piEntry, *jsonscan.FieldError) {
 	if problem != "" {
 		return piEntry{}, fieldErr("", problem)
 	}
-	e := piEntry{ID: obj["id"], ParentID: obj["parentId"], Cwd: obj["cwd"], Message: obj["message"], Summary: obj["summary"], Content: obj["content"], Timestamp: obj["timestamp"]}
+	e := piEntry{ID: obj["id"], ParentID: obj["parentId"], Cwd: obj["cwd"], Message: obj["message"], Summary: obj["summary"], Content: obj["content"], Timestamp: obj["timestamp"],
+		FirstKeptIndex: obj["firstKeptEntryIndex"], FirstKeptID: obj["firstKeptEntryId"]}
 	if err := jsonscan.Field(obj, "type", "", &e.Type); err != nil {
 		return piEntry{}, jsonscan.AsFieldError(err, "type")
 	}
@@ -90,7 +94,11 @@ func piDecodeMessage(raw json.RawMessage) (*piMessage, error) {
 
 // piObj is one decoded object of the file.
 type piObj struct {
-	line int
+	line  int
+	entry int // index among the file's entries, the header 0 (pi's firstKeptEntryIndex)
+	// kept is, for a compaction entry, the entry its kept tail starts at (piKept
+	// codes when negative); set in the first pass, where the entries' ids are known.
+	kept int32
 	e    piEntry
 	m    *piMessage // for message entries
 	unit int        // unit of the object, -1 when it holds no tool result
@@ -128,7 +136,7 @@ func readPiStream(name string, f io.ReadSeeker, opts Options) (*Session, error) 
 	var fates []piFate
 	err := jsonlEach(f, false, func(ln jsonlLine, line []byte) error {
 		return p.line(ln, line, func(o *piObj, v jsonscan.Span) {
-			fates = append(fates, piFate{line: int32(o.line), unit: int32(o.unit), node: int32(o.node), start: int32(v.Start), end: int32(v.End)})
+			fates = append(fates, piFate{line: int32(o.line), entry: int32(o.entry), kept: o.kept, unit: int32(o.unit), node: int32(o.node), start: int32(v.Start), end: int32(v.End)})
 		})
 	})
 	if err != nil {
@@ -149,7 +157,7 @@ func readPiStream(name string, f io.ReadSeeker, opts Options) (*Session, error) 
 			if fa.node >= 0 && !keep[fa.node] {
 				continue
 			}
-			o := &piObj{line: ln.no, unit: int(fa.unit), node: int(fa.node)}
+			o := &piObj{line: ln.no, entry: int(fa.entry), kept: fa.kept, unit: int(fa.unit), node: int(fa.node)}
 			var fe *jsonscan.FieldError
 			if o.e, fe = piDecodeEntry(json.RawMessage(line[fa.start:fa.end:fa.end])); fe != nil {
 				return changed(ln.no)
@@ -177,27 +185,42 @@ func readPiStream(name string, f io.ReadSeeker, opts Options) (*Session, error) 
 }
 
 // piFate is what readPiStream's first pass keeps of an entry that reached the tree
-// or the message list: its line, unit and tree node (-1 for none), and the span of
-// its JSON value in the line's content (so the second pass need not split the line
-// again).
+// or the message list: its line, entry index, kept tail (piObj.kept), unit and tree
+// node (-1 for none), and the span of its JSON value in the line's content (so the
+// second pass need not split the line again).
 type piFate struct {
-	line, unit, node int32
-	start, end       int32
+	line, entry, kept, unit, node int32
+	start, end                    int32
 }
 
 // piScan is the first pass of the pi readers: header, entry decoding, lenient
 // skipping and the entry tree.
 type piScan struct {
-	b      *builder
-	opts   Options
-	first  bool
-	leaf   int
-	nodes  []treeNode
-	seenID map[string]bool
+	b       *builder
+	opts    Options
+	first   bool
+	leaf    int
+	nodes   []treeNode
+	idEntry map[string]int32 // entry index of each id seen (first pass only)
+	entries int              // entries decoded so far, the header included (piObj.entry)
+	// msgAt[e] is, for entry e added to the messages, the index its message took
+	// or, for one that made none, the next message's (-1: not added): where a
+	// compaction's kept tail starts. 4 bytes an entry, made after the first pass.
+	msgAt []int32
 }
 
+// Codes of piObj.kept beside an entry index: no compaction, a compaction that names
+// no kept entry, one whose firstKeptEntryId is no earlier entry's, one whose
+// firstKeptEntryIndex is not an earlier entry.
+const (
+	piKeptNone int32 = -1 - iota
+	piKeptMissing
+	piKeptUnknownID
+	piKeptBadIndex
+)
+
 func newPiScan(b *builder, opts Options) *piScan {
-	return &piScan{b: b, opts: opts, first: true, leaf: -1, seenID: map[string]bool{}}
+	return &piScan{b: b, opts: opts, first: true, leaf: -1, idEntry: map[string]int32{}}
 }
 
 // line decodes the values of one line (ln, content line) and passes each entry
@@ -209,7 +232,8 @@ func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj, jsonscan.Span
 	for _, v := range values {
 		start, end := v.Start, v.End
 		raw := json.RawMessage(line[start:end:end])
-		o := &piObj{line: ln.no, unit: -1, node: -1}
+		o := &piObj{line: ln.no, entry: p.entries, kept: piKeptNone, unit: -1, node: -1}
+		p.entries++
 		var fe *jsonscan.FieldError
 		if o.e, fe = piDecodeEntry(raw); fe != nil {
 			if e := jsonlSkip(b, name, opts, ln.no, fe.Field, fe.Msg); e != nil {
@@ -240,6 +264,9 @@ func (p *piScan) line(ln jsonlLine, line []byte, keep func(*piObj, jsonscan.Span
 		}
 		if o.m != nil && o.m.Role == "toolResult" {
 			o.unit = b.addUnit(ln.start+start, ln.start+end)
+		}
+		if o.e.Type == "compaction" {
+			o.kept = p.keptEntry(&o.e, o.entry)
 		}
 		if !p.node(o, ln.no, benign) {
 			continue
@@ -280,11 +307,11 @@ func (p *piScan) node(o *piObj, no int, benign bool) bool {
 	if id == "" {
 		return true
 	}
-	if p.seenID[id] {
+	if _, seen := p.idEntry[id]; seen {
 		p.b.warn("line %d: entry id %q repeats an earlier entry; the repeat is ignored", no, id)
 		return false
 	}
-	p.seenID[id] = true
+	p.idEntry[id] = int32(o.entry)
 	parent, _ := jsonscan.String(o.e.ParentID)
 	o.node = len(p.nodes)
 	p.leaf = o.node
@@ -302,7 +329,11 @@ func (p *piScan) tree() []bool {
 	if cyclic > 0 {
 		p.b.warn("%d entries sit on a parentId cycle; they are kept in file order", cyclic)
 	}
-	p.nodes, p.seenID = nil, nil
+	p.nodes, p.idEntry = nil, nil
+	p.msgAt = make([]int32, p.entries)
+	for i := range p.msgAt {
+		p.msgAt[i] = -1
+	}
 	return keep
 }
 
@@ -312,7 +343,8 @@ func (p *piScan) add(o *piObj, keep []bool) error {
 	if o.node >= 0 && !keep[o.node] {
 		return nil
 	}
-	if err := piAdd(p.b, o); err != nil {
+	p.msgAt[o.entry] = int32(len(p.b.s.Messages))
+	if err := piAdd(p.b, o, p.kept); err != nil {
 		fe := jsonscan.AsFieldError(err, "")
 		return jsonlSkip(p.b, p.b.s.Name, p.opts, o.line, fe.Field, fe.Msg)
 	}
@@ -412,9 +444,56 @@ func piInspect(o *piObj) (benign bool, err error) {
 
 var piSlashCommand = regexp.MustCompile(`^/[\w:.-]+$`)
 
+// keptEntry places, in the first pass, the entry a compaction entry e (entry
+// index self) keeps its tail from: its firstKeptEntryId (v2 on) among the ids seen
+// so far, or its firstKeptEntryIndex (v1) when that is an earlier entry; else a
+// piKept code.
+func (p *piScan) keptEntry(e *piEntry, self int) int32 {
+	if id, ok := jsonscan.String(e.FirstKeptID); ok && id != "" {
+		if at, ok := p.idEntry[id]; ok {
+			return at
+		}
+		return piKeptUnknownID
+	}
+	if len(e.FirstKeptIndex) == 0 {
+		return piKeptMissing
+	}
+	var idx float64
+	if json.Unmarshal(e.FirstKeptIndex, &idx) != nil || idx != float64(int(idx)) || idx < 0 || int(idx) >= self {
+		return piKeptBadIndex
+	}
+	return int32(idx)
+}
+
+// kept returns, for a compaction entry o about to be added, how many of the
+// messages before it its kept tail holds (Message.CompactionKept): from the message
+// of the entry piScan.keptEntry placed. A tail the reader cannot place (no
+// reference, an unknown one, or an entry on an abandoned branch) keeps every
+// message, with a warning naming o's line.
+func (p *piScan) kept(o *piObj) int {
+	n := len(p.b.s.Messages)
+	ref := o.e.FirstKeptID // as written: a quoted id, or the v1 index
+	if len(ref) == 0 {
+		ref = o.e.FirstKeptIndex
+	}
+	var why string
+	switch {
+	case o.kept == piKeptMissing:
+		why = "names no kept entry (firstKeptEntryId, firstKeptEntryIndex)"
+	case o.kept == piKeptUnknownID || o.kept == piKeptBadIndex:
+		why = fmt.Sprintf("keeps from entry %s, which is no entry before it", ref)
+	case o.kept < 0 || int(o.kept) >= len(p.msgAt) || p.msgAt[o.kept] < 0:
+		why = fmt.Sprintf("keeps from entry %s, which is not on the session's branch", ref)
+	default:
+		return n - int(p.msgAt[o.kept])
+	}
+	p.b.warn("line %d: compaction %s; every earlier message is taken as kept", o.line, why)
+	return n
+}
+
 // piAdd turns one kept object into a message (or nothing) and adds it, timed by the
-// entry's timestamp.
-func piAdd(b *builder, o *piObj) error {
+// entry's timestamp; kept places a compaction's kept tail (piScan.kept).
+func piAdd(b *builder, o *piObj, kept func(o *piObj) int) error {
 	add := func(m *Message) {
 		m.Time = b.timeOf(o.e.Timestamp, o.line, "timestamp")
 		b.add(m)
@@ -426,7 +505,11 @@ func piAdd(b *builder, o *piObj) error {
 			return fieldErr("summary", "summary must be a string")
 		}
 		if s != "" {
-			add(&Message{Role: RoleUser, Text: s, Meta: true, Line: o.line, AgentCompaction: o.e.Type == "compaction"})
+			m := &Message{Role: RoleUser, Text: s, Meta: true, Line: o.line, AgentCompaction: o.e.Type == "compaction"}
+			if m.AgentCompaction {
+				m.CompactionKept = kept(o)
+			}
+			add(m)
 		}
 		return nil
 	case "custom_message":
@@ -435,14 +518,14 @@ func piAdd(b *builder, o *piObj) error {
 	default:
 		return nil
 	}
-	return piAddMessage(o, add)
+	return piAddMessage(b, o, add)
 }
 
 // piAddMessage adds the message of a message entry by its role: a user prompt
 // (slash commands and wrappers are Meta), an assistant message, a tool result, a
 // user's shell command (unless excluded from the context), an extension's message,
 // or a summary.
-func piAddMessage(o *piObj, add func(*Message)) error {
+func piAddMessage(b *builder, o *piObj, add func(*Message)) error {
 	pm := o.m
 	switch pm.Role {
 	case "user":
@@ -475,7 +558,12 @@ func piAddMessage(o *piObj, add func(*Message)) error {
 		return piInjected(pm.Content, "message.content", o.line, add)
 	case "branchSummary", "compactionSummary":
 		if pm.Summary != "" {
-			add(&Message{Role: RoleUser, Text: pm.Summary, Meta: true, Line: o.line, AgentCompaction: pm.Role == "compactionSummary"})
+			// A compactionSummary message records no kept boundary: every message stays.
+			m := &Message{Role: RoleUser, Text: pm.Summary, Meta: true, Line: o.line, AgentCompaction: pm.Role == "compactionSummary"}
+			if m.AgentCompaction {
+				m.CompactionKept = len(b.s.Messages)
+			}
+			add(m)
 		}
 	}
 	return nil

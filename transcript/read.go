@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 	"github.com/pruneadvisor/pruneadvisor/internal/widetext"
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
 )
 
 // Options control how a session is read.

@@ -3,7 +3,7 @@ package transcript
 import (
 	"encoding/json"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 )
 
 // OpenAI Responses API request bodies (POST /v1/responses, what Codex CLI sends; the

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/pruneadvisor/pruneadvisor/transcript/internal/jsonscan"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"

@@ -221,6 +221,17 @@ type Message struct {
 	// context here and went on from this summary (docs/DESIGN.md "Compaction: what
 	// pruning is for"). The message is also Meta.
 	AgentCompaction bool
+	// CompactionKept is, for an AgentCompaction message, how many of the messages
+	// just before it the compaction kept in the agent's context: the messages from
+	// Index-CompactionKept to Index-1 stayed, every earlier one was dropped (the
+	// later-use evidence credits no use to an output it dropped: package evidence).
+	// pi records where its kept tail starts (the compaction entry's
+	// firstKeptEntryIndex, an index into the file's entries counting the header as
+	// 0, or firstKeptEntryId); a reference the reader cannot place keeps every
+	// message, with a warning. Claude Code and Codex keep none (their summary and,
+	// for Codex, recent user messages, which hold no tool output): 0. pi's
+	// compactionSummary message records no boundary: every message is kept.
+	CompactionKept int
 	// Time is when the message was written, as the format records it, in UTC; the
 	// zero time means unknown. Claude Code and Codex CLI: the line's timestamp (an
 	// assistant message merged from several lines takes the first line's); pi: the
