@@ -1014,6 +1014,9 @@ func rdrInvariants(t *testing.T, s *Session) {
 		if m.Index != i {
 			t.Fatalf("message %d has Index %d", i, m.Index)
 		}
+		if m.CompactionKept < 0 || m.CompactionKept > i || m.CompactionKept > 0 && !m.AgentCompaction {
+			t.Fatalf("message %d: CompactionKept %d (compaction %v)", i, m.CompactionKept, m.AgentCompaction)
+		}
 		for _, c := range m.Calls {
 			if c.Message != i || c.ID == "" {
 				t.Fatalf("call %q: Message %d, in message %d", c.ID, c.Message, i)
