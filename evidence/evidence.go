@@ -216,10 +216,13 @@ type Tracker struct {
 	names map[uint64]int32 // nameKey(name) -> index of its entry in infos
 	infos []nameInfo
 	outs  []*outEvidence
-	byKey map[string]int
-	runs  map[uint64]int // hash of tool name + compact args -> outputs of such calls so far
-	part  int32          // number of the part being scanned (scan)
-	order []visited      // scratch: the current part's names in first-seen order
+	// goneTo: outs[:goneTo] are gone (dropBefore); outputs come in message order,
+	// so each is dropped once and a compaction looks only at those not gone yet.
+	goneTo int
+	byKey  map[string]int
+	runs   map[uint64]int // hash of tool name + compact args -> outputs of such calls so far
+	part   int32          // number of the part being scanned (scan)
+	order  []visited      // scratch: the current part's names in first-seen order
 	// orderNames is the scratch of scan for the agent's words: the order's names.
 	orderNames []string
 	ev         map[int]*rawUse // scratch: evidence of the current assistant message
@@ -776,14 +779,13 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 
 // dropBefore marks gone every output whose message comes before message index
 // from (the agent's compaction dropped them: clause In context) and clears their
-// live counts, since no later use can be credited to them. It runs once per
-// recorded compaction, over the outputs so far.
+// live counts, since no later use can be credited to them. Outputs are added in
+// message order, so it goes on from the last one it dropped: each output once.
 func (t *Tracker) dropBefore(from int) {
-	for _, o := range t.outs {
-		if o.msg < from && !o.gone {
-			o.gone = true
-			o.live, o.liveOut, o.liveShape = 0, 0, [NumShapes]int32{}
-		}
+	for ; t.goneTo < len(t.outs) && t.outs[t.goneTo].msg < from; t.goneTo++ {
+		o := t.outs[t.goneTo]
+		o.gone = true
+		o.live, o.liveOut, o.liveShape = 0, 0, [NumShapes]int32{}
 	}
 }
 
