@@ -228,6 +228,23 @@ type Calls struct {
 	// turns (Compaction.Decides DecidesTurn) decides at these calls; nil, or no
 	// call marked, when unknown: it then decides at every call, as DecidesUsage.
 	TurnStart []bool
+	// Recorded are the agent's own compactions the transcript records, ascending
+	// by call: the agent really compacted before those calls and took every later
+	// step on the compacted context, so every pruner, keep-all included, goes
+	// through them (RecordedCompaction). nil: none.
+	Recorded []RecordedCompaction
+}
+
+// RecordedCompaction is one compaction the transcript records
+// (replay.StepFacts.AgentDropped): before Call the agent replaced the messages
+// before its kept tail, Dropped tokens of the unpruned context (as Context counts
+// it), by a summary of SummaryTokens tokens. Every pruner prices it as the
+// modelled compaction (the summarising call over the context it sends, the
+// summary as output tokens, the next call's cache write), with its own context;
+// it counts in Level.RecordedCompactions, not Level.Compactions: no pruner could
+// have spared the agent a compaction whose later steps the transcript holds.
+type RecordedCompaction struct {
+	Call, Dropped, SummaryTokens int
 }
 
 // Options are the simulation settings. Build them with DefaultOptions and change
@@ -410,6 +427,10 @@ type Level struct {
 	// Compactions counts the agent's compactions (Compaction): calls before which
 	// the context passed the agent's compaction point.
 	Compactions int `json:"compactions"`
+	// RecordedCompactions counts the compactions the transcripts record
+	// (Calls.Recorded), the same for every pruner, priced like Compactions but
+	// not counted among them.
+	RecordedCompactions int `json:"recorded_compactions"`
 	// CompactionMisses counts outputs a compaction dropped and the agent used
 	// later: lost, not recallable; each priced as the agent fetching the output
 	// again (a round trip writing it, like a recall).
@@ -504,6 +525,9 @@ type sessionData struct {
 	growth     []int
 	// turn[s-1]: call s starts a turn (Calls.TurnStart); nil when unknown.
 	turn []bool
+	// recorded[s] is the compaction the transcript records before call s
+	// (Calls.Recorded); nil when none.
+	recorded map[int]RecordedCompaction
 }
 
 // NewEvaluator validates opts, every output (Output.Validate, unique (Session,
@@ -618,6 +642,18 @@ func (e *Evaluator) newSessionData(s *Calls, end int) (*sessionData, error) {
 	if slices.Contains(s.TurnStart, true) {
 		sd.turn = make([]bool, end)
 		copy(sd.turn, s.TurnStart)
+	}
+	for _, rc := range s.Recorded {
+		if rc.Call > end {
+			continue // after the session's last step: nothing to price
+		}
+		if rc.Call < 1 || rc.Dropped <= 0 || rc.Dropped > s.Context[rc.Call-1] || rc.SummaryTokens < 0 {
+			return nil, fmt.Errorf("%w: session %q: recorded compaction before call %d (dropped %d tokens of %d, summary %d)", ErrInvalid, s.Name, rc.Call, rc.Dropped, s.Context[min(max(rc.Call, 1), end)-1], rc.SummaryTokens)
+		}
+		if sd.recorded == nil {
+			sd.recorded = map[int]RecordedCompaction{}
+		}
+		sd.recorded[rc.Call] = rc
 	}
 	var prev time.Time
 	for i := 0; i < end && i < len(s.At); i++ {
@@ -798,6 +834,7 @@ func (l *Level) Merge(o Level) {
 	l.SessionsCostlier += o.SessionsCostlier
 	l.Misses += o.Misses
 	l.Compactions += o.Compactions
+	l.RecordedCompactions += o.RecordedCompactions
 	l.CompactionMisses += o.CompactionMisses
 	l.TokenSteps += o.TokenSteps
 }

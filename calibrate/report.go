@@ -408,8 +408,24 @@ func resultRow(tw io.Writer, x Result) {
 		x.Applied.Compactions, x.Applied.CompactionMisses, x.Applied.Misses)
 }
 
+// recorded returns the compactions the transcripts record (Level.RecordedCompactions),
+// as keep-all went through them.
+func (b BudgetReport) recorded() int {
+	for _, x := range b.Baselines {
+		if x.Name == "keep-all" {
+			return x.Applied.RecordedCompactions
+		}
+	}
+	return 0
+}
+
 func (b BudgetReport) writeText(tw io.Writer) {
-	fmt.Fprintf(tw, "\nbudget %d tokens, window %d: keep-all pays $%.2f for input, its compactions included\n", b.Budget, b.Window, b.KeepAllUSD)
+	fmt.Fprintf(tw, "\nbudget %d tokens, window %d: keep-all pays $%.2f for input, its compactions included", b.Budget, b.Window, b.KeepAllUSD)
+	if n := b.recorded(); n > 0 {
+		// The same for every pruner: not a column.
+		fmt.Fprintf(tw, "; every pruner goes through the %d compactions the transcripts record (priced, not counted under compactions)", n)
+	}
+	fmt.Fprintln(tw)
 	fmt.Fprint(tw, resultHeader)
 	if b.Advisor != nil {
 		resultRow(tw, *b.Advisor)

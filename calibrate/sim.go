@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -127,7 +128,14 @@ func (e *Evaluator) simulateInto(sd *sessionData, p policy, tr *Series) Level {
 		full := sd.context[s-1] + v.added
 		v.ctx = full - v.saved - v.cut
 		compacted := false
-		if v.decidesEarly(lastSent, came) {
+		if rc, ok := sd.recorded[s]; ok {
+			// The transcript records the agent's compaction before this call.
+			cached := min(lastSent, v.ctx)
+			if sd.cold[s-1] {
+				cached = 0
+			}
+			v.ctx, compacted = v.recordedPhase(&l, v.ctx, cached, rc, lost), true
+		} else if v.decidesEarly(lastSent, came) {
 			// The agent compacts before the proxy sees the call.
 			cached := min(lastSent, v.ctx)
 			if sd.cold[s-1] {
@@ -224,6 +232,43 @@ func (v *view) compactPhase(l *Level, ctx, cached int, lost map[int][]int) int {
 	l.PeakContext = max(l.PeakContext, ctx)
 	l.PaidUSD += sd.price.Call(cached, ctx) + float64(sd.compaction.SummaryTokens)*sd.price.Output()
 	return v.compact(ctx, lost)
+}
+
+// recordedPhase prices the compaction the transcript records before call v.s
+// (RecordedCompaction) over a context of ctx tokens of which cached are cache
+// reads, as compactPhase prices a modelled one, and applies it: every visible
+// output whose message lies before the kept tail is gone (a later use of it is a
+// compaction miss, as in compact; the later-use evidence credits none), and the
+// context loses what the pruner still sends of the dropped history. It returns
+// the context after it.
+func (v *view) recordedPhase(l *Level, ctx, cached int, rc RecordedCompaction, lost map[int][]int) int {
+	sd := v.sd
+	l.RecordedCompactions++
+	l.PeakContext = max(l.PeakContext, ctx)
+	l.PaidUSD += sd.price.Call(cached, ctx) + float64(rc.SummaryTokens)*sd.price.Output()
+	// k: the first output of the kept tail; start: where the tail begins in the
+	// context as sent now (the history before it less its stubs and what earlier
+	// compactions cut, plus the originals recalled before it).
+	k, _ := slices.BinarySearchFunc(sd.outs, rc.Dropped, func(i, dropped int) int { return cmp.Compare(v.e.outs[i].Offset, dropped) })
+	start := rc.Dropped - v.fen.sum(k) - v.cut
+	for _, a := range v.appends {
+		if k < len(sd.outs) && a.step > v.out(k).Step {
+			break
+		}
+		start += a.tokens
+	}
+	for j := 0; j < k && j < v.visible; j++ {
+		if v.gone[j] {
+			continue
+		}
+		v.gone[j] = true
+		if u := v.out(j).UsedFrom(v.s); u != 0 {
+			lost[u] = append(lost[u], j)
+		}
+	}
+	start = min(max(start, 0), ctx)
+	v.cut += start
+	return ctx - start
 }
 
 // missPhase repairs, after call v.s sent ctx tokens, the stub misses and the

@@ -48,8 +48,11 @@ import (
 // replay-10: a card's live names include those of the outputs its call made dead
 // (advisor's liveNames), whose later uses the label credits to it. replay-12: no
 // use is credited to an output a compaction recorded in the transcript dropped
-// (evidence clause In context, transcript.Message.CompactionKept).
-const Version = "replay-12"
+// (evidence clause In context, transcript.Message.CompactionKept). replay-13: each
+// step records the agent's own compaction the transcript records before it
+// (StepFacts.AgentDropped, AgentSummary), through which calibrate replays every
+// pruner.
+const Version = "replay-13"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (
@@ -230,6 +233,15 @@ type StepFacts struct {
 	// only between turns (pi) counts at these calls (calibrate.Calls.TurnStart).
 	// False at every step of a replay stored before it was recorded.
 	Prompt bool
+	// AgentDropped is, when the transcript records the agent's own compaction
+	// (transcript.Message.AgentCompaction) since the previous model call, the
+	// tokens of the messages before the tail that compaction kept, counted as in
+	// ContextTokens (nothing pruned, the whole history): the agent sent call Step
+	// without them. AgentSummary is the compaction's summary message, in tokens.
+	// Both 0 when no compaction came, when it kept every message, and in replays
+	// stored before replay-13; calibrate replays every pruner through the
+	// recorded compaction (calibrate.Calls.Recorded).
+	AgentDropped, AgentSummary int
 }
 
 // TimeStats counts the steps of a session whose call time is missing (no

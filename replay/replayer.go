@@ -320,9 +320,14 @@ type folder struct {
 	asked   int
 	bg      *evidence.Background // the later-use evidence's word statistics
 
-	walked int      // messages walked
-	tokens int      // tokens of the messages walked
-	outs   []walked // the outputs walked and not yet folded into facts
+	walked int // messages walked
+	tokens int // tokens of the messages walked
+	// prefix[i] is the tokens of the messages before message i (walked);
+	// compacted is the agent's own compaction walked since the last step, if any
+	// (StepFacts.AgentDropped, AgentSummary).
+	prefix    []int
+	compacted stepCompaction
+	outs      []walked // the outputs walked and not yet folded into facts
 
 	// When consuming: per message walked, its outputs not yet Final; per output,
 	// its message and whether it was seen Final; messages whose outputs are all
@@ -367,6 +372,10 @@ func (f *folder) walk(msgs []*transcript.Message, end int) {
 		for _, o := range m.Outputs {
 			f.outs = append(f.outs, walked{out: o, offset: f.tokens})
 		}
+		f.prefix = append(f.prefix, f.tokens)
+		if m.AgentCompaction {
+			f.compacted = f.agentCompaction(m)
+		}
 		f.tokens += m.Tokens
 		if f.consume {
 			for range m.Outputs {
@@ -397,8 +406,9 @@ func (f *folder) step(p advisor.Plan, view []*transcript.Message) error {
 	}
 	st := compactStep(p)
 	st.prompt = prompted(view[min(f.walked, len(view)):])
-	f.steps = append(f.steps, st)
 	f.walk(view, len(view))
+	st.compacted, f.compacted = f.compacted, stepCompaction{}
+	f.steps = append(f.steps, st)
 	// Fold the new items and the items whose decision changed at this step
 	// (Plan.Changed): the others cannot change a fact, and looking at every item
 	// at every step made replay quadratic in session length.
@@ -428,6 +438,23 @@ type stepFact struct {
 	overBudget       bool
 	rewrite          bool
 	prompt           bool
+	compacted        stepCompaction
+}
+
+// stepCompaction is the agent's own compaction recorded before a call
+// (StepFacts.AgentDropped and AgentSummary), in tokens; zero: none.
+type stepCompaction struct{ dropped, summary int32 }
+
+// agentCompaction returns the compaction message m, the message being walked
+// (f.walked): the tokens of the messages before the tail it kept
+// (transcript.Message.CompactionKept) and its summary's tokens. A compaction that
+// kept every message (pi's compactionSummary) drops nothing: zero.
+func (f *folder) agentCompaction(m *transcript.Message) stepCompaction {
+	k := f.walked - m.CompactionKept
+	if k <= 0 || k >= len(f.prefix) || f.prefix[k] <= 0 {
+		return stepCompaction{}
+	}
+	return stepCompaction{dropped: int32(f.prefix[k]), summary: int32(m.Tokens)}
 }
 
 // prompted reports whether msgs, the messages that came since the previous model
@@ -457,7 +484,7 @@ func (f *folder) stepFacts() []StepFacts {
 		sf := StepFacts{
 			Step: i + 1, ContextTokens: int(c.context), AppliedTokens: int(c.applied),
 			Asked: int(c.asked), OverBudget: c.overBudget, Rewrite: c.rewrite, RewriteReason: c.reason,
-			Prompt: c.prompt,
+			Prompt: c.prompt, AgentDropped: int(c.compacted.dropped), AgentSummary: int(c.compacted.summary),
 		}
 		if i < len(f.cold) {
 			sf.Cold, sf.At = f.cold[i], f.times[i]

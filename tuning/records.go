@@ -114,12 +114,14 @@ func (u recordUses) addUses(o *calibrate.Output, budget int) {
 }
 
 // Calls returns the calibrate.Calls of r: its name (SessionName), the context size
-// with nothing pruned at every step, the call times, its provider, and its agent
-// (replay.Record.Agent), the agent the replay's advisor took its hard limit from.
+// with nothing pruned at every step, the call times, its provider, its agent
+// (replay.Record.Agent), the agent the replay's advisor took its hard limit from,
+// the turns, and the compactions its transcript records (StepFacts.AgentDropped).
 func Calls(r *replay.Record) calibrate.Calls {
 	ctx := make([]int, len(r.StepFacts))
 	var at []time.Time
 	var turn []bool
+	var rec []calibrate.RecordedCompaction
 	for i, s := range r.StepFacts {
 		ctx[i] = s.ContextTokens
 		if !s.At.IsZero() {
@@ -134,8 +136,11 @@ func Calls(r *replay.Record) calibrate.Calls {
 			}
 			turn[i] = true
 		}
+		if s.AgentDropped > 0 {
+			rec = append(rec, calibrate.RecordedCompaction{Call: s.Step, Dropped: s.AgentDropped, SummaryTokens: s.AgentSummary})
+		}
 	}
-	return calibrate.Calls{Name: SessionName(r), Context: ctx, At: at, Provider: r.Provider, Agent: r.Agent(), TurnStart: turn}
+	return calibrate.Calls{Name: SessionName(r), Context: ctx, At: at, Provider: r.Provider, Agent: r.Agent(), TurnStart: turn, Recorded: rec}
 }
 
 // CompactionOf returns calibrate's compaction model under cfg

@@ -1,0 +1,95 @@
+package calibrate
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestRecordedCompaction replays growingSession (TestCompactionHand) through a
+// compaction its transcript records before call 6, keeping the tail from output
+// 4's message (Dropped 41,000 tokens of the unpruned context) under a
+// 1,000-token summary, with no modelled compaction.
+//
+// Keep-all: calls 1-5 send 10k..50k. Before call 6 the summarising call reads the
+// 60,000 tokens call 6 would have sent (50,000 cached) and writes 1,000 output
+// tokens; outputs 1-3 are gone and call 6 writes 60,000 - 41,000 = 19,000 whole.
+// Output 2's use at call 7 is a compaction miss (9,100 tokens written again and
+// kept), so calls 8-10 send 48,100, 58,100, 68,100: one recorded compaction, no
+// modelled one, peak 68,100.
+//
+// Every output stubbed as soon as it may be (decision level): at call 6 outputs
+// 1-4 are stubbed (35,600 saved), so the context is 24,400 and the dropped
+// history as sent is 41,000 - 26,700 (the stubs of outputs 1-3) = 14,300; the
+// tail is output 4's stub, its message's other 1,000 tokens and output 5 (stubbed
+// at call 6): 1,200. Output 2's stub was dropped with it: its use at 7 is a
+// compaction miss, not a stub miss. Peak 24,400 (the summarising call).
+func TestRecordedCompaction(t *testing.T) {
+	outs, sessions := growingSession()
+	sessions[0].Recorded = []RecordedCompaction{{Call: 6, Dropped: 41_000, SummaryTokens: 1000}}
+	opts := DefaultOptions()
+	opts.Budget, opts.HardLimit = 100_000, 180_000
+	e := mustEval(t, outs, sessions, opts)
+	ka := e.KeepAll().Decision
+	got := Level{RecordedCompactions: ka.RecordedCompactions, Compactions: ka.Compactions, CompactionMisses: ka.CompactionMisses, PeakContext: ka.PeakContext}
+	if d := cmp.Diff(Level{RecordedCompactions: 1, CompactionMisses: 1, PeakContext: 68_100}, got); d != "" {
+		t.Errorf("keep-all (-want +got):\n%s", d)
+	}
+	p, err := opts.Prices.For("anthropic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := p.Call(0, 10_000) + p.Call(10_000, 20_000) + p.Call(20_000, 30_000) + p.Call(30_000, 40_000) + p.Call(40_000, 50_000) +
+		p.Call(50_000, 60_000) + 1000*p.Output() + p.Call(0, 19_000) + // call 6: summarise, then write the new prefix
+		p.Call(19_000, 29_000) + p.Call(29_000, 38_100) + // call 7 and the re-fetch of output 2
+		p.Call(38_100, 48_100) + p.Call(48_100, 58_100) + p.Call(58_100, 68_100)
+	if got := e.KeepAllUSD(); math.Abs(got-want) > 1e-12 {
+		t.Errorf("keep-all pays %.9f, want %.9f", got, want)
+	}
+
+	ds := make([]PruneAt, len(outs))
+	for i, o := range outs {
+		ds[i] = PruneAt{Step: o.CandidateFrom}
+	}
+	r, err := e.Evaluate("all", -1, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.Decision
+	got = Level{RecordedCompactions: d.RecordedCompactions, Compactions: d.Compactions, CompactionMisses: d.CompactionMisses, Misses: d.Misses,
+		PeakContext: d.PeakContext, Rewrites: d.Rewrites}
+	if diff := cmp.Diff(Level{RecordedCompactions: 1, CompactionMisses: 1, PeakContext: 24_400, Rewrites: 9}, got); diff != "" {
+		t.Errorf("decision level (-want +got):\n%s", diff)
+	}
+	tr, err := Traces(outs, sessions, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{10_000, 20_000, 30_000, 40_000, 50_000, 19_000, 29_000, 48_100, 58_100, 68_100}; !cmp.Equal(tr[0].KeepAll, want) {
+		t.Errorf("keep-all's trace %v, want %v", tr[0].KeepAll, want)
+	}
+}
+
+// TestRecordedCompactionInvalid: a recorded compaction that drops more than the
+// context holds, or before call 1, is refused; one after the session's last
+// call is ignored.
+func TestRecordedCompactionInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		rc      RecordedCompaction
+		wantErr bool
+	}{
+		{RecordedCompaction{Call: 6, Dropped: 60_001}, true},
+		{RecordedCompaction{Call: 0, Dropped: 10}, true},
+		{RecordedCompaction{Call: 6, Dropped: 10, SummaryTokens: -1}, true},
+		{RecordedCompaction{Call: 11, Dropped: 10}, false},
+	} {
+		outs, sessions := growingSession()
+		sessions[0].Recorded = []RecordedCompaction{tc.rc}
+		_, err := NewEvaluator(outs, sessions, DefaultOptions())
+		if got := errors.Is(err, ErrInvalid); got != tc.wantErr {
+			t.Errorf("%+v: err %v, want ErrInvalid: %v", tc.rc, err, tc.wantErr)
+		}
+	}
+}
