@@ -82,3 +82,71 @@ func TestProviderCompaction(t *testing.T) {
 		})
 	}
 }
+
+// The agent's own compaction, as a transcript records it (Message.AgentCompaction
+// with the tail it kept, CompactionKept): the outputs before the kept tail are
+// never pruned (the agent no longer sends them), the context the advisor counts
+// starts at the tail, and the outputs from the tail on are pruned as usual. The
+// same session without the record prunes the early outputs too.
+func TestAgentCompaction(t *testing.T) {
+	for _, recorded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recorded %v", recorded), func(t *testing.T) {
+			c := newChat("fix the parser")
+			for _, p := range []string{"a.go", "b.go", "c.go"} {
+				c.read("reading "+p, p, filler(p, 1500))
+			}
+			c.msgs = append(c.msgs, map[string]any{"role": "user", "content": "Summary of the work so far: the parser reads a.go, b.go and c.go."})
+			for _, p := range []string{"d.go", "e.go", "f.go"} {
+				c.read("reading "+p, p, filler(p, 1500))
+			}
+			for i := 0; i < 4; i++ {
+				c.say(fmt.Sprintf("thinking %d", i))
+			}
+			s := c.session(t, "agent-compaction.json")
+			// Messages: 0 task; 1-6 the three reads (call, result); 7 the summary.
+			sum := s.Messages[7]
+			if sum.Role != transcript.RoleUser || !strings.HasPrefix(sum.Text, "Summary") {
+				t.Fatalf("message 7 is %s %q; want the summary", sum.Role, sum.Text)
+			}
+			if recorded {
+				sum.Meta, sum.AgentCompaction, sum.CompactionKept = true, true, 2 // keeps the read of c.go
+			}
+			cfg := advisor.DefaultConfig()
+			cfg.Budget = 3000
+			cfg.PriceForced = false
+			steps := simulate(t, newAdvisor(t, cfg, constScorer(0), advisor.NewMemoryStore(), newClock()), s)
+			last := steps[len(steps)-1]
+			keys := []string{"c1", "c2", "c3", "c4"}
+			for _, key := range keys[:2] {
+				it := item(t, last.plan, key)
+				if recorded && (it.Decision != advisor.DecisionProtected || it.Reason != "before the agent's compaction in message 5") {
+					t.Errorf("%s is %s (%s); want protected before the agent's compaction", key, it.Decision, it.Reason)
+				}
+				if !recorded && it.Decision != advisor.DecisionPruned {
+					t.Errorf("without the record %s is %s (%s); want pruned", key, it.Decision, it.Reason)
+				}
+			}
+			for _, key := range keys[2:] {
+				if it := item(t, last.plan, key); it.Decision != advisor.DecisionPruned {
+					t.Errorf("%s, in the kept tail or after it, is %s (%s); want pruned", key, it.Decision, it.Reason)
+				}
+			}
+			// The context counts from message 5, the kept tail's first.
+			want := 0
+			for i, m := range last.in {
+				if i < 5 && recorded {
+					continue
+				}
+				want += m.Tokens
+				for _, o := range m.Outputs {
+					if stub, ok := last.plan.Stubs[o.Key]; ok {
+						want -= o.Tokens - tokencount.Count(stub)
+					}
+				}
+			}
+			if last.plan.ContextTokens != want {
+				t.Errorf("context %d tokens; want %d", last.plan.ContextTokens, want)
+			}
+		})
+	}
+}

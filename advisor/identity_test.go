@@ -35,7 +35,10 @@ var updateIndex = flag.Bool("update-index", false, "rewrite testdata/index-diges
 // rewrite changed no result. Rewritten since only for intended changes of what the
 // index derives: replay-12's evidence clause In context changed the digests of the
 // two sessions that record a compaction that dropped outputs
-// (claude-code/3af9b1a7-….jsonl, pi/before-compaction.jsonl) and no other.
+// (claude-code/3af9b1a7-….jsonl, pi/before-compaction.jsonl) and no other;
+// replay-13's context counted from the tail an agent's own compaction kept (no
+// output before it a candidate) changed those two and pi/session.jsonl, whose
+// compaction comes after its last call, and no other.
 const indexDigestFile = "testdata/index-digests.json"
 
 // identitySessions returns every session under ../shared/sessions and every third

@@ -102,7 +102,11 @@ func TestRecallSecretKeysNewStubsOnly(t *testing.T) {
 // the id and a rewrite near the edge of paying went either way.
 func TestDecisionsDoNotDependOnTheSecret(t *testing.T) {
 	cfg := advisor.DefaultConfig()
-	cfg.Budget = 20000 // pressure, so that many rewrites are priced
+	// Pressure, so that many rewrites are priced: a 64,000-token window puts the
+	// agents' compaction points (and the hard limits) within reach of most
+	// sessions, whose contexts no longer count what their agents' own
+	// compactions dropped.
+	cfg.Budget, cfg.ContextWindow = 20000, 64_000
 	files := realSessions(t)
 	if len(files) < 10 {
 		sessionfiles.Missing(t, "only %d real sessions", len(files))

@@ -88,9 +88,10 @@ type state struct {
 	growth     growthWindow
 
 	// compactAt is the index of the message holding the latest provider compaction
-	// (transcript.Message.Compaction), 0 when none: the context counts from it, and
-	// no output before it is pruned (compacted). compactOuts is how many outputs
-	// (st.outs) come before it.
+	// (transcript.Message.Compaction), or of the first message the agent's latest
+	// own compaction kept (transcript.Message.AgentCompaction, CompactionKept), 0
+	// when none: the context counts from it, and no output before it is pruned
+	// (compacted). compactOuts is how many outputs (st.outs) come before it.
 	compactAt, compactOuts int
 
 	// Incremental decisions.
@@ -266,8 +267,13 @@ func (a *Advisor) index(st *state, sp *stepState) {
 			}
 		}
 		a.indexReads(st, m)
-		if m.Compaction {
-			a.compacted(st, m.Index)
+		switch {
+		case m.Compaction:
+			a.compacted(st, m.Index, "the provider's compaction")
+		case m.AgentCompaction && m.CompactionKept < m.Index:
+			// A transcript's record of the agent's own compaction: the agent sent
+			// nothing before the tail it kept from then on.
+			a.compacted(st, m.Index-m.CompactionKept, "the agent's compaction")
 		}
 		st.lastPrint = fingerprint(m)
 		st.indexed++
@@ -383,19 +389,22 @@ func (a *Advisor) indexOutput(st *state, sp *stepState, m *transcript.Message, b
 	return os
 }
 
-// compacted notes a provider's compaction in message at (docs/DESIGN.md "Compaction:
-// what pruning is for"): the context the advisor counts starts at it (the provider
-// reads from it on), and no output before it is pruned, for good (the provider
-// ignores them, and a rewrite there would only bust the cache). Stubs applied
-// before it stay, frozen.
-func (a *Advisor) compacted(st *state, at int) {
+// compacted notes a compaction (docs/DESIGN.md "Compaction: what pruning is for")
+// whose context starts at message at: a provider's compaction in that message (the
+// provider reads from it on), or the first message of the tail the agent's own
+// compaction kept, as a transcript records it (the agent sent nothing before it
+// again). The context the advisor counts starts there, and no output before it is
+// pruned, for good (the provider ignores them, or the agent no longer sends them,
+// and a rewrite there would only bust the cache). Stubs applied before it stay,
+// frozen. what names the compaction in the outputs' reason.
+func (a *Advisor) compacted(st *state, at int, what string) {
 	if at <= st.compactAt {
 		return
 	}
 	st.ctxTokens -= st.offset(at) - st.offset(st.compactAt)
 	st.fullTokens -= st.offsets[at] - st.offsets[st.compactAt]
 	st.compactAt = at
-	why := fmt.Sprintf("before the provider's compaction in message %d", at)
+	why := fmt.Sprintf("before %s in message %d", what, at)
 	for ; st.compactOuts < len(st.outs) && st.outs[st.compactOuts].msg < at; st.compactOuts++ {
 		o := st.outs[st.compactOuts]
 		if o.fixed == "" && o.decision != DecisionPruned && o.decision != DecisionRecalled {

@@ -19,7 +19,8 @@ import (
 // kept (Message.CompactionKept) and the summary message's tokens. Three
 // compactions drop history there (Claude Code's 3af9b1a7 once, pi's
 // before-compaction.jsonl twice); pi's session.jsonl compacts after its last
-// call, which no step records.
+// call, which no step records. ContextTokens counts the whole history at every
+// step, through the compactions (the advisor counts from their kept tails).
 func TestAgentCompactionFacts(t *testing.T) {
 	r := &Replayer{Config: advisor.DefaultConfig(), Scorer: lexical.New(), Lenient: true}
 	type fact struct{ Dropped, Summary int }
@@ -27,11 +28,16 @@ func TestAgentCompactionFacts(t *testing.T) {
 	for _, src := range sharedSources(t) {
 		want := map[int]fact{}
 		step := 1
+		var whole []int // whole[s-1]: the tokens of every message before call s
+		sum := 0
 		for _, m := range src.Session.Messages {
 			if m.Role == transcript.RoleAssistant {
+				whole = append(whole, sum)
+				sum += m.Tokens
 				step++
 				continue
 			}
+			sum += m.Tokens
 			if !m.AgentCompaction {
 				continue
 			}
@@ -48,7 +54,10 @@ func TestAgentCompactionFacts(t *testing.T) {
 			t.Fatalf("%s: %v", src.Path, err)
 		}
 		got := map[int]fact{}
-		for _, s := range rec.StepFacts {
+		for i, s := range rec.StepFacts {
+			if s.ContextTokens != whole[i] {
+				t.Errorf("%s: step %d: ContextTokens %d, want the whole history's %d", filepath.Base(src.Path), s.Step, s.ContextTokens, whole[i])
+			}
 			if s.AgentDropped != 0 || s.AgentSummary != 0 {
 				got[s.Step] = fact{s.AgentDropped, s.AgentSummary}
 			}

@@ -51,7 +51,9 @@ import (
 // (evidence clause In context, transcript.Message.CompactionKept). replay-13: each
 // step records the agent's own compaction the transcript records before it
 // (StepFacts.AgentDropped, AgentSummary), through which calibrate replays every
-// pruner.
+// pruner, and the replay's advisor counts its context from the tail such a
+// compaction kept and prunes nothing before it (as after a provider's
+// compaction).
 const Version = "replay-13"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
@@ -211,7 +213,8 @@ type OutputFacts struct {
 type StepFacts struct {
 	Step int
 	// ContextTokens is the size, in tokens, of the messages before model call Step
-	// with nothing pruned (the sum of transcript.Message.Tokens).
+	// with nothing pruned (the sum of transcript.Message.Tokens), the whole history
+	// through the agent's own compactions (AgentDropped says what they dropped).
 	ContextTokens int
 	// AppliedTokens is the same with the stubs applied, after this step's rewrite;
 	// ContextTokens - AppliedTokens is what the stubs save at this call.

@@ -324,9 +324,12 @@ type folder struct {
 	tokens int // tokens of the messages walked
 	// prefix[i] is the tokens of the messages before message i (walked);
 	// compacted is the agent's own compaction walked since the last step, if any
-	// (StepFacts.AgentDropped, AgentSummary).
+	// (StepFacts.AgentDropped, AgentSummary); dropped is the latest one's
+	// AgentDropped: the advisor's context counts from its kept tail on, and the
+	// step facts add it back (StepFacts.ContextTokens counts the whole history).
 	prefix    []int
 	compacted stepCompaction
+	dropped   int64
 	outs      []walked // the outputs walked and not yet folded into facts
 
 	// When consuming: per message walked, its outputs not yet Final; per output,
@@ -408,6 +411,11 @@ func (f *folder) step(p advisor.Plan, view []*transcript.Message) error {
 	st.prompt = prompted(view[min(f.walked, len(view)):])
 	f.walk(view, len(view))
 	st.compacted, f.compacted = f.compacted, stepCompaction{}
+	if st.compacted.dropped > 0 {
+		f.dropped = int64(st.compacted.dropped)
+	}
+	st.context += f.dropped
+	st.applied += f.dropped
 	f.steps = append(f.steps, st)
 	// Fold the new items and the items whose decision changed at this step
 	// (Plan.Changed): the others cannot change a fact, and looking at every item

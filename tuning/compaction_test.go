@@ -57,10 +57,14 @@ func TestCompactionOf(t *testing.T) {
 }
 
 // TestReplayHardLimitFromAgent: a pi session's advisor takes its hard limit from
-// pi's compaction point (200,000 - 16,384 = 183,616, less the answer margin, pi
-// counting its last usage: 178,616; advisor's TestHardLimitFor), not the window
-// fraction's 180,000: its first hard-limit rewrite comes before the session's
-// whole context (nothing pruned) passes the point, and its calibrate.Calls
+// pi's compaction point, here in a 100,000-token window (100,000 - 16,384 =
+// 83,616, less the answer margin, pi counting its last usage: 78,616; advisor's
+// TestHardLimitFor), not the window fraction's 90,000: its first hard-limit
+// rewrite comes before the session's context (nothing pruned) passes the point,
+// and before the agent's own first compaction (step 173), so the step facts'
+// whole-history counts are what the advisor counted. (In the default
+// 200,000-token window the session's context, counted from the tails its two
+// compactions kept, never reaches the hard limit.) Its calibrate.Calls
 // (tuning.Calls) names the agent and the calls that start a turn
 // (replay.StepFacts.Prompt): counted from the raw file by a Python pass over its
 // message lines (an assistant message is a model call, prompted when a user
@@ -71,7 +75,9 @@ func TestReplayHardLimitFromAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := (&replay.Replayer{Config: advisor.DefaultConfig(), Scorer: lexical.New(), Lenient: true}).Replay(context.Background(), src)
+	cfg := advisor.DefaultConfig()
+	cfg.ContextWindow = 100_000
+	rec, err := (&replay.Replayer{Config: cfg, Scorer: lexical.New(), Lenient: true}).Replay(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +96,11 @@ func TestReplayHardLimitFromAgent(t *testing.T) {
 	}
 	for _, s := range rec.StepFacts {
 		if s.RewriteReason == "hard-limit" {
-			if s.ContextTokens > 183_616 || s.AppliedTokens > 178_616 {
+			if s.Step >= 174 || s.ContextTokens > 83_616 || s.AppliedTokens > 78_616 {
 				t.Errorf("first hard-limit rewrite at step %d with %d tokens (%d after it), past pi's point", s.Step, s.ContextTokens, s.AppliedTokens)
 			}
 			return
 		}
 	}
-	t.Error("no hard-limit rewrite in a session that grows to 368,400 tokens")
+	t.Error("no hard-limit rewrite in a session whose context reaches 132,582 tokens before its first compaction")
 }
