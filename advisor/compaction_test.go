@@ -23,6 +23,21 @@ func compactedBody(t *testing.T, compacted bool) []byte {
 	return b
 }
 
+// countedFrom sums the context of st's messages from message from on, from the
+// messages' own token counts and the stubs in st's plan.
+func countedFrom(st step, from int) int {
+	n := 0
+	for _, m := range st.in[from:] {
+		n += m.Tokens
+		for _, o := range m.Outputs {
+			if stub, ok := st.plan.Stubs[o.Key]; ok {
+				n -= o.Tokens - tokencount.Count(stub)
+			}
+		}
+	}
+	return n
+}
+
 // A provider's compaction block: the outputs before it are never pruned, however
 // old and low-scored, and the context the advisor counts starts at it; the outputs
 // after it are pruned as usual, and the block goes out byte for byte. The same
@@ -55,21 +70,12 @@ func TestProviderCompaction(t *testing.T) {
 			if it := item(t, last.plan, "toolu_3"); it.Decision != advisor.DecisionPruned {
 				t.Errorf("toolu_3, after the compaction, is %s (%s); want pruned", it.Decision, it.Reason)
 			}
-			// The context counts from message 5: summed here from the messages' own
-			// token counts and the stubs in the plan.
-			want := 0
-			for i, m := range last.in {
-				if i < 5 && compacted {
-					continue
-				}
-				want += m.Tokens
-				for _, o := range m.Outputs {
-					if stub, ok := last.plan.Stubs[o.Key]; ok {
-						want -= o.Tokens - tokencount.Count(stub)
-					}
-				}
+			// The context counts from message 5.
+			from := 0
+			if compacted {
+				from = 5
 			}
-			if last.plan.ContextTokens != want {
+			if want := countedFrom(last, from); last.plan.ContextTokens != want {
 				t.Errorf("context %d tokens; want %d", last.plan.ContextTokens, want)
 			}
 			out, err := s.Rewrite(last.plan.Stubs)
@@ -132,19 +138,11 @@ func TestAgentCompaction(t *testing.T) {
 				}
 			}
 			// The context counts from message 5, the kept tail's first.
-			want := 0
-			for i, m := range last.in {
-				if i < 5 && recorded {
-					continue
-				}
-				want += m.Tokens
-				for _, o := range m.Outputs {
-					if stub, ok := last.plan.Stubs[o.Key]; ok {
-						want -= o.Tokens - tokencount.Count(stub)
-					}
-				}
+			from := 0
+			if recorded {
+				from = 5
 			}
-			if last.plan.ContextTokens != want {
+			if want := countedFrom(last, from); last.plan.ContextTokens != want {
 				t.Errorf("context %d tokens; want %d", last.plan.ContextTokens, want)
 			}
 		})
