@@ -155,6 +155,7 @@ func hardLimitConfig() advisor.Config {
 	cfg.ContextWindow, cfg.Agent, cfg.CompactionMargin = 20_000, "tiny", 1_000
 	cfg.DigestTokens = 64
 	cfg.CompactionPoints = map[string]advisor.CompactionPoint{"tiny": {Reserve: 4_000}}
+	cfg.LowWaterFraction = 0.8 // the hand computations' mark: 8,000 of the 10,000 budget
 	return cfg
 }
 

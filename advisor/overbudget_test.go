@@ -28,7 +28,8 @@ func TestOverBudgetCutoff(t *testing.T) {
 		return out, nil
 	}}
 	cfg := advisor.DefaultConfig()
-	cfg.BudgetFraction, cfg.Cutoff, cfg.PriceForced = 0.05, 0.01, false // budget 10,000, low-water 8,000
+	cfg.BudgetFraction, cfg.Cutoff, cfg.PriceForced = 0.05, 0.01, false // budget 10,000
+	cfg.LowWaterFraction = 0.8                                          // low-water 8,000
 	cfg.OverBudgetCutoff = 0.3                                          // between the odd files' 0.2 and the even ones' 0.5
 	run := func(cfg advisor.Config) (rewrites, odd, even int, last advisor.Plan) {
 		steps := simulate(t, newAdvisor(t, cfg, sc, advisor.NewMemoryStore(), newClock()), survey(t, 40))

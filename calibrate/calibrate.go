@@ -257,7 +257,8 @@ type Options struct {
 	// 180,000 (90% of the window).
 	HardLimit int
 	// LowWaterFraction and RewriteFraction (of Budget) are the planner's low-water
-	// mark and least forced rewrite; defaults 0.8 and 0.05.
+	// mark and least forced rewrite; defaults 0.5 and 0.05
+	// (advisor.Config.LowWaterFraction).
 	LowWaterFraction, RewriteFraction float64
 	// HardLimitLowWaterFraction lowers the mark of a rewrite forced by the hard
 	// limit to this fraction of the hard limit when that is under the low-water
@@ -350,7 +351,7 @@ func (o Options) estimatorAt(overBudget bool) planner.Estimator {
 // DefaultOptions returns the defaults described on Options.
 func DefaultOptions() Options {
 	return Options{
-		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.8, HardLimitLowWaterFraction: 0.5, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true, LastResort: true,
+		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.5, HardLimitLowWaterFraction: 0.5, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true, LastResort: true,
 		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, OverBudgetFactor: 0.2, OverBudgetCutoff: 0.1, CacheTTL: 5 * time.Minute,
 		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1, Window: 200_000,
 	}

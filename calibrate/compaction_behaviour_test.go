@@ -185,18 +185,18 @@ func TestPlannerInput(t *testing.T) {
 		call   int
 		want   in
 	}{
-		{"no compaction", Compaction{}, 100_000, 3, in{100_000, 180_000, 80_000, 5000, premium}},
-		{"margin without a point", Compaction{Margin: 5000}, 100_000, 3, in{100_000, 180_000, 80_000, 5000, premium}},
-		{"point without a margin", Compaction{Point: 45_000}, 100_000, 3, in{100_000, 180_000, 80_000, 5000, premium}},
+		{"no compaction", Compaction{}, 100_000, 3, in{100_000, 180_000, 50_000, 5000, premium}},
+		{"margin without a point", Compaction{Margin: 5000}, 100_000, 3, in{100_000, 180_000, 50_000, 5000, premium}},
+		{"point without a margin", Compaction{Point: 45_000}, 100_000, 3, in{100_000, 180_000, 50_000, 5000, premium}},
 		// 45,000 - max(5,000, 10,000) = 35,000; budget min(100,000, 35,000);
-		// 0.8 x 35,000 = 28,000; 0.05 x 35,000 = 1,750.
-		{"point and margin, growth over the margin", Compaction{Point: 45_000, Margin: 5000}, 100_000, 3, in{35_000, 35_000, 28_000, 1750, premium}},
+		// 0.5 x 35,000 = 17,500; 0.05 x 35,000 = 1,750.
+		{"point and margin, growth over the margin", Compaction{Point: 45_000, Margin: 5000}, 100_000, 3, in{35_000, 35_000, 17_500, 1750, premium}},
 		// call 1: no growth yet: 45,000 - 5,000.
-		{"point and margin, first call", Compaction{Point: 45_000, Margin: 5000}, 100_000, 1, in{40_000, 40_000, 32_000, 2000, premium}},
+		{"point and margin, first call", Compaction{Point: 45_000, Margin: 5000}, 100_000, 1, in{40_000, 40_000, 20_000, 2000, premium}},
 		// 45,000 - 20,000 = 25,000, under the budget of 30,000.
-		{"margin over the growth", Compaction{Point: 45_000, Margin: 20_000}, 30_000, 3, in{25_000, 25_000, 20_000, 1250, premium}},
+		{"margin over the growth", Compaction{Point: 45_000, Margin: 20_000}, 30_000, 3, in{25_000, 25_000, 12_500, 1250, premium}},
 		// 0.05 x 100,010 = 5,000.5, rounded up.
-		{"least rewrite rounds up", Compaction{}, 100_010, 3, in{100_010, 180_000, 80_008, 5001, premium}},
+		{"least rewrite rounds up", Compaction{}, 100_010, 3, in{100_010, 180_000, 50_005, 5001, premium}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := DefaultOptions()

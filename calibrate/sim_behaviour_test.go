@@ -147,7 +147,8 @@ func TestHardLimitTakesCandidatesNotPending(t *testing.T) {
 	}{{0, 59_880}, {0.5, 79_840}} {
 		outs, sessions := hardLimitSession()
 		opts := DefaultOptions()
-		opts.HardLimit, opts.HardLimitLowWaterFraction = 120_000, tt.fraction
+		// The low-water mark of the hand computation: 80% of the budget.
+		opts.HardLimit, opts.HardLimitLowWaterFraction, opts.LowWaterFraction = 120_000, tt.fraction, 0.8
 		type rewrite struct {
 			Step   int
 			Reason planner.Reason
