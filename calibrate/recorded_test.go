@@ -3,6 +3,8 @@ package calibrate
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -90,6 +92,87 @@ func TestRecordedCompactionInvalid(t *testing.T) {
 		_, err := NewEvaluator(outs, sessions, DefaultOptions())
 		if got := errors.Is(err, ErrInvalid); got != tc.wantErr {
 			t.Errorf("%+v: err %v, want ErrInvalid: %v", tc.rc, err, tc.wantErr)
+		}
+	}
+}
+
+// TestRecordedCompactionProperty: over random records (randomRecords, their
+// contexts remade to grow as a history does: growingContexts), each session
+// given a recorded compaction at a random call and, at random, an agent
+// that compacts on its own too, every pruner goes through every recorded
+// compaction once (RecordedCompactions, at both levels), the oracle still misses
+// nothing, and no call sends a negative context (Traces).
+func TestRecordedCompactionProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 17))
+	for trial := range 300 {
+		outs, sessions := randomRecords(rng)
+		growingContexts(rng, outs, sessions)
+		want := 0
+		for i := range sessions {
+			c := sessions[i].Context
+			call := 2 + rng.IntN(len(c)-1)
+			if c[call-1] == 0 {
+				continue
+			}
+			sessions[i].Recorded = []RecordedCompaction{{Call: call, Dropped: 1 + rng.IntN(c[call-1]), SummaryTokens: rng.IntN(3000)}}
+			want++
+		}
+		opts := DefaultOptions()
+		if rng.IntN(2) == 0 {
+			comp := Compaction{Point: 50_000 + rng.IntN(150_000), Margin: 10_000, SummaryTokens: 1000, KeepTokens: rng.IntN(30_000)}
+			opts.CompactionOf = func(string, int) Compaction { return comp }
+		}
+		e := mustEval(t, outs, sessions, opts)
+		oracle := e.Oracle()
+		if oracle.Misses != 0 || oracle.Applied.Misses != 0 {
+			t.Fatalf("trial %d: oracle misses %d (applied %d)", trial, oracle.Misses, oracle.Applied.Misses)
+		}
+		results := []Result{e.KeepAll(), oracle}
+		for _, c := range []float64{0.2, 0.5, 1} {
+			r, err := e.Evaluate("scorer", c, ScorerPrunes(outs, c, 0, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			results = append(results, r)
+		}
+		for _, r := range results {
+			if r.Decision.RecordedCompactions != want || r.Applied.RecordedCompactions != want {
+				t.Errorf("trial %d %s: %d and %d recorded compactions gone through, want %d", trial, r.Name, r.Decision.RecordedCompactions, r.Applied.RecordedCompactions, want)
+			}
+		}
+		trs, err := Traces(outs, sessions, opts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range trs {
+			for s, ctx := range slices.Concat(tr.KeepAll, tr.Oracle.Context) {
+				if ctx < 0 {
+					t.Fatalf("trial %d session %s: a call (%d of keep-all then the oracle) sends %d tokens", trial, tr.Session, s+1, ctx)
+				}
+			}
+		}
+	}
+}
+
+// growingContexts remakes the contexts and offsets of randomRecords' sessions as a
+// real history's: call s's context holds every output produced before it, in
+// message order, with up to 5,000 tokens of other messages per call; an output's
+// offset lies between the context of the call that produced it and the next's.
+func growingContexts(rng *rand.Rand, outs []Output, sessions []Calls) {
+	for i := range sessions {
+		c := sessions[i].Context
+		prev := 0
+		for st := range c {
+			extra := rng.IntN(5000)
+			at := prev + extra/2
+			for j := range outs {
+				if o := &outs[j]; o.Session == sessions[i].Name && o.Step == st {
+					o.Offset = at
+					at += o.Tokens
+				}
+			}
+			c[st] = at + extra - extra/2
+			prev = c[st]
 		}
 	}
 }

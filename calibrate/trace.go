@@ -46,7 +46,8 @@ type SessionTrace struct {
 	// KeepAll[s-1] is the context keep-all sends at call s, in tokens:
 	// Calls.Context until the session's agent compacts (Options.CompactionOf),
 	// then what the compaction left plus the growth; KeepAllCompactions are the
-	// calls before which it compacted, ascending.
+	// calls before which it compacted (its own or a compaction the transcript
+	// records, Calls.Recorded), ascending.
 	KeepAll            []int `json:"keep_all"`
 	KeepAllCompactions []int `json:"keep_all_compactions,omitempty"`
 	// CompactionPoint is the context, in tokens, past which the session's agent
