@@ -228,17 +228,18 @@ type Calls struct {
 	// turns (Compaction.Decides DecidesTurn) decides at these calls; nil, or no
 	// call marked, when unknown: it then decides at every call, as DecidesUsage.
 	TurnStart []bool
-	// Recorded are the agent's own compactions the transcript records, ascending
-	// by call: the agent really compacted before those calls and took every later
-	// step on the compacted context, so every pruner, keep-all included, goes
-	// through them (RecordedCompaction). nil: none.
+	// Recorded are the compactions the transcript records (the agent's own, or a
+	// provider's), ascending by call: the context really was compacted before
+	// those calls and every later step was taken on it, so every pruner, keep-all
+	// included, goes through them (RecordedCompaction). nil: none.
 	Recorded []RecordedCompaction
 }
 
 // RecordedCompaction is one compaction the transcript records
-// (replay.StepFacts.AgentDropped): before Call the agent replaced the messages
+// (replay.StepFacts.CompactionDropped): before Call the agent replaced the messages
 // before its kept tail, Dropped tokens of the unpruned context (as Context counts
-// it), by a summary of SummaryTokens tokens. Every pruner prices it as the
+// it), by a summary of SummaryTokens tokens (or a provider's compaction block or
+// item did: the provider reads from it on). Every pruner prices it as the
 // modelled compaction (the summarising call over the context it sends, the
 // summary as output tokens, the next call's cache write), with its own context;
 // it counts in Level.RecordedCompactions, not Level.Compactions: no pruner could

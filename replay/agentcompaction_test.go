@@ -13,7 +13,7 @@ import (
 )
 
 // TestAgentCompactionFacts replays every real session of ../shared/sessions and
-// checks the compactions its StepFacts record (AgentDropped, AgentSummary)
+// checks the compactions its StepFacts record (CompactionDropped, CompactionSummary)
 // against the transcript walked here: before the model call that follows an
 // agent's compaction message, the tokens of the messages before the tail it
 // kept (Message.CompactionKept) and the summary message's tokens. Three
@@ -58,8 +58,8 @@ func TestAgentCompactionFacts(t *testing.T) {
 			if s.ContextTokens != whole[i] {
 				t.Errorf("%s: step %d: ContextTokens %d, want the whole history's %d", filepath.Base(src.Path), s.Step, s.ContextTokens, whole[i])
 			}
-			if s.AgentDropped != 0 || s.AgentSummary != 0 {
-				got[s.Step] = fact{s.AgentDropped, s.AgentSummary}
+			if s.CompactionDropped != 0 || s.CompactionSummary != 0 {
+				got[s.Step] = fact{s.CompactionDropped, s.CompactionSummary}
 			}
 		}
 		if d := cmp.Diff(want, got); d != "" {

@@ -34,9 +34,11 @@ func compactedAnthropicBody(t *testing.T, compacted bool) []byte {
 
 // TestReplayProviderCompaction (issue 38, "the same in replay"): a transcript that
 // holds a provider's compaction block is replayed as the provider reads it: the
-// outputs before the block are never candidates nor pruned, and the context each
-// later step counts starts at the block, so it is smaller than the same session's
-// with a text block there by the two reads' tokens at least.
+// outputs before the block are never candidates nor pruned, and the step facts
+// record the block as a compaction (StepFacts.CompactionDropped: the tokens before
+// it, at least the two early reads'), through which calibrate prices every pruner,
+// while ContextTokens keeps counting the whole history (replay-13); the same
+// session with a text block there records none.
 func TestReplayProviderCompaction(t *testing.T) {
 	recs := map[bool]*replay.Record{}
 	for _, compacted := range []bool{true, false} {
@@ -76,10 +78,24 @@ func TestReplayProviderCompaction(t *testing.T) {
 		t.Error("without the compaction block neither early read was pruned: the test shows nothing")
 	}
 	with, without := recs[true].StepFacts, recs[false].StepFacts
+	dropped := 0
+	for _, st := range with {
+		if st.CompactionDropped > 0 {
+			if dropped > 0 {
+				t.Errorf("step %d records a second compaction", st.Step)
+			}
+			dropped = st.CompactionDropped
+		}
+	}
+	for _, st := range without {
+		if st.CompactionDropped != 0 {
+			t.Errorf("without the block step %d records a compaction dropping %d tokens", st.Step, st.CompactionDropped)
+		}
+	}
 	last := len(with) - 1
-	if len(without) != len(with) || without[last].ContextTokens-with[last].ContextTokens < early {
-		t.Errorf("last step's context %d with the block, %d without; want it smaller by the early reads' %d tokens at least",
-			with[last].ContextTokens, without[last].ContextTokens, early)
+	if dropped < early || len(without) != len(with) || without[last].ContextTokens-(with[last].ContextTokens-dropped) < early {
+		t.Errorf("the block drops %d tokens; last step's context %d with it (whole history), %d without; want the block to drop the early reads' %d tokens at least",
+			dropped, with[last].ContextTokens, without[last].ContextTokens, early)
 	}
 }
 

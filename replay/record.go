@@ -50,7 +50,7 @@ import (
 // use is credited to an output a compaction recorded in the transcript dropped
 // (evidence clause In context, transcript.Message.CompactionKept). replay-13: each
 // step records the agent's own compaction the transcript records before it
-// (StepFacts.AgentDropped, AgentSummary), through which calibrate replays every
+// (StepFacts.CompactionDropped, CompactionSummary), through which calibrate replays every
 // pruner, and the replay's advisor counts its context from the tail such a
 // compaction kept and prunes nothing before it (as after a provider's
 // compaction).
@@ -214,7 +214,7 @@ type StepFacts struct {
 	Step int
 	// ContextTokens is the size, in tokens, of the messages before model call Step
 	// with nothing pruned (the sum of transcript.Message.Tokens), the whole history
-	// through the agent's own compactions (AgentDropped says what they dropped).
+	// through the compactions it records (CompactionDropped says what they dropped).
 	ContextTokens int
 	// AppliedTokens is the same with the stubs applied, after this step's rewrite;
 	// ContextTokens - AppliedTokens is what the stubs save at this call.
@@ -236,15 +236,17 @@ type StepFacts struct {
 	// only between turns (pi) counts at these calls (calibrate.Calls.TurnStart).
 	// False at every step of a replay stored before it was recorded.
 	Prompt bool
-	// AgentDropped is, when the transcript records the agent's own compaction
-	// (transcript.Message.AgentCompaction) since the previous model call, the
-	// tokens of the messages before the tail that compaction kept, counted as in
-	// ContextTokens (nothing pruned, the whole history): the agent sent call Step
-	// without them. AgentSummary is the compaction's summary message, in tokens.
-	// Both 0 when no compaction came, when it kept every message, and in replays
-	// stored before replay-13; calibrate replays every pruner through the
-	// recorded compaction (calibrate.Calls.Recorded).
-	AgentDropped, AgentSummary int
+	// CompactionDropped is, when the transcript records a compaction since the
+	// previous model call that drops more of the history than any before it (the
+	// agent's own, transcript.Message.AgentCompaction, or a provider's compaction
+	// block or item, Message.Compaction), the tokens of the messages before what it
+	// kept (the agent's kept tail, or the provider's compaction message on),
+	// counted as in ContextTokens (nothing pruned, the whole history): call Step
+	// went out, or was billed, without them. CompactionSummary is the compaction's
+	// message, in tokens. Both 0 when no such compaction came, when it kept every
+	// message, and in replays stored before replay-13; calibrate replays every
+	// pruner through it (calibrate.Calls.Recorded).
+	CompactionDropped, CompactionSummary int
 }
 
 // TimeStats counts the steps of a session whose call time is missing (no

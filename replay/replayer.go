@@ -323,10 +323,11 @@ type folder struct {
 	walked int // messages walked
 	tokens int // tokens of the messages walked
 	// prefix[i] is the tokens of the messages before message i (walked);
-	// compacted is the agent's own compaction walked since the last step, if any
-	// (StepFacts.AgentDropped, AgentSummary); dropped is the latest one's
-	// AgentDropped: the advisor's context counts from its kept tail on, and the
-	// step facts add it back (StepFacts.ContextTokens counts the whole history).
+	// compacted is the compaction walked since the last step that drops the most,
+	// if any (StepFacts.CompactionDropped, CompactionSummary); dropped is the most
+	// any compaction so far dropped: the advisor's context counts from there on,
+	// and the step facts add it back (StepFacts.ContextTokens counts the whole
+	// history).
 	prefix    []int
 	compacted stepCompaction
 	dropped   int64
@@ -376,8 +377,8 @@ func (f *folder) walk(msgs []*transcript.Message, end int) {
 			f.outs = append(f.outs, walked{out: o, offset: f.tokens})
 		}
 		f.prefix = append(f.prefix, f.tokens)
-		if m.AgentCompaction {
-			f.compacted = f.agentCompaction(m)
+		if c := f.compaction(m); c.dropped > f.compacted.dropped {
+			f.compacted = c
 		}
 		f.tokens += m.Tokens
 		if f.consume {
@@ -411,8 +412,10 @@ func (f *folder) step(p advisor.Plan, view []*transcript.Message) error {
 	st.prompt = prompted(view[min(f.walked, len(view)):])
 	f.walk(view, len(view))
 	st.compacted, f.compacted = f.compacted, stepCompaction{}
-	if st.compacted.dropped > 0 {
+	if int64(st.compacted.dropped) > f.dropped {
 		f.dropped = int64(st.compacted.dropped)
+	} else {
+		st.compacted = stepCompaction{} // drops nothing the context still counted
 	}
 	st.context += f.dropped
 	st.applied += f.dropped
@@ -450,15 +453,24 @@ type stepFact struct {
 }
 
 // stepCompaction is the agent's own compaction recorded before a call
-// (StepFacts.AgentDropped and AgentSummary), in tokens; zero: none.
+// (StepFacts.CompactionDropped and CompactionSummary), in tokens; zero: none.
 type stepCompaction struct{ dropped, summary int32 }
 
-// agentCompaction returns the compaction message m, the message being walked
-// (f.walked): the tokens of the messages before the tail it kept
-// (transcript.Message.CompactionKept) and its summary's tokens. A compaction that
-// kept every message (pi's compactionSummary) drops nothing: zero.
-func (f *folder) agentCompaction(m *transcript.Message) stepCompaction {
-	k := f.walked - m.CompactionKept
+// compaction returns what message m, the message being walked (f.walked), drops
+// when it records a compaction: for the agent's own, the tokens of the messages
+// before the tail it kept (transcript.Message.CompactionKept); for a provider's
+// compaction block or item (Message.Compaction), the tokens before m, from which
+// the provider reads on; with m's tokens as the summary, as the advisor counts
+// its context (its compacted). Zero for any other message and for a compaction
+// that kept every message (pi's compactionSummary).
+func (f *folder) compaction(m *transcript.Message) stepCompaction {
+	k := 0
+	switch {
+	case m.Compaction:
+		k = f.walked
+	case m.AgentCompaction:
+		k = f.walked - m.CompactionKept
+	}
 	if k <= 0 || k >= len(f.prefix) || f.prefix[k] <= 0 {
 		return stepCompaction{}
 	}
@@ -492,7 +504,7 @@ func (f *folder) stepFacts() []StepFacts {
 		sf := StepFacts{
 			Step: i + 1, ContextTokens: int(c.context), AppliedTokens: int(c.applied),
 			Asked: int(c.asked), OverBudget: c.overBudget, Rewrite: c.rewrite, RewriteReason: c.reason,
-			Prompt: c.prompt, AgentDropped: int(c.compacted.dropped), AgentSummary: int(c.compacted.summary),
+			Prompt: c.prompt, CompactionDropped: int(c.compacted.dropped), CompactionSummary: int(c.compacted.summary),
 		}
 		if i < len(f.cold) {
 			sf.Cold, sf.At = f.cold[i], f.times[i]

@@ -31,7 +31,7 @@ func TestMigrationDropsOutputsHash(t *testing.T) {
 			}
 			for _, drop := range []string{"evidence DROP COLUMN digest_tokens", "replay_outputs DROP COLUMN digest_tokens", "evidence DROP COLUMN preview",
 				"session_versions DROP COLUMN last_step", "steps DROP COLUMN max_growth", "replay_steps DROP COLUMN prompt",
-				"replay_steps DROP COLUMN agent_dropped", "replay_steps DROP COLUMN agent_summary"} {
+				"replay_steps DROP COLUMN compaction_dropped", "replay_steps DROP COLUMN compaction_summary"} {
 				if _, err := db.w.ExecContext(ctx, `ALTER TABLE `+drop); err != nil {
 					t.Fatal(err)
 				}

@@ -100,10 +100,10 @@ func (db *DB) commitReplayTx(ctx context.Context, tx *sql.Tx, rec *replay.Record
 		}); err != nil {
 		return fmt.Errorf("outputs: %w", err)
 	}
-	if err := db.insertAll(ctx, tx, `replay_steps(session_id, step, context_tokens, applied_tokens, asked, over_budget, rewrite, at, cold, rewrite_reason, prompt, agent_dropped, agent_summary)`,
+	if err := db.insertAll(ctx, tx, `replay_steps(session_id, step, context_tokens, applied_tokens, asked, over_budget, rewrite, at, cold, rewrite_reason, prompt, compaction_dropped, compaction_summary)`,
 		len(rec.StepFacts), func(i int) []any {
 			s := rec.StepFacts[i]
-			return []any{rec.ID, s.Step, s.ContextTokens, s.AppliedTokens, s.Asked, s.OverBudget, s.Rewrite, timeText(s.At), s.Cold, s.RewriteReason, s.Prompt, s.AgentDropped, s.AgentSummary}
+			return []any{rec.ID, s.Step, s.ContextTokens, s.AppliedTokens, s.Asked, s.OverBudget, s.Rewrite, timeText(s.At), s.Cold, s.RewriteReason, s.Prompt, s.CompactionDropped, s.CompactionSummary}
 		}); err != nil {
 		return fmt.Errorf("steps: %w", err)
 	}
@@ -295,11 +295,11 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 	}); err != nil {
 		return nil, fmt.Errorf("%s: outputs: %w", what, err)
 	}
-	if err := db.query(ctx, `SELECT step, context_tokens, applied_tokens, asked, over_budget, rewrite, at, cold, rewrite_reason, prompt, agent_dropped, agent_summary
+	if err := db.query(ctx, `SELECT step, context_tokens, applied_tokens, asked, over_budget, rewrite, at, cold, rewrite_reason, prompt, compaction_dropped, compaction_summary
 		FROM replay_steps WHERE session_id = $1 ORDER BY step`, []any{id}, func(rows *sql.Rows) error {
 		var s replay.StepFacts
 		var at sql.NullString
-		if err := rows.Scan(&s.Step, &s.ContextTokens, &s.AppliedTokens, &s.Asked, &s.OverBudget, &s.Rewrite, &at, &s.Cold, &s.RewriteReason, &s.Prompt, &s.AgentDropped, &s.AgentSummary); err != nil {
+		if err := rows.Scan(&s.Step, &s.ContextTokens, &s.AppliedTokens, &s.Asked, &s.OverBudget, &s.Rewrite, &at, &s.Cold, &s.RewriteReason, &s.Prompt, &s.CompactionDropped, &s.CompactionSummary); err != nil {
 			return err
 		}
 		t, err := parseTime(at)

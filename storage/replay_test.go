@@ -27,7 +27,7 @@ func replayRecord() *replay.Record {
 			{Key: "k2", Tool: "Bash", Summary: "ls", Tokens: 10, Step: 2, EndStep: 3},
 		},
 		StepFacts: []replay.StepFacts{
-			{Step: 1, ContextTokens: 10, AppliedTokens: 10, Prompt: true, AgentDropped: 7, AgentSummary: 2},
+			{Step: 1, ContextTokens: 10, AppliedTokens: 10, Prompt: true, CompactionDropped: 7, CompactionSummary: 2},
 			{Step: 2, ContextTokens: 520, AppliedTokens: 520, Asked: 1, OverBudget: true},
 			{Step: 3, ContextTokens: 540, AppliedTokens: 80, Rewrite: true, OverBudget: true},
 		},

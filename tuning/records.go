@@ -116,7 +116,7 @@ func (u recordUses) addUses(o *calibrate.Output, budget int) {
 // Calls returns the calibrate.Calls of r: its name (SessionName), the context size
 // with nothing pruned at every step, the call times, its provider, its agent
 // (replay.Record.Agent), the agent the replay's advisor took its hard limit from,
-// the turns, and the compactions its transcript records (StepFacts.AgentDropped).
+// the turns, and the compactions its transcript records (StepFacts.CompactionDropped).
 func Calls(r *replay.Record) calibrate.Calls {
 	ctx := make([]int, len(r.StepFacts))
 	var at []time.Time
@@ -136,8 +136,8 @@ func Calls(r *replay.Record) calibrate.Calls {
 			}
 			turn[i] = true
 		}
-		if s.AgentDropped > 0 {
-			rec = append(rec, calibrate.RecordedCompaction{Call: s.Step, Dropped: s.AgentDropped, SummaryTokens: s.AgentSummary})
+		if s.CompactionDropped > 0 {
+			rec = append(rec, calibrate.RecordedCompaction{Call: s.Step, Dropped: s.CompactionDropped, SummaryTokens: s.CompactionSummary})
 		}
 	}
 	return calibrate.Calls{Name: SessionName(r), Context: ctx, At: at, Provider: r.Provider, Agent: r.Agent(), TurnStart: turn, Recorded: rec}

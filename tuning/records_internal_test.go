@@ -84,13 +84,13 @@ func (fixedSizer) CardTokens(cards.Card, int) int { return 10 }
 func TestCallsRecorded(t *testing.T) {
 	rec := &replay.Record{ContentHash: "h", StepFacts: []replay.StepFacts{
 		{Step: 1, ContextTokens: 100}, {Step: 2, ContextTokens: 900},
-		{Step: 3, ContextTokens: 1000, AgentDropped: 850, AgentSummary: 40}, {Step: 4, ContextTokens: 1100},
+		{Step: 3, ContextTokens: 1000, CompactionDropped: 850, CompactionSummary: 40}, {Step: 4, ContextTokens: 1100},
 	}}
 	want := []calibrate.RecordedCompaction{{Call: 3, Dropped: 850, SummaryTokens: 40}}
 	if d := cmp.Diff(want, Calls(rec).Recorded); d != "" {
 		t.Errorf("Recorded (-want +got):\n%s", d)
 	}
-	rec.StepFacts[2].AgentDropped, rec.StepFacts[2].AgentSummary = 0, 0
+	rec.StepFacts[2].CompactionDropped, rec.StepFacts[2].CompactionSummary = 0, 0
 	if got := Calls(rec).Recorded; got != nil {
 		t.Errorf("Recorded = %v, want nil", got)
 	}

@@ -1,7 +1,0 @@
--- 0014_replay_steps_agent_compaction: the agent's own compaction a transcript
--- records before a replayed model call (replay.StepFacts.AgentDropped and
--- AgentSummary): the tokens of the history it dropped and of its summary, so that
--- calibrate replays every pruner through it (calibrate.Calls.Recorded). 0 in
--- replays made before it (replay-13): no recorded compaction is modelled.
-ALTER TABLE replay_steps ADD COLUMN agent_dropped INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE replay_steps ADD COLUMN agent_summary INTEGER NOT NULL DEFAULT 0;
