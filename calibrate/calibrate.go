@@ -245,7 +245,15 @@ type Calls struct {
 // it counts in Level.RecordedCompactions, not Level.Compactions: no pruner could
 // have spared the agent a compaction whose later steps the transcript holds.
 type RecordedCompaction struct {
-	Call, Dropped, SummaryTokens int
+	// Call is the model call (1 = the first) the compaction came before.
+	Call int
+	// Dropped is what it dropped, in tokens of the unpruned context as
+	// Calls.Context counts it (the whole history): everything before its kept
+	// tail; at least 1 and at most Context[Call-1] (ErrInvalid otherwise).
+	Dropped int
+	// SummaryTokens is the size of its summary (or compaction block), in tokens,
+	// priced as the summarising call's output; >= 0.
+	SummaryTokens int
 }
 
 // Options are the simulation settings. Build them with DefaultOptions and change

@@ -80,14 +80,7 @@ func TestCompactionHand(t *testing.T) {
 			if d := cmp.Diff(tc.keepAll, got); d != "" {
 				t.Errorf("keep-all (-want +got):\n%s", d)
 			}
-			ds := make([]PruneAt, len(outs))
-			for i, o := range outs {
-				ds[i] = PruneAt{Step: o.CandidateFrom}
-			}
-			r, err := e.Evaluate("all", -1, ds)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := evaluateAsSoonAsMay(t, e, outs)
 			got = Level{Compactions: r.Decision.Compactions, CompactionMisses: r.Decision.CompactionMisses, Misses: r.Decision.Misses,
 				PeakContext: r.Decision.PeakContext, Rewrites: r.Decision.Rewrites}
 			if d := cmp.Diff(tc.decision, got); d != "" {
@@ -328,4 +321,20 @@ func TestCompactionTurn(t *testing.T) {
 			t.Errorf("%s: %d compactions, peak %d; want %d, %d", tc.name, ka.Compactions, ka.PeakContext, tc.compactions, tc.peak)
 		}
 	}
+}
+
+// evaluateAsSoonAsMay evaluates, as "all", every output of outs stubbed at the
+// first step it is a candidate (the decision level of TestCompactionHand and
+// TestRecordedCompaction).
+func evaluateAsSoonAsMay(t *testing.T, e *Evaluator, outs []Output) Result {
+	t.Helper()
+	ds := make([]PruneAt, len(outs))
+	for i, o := range outs {
+		ds[i] = PruneAt{Step: o.CandidateFrom}
+	}
+	r, err := e.Evaluate("all", -1, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

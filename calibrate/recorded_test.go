@@ -51,15 +51,7 @@ func TestRecordedCompaction(t *testing.T) {
 		t.Errorf("keep-all pays %.9f, want %.9f", got, want)
 	}
 
-	ds := make([]PruneAt, len(outs))
-	for i, o := range outs {
-		ds[i] = PruneAt{Step: o.CandidateFrom}
-	}
-	r, err := e.Evaluate("all", -1, ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := r.Decision
+	d := evaluateAsSoonAsMay(t, e, outs).Decision
 	got = Level{RecordedCompactions: d.RecordedCompactions, Compactions: d.Compactions, CompactionMisses: d.CompactionMisses, Misses: d.Misses,
 		PeakContext: d.PeakContext, Rewrites: d.Rewrites}
 	if diff := cmp.Diff(Level{RecordedCompactions: 1, CompactionMisses: 1, PeakContext: 24_400, Rewrites: 9}, got); diff != "" {
