@@ -24,7 +24,7 @@ func (a *Advisor) lastResort(st *state, sp *stepState) []extraCandidate {
 			continue
 		}
 		reason := fmt.Sprintf("hard limit, last resort: %s", o.reason)
-		stub := a.stubText(st, o, reason)
+		stub := a.stubText(st, o, "hard limit, last resort")
 		n := tokencount.Count(stub)
 		if len(stub) >= o.bytes || n >= o.tokens {
 			continue

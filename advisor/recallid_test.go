@@ -97,7 +97,7 @@ func TestRecallIDTokensDoNotDependOnTheID(t *testing.T) {
 	o := &outState{tool: "Read", summary: "/src/get.rs", tokens: 4210}
 	a := &Advisor{Config: cfg}
 	o.stubID = RecallIDZero
-	want := tokencount.Count(a.stubText(nil, o, keepReason(0, cfg.Cutoff)))
+	want := tokencount.Count(a.stubText(nil, o, stubWhy("", 0)))
 	if got := StubTokens(cfg, "Read", "/src/get.rs", 4210); got != want {
 		t.Fatalf("StubTokens = %d, want %d (the stub with RecallIDZero)", got, want)
 	}
@@ -106,11 +106,31 @@ func TestRecallIDTokensDoNotDependOnTheID(t *testing.T) {
 		secret := []byte(fmt.Sprintf("secret-%d", i))
 		o.stubID = KeyedRecallID(secret, "sess-1", "toolu_01")
 		seen[o.stubID] = true
-		if got := tokencount.Count(a.stubText(nil, o, keepReason(0, cfg.Cutoff))); got != want {
+		if got := tokencount.Count(a.stubText(nil, o, stubWhy("", 0))); got != want {
 			t.Fatalf("stub with id %s: %d tokens, want %d (the stub with %s)", o.stubID, got, want, RecallIDZero)
 		}
 	}
 	if len(seen) < 1990 {
 		t.Fatalf("%d distinct ids from 2,000 secrets; the test would not try many ids", len(seen))
+	}
+}
+
+// TestStubWhy checks the reasons a stub gives (the decision's own reason keeps
+// the threshold): worked by hand from stubWhy's rule.
+func TestStubWhy(t *testing.T) {
+	for _, c := range []struct {
+		rewrite string
+		score   float64
+		want    string
+	}{
+		{"", 0.034, "score 0.03"},
+		{"", 0, "score 0.00"},
+		{"over budget", 0.056, "over budget, score 0.06"},
+		{"hard limit", 0.5, "hard limit, score 0.50"},
+		{"hard limit", -1, "hard limit"},
+	} {
+		if got := stubWhy(c.rewrite, c.score); got != c.want {
+			t.Errorf("stubWhy(%q, %v) = %q, want %q", c.rewrite, c.score, got, c.want)
+		}
 	}
 }

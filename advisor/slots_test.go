@@ -201,7 +201,7 @@ func TestLargeJSONOutputRecall(t *testing.T) {
 	it := item(t, steps[len(steps)-1].plan, "c1")
 	// python3: d = sha256(b"bigjson.json\x00c1").digest(); "o_%012d" % (int.from_bytes(d[:8], "big") % 10**12)
 	const id = "o_011772712473"
-	head := fmt.Sprintf(`[pruned: Bash curl -s localhost:8080/api/customers, %s tokens, score 0.00 < cutoff 0.25; it named `,
+	head := fmt.Sprintf(`[pruned: Bash curl -s localhost:8080/api/customers, %s tokens, score 0.00; it named `,
 		commas(tokencount.Count(big)))
 	tail := fmt.Sprintf(`; recall("%s") restores it]`, id)
 	// The digest (issue 39) keeps the one name of its kind, the needle the card's

@@ -321,14 +321,14 @@ func (a *Advisor) settle(st *state, sp *stepState, o *outState) {
 		}
 		return
 	}
-	reason := a.pruneReason(o)
+	reason, why := a.pruneReason(o)
 	switch {
 	case reason == "":
 		a.keep(st, sp, o)
 	case o.decision == DecisionPending && o.reason == reason:
 		st.items[o.i] = o.item()
 	default:
-		stub := a.stubText(st, o, reason)
+		stub := a.stubText(st, o, why)
 		n := tokencount.Count(stub)
 		if len(stub) >= o.bytes || n >= o.tokens {
 			o.fixed, o.card = stubNotShorter, nil // a protection that never ends: no more asks
@@ -340,17 +340,36 @@ func (a *Advisor) settle(st *state, sp *stepState, o *outState) {
 }
 
 // pruneReason returns why o, a candidate, is to be pruned: a rule killed it, the
-// caller called it disposable, or its score is under the cutoff; "" when none holds.
-func (a *Advisor) pruneReason(o *outState) string {
+// caller called it disposable, or its score is under the cutoff; "", "" when none
+// holds. reason is the decision's (plans, records: "score 0.03 < cutoff 0.05"), why
+// the stub's, without the threshold ("score 0.03": stubWhy).
+func (a *Advisor) pruneReason(o *outState) (reason, why string) {
 	switch {
 	case o.dead:
-		return ruleReason(o.deadRule, o.deadBy)
+		r := ruleReason(o.deadRule, o.deadBy)
+		return r, r
 	case o.retention == transcript.RetentionDisposable:
-		return "disposable"
+		return "disposable", "disposable"
 	case a.scoredOut(o):
-		return fmt.Sprintf("score %.2f < cutoff %.2f", o.score, a.cutoffOf(o))
+		return fmt.Sprintf("score %.2f < cutoff %.2f", o.score, a.cutoffOf(o)), stubWhy("", o.score)
 	}
-	return ""
+	return "", ""
+}
+
+// stubWhy is the reason a stub gives for a prune by score: the forced rewrite that
+// made it, if any ("over budget", "hard limit"), and the score to two places, for
+// example "over budget, score 0.03"; the threshold it fell under stays in the
+// decision's reason (plans, records), not in the stub, where it would cost the
+// agent about 6 tokens at every step (docs/EVALUATION.md, "A shorter stub frame").
+// A negative score (not scored yet) gives the rewrite alone.
+func stubWhy(rewrite string, score float64) string {
+	switch {
+	case score < 0:
+		return rewrite
+	case rewrite == "":
+		return fmt.Sprintf("score %.2f", score)
+	}
+	return fmt.Sprintf("%s, score %.2f", rewrite, score)
 }
 
 // protection returns why o is not a candidate at step T ("" when it is one) and the
@@ -695,7 +714,7 @@ func (a *Advisor) overBudgetCandidates(st *state, in *planner.Input) []extraCand
 	for freed := 0; len(under) > 0 && freed < need; under = under[1:] {
 		o := under[0]
 		reason := fmt.Sprintf("over budget, score %.2f < over-budget cutoff %.2f", o.score, a.Config.OverBudgetCutoff)
-		stub := a.stubText(st, o, reason)
+		stub := a.stubText(st, o, stubWhy("over budget", o.score))
 		if n := tokencount.Count(stub); len(stub) < o.bytes && n < o.tokens {
 			out = append(out, extraCandidate{o: o, reason: reason, stub: stub, n: n, keep: o.score})
 			freed += o.tokens - n
@@ -758,13 +777,13 @@ func (a *Advisor) extraCandidates(ctx context.Context, st *state, sp *stepState)
 	fb := a.fallbackKeeps(ctx, st, sp, live)
 	var out []extraCandidate
 	for _, o := range live {
-		keep, reason := 1.0, "hard limit, not scored yet"
+		keep, reason, shown := 1.0, "hard limit, not scored yet", -1.0
 		if o.lastOKAsk > 0 {
-			keep, reason = o.score, fmt.Sprintf("hard limit, score %.2f the lowest kept", o.score)
+			keep, reason, shown = o.score, fmt.Sprintf("hard limit, score %.2f the lowest kept", o.score), o.score
 		} else if k, ok := fb[o]; ok {
-			keep, reason = k, fmt.Sprintf("hard limit, not asked yet, %s score %.2f", a.Fallback.Name(), k)
+			keep, reason, shown = k, fmt.Sprintf("hard limit, not asked yet, %s score %.2f", a.Fallback.Name(), k), k
 		}
-		stub := a.stubText(st, o, reason)
+		stub := a.stubText(st, o, stubWhy("hard limit", shown))
 		n := tokencount.Count(stub)
 		if len(stub) >= o.bytes || n >= o.tokens {
 			continue
@@ -993,20 +1012,20 @@ func outputText(msgs []*transcript.Message, o *outState) (string, bool) {
 	return out.Text, true
 }
 
-// stubText renders the stub of docs/DESIGN.md step 7 for o with the given reason, for
-// example `[pruned: Read /src/get.rs, 4,210 tokens, score 0.08 < cutoff 0.25;
-// recall("o_7f3a9c0b1d") restores it]`: tool and argument summary (cut to 80
-// characters), the original's size in tokens, the reason, and the recall call
-// naming the recall tool the agent has (Config.RecallTool); with NoRecallTool, how
-// the original can be had without one (NoRecallHint).
+// stubText renders the stub of docs/DESIGN.md step 7 for o with the given reason (the
+// stub's own, stubWhy or a rule's), for example `[pruned: Read /src/get.rs, 4,210
+// tokens, score 0.08; recall("o_7f3a9c0b1d") restores it]`: tool and argument
+// summary (cut to StubSummaryChars characters: cards.Cut), the original's size in
+// tokens, the reason, and the recall call naming the recall tool
+// the agent has (Config.RecallTool); with NoRecallTool, how the original can be had
+// without one (NoRecallHint).
 //
 // With a digest (st's tracker, Config.DigestTokens within DigestBudget; none for
 // a rule-dead output, whose content is in context again), the names it kept come
-// before the recall: `…, score 0.08 < cutoff 0.25; it named
-// MAX_SIZE, src/server.go, parseConfig; recall("o_7f3a9c0b1d") restores it]`. st
-// may be nil (no digest).
+// before the recall: `…, score 0.08; it named MAX_SIZE, src/server.go,
+// parseConfig; recall("o_7f3a9c0b1d") restores it]`. st may be nil (no digest).
 func (a *Advisor) stubText(st *state, o *outState, reason string) string {
-	what := strings.TrimSpace(o.tool + " " + cards.Cut(o.summary, 80))
+	what := strings.TrimSpace(o.tool + " " + cards.Cut(o.summary, StubSummaryChars))
 	head := fmt.Sprintf("[pruned: %s, %s tokens, %s; ", what, thousands(o.tokens), reason)
 	tail := fmt.Sprintf("%s(%q) restores it]", a.Config.RecallTool, o.stubID)
 	if a.NoRecallTool {
@@ -1024,6 +1043,14 @@ func (a *Advisor) stubText(st *state, o *outState, reason string) string {
 	}
 	return head + "it named " + strings.Join(names, ", ") + "; " + tail
 }
+
+// StubSummaryChars is the most characters of a call's argument summary a stub
+// repeats (cards.Cut: its head, "…" counted): 48. The call itself, with every
+// argument, stays in context beside the stub; the summary only says which output
+// this was. The 80 of earlier stubs held fewer digest names under the stub's
+// share of its output (docs/EVALUATION.md, "A shorter stub frame", measures 24 to
+// 80; the head kept more than the head and tail at the same length).
+const StubSummaryChars = 48
 
 // DigestFrameTokens is what a digest's framing ("it named " and the "; " after the
 // names) adds to a stub, in o200k tokens: 3, measured on a real stub (46 against
@@ -1131,7 +1158,7 @@ func thousands(n int) string {
 func StubTokens(cfg Config, tool, summary string, tokens int) int {
 	o := &outState{tool: tool, summary: summary, tokens: tokens, stubID: RecallIDZero}
 	a := &Advisor{Config: cfg}
-	return tokencount.Count(a.stubText(nil, o, keepReason(0, cfg.Cutoff)))
+	return tokencount.Count(a.stubText(nil, o, stubWhy("", 0)))
 }
 
 // cards.Card.LiveShapes holds one count per evidence.NameShape: the two lengths

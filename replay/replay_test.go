@@ -100,7 +100,7 @@ func TestReplayFacts(t *testing.T) {
 		want[i].EndStep = 10
 		want[i].Tokens = outs[i].Tokens
 		want[i].Offset = offset[outs[i].Message]
-		stub := fmt.Sprintf(`[pruned: %s %s, %s tokens, score 0.00 >= cutoff 0.25; recall("o_0000000000") restores it]`,
+		stub := fmt.Sprintf(`[pruned: %s %s, %s tokens, score 0.00; recall("o_0000000000") restores it]`,
 			want[i].Tool, want[i].Summary, humanize.Comma(int64(outs[i].Tokens)))
 		if want[i].CandidateFrom > 0 { // outputs never eligible get no stub size
 			n := tokencount.Count(stub)

@@ -85,7 +85,7 @@ func toolContents(body []byte) (map[string]string, error) {
 	return out, nil
 }
 
-var stubRecallID = regexp.MustCompile(`recall\("(o_[0-9]{12})"\)`)
+var stubRecallID = regexp.MustCompile(`recall\("(o_[0-9]{12})"\)`) // either replica's tool: recall, pruneadvisor_recall
 
 // replicaSet is the test's load balancer over the serve replicas: request r of a
 // session goes to replica r mod n; a request whose connection fails (the replica is
@@ -150,19 +150,21 @@ type servedRequest struct {
 // is started again. Then: no request failed, every output that was pruned was sent
 // with one stub only, by both replicas alike, never reverting to its original, and
 // every stub recalls the original byte for byte from either replica.
-// stubReason finds the part of a stub's reason that names a cutoff.
-var stubReason = regexp.MustCompile(`< cutoff [0-9.]+|over [a-z ]+`)
+// stubReason finds a stub's reason: its score, after the forced rewrite that
+// made it if any ("over budget, score 0.41").
+var stubReason = regexp.MustCompile(`(over budget, |hard limit, )?score [0-9.]+`)
 
 func TestTwoReplicas(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.URL(t)
 	up := echoUpstream(t)
 	env := testEnv(t)
-	// The replicas' cutoffs differ, so that their stubs for one output differ (each
-	// stub names its cutoff), as when one replica's scorer answers and the other's
-	// does not: only first-writer-wins keeps them from sending two stubs.
+	// The replicas' cutoffs and recall tools differ, so that their stubs for one
+	// output differ (each stub names its recall tool), as when one replica's
+	// scorer answers and the other's does not: only first-writer-wins keeps them
+	// from sending two stubs.
 	start := func(i int) *served {
-		return startServe(t, env, "--db", dsn, "--scorer", "lexical", "--cutoff", []string{"0.9", "0.8"}[i], "--budget", "3000", "--price-forced=false", "--openai-upstream", up.URL)
+		return startServe(t, env, "--db", dsn, "--scorer", "lexical", "--cutoff", []string{"0.9", "0.8"}[i], "--recall-tool", []string{"recall", "pruneadvisor_recall"}[i], "--budget", "3000", "--price-forced=false", "--openai-upstream", up.URL)
 	}
 	procs := []*served{start(0), start(1)}
 	rs := &replicaSet{urls: []string{procs[0].url, procs[1].url}}
@@ -275,8 +277,8 @@ func TestTwoReplicas(t *testing.T) {
 			bothSent++
 		}
 	}
-	// The stub's reason names the cutoff its replica applied (0.9 or 0.8 scaled
-	// by the output's size, planner.CutoffAt), or the budget's rule.
+	// The stub's reason gives the score under the cutoff its replica applied (0.9
+	// or 0.8 scaled by the output's size, planner.CutoffAt), or the budget's rule.
 	reasons := map[string]int{}
 	for _, stub := range stubs {
 		reasons[stubReason.FindString(stub)]++
