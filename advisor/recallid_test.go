@@ -134,3 +134,29 @@ func TestStubWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestStubFrame checks a stub's frame without a digest on values written by hand:
+// the summary cut to StubSummaryChars (48) characters with "…" as the 48th, the
+// size with thousands separators, the stub's reason, the recall call.
+func TestStubFrame(t *testing.T) {
+	a := &Advisor{Config: DefaultConfig()}
+	for _, c := range []struct {
+		tool, summary, why string
+		tokens             int
+		want               string
+	}{
+		{"read", "/opt/homebrew/lib/node_modules/@mariozechner/pi-coding-agent/docs/custom-tools.md", "score 0.05", 2592,
+			`[pruned: read /opt/homebrew/lib/node_modules/@mariozechner/pi…, 2,592 tokens, score 0.05; recall("o_000000000001") restores it]`},
+		{"Bash", "go test ./...", "over budget, score 0.07", 913,
+			`[pruned: Bash go test ./..., 913 tokens, over budget, score 0.07; recall("o_000000000001") restores it]`},
+		{"Bash", "123456789012345678901234567890123456789012345678", "hard limit", 1000000,
+			`[pruned: Bash 123456789012345678901234567890123456789012345678, 1,000,000 tokens, hard limit; recall("o_000000000001") restores it]`},
+		{"Bash", "1234567890123456789012345678901234567890123456789", "disposable", 200,
+			`[pruned: Bash 12345678901234567890123456789012345678901234567…, 200 tokens, disposable; recall("o_000000000001") restores it]`},
+	} {
+		o := &outState{tool: c.tool, summary: c.summary, tokens: c.tokens, stubID: "o_000000000001"}
+		if got := a.stubText(nil, o, c.why); got != c.want {
+			t.Errorf("stub of %s %q:\n got %s\nwant %s", c.tool, c.summary, got, c.want)
+		}
+	}
+}
