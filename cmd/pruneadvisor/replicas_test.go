@@ -142,6 +142,10 @@ type servedRequest struct {
 	tools   map[string]string
 }
 
+// stubReason finds a stub's reason: its score, after the forced rewrite that
+// made it if any ("over budget, score 0.41").
+var stubReason = regexp.MustCompile(`(over budget, |hard limit, )?score [0-9.]+`)
+
 // TestTwoReplicas runs two serve processes (with different cutoffs, so that their
 // stubs differ) on one PostgreSQL database and sends 12 agent sessions through them, the requests of each session alternating between
 // the replicas, every fifth request sent to both at once (a client retrying on the
@@ -150,9 +154,6 @@ type servedRequest struct {
 // is started again. Then: no request failed, every output that was pruned was sent
 // with one stub only, by both replicas alike, never reverting to its original, and
 // every stub recalls the original byte for byte from either replica.
-// stubReason finds a stub's reason: its score, after the forced rewrite that
-// made it if any ("over budget, score 0.41").
-var stubReason = regexp.MustCompile(`(over budget, |hard limit, )?score [0-9.]+`)
 
 func TestTwoReplicas(t *testing.T) {
 	t.Parallel()
