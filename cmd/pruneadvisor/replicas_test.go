@@ -146,15 +146,14 @@ type servedRequest struct {
 // made it if any ("over budget, score 0.41").
 var stubReason = regexp.MustCompile(`(over budget, |hard limit, )?score [0-9.]+`)
 
-// TestTwoReplicas runs two serve processes (with different cutoffs, so that their
-// stubs differ) on one PostgreSQL database and sends 12 agent sessions through them, the requests of each session alternating between
+// TestTwoReplicas runs two serve processes (with different cutoffs and recall
+// tools, so that their stubs differ) on one PostgreSQL database and sends 12 agent sessions through them, the requests of each session alternating between
 // the replicas, every fifth request sent to both at once (a client retrying on the
 // other replica). A third of the way in, one replica is killed with SIGKILL while
 // requests are in flight; the balancer sends them to the other; two thirds in, it
 // is started again. Then: no request failed, every output that was pruned was sent
 // with one stub only, by both replicas alike, never reverting to its original, and
 // every stub recalls the original byte for byte from either replica.
-
 func TestTwoReplicas(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.URL(t)
