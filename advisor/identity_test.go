@@ -38,7 +38,10 @@ var updateIndex = flag.Bool("update-index", false, "rewrite testdata/index-diges
 // (claude-code/3af9b1a7-….jsonl, pi/before-compaction.jsonl) and no other;
 // replay-13's context counted from the tail an agent's own compaction kept (no
 // output before it a candidate) changed those two and pi/session.jsonl, whose
-// compaction comes after its last call, and no other.
+// compaction comes after its last call, and no other. replay-14's digest of live
+// names (a use's digest budget leaves out the names ahead of it that stopped
+// being live for the output within Tracker.DigestFrom steps) changed 68 of them;
+// with DigestFrom -1000 (nothing left out) every digest was the old one.
 const indexDigestFile = "testdata/index-digests.json"
 
 // identitySessions returns every session under ../shared/sessions and every third
@@ -55,7 +58,7 @@ func identitySessions(t *testing.T) []string {
 // session (evidence.Of, what replay labels with); the corpus counts of every term.
 func indexDigest(t *testing.T, a *Advisor, s *transcript.Session) string {
 	t.Helper()
-	st := newState(SessionKey(s), fitted.DefaultBackground(), 64, 200)
+	st := newState(SessionKey(s), fitted.DefaultBackground(), 64, 200, 3)
 	sp := &stepState{s: s, msgs: s.Messages, T: len(s.Messages)}
 	a.index(st, sp)
 	var b strings.Builder
@@ -77,7 +80,7 @@ func indexDigest(t *testing.T, a *Advisor, s *transcript.Session) string {
 		put([]any{o.dead, o.deadRule, o.deadBy, o.uses, o.lastUse, o.useSteps, o.fixed, paths, names,
 			o.protectTil, o.protectWhy, o.bytes, hash})
 		if st.tracker != nil {
-			put([]any{st.tracker.Uses(o.key), st.tracker.Owned(o.key), st.tracker.Runs(o.key)})
+			put([]any{digestUses(st.tracker.Uses(o.key)), st.tracker.Owned(o.key), st.tracker.Runs(o.key)})
 		}
 	}
 	put(rules.Analyze(s)) // the index keeps no decisions; a fresh one over the same messages gives them
@@ -86,7 +89,7 @@ func indexDigest(t *testing.T, a *Advisor, s *transcript.Session) string {
 		put(st.tracker.Stats())
 	}
 	uses, err := evidence.Of(s, fitted.DefaultBackground())
-	put([]any{uses, fmt.Sprint(err)})
+	put([]any{digestUses(uses), fmt.Sprint(err)})
 	terms := map[string]bool{}
 	for _, o := range s.Outputs() {
 		for _, term := range cards.Terms(o.Text) {
@@ -105,6 +108,32 @@ func indexDigest(t *testing.T, a *Advisor, s *transcript.Session) string {
 	put([]any{st.corpus.Docs, st.corpus.Tokens, sorted, df})
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:])
+}
+
+// digestUse is an evidence.Use as the digests were written: its fields up to
+// Preview. The per-name fields replay-14 added (NameDigests, NamesPreviewed) are
+// left out, so that the digests show adding them changed nothing else; their
+// values are checked by hand in evidence's TestDigest and TestPreview.
+type digestUse struct {
+	Key     string
+	Step    int
+	Kind    evidence.UseKind
+	Proof   string
+	Weight  float64
+	Digest  int
+	Preview bool
+}
+
+// digestUses returns uses as digestUses.
+func digestUses(uses []evidence.Use) []digestUse {
+	if uses == nil {
+		return nil
+	}
+	out := make([]digestUse, len(uses))
+	for i, u := range uses {
+		out[i] = digestUse{u.Key, u.Step, u.Kind, u.Proof, u.Weight, u.Digest, u.Preview}
+	}
+	return out
 }
 
 // The index phase derives exactly what it derived before the byte-level rewrite,

@@ -184,11 +184,29 @@ func TestRegimePays(t *testing.T) {
 	over := advisor.DefaultConfig()
 	over.BudgetFraction, over.PayFactor, over.RemainingFactor, over.OverBudgetRemainingFactor = 0.02, 1, 0.05, 0.5
 	regimePrices(t, over, "over-budget", over.EstimatorOver())
-	// With the defaults (remaining 0.05 x steps, saving >= 2 x cost) none does here.
-	for _, st := range simulate(t, newAdvisor(t, advisor.DefaultConfig(), constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 40)) {
+	// With the defaults (remaining 0.05 x steps, saving >= 2 x cost) one does, at
+	// step 39, priced from the messages as above. Every name a read carries
+	// (value_0, value_7, ...) is carried again by the reads after it, so none is live for
+	// it and its stub holds no digest (evidence/digest.go, "Live names only"): a
+	// 612-token read leaves a stub of about 25 tokens. With digests made when the
+	// reads arrived (before replay-14), the stubs kept a quarter of each read and
+	// none paid.
+	def := advisor.DefaultConfig()
+	regimePrices(t, def, "pays", def.Estimator())
+	var at []int
+	for _, st := range simulate(t, newAdvisor(t, def, constScorer(0), advisor.NewMemoryStore(), newClock()), survey(t, 40)) {
 		if st.plan.Rewrite {
-			t.Errorf("step %d: %s rewrite with the default estimate", st.plan.Step, st.plan.RewriteReason)
+			at = append(at, st.plan.Step)
+			if st.plan.RewriteSavingUSD < def.PayFactor*st.plan.RewriteCostUSD {
+				t.Errorf("step %d: saving %g under %g x cost %g", st.plan.Step, st.plan.RewriteSavingUSD, def.PayFactor, st.plan.RewriteCostUSD)
+			}
+			if first := firstOut(st.out); !strings.HasPrefix(first, "[pruned: Read /src/m1.go, 612 tokens, score 0.00; recall(") {
+				t.Errorf("step %d: the first read's stub %q; want one without a digest", st.plan.Step, first)
+			}
 		}
+	}
+	if d := cmp.Diff([]int{39}, at); d != "" {
+		t.Errorf("rewrites with the default estimate at steps (-want +got):\n%s", d)
 	}
 }
 
@@ -241,4 +259,14 @@ func regimePrices(t *testing.T, cfg advisor.Config, reason string, est planner.E
 		t.Fatal("no rewrite paid for itself over 40 steps")
 	}
 	t.Logf("%s: %d rewrites paid for themselves", reason, checked)
+}
+
+// firstOut is the text of the first tool output of ms ("" when none).
+func firstOut(ms []*transcript.Message) string {
+	for _, m := range ms {
+		for _, o := range m.Outputs {
+			return o.Text
+		}
+	}
+	return ""
 }

@@ -27,9 +27,9 @@ type state struct {
 	mu sync.Mutex
 	id string
 	bg *evidence.Background // the use history's word statistics (Advisor.Background)
-	// digestTokens and digestMin are the tracker's digest settings
-	// (Config.DigestTokens, Config.MinCandidateTokens).
-	digestTokens, digestMin int
+	// digestTokens, digestMin and digestFrom are the tracker's digest settings
+	// (Config.DigestTokens, Config.MinCandidateTokens, Config.ProtectedSteps).
+	digestTokens, digestMin, digestFrom int
 
 	// What the store holds for the session (possibly written by other processes).
 	loaded   bool                   // stubs, recalls and history read since the last reset
@@ -182,8 +182,8 @@ type outState struct {
 	inWait    bool // in state.asks.waiting
 }
 
-func newState(id string, bg *evidence.Background, digestTokens, digestMin int) *state {
-	st := &state{id: id, bg: bg, digestTokens: digestTokens, digestMin: digestMin}
+func newState(id string, bg *evidence.Background, digestTokens, digestMin, digestFrom int) *state {
+	st := &state{id: id, bg: bg, digestTokens: digestTokens, digestMin: digestMin, digestFrom: digestFrom}
 	st.clear()
 	return st
 }
@@ -200,7 +200,7 @@ func (st *state) clear() {
 	st.outs, st.items, st.byKey, st.byRecall = nil, nil, map[string]*outState{}, map[string]*outState{}
 	st.rules, st.corpus, st.tracker, st.awaiting = rules.NewIndex(), cards.NewCorpus(), evidence.NewTracker(), nil
 	st.tracker.Background = st.bg
-	st.tracker.DigestTokens, st.tracker.DigestMinTokens = st.digestTokens, st.digestMin
+	st.tracker.DigestTokens, st.tracker.DigestMinTokens, st.tracker.DigestFrom = st.digestTokens, st.digestMin, st.digestFrom
 	st.recallsSeen = nil
 	st.trackErr = nil
 	st.lastRead, st.lastEdit = map[string]*outState{}, map[string]int{}

@@ -25,6 +25,12 @@ import (
 //     position in O).
 //   - Cost: DigestNameTokens(name) tokens a name, its separator included; a name's
 //     budget is the cumulative cost up to and including it.
+//   - Live names only: a stub made at step T leaves out the names that stopped
+//     being live for O by T (the agent or the user wrote them since, or a later
+//     output carries them: a later use of them is not a use of O), and the names
+//     after them move up in their place. A name's budget for a use is its
+//     cumulative cost among the names still live at step O+Tracker.DigestFrom
+//     (liveNeed), which a stub made then or later holds.
 //
 // Of the orders tried, this one holds the most uses that could become misses
 // (docs/EVALUATION.md, "Stub digests", gives each order's figures).
@@ -77,21 +83,38 @@ func shorterRep(cur, suffix string) bool {
 	return strings.IndexByte(suffix, '/') >= 0 && strings.HasSuffix(cur, suffix)
 }
 
-// Digest returns the digest of output key within budget tokens: its candidate
-// names in digest order while their cumulative DigestNameTokens stay within the
-// budget, as kept when the output was added (Tracker.DigestTokens bounds what is
-// kept; outputs under Tracker.DigestMinTokens keep none). nil for an unknown key,
-// a budget under the first name's cost, or an output with no candidate.
+// DigestKeep is how many times Tracker.DigestTokens of an output's digest order
+// the tracker keeps, so that a digest of DigestTokens stays full when names ahead
+// of it stop being live: 2. On ../shared/sessions and ../shared/corpus a digest
+// of 128 tokens made three steps after its output holds as many uses with twice
+// its budget kept as with the whole order (docs/EVALUATION.md, "Live names in the
+// digest").
+const DigestKeep = 2
+
+// DefaultDigestFrom is NewTracker's Tracker.DigestFrom: 3 steps, the advisor's
+// default Config.ProtectedSteps.
+const DefaultDigestFrom = 3
+
+// Digest returns the digest of output key within budget tokens, as a stub made
+// now holds it: its candidate names in digest order, less those no longer live
+// for it (Tracker.deaths), while their cumulative DigestNameTokens stay within
+// the budget (Tracker.DigestTokens x DigestKeep bounds what is kept; outputs
+// under Tracker.DigestMinTokens keep none). nil for an unknown key, a budget
+// under the first live name's cost, or an output with no live candidate kept.
 func (t *Tracker) Digest(key string, budget int) []string {
 	idx, ok := t.byKey[key]
 	if !ok {
 		return nil
 	}
+	deaths := t.deaths[int32(idx)]
 	var out []string
 	cum := 0
-	for rest := t.outs[idx].digest; rest != ""; {
+	for i, rest := 0, t.outs[idx].digest; rest != ""; i++ {
 		var n string
 		n, rest = nextDigestName(rest)
+		if deaths != nil && deaths[i] != 0 {
+			continue
+		}
 		cum += DigestNameTokens(n)
 		if cum > budget {
 			break
@@ -100,6 +123,83 @@ func (t *Tracker) Digest(key string, budget int) []string {
 	}
 	return out
 }
+
+// digestDied records that name, of digest cost dcost (nameInfo.dcost), stopped
+// being live for output idx at the current step, when it is the candidate of its
+// compound in the output's kept digest (a compound's other names leave the
+// candidate live: a later use of it is still the output's). The kept names are
+// walked once at most per name that stops being live.
+func (t *Tracker) digestDied(idx int32, name string, dcost int32) {
+	o := t.outs[idx]
+	if dcost <= 0 || o.digest == "" {
+		return
+	}
+	cum := int32(0)
+	for i, rest := 0, o.digest; rest != ""; i++ {
+		var n string
+		n, rest = nextDigestName(rest)
+		cum += int32(DigestNameTokens(n))
+		if cum < dcost {
+			continue
+		}
+		if cum == dcost && n == name {
+			deaths := t.deaths[idx]
+			if deaths == nil {
+				deaths = make([]uint8, digestLen(o.digest))
+				t.deaths[idx] = deaths
+			}
+			if deaths[i] == 0 {
+				deaths[i] = deathLate
+				if since := t.step - o.step; since < deathLate-1 {
+					deaths[i] = uint8(since + 1)
+				}
+			}
+		}
+		return
+	}
+}
+
+// digestLen is the number of names in an outEvidence.digest string.
+func digestLen(s string) int {
+	n := 0
+	for rest := s; rest != ""; n++ {
+		_, rest = nextDigestName(rest)
+	}
+	return n
+}
+
+// liveNeed returns the digest budget, in tokens, at which a stub of output idx
+// made at step O+Tracker.DigestFrom (or at step use-1, when that comes first)
+// holds a name of digest cost dcost: dcost less the costs of the kept names
+// ahead of it that stopped being live by then. 0 for dcost 0 (no digest holds
+// it); dcost itself for a name past the kept names (no kept digest holds it with
+// fewer).
+func (t *Tracker) liveNeed(idx int32, dcost int32, use int) int32 {
+	deaths := t.deaths[idx]
+	if dcost <= 0 || deaths == nil {
+		return dcost
+	}
+	o := t.outs[idx]
+	by := min(t.DigestFrom, use-1-o.step) + 1 // a death of 1 + steps since the output
+	need, cum := dcost, int32(0)
+	for i, rest := 0, o.digest; rest != ""; i++ {
+		var n string
+		n, rest = nextDigestName(rest)
+		c := int32(DigestNameTokens(n))
+		if cum += c; cum >= dcost {
+			return need
+		}
+		if d := deaths[i]; d != 0 && d != deathLate && int(d) <= by {
+			need -= c
+		}
+	}
+	return dcost // past the kept names
+}
+
+// deathLate is a Tracker.deaths entry for a name that stopped being live 253
+// steps or more after its output: liveNeed never leaves it out (a stub made
+// earlier still held it), Digest always does.
+const deathLate = 255
 
 // nextDigestName splits the first name off an outEvidence.digest string (its
 // length as a uvarint, then its bytes): the name, a substring, and the rest.
@@ -131,7 +231,7 @@ func (t *Tracker) setDigest(oe *outEvidence, tokens int) {
 	for _, c := range t.cands {
 		cum += DigestNameTokens(c.name)
 		t.candGroups[c.group] = int32(cum)
-		if keep && cum <= t.DigestTokens {
+		if keep && cum <= DigestKeep*t.DigestTokens {
 			buf = binary.AppendUvarint(buf, uint64(len(c.name)))
 			buf = append(buf, c.name...)
 		}

@@ -51,6 +51,17 @@ func TestDigest(t *testing.T) {
 	if d := cmp.Diff([]int{8, 15}, digests); d != "" {
 		t.Errorf("uses %+v: digest budgets (-want +got):\n%s", got, d)
 	}
+	// Per name (Use.NameDigests), in the order the agent's words are read (an
+	// object's values in key order: "f" before "n"): server.go alone (8); then
+	// parseConfig (12) and 42000 (15), so that a digest of 12 to 14 tokens holds
+	// one of the two names of that use and not the use.
+	var names [][]int
+	for _, u := range got {
+		names = append(names, u.NameDigests)
+	}
+	if d := cmp.Diff([][]int{{8}, {12, 15}}, names); d != "" {
+		t.Errorf("uses %+v: digest budgets per name (-want +got):\n%s", got, d)
+	}
 	// Kept only up to DigestTokens, and only for outputs of DigestMinTokens or more.
 	tr2 := NewTracker()
 	tr2.Background, tr2.DigestTokens, tr2.DigestMinTokens = bg, 9, 31
@@ -61,14 +72,14 @@ func TestDigest(t *testing.T) {
 	if got := tr2.Digest("c9", 100); got != nil {
 		t.Errorf("an output under DigestMinTokens kept %v", got)
 	}
-	tr2.DigestMinTokens = 0
+	tr2.DigestMinTokens, tr2.DigestTokens = 0, 5
 	c10 := &transcript.ToolCall{ID: "c10", Name: "bash", Args: json.RawMessage(`{}`), Step: 2}
 	m = result(c10, "fresh_name_a fresh_name_b_long_one fresh_name_c")
 	addAll(t, tr2, asst(2, "", c10), m)
-	// a and c (2/4 each, by position) before b (2/7): 8 tokens; b (7 more) is
-	// past 9.
+	// a and c (2/4 each, by position) before b (2/7): 8 tokens, within DigestKeep
+	// x 5 = 10; b (7 more) is past them.
 	if d := cmp.Diff([]string{"fresh_name_a", "fresh_name_c"}, tr2.Digest("c10", 100)); d != "" {
-		t.Errorf("kept beyond DigestTokens 9 (-want +got):\n%s", d)
+		t.Errorf("kept beyond DigestKeep x DigestTokens 5 (-want +got):\n%s", d)
 	}
 }
 
@@ -95,5 +106,67 @@ func TestDigestString(t *testing.T) {
 	}
 	if d := cmp.Diff(names, got); d != "" {
 		t.Errorf("names (-want +got):\n%s", d)
+	}
+}
+
+// TestDigestLiveNames works out by hand how a digest leaves out the names that
+// stopped being live for its output (digest.go, "Live names only"), on TestDigest's
+// output (MAX_SIZE 3, src/server.go 5, parseConfig 4, 42000 3 tokens, in digest
+// order) at step 1, with Tracker.DigestFrom 3 and 10:
+//
+//	step 2: the agent writes MAX_SIZE: a use, its budget 3; MAX_SIZE is no longer
+//	        live (the agent's words carry it).
+//	step 6: src/server.go: its budget 8-3 = 5 (MAX_SIZE stopped at step 2, by step
+//	        1+3 = 4); with DigestFrom 10 (by step 5) the same.
+//	step 8: parseConfig: 12-3 = 9 with DigestFrom 3 (src/server.go stopped at step
+//	        6, after step 4: a stub made at step 4 still held it); 12-3-5 = 4 with
+//	        DigestFrom 10 (by step 7).
+//
+// A stub made after each step holds the live names only: the names after a dead
+// one move up into the budget.
+func TestDigestLiveNames(t *testing.T) {
+	bg := &Background{Sessions: 100, MinShare: DefaultMinShare, Counts: map[string]int{"then": 50, "readme": 9}}
+	for _, tc := range []struct {
+		from  int
+		needs []int // Use.Digest at steps 2, 6, 8
+	}{
+		{3, []int{3, 5, 9}},
+		{10, []int{3, 5, 4}},
+	} {
+		tr := NewTracker()
+		tr.Background, tr.DigestTokens, tr.DigestFrom = bg, 100, tc.from
+		c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"cat notes"}`), Step: 1}
+		m := result(c1, "see /repo/src/server.go and parseConfig then MAX_SIZE 42000 and readme\n")
+		m.Outputs[0].Tokens = 30
+		addAll(t, tr, asst(1, "", c1), m)
+		if d := cmp.Diff([]string{"MAX_SIZE"}, tr.Digest("c1", 4)); d != "" {
+			t.Errorf("from %d: Digest(c1, 4) at first (-want +got):\n%s", tc.from, d)
+		}
+		var needs []int
+		for _, step := range []struct {
+			n    int
+			said string
+			want []string // Digest(c1, 100) after the step
+			four []string // Digest(c1, 4)
+		}{
+			{2, "Set `MAX_SIZE` first.", []string{"src/server.go", "parseConfig", "42000"}, nil},
+			{6, "Open `src/server.go` now.", []string{"parseConfig", "42000"}, []string{"parseConfig"}},
+			{8, "Then call `parseConfig` again.", []string{"42000"}, []string{"42000"}},
+		} {
+			got := addAll(t, tr, asst(step.n, step.said))
+			if len(got) != 1 {
+				t.Fatalf("from %d, step %d: uses %+v; want one", tc.from, step.n, got)
+			}
+			needs = append(needs, got[0].Digest)
+			if d := cmp.Diff(step.want, tr.Digest("c1", 100)); d != "" {
+				t.Errorf("from %d: Digest(c1, 100) after step %d (-want +got):\n%s", tc.from, step.n, d)
+			}
+			if d := cmp.Diff(step.four, tr.Digest("c1", 4)); d != "" {
+				t.Errorf("from %d: Digest(c1, 4) after step %d (-want +got):\n%s", tc.from, step.n, d)
+			}
+		}
+		if d := cmp.Diff(tc.needs, needs); d != "" {
+			t.Errorf("from %d: digest budgets of the uses (-want +got):\n%s", tc.from, d)
+		}
 	}
 }

@@ -175,6 +175,17 @@ type Use struct {
 	// (Gemini CLI's masking keeps them in place of the output) hold every name of
 	// the use, so that the use is no miss of that stub; false for a recall.
 	Preview bool
+	// NameDigests is, for each name of the use (each compound of the agent's
+	// words that made it, in the order the tracker reads them, an argument
+	// object's values in key order; a path and its base name are one name), the
+	// least digest budget, in tokens, at which the output's digest
+	// holds it; 0 when none does. Digest is their maximum when none is 0. nil for
+	// a recall. Issue 39 counts its digest's coverage per name as well as per use:
+	// a use of several names is held only when all are, a name when it is.
+	NameDigests []int
+	// NamesPreviewed counts the names of NameDigests that the output's first and
+	// last PreviewChars characters hold (Preview: all of them).
+	NamesPreviewed int
 }
 
 // PreviewChars is how many characters of an output's head and of its tail Gemini
@@ -205,13 +216,24 @@ type Tracker struct {
 	// default) has no statistics: no plain word is evidence. Set it before the
 	// first Add and do not change it after.
 	Background *Background
-	// DigestTokens is the largest digest budget, in tokens, whose names the
-	// tracker keeps per output for Digest (0, the default: none kept; the order and
-	// Use.Digest do not depend on it). DigestMinTokens is the least size, in
-	// tokens (ToolOutput.Tokens), of an output whose digest is kept: the advisor's
-	// minimum candidate size. Set both before the first Add.
+	// DigestTokens is the largest digest budget, in tokens, that Digest serves:
+	// the tracker keeps per output the names of the first DigestKeep x DigestTokens
+	// tokens of its digest order, so that a digest of DigestTokens is still full
+	// after names ahead in the order stopped being live (0, the default: none kept,
+	// and Use.Digest is measured on the order as it was made). DigestMinTokens is
+	// the least size, in tokens (ToolOutput.Tokens), of an output whose digest is
+	// kept: the advisor's minimum candidate size. Set both before the first Add.
 	DigestTokens    int
 	DigestMinTokens int
+	// DigestFrom is how many steps after an output Use.Digest and Use.NameDigests
+	// measure its stub's digest: the names ahead of a use's name in the digest
+	// order that stopped being live for the output by step O+DigestFrom (or by the
+	// step before the use, when that comes first) are left out ahead of it, as
+	// Digest leaves them out of a stub made then. A stub made later leaves out as
+	// many or more, so it holds every use the measure says it holds. The advisor
+	// sets Config.ProtectedSteps, the first step its output can be a candidate;
+	// NewTracker's default is DefaultDigestFrom. Set it before the first Add.
+	DigestFrom int
 
 	names map[uint64]int32 // nameKey(name) -> index of its entry in infos
 	infos []nameInfo
@@ -236,6 +258,15 @@ type Tracker struct {
 	// candidates and every name it carries.
 	cands   []digestCand
 	carried []carriedName
+	// deaths holds, per output index, for each name of its kept digest
+	// (outEvidence.digest), when it stopped being live for the output (written by
+	// a message that is not an output, or carried by a later output: no later use
+	// is credited to the output for it): 1 + the steps since the output (0 to
+	// 253), or deathLate when later; 0 while it is live. An output has an entry
+	// once the first of them stops: a byte a name, and nothing for the outputs
+	// whose names all stay live (replay's TestReplayBigSession bounds the live
+	// heap a message).
+	deaths map[int32][]uint8
 	// candGroups holds the compounds with a candidate, and then their digest cost.
 	candGroups map[int32]int32
 	// digestBuf is setDigest's scratch for the digest string it builds.
@@ -299,10 +330,11 @@ type outEvidence struct {
 	uses  []*rawUse
 	owned int // distinct names first seen in this output (its distinctive names)
 	runs  int // calls with the same tool and arguments so far, this one included
-	// digest is the output's digest names within Tracker.DigestTokens, in digest
-	// order (digest.go), each after its length as a uvarint, in one string (one
-	// allocation an output, not one a name); "" unless kept. dfull is its whole
-	// digest's cost.
+	// digest is the output's digest names within DigestKeep x
+	// Tracker.DigestTokens, in digest order (digest.go), each after its length as
+	// a uvarint, in one string (one allocation an output, not one a name); ""
+	// unless kept (Tracker.deaths says which of them are no longer live). dfull is
+	// the whole digest's cost.
 	digest string
 	dfull  int
 	// live is how many specific names this output carries as their latest carrier
@@ -330,6 +362,9 @@ type rawUse struct {
 	// and tail hold them (fixName).
 	digest  int
 	preview bool
+	// nameDigests and namesPrev are Use.NameDigests and Use.NamesPreviewed (fixName).
+	nameDigests []int
+	namesPrev   int
 	// The names found, until fixName weighs them.
 	names  []string
 	ids    []int32 // each name's index entry (Tracker.infos)
@@ -342,12 +377,15 @@ type rawUse struct {
 // (set Tracker.Background).
 func NewTracker() *Tracker {
 	return &Tracker{
+		DigestFrom: DefaultDigestFrom,
+
 		names: map[uint64]int32{},
 		byKey: map[string]int{},
 		runs:  map[uint64]int{},
 		ev:    map[int]*rawUse{},
 
 		candGroups: map[int32]int32{},
+		deaths:     map[int32][]uint8{},
 	}
 }
 
@@ -494,21 +532,22 @@ func (t *Tracker) pin(name string) {
 
 // pinOne marks name alone as held by a message that is not a tool output.
 func (t *Tracker) pinOne(name string) {
-	t.pinInfo(&t.infos[t.entry(name)])
+	t.pinInfo(&t.infos[t.entry(name)], name)
 }
 
 // pinInfo marks a name's entry seen and pinned; a live name (outEvidence.live)
 // is live no more.
-func (t *Tracker) pinInfo(info *nameInfo) {
+func (t *Tracker) pinInfo(info *nameInfo, name string) {
 	if !info.pinned {
-		t.unlive(info)
+		t.unlive(info, name)
 	}
 	info.seen, info.pinned = true, true
 }
 
 // unlive takes an unpinned name off its carrier's live counts (outEvidence.live,
-// liveOut) before the name is pinned or carried by a later output.
-func (t *Tracker) unlive(info *nameInfo) {
+// liveOut) and out of its digest (digestDied) before the name is pinned or
+// carried by a later output.
+func (t *Tracker) unlive(info *nameInfo, name string) {
 	if info.carrier <= 0 || !info.spec {
 		return
 	}
@@ -516,6 +555,7 @@ func (t *Tracker) unlive(info *nameInfo) {
 	if o.gone {
 		return // dropBefore cleared its counts
 	}
+	t.digestDied(info.carrier-1, name, info.dcost)
 	o.live--
 	o.liveShape[info.shape]--
 	if !t.digestHolds(info.dcost) {
@@ -534,7 +574,7 @@ func (t *Tracker) digestHolds(dcost int32) bool {
 func (t *Tracker) pinText(text string) {
 	var g int32
 	t.scan(text, nil, false, true, &g, func(name string, _ scrEntry, _ int32, info *nameInfo) {
-		t.pinInfo(info)
+		t.pinInfo(info, name)
 		variants(name, t.pinOne)
 	})
 }
@@ -668,13 +708,13 @@ func (t *Tracker) nameUses(m *transcript.Message) {
 			return
 		}
 		carrier := info.carrier
-		t.pinInfo(info)
+		t.pinInfo(info, name)
 		if carrier > 0 && !t.outs[carrier-1].gone && e.flags == 0 && Specific(name, t.Background) && !t.pinnedVariant(name) {
 			r := t.stepUse(int(carrier)-1, m.Step)
 			r.names = append(r.names, strings.Clone(name))
 			r.ids = append(r.ids, idx)
 			r.groups = append(r.groups, e.group)
-			r.dcosts = append(r.dcosts, info.dcost)
+			r.dcosts = append(r.dcosts, t.liveNeed(carrier-1, info.dcost, m.Step))
 			r.inPrev = append(r.inPrev, info.preview)
 		}
 		t.written = append(t.written, name)
@@ -741,7 +781,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 			info.shape = ShapeOf(name)
 			oe.owned++
 		case !info.pinned && info.carrier > 0:
-			t.unlive(info) // the earlier carrier's; live here once its digest cost is known
+			t.unlive(info, name) // the earlier carrier's; live here once its digest cost is known
 			info.carrier = int32(idx) + 1
 		default:
 			return
@@ -910,6 +950,7 @@ func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 	u := Use{Key: o.key, Step: r.step, Kind: r.kind, Proof: r.proof, Weight: min(r.strong+r.nameW, 1)}
 	if r.strong == 0 {
 		u.Digest, u.Preview = r.digest, r.preview
+		u.NameDigests, u.NamesPreviewed = r.nameDigests, r.namesPrev
 	}
 	if r.strong == 0 {
 		u.Kind, u.Proof = UseName, r.nameProof
@@ -957,6 +998,7 @@ func (t *Tracker) fixName(r *rawUse) {
 	}
 	r.digest = digestNeed(idx, r.groups, r.dcosts)
 	r.preview = previewHolds(idx, r.groups, r.inPrev)
+	r.nameDigests, r.namesPrev = nameNeeds(idx, r.groups, r.dcosts, r.inPrev)
 	r.names, r.ids, r.groups, r.dcosts, r.inPrev = nil, nil, nil, nil, nil
 }
 
@@ -982,6 +1024,37 @@ func digestNeed(idx []int, groups, dcosts []int32) int {
 		return 0
 	}
 	return int(max(need, groupMin))
+}
+
+// nameNeeds returns, per compound of a use (idx orders its names by group), the
+// least digest budget that holds it (the smallest positive digest cost among its
+// names; 0 when none has one), and how many compounds the head and tail hold (any
+// of its names in them): digestNeed's and previewHolds's rules, one compound at
+// a time.
+func nameNeeds(idx []int, groups, dcosts []int32, in []bool) ([]int, int) {
+	var needs []int
+	prev := 0
+	groupMin, held := int32(0), false
+	for k, i := range idx {
+		if k > 0 && groups[i] != groups[idx[k-1]] {
+			needs = append(needs, int(groupMin))
+			if held {
+				prev++
+			}
+			groupMin, held = 0, false
+		}
+		if c := dcosts[i]; c > 0 && (groupMin == 0 || c < groupMin) {
+			groupMin = c
+		}
+		held = held || in[i]
+	}
+	if len(idx) > 0 {
+		needs = append(needs, int(groupMin))
+		if held {
+			prev++
+		}
+	}
+	return needs, prev
 }
 
 // previewHolds reports whether the output's head and tail hold a use's names: each

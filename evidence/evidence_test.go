@@ -68,7 +68,8 @@ var daemonCommon = &Background{Sessions: 100, MinShare: DefaultMinShare, Counts:
 func round(u []Use) []Use {
 	for i := range u {
 		u[i].Weight = math.Round(u[i].Weight*1e4) / 1e4
-		u[i].Digest, u[i].Preview = 0, false // tested by TestDigest* and TestPreview
+		u[i].Digest, u[i].Preview = 0, false           // tested by TestDigest* and TestPreview
+		u[i].NameDigests, u[i].NamesPreviewed = nil, 0 // tested by TestNameDigests
 	}
 	return u
 }

@@ -32,15 +32,16 @@ func TestPreview(t *testing.T) {
 	b.WriteString("the end: tail_name_c3\n")
 	out := b.String()
 	tests := []struct {
-		said string
-		want bool
+		said  string
+		want  bool
+		names int // Use.NamesPreviewed: the names of the use the preview holds
 	}{
-		{"Open head_name_a1.", true},
-		{"Open tail_name_c3.", true},
-		{"Open mid_name_b2.", false},
-		{"Open edge_name_d4.", false},
-		{"Compare head_name_a1 with tail_name_c3.", true},
-		{"Compare head_name_a1 with mid_name_b2.", false},
+		{"Open head_name_a1.", true, 1},
+		{"Open tail_name_c3.", true, 1},
+		{"Open mid_name_b2.", false, 0},
+		{"Open edge_name_d4.", false, 0},
+		{"Compare head_name_a1 with tail_name_c3.", true, 2},
+		{"Compare head_name_a1 with mid_name_b2.", false, 1},
 	}
 	for _, tt := range tests {
 		c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: []byte(`{"command":"cat listing"}`), Step: 1}
@@ -51,6 +52,9 @@ func TestPreview(t *testing.T) {
 		}
 		if got[0].Preview != tt.want {
 			t.Errorf("%q: Preview %v; want %v", tt.said, got[0].Preview, tt.want)
+		}
+		if got[0].NamesPreviewed != tt.names {
+			t.Errorf("%q: NamesPreviewed %d; want %d (names %v)", tt.said, got[0].NamesPreviewed, tt.names, got[0].NameDigests)
 		}
 	}
 	// A short output is its own preview.

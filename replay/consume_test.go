@@ -18,7 +18,7 @@ import (
 // Replay and with Consume (each on its own load of the file), at the default
 // budget and at one small enough that most candidates are pruned: the records must
 // be the same but for wall times and latencies, and the evidence, read from the
-// advisor's use history, the same as evidence.Of over the whole session. A message Consume dropped that the
+// advisor's use history, the same as a tracker's (evidence.Of's, with the advisor's digest settings) over the whole session. A message Consume dropped that the
 // advisor still needed would skip a prune (no original to store) and show here.
 // On the generated session (mostly small outputs, most large ones pruned), Consume
 // must have let go of most messages by the last step, and of all at the end.
@@ -63,12 +63,19 @@ func TestConsumeSameRecord(t *testing.T) {
 					rec.Asks[i].Latency = 0
 				}
 			}
-			ev, err := evidence.Of(a.Session, fitted.DefaultBackground())
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
+			// evidence.Of's pass over the whole session, with the digest settings
+			// of the advisor's tracker (a use's digest budget counts the kept names
+			// that stopped being live: evidence/digest.go).
+			tr := evidence.NewTracker()
+			tr.Background = fitted.DefaultBackground()
+			tr.DigestTokens, tr.DigestMinTokens, tr.DigestFrom = cfg.DigestTokens, cfg.MinCandidateTokens, cfg.ProtectedSteps
+			for _, m := range a.Session.Messages {
+				if _, err := tr.Add(m); err != nil {
+					t.Fatalf("%s: %v", f, err)
+				}
 			}
-			if d := cmp.Diff(ev, want.Evidence); d != "" {
-				t.Errorf("%s: the replay's evidence (the advisor's use history) differs from evidence.Of's (-Of +replay):\n%s", f, d)
+			if d := cmp.Diff(tr.All(), want.Evidence); d != "" {
+				t.Errorf("%s: the replay's evidence (the advisor's use history) differs from a tracker's over the whole session (-tracker +replay):\n%s", f, d)
 			}
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("%s, budget %d: Consume's record differs from Replay's (-Replay +Consume):\n%s", f, cfg.BudgetTokens(), d)

@@ -53,8 +53,10 @@ import (
 // (StepFacts.CompactionDropped, CompactionSummary), through which calibrate replays every
 // pruner, and the replay's advisor counts its context from the tail such a
 // compaction kept and prunes nothing before it (as after a provider's
-// compaction).
-const Version = "replay-13"
+// compaction). replay-14: each use records the least digest budget that holds
+// each of its names and how many of them the head and tail hold
+// (evidence.Use.NameDigests, NamesPreviewed), for the digest coverage per name.
+const Version = "replay-14"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (

@@ -150,7 +150,9 @@ func TestReplayFacts(t *testing.T) {
 	wantEv := []evidence.Use{
 		// listen_port is on the output's third line: in its first 250 characters,
 		// which Gemini CLI's preview keeps.
-		{Key: "call_1", Step: 6, Kind: evidence.UseName, Proof: `name "listen_port"`, Weight: 1, Digest: digestUpTo(t, src, "call_1", "listen_port"), Preview: true},
+		// One name: its own digest budget is the use's, and the preview holds it.
+		{Key: "call_1", Step: 6, Kind: evidence.UseName, Proof: `name "listen_port"`, Weight: 1, Digest: digestUpTo(t, src, "call_1", "listen_port", 4), Preview: true,
+			NameDigests: []int{digestUpTo(t, src, "call_1", "listen_port", 4)}, NamesPreviewed: 1},
 		// Step 5 re-reads NOTES.md (call_3's file): a re-read is not a use.
 	}
 	if diff := cmp.Diff(wantEv, rec.Evidence); diff != "" {
@@ -301,13 +303,19 @@ func TestSettings(t *testing.T) {
 	}
 }
 
-// digestUpTo is the digest budget at which output key's digest (a tracker of the
-// session's own, with DigestTokens unbounded) first holds name: the costs of its
-// names up to it, summed.
-func digestUpTo(t *testing.T, src *Source, key, name string) int {
+// digestUpTo is the digest budget at which output key's digest, as a stub made
+// at step by holds it (a tracker of the session's own, with DigestTokens
+// unbounded, fed the messages up to that step), first holds name: the costs of
+// its names up to it, summed. A use's budget is measured on the stub made
+// evidence.DefaultDigestFrom (3) steps after its output: call_1 comes at step 1,
+// so by 4.
+func digestUpTo(t *testing.T, src *Source, key, name string, by int) int {
 	tr := evidence.NewTracker()
 	tr.Background, tr.DigestTokens = fitted.DefaultBackground(), 1<<30
 	for _, m := range src.Session.Messages {
+		if m.Step > by {
+			break
+		}
 		if _, err := tr.Add(m); err != nil {
 			t.Fatal(err)
 		}

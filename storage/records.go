@@ -302,6 +302,12 @@ type Evidence struct {
 	// Preview reports that the output's head and tail (Gemini CLI's masking
 	// preview) hold the use (evidence.Use.Preview).
 	Preview bool
+	// NameDigests is the least digest budget, in tokens, that holds each name of
+	// the use (evidence.Use.NameDigests; 0 = none does), NamesPreviewed how many
+	// of them the head and tail hold (evidence.Use.NamesPreviewed). Stored as
+	// decimal tokens separated by spaces.
+	NameDigests    []int
+	NamesPreviewed int
 }
 
 // RecordEvidence stores evs in one transaction (all or none); each needs a session
@@ -319,7 +325,7 @@ func (db *DB) RecordEvidence(ctx context.Context, evs []Evidence) error {
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		return db.insertAll(ctx, tx, evidenceColumns, len(evs), func(i int) []any {
 			e := evs[i]
-			return []any{e.SessionID, e.OutputKey, e.UseStep, e.Proof, nullFloat(e.Weight), e.Digest, intBool(e.Preview)}
+			return []any{e.SessionID, e.OutputKey, e.UseStep, e.Proof, nullFloat(e.Weight), e.Digest, intBool(e.Preview), joinInts(e.NameDigests), e.NamesPreviewed}
 		})
 	})
 	if err != nil {
@@ -330,7 +336,7 @@ func (db *DB) RecordEvidence(ctx context.Context, evs []Evidence) error {
 
 // evidenceColumns are the evidence table's columns as RecordEvidence and
 // CommitReplay write them.
-const evidenceColumns = `evidence(session_id, output_key, use_step, proof, weight, digest_tokens, preview)`
+const evidenceColumns = `evidence(session_id, output_key, use_step, proof, weight, digest_tokens, preview, name_digests, names_previewed)`
 
 // EvidenceFilter selects evidence; an empty field matches every value.
 type EvidenceFilter struct {
@@ -341,7 +347,7 @@ type EvidenceFilter struct {
 // Evidence returns the evidence matching f in the order it was recorded.
 func (db *DB) Evidence(ctx context.Context, f EvidenceFilter) ([]Evidence, error) {
 	where, args := conditions([]cond{{"session_id", f.SessionID}, {"output_key", f.OutputKey}})
-	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, use_step, proof, weight, digest_tokens, preview FROM evidence`+where+` ORDER BY id`, args...)
+	rows, err := db.r.QueryContext(ctx, `SELECT session_id, output_key, use_step, proof, weight, digest_tokens, preview, name_digests, names_previewed FROM evidence`+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("storage: evidence %+v: %w", f, db.classify(err))
 	}
@@ -350,8 +356,12 @@ func (db *DB) Evidence(ctx context.Context, f EvidenceFilter) ([]Evidence, error
 	for rows.Next() {
 		var e Evidence
 		var w sql.NullFloat64
-		if err := rows.Scan(&e.SessionID, &e.OutputKey, &e.UseStep, &e.Proof, &w, &e.Digest, &e.Preview); err != nil {
+		var names string
+		if err := rows.Scan(&e.SessionID, &e.OutputKey, &e.UseStep, &e.Proof, &w, &e.Digest, &e.Preview, &names, &e.NamesPreviewed); err != nil {
 			return nil, fmt.Errorf("storage: evidence %+v: %w", f, err)
+		}
+		if e.NameDigests, err = splitInts(names); err != nil {
+			return nil, fmt.Errorf("storage: evidence %+v: name_digests: %w", f, err)
 		}
 		e.Weight = floatBack(w)
 		out = append(out, e)
@@ -535,6 +545,37 @@ const stepColumns = `steps(session_id, step, at, context_tokens, full_tokens, re
 
 func stepRow(r advisor.StepRecord) []any {
 	return []any{r.SessionID, r.Step, timeText(r.At), r.ContextTokens, r.FullTokens, r.Rewrite, r.Pruned, r.Frees, r.Suffix, r.CostUSD, r.SavingUSD, r.MaxGrowth}
+}
+
+// joinInts is ns as the TEXT the name_digests column holds: decimal numbers
+// separated by single spaces ("" for none).
+func joinInts(ns []int) string {
+	b := make([]byte, 0, 4*len(ns))
+	for i, n := range ns {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return string(b)
+}
+
+// splitInts reads joinInts's TEXT back; nil for "". Errors: a field that is not a
+// decimal integer (a column written by something else), named with its position.
+func splitInts(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	fields := strings.Fields(s)
+	out := make([]int, len(fields))
+	for i, f := range fields {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("field %d %q: %w", i+1, f, ErrInvalid)
+		}
+		out[i] = n
+	}
+	return out, nil
 }
 
 // intBool is b as the INTEGER the preview columns hold (1 or 0): PostgreSQL's

@@ -87,7 +87,7 @@ func (db *DB) commitReplayTx(ctx context.Context, tx *sql.Tx, rec *replay.Record
 	}
 	if err := db.insertAll(ctx, tx, evidenceColumns, len(rec.Evidence), func(i int) []any {
 		u := rec.Evidence[i]
-		return []any{rec.ID, u.Key, u.Step, u.Proof, nullFloat(u.Weight), u.Digest, intBool(u.Preview)}
+		return []any{rec.ID, u.Key, u.Step, u.Proof, nullFloat(u.Weight), u.Digest, intBool(u.Preview), joinInts(u.NameDigests), u.NamesPreviewed}
 	}); err != nil {
 		return fmt.Errorf("evidence: %w", err)
 	}
@@ -316,12 +316,17 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 	if rec.Asks, err = db.Asks(ctx, AskFilter{SessionID: id}); err != nil {
 		return nil, err
 	}
-	if err := db.query(ctx, `SELECT output_key, use_step, proof, weight, digest_tokens, preview FROM evidence WHERE session_id = $1 ORDER BY id`,
+	if err := db.query(ctx, `SELECT output_key, use_step, proof, weight, digest_tokens, preview, name_digests, names_previewed FROM evidence WHERE session_id = $1 ORDER BY id`,
 		[]any{id}, func(rows *sql.Rows) error {
 			var u evidence.Use
 			var w sql.NullFloat64
-			if err := rows.Scan(&u.Key, &u.Step, &u.Proof, &w, &u.Digest, &u.Preview); err != nil {
+			var names string
+			if err := rows.Scan(&u.Key, &u.Step, &u.Proof, &w, &u.Digest, &u.Preview, &names, &u.NamesPreviewed); err != nil {
 				return err
+			}
+			var err error
+			if u.NameDigests, err = splitInts(names); err != nil {
+				return fmt.Errorf("output %q step %d: name_digests: %w", u.Key, u.Step, err)
 			}
 			u.Weight = floatBack(w)
 			rec.Evidence = append(rec.Evidence, u)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 )
 
@@ -47,6 +48,14 @@ type DigestSet struct {
 	// Previewed counts those Gemini CLI's blind preview (the output's first and
 	// last 250 characters: evidence.Use.Preview) holds, for comparison.
 	Previewed int `json:"previewed"`
+	// Names counts the names of those uses (each compound of the agent's words
+	// that made a use: evidence.Use.NameDigests), the unit issue 39's own
+	// measurement counted ("shaped-name uses kept"); NamesHeld[i] those a digest
+	// of DigestBudgets[i] tokens holds, NamesPreviewed those the blind preview
+	// holds. A use of several names is held (Held) only when all of them are.
+	Names          int   `json:"names"`
+	NamesHeld      []int `json:"names_held"`
+	NamesPreviewed int   `json:"names_previewed"`
 	// Outputs and Tokens count the outputs (for the candidates' set: those whose
 	// stub carries a digest, candidates the rules do not kill: replay.StubDigest;
 	// the others' uses are no stub misses either) and their tokens; Stub[i] is
@@ -60,7 +69,7 @@ type DigestSet struct {
 }
 
 func newDigestSet() DigestSet {
-	return DigestSet{Held: make([]int, len(DigestBudgets)), Stub: make([]int, len(DigestBudgets))}
+	return DigestSet{Held: make([]int, len(DigestBudgets)), NamesHeld: make([]int, len(DigestBudgets)), Stub: make([]int, len(DigestBudgets))}
 }
 
 // addOutput counts an output of tokens whose stubs at DigestBudgets are stubs.
@@ -72,16 +81,24 @@ func (d *DigestSet) addOutput(tokens int, stubs []int) {
 	}
 }
 
-// addUse counts a use whose digest need is need, held by the stubs of digest
-// budgets budgets (one per DigestBudgets).
-func (d *DigestSet) addUse(need int, preview bool, budgets []int) {
+// addUse counts use u, held by the stubs of digest budgets budgets (one per
+// DigestBudgets): the use (u.Digest, u.Preview) and each of its names
+// (u.NameDigests, u.NamesPreviewed).
+func (d *DigestSet) addUse(u *evidence.Use, budgets []int) {
 	d.Uses++
-	if preview {
+	if u.Preview {
 		d.Previewed++
 	}
+	d.Names += len(u.NameDigests)
+	d.NamesPreviewed += u.NamesPreviewed
 	for i, budget := range budgets {
-		if need > 0 && need <= budget {
+		if u.Digest > 0 && u.Digest <= budget {
 			d.Held[i]++
+		}
+		for _, need := range u.NameDigests {
+			if need > 0 && need <= budget {
+				d.NamesHeld[i]++
+			}
 		}
 	}
 }
@@ -136,7 +153,8 @@ func (c *DigestCoverage) Add(rec *replay.Record) {
 			}
 		}
 	}
-	for _, u := range rec.Evidence {
+	for i := range rec.Evidence {
+		u := &rec.Evidence[i]
 		o := outs[u.Key]
 		// Stored rows keep the proof, not the kind: name uses prove by a name.
 		if o == nil || !u.Counts() || !strings.HasPrefix(u.Proof, "name ") {
@@ -144,10 +162,10 @@ func (c *DigestCoverage) Add(rec *replay.Record) {
 		}
 		for _, r := range rows {
 			if o.Tokens >= DigestMinOutput && u.Step-o.Step >= DigestMinAge {
-				r.addUse(u.Digest, u.Preview, budgets[u.Key])
+				r.addUse(u, budgets[u.Key])
 			}
 			if o.PrunedAt > 0 && u.Step >= o.PrunedAt {
-				r.Applied.addUse(u.Digest, u.Preview, budgets[u.Key])
+				r.Applied.addUse(u, budgets[u.Key])
 			}
 		}
 	}
@@ -222,25 +240,47 @@ func (c *DigestCoverage) Print(w io.Writer) {
 	}
 }
 
-// printDigestSets writes one table: a line per row, the set of it that set picks.
+// printDigestSets writes two tables over the set set picks of each row: per use
+// (the uses, the share held at each budget, the stubs' share of the tokens they
+// replace at each budget, the share Gemini CLI's blind preview holds), then per
+// name (the names, the share held at each budget, the preview's share).
 func printDigestSets(w io.Writer, rows []*DigestRow, set func(*DigestRow) *DigestSet) {
 	fmt.Fprintf(w, "  %-16s %6s  %-34s  %-34s  %s\n", "format", "uses", "held", "stub share", "250+250 preview")
 	for _, row := range rows {
 		r := set(row)
-		held, share, prev := "", "", "     -"
-		if r.Uses > 0 {
-			prev = fmt.Sprintf("%5.1f%%", 100*float64(r.Previewed)/float64(r.Uses))
-		}
+		share := ""
 		for i := range DigestBudgets {
-			if r.Uses > 0 {
-				held += fmt.Sprintf(" %5.1f%%", 100*float64(r.Held[i])/float64(r.Uses))
-			} else {
-				held += "      -"
-			}
 			if r.Tokens > 0 {
 				share += fmt.Sprintf(" %5.1f%%", 100*float64(r.Stub[i])/float64(r.Tokens))
 			}
 		}
-		fmt.Fprintf(w, "  %-16s %6d  %-34s  %-34s  %s\n", row.Format, r.Uses, held, share, prev)
+		fmt.Fprintf(w, "  %-16s %6d  %-34s  %-34s  %s\n", row.Format, r.Uses, heldShares(r.Held, r.Uses), share, shareOf(r.Previewed, r.Uses))
 	}
+	fmt.Fprintf(w, "  per name (each name a use wrote, held when the digest holds it; issue 39's unit):\n")
+	fmt.Fprintf(w, "  %-16s %6s  %-34s  %s\n", "format", "names", "held", "250+250 preview")
+	for _, row := range rows {
+		r := set(row)
+		fmt.Fprintf(w, "  %-16s %6d  %-34s  %s\n", row.Format, r.Names, heldShares(r.NamesHeld, r.Names), shareOf(r.NamesPreviewed, r.Names))
+	}
+}
+
+// heldShares formats held[i] over n for each budget, "-" each when n is 0.
+func heldShares(held []int, n int) string {
+	out := ""
+	for i := range DigestBudgets {
+		if n > 0 {
+			out += fmt.Sprintf(" %5.1f%%", 100*float64(held[i])/float64(n))
+		} else {
+			out += "      -"
+		}
+	}
+	return out
+}
+
+// shareOf formats k over n as a percentage, "-" when n is 0.
+func shareOf(k, n int) string {
+	if n == 0 {
+		return "     -"
+	}
+	return fmt.Sprintf("%5.1f%%", 100*float64(k)/float64(n))
 }

@@ -30,8 +30,14 @@ func digestRecord(prunedA int, uses []evidence.Use) *replay.Record {
 	}
 }
 
+// nameUse is a use of one name, held from digest tokens (0: never), by the
+// preview when preview is set.
 func nameUse(key string, step, digest int, preview bool) evidence.Use {
-	return evidence.Use{Key: key, Step: step, Kind: evidence.UseName, Proof: `name "x"`, Weight: 1, Digest: digest, Preview: preview}
+	u := evidence.Use{Key: key, Step: step, Kind: evidence.UseName, Proof: `name "x"`, Weight: 1, Digest: digest, Preview: preview, NameDigests: []int{digest}}
+	if preview {
+		u.NamesPreviewed = 1
+	}
+	return u
 }
 
 // TestDigestCoverage counts, by hand, the uses and stubs of digestRecord over the
@@ -45,19 +51,25 @@ func TestDigestCoverage(t *testing.T) {
 	uses := []evidence.Use{
 		nameUse("a", 5, 20, false), // 3 steps after a: too young for the candidates; before its prune
 		nameUse("a", 8, 20, true),  // held from 32 tokens; the preview holds it
-		nameUse("a", 12, 0, false), // no digest holds it
+		// Two names: one held from 32 tokens and by the preview, one by no
+		// digest: the use is held by none.
+		{Key: "a", Step: 12, Kind: evidence.UseName, Proof: `name "x" +1 more`, Weight: 1, NameDigests: []int{20, 0}, NamesPreviewed: 1},
 		{Key: "a", Step: 13, Kind: evidence.UseRecall, Proof: "recall", Weight: 1},
 		{Key: "a", Step: 14, Kind: evidence.UseName, Proof: `name "y"`, Weight: 0.01, Digest: 40}, // does not count
 		nameUse("b", 9, 100, false), // held from 128 tokens
 		nameUse("c", 9, 10, false),  // a rule's prune: no digest, not counted
 		nameUse("zz", 9, 10, false), // no such output
 	}
+	// Names: a@8 (20, previewed), a@12 (20 previewed, 0), b@9 (100); after the
+	// prune at 8, a's three.
 	cands := DigestSet{
 		Uses: 3, Held: []int{0, 1, 1, 2, 2}, Previewed: 1, Outputs: 2, Tokens: 8000,
+		Names: 4, NamesHeld: []int{0, 2, 2, 3, 3}, NamesPreviewed: 2,
 		Stub: []int{2 * B, 2*B + 64, 2*B + 50 + 64, 2*B + 50 + 128, 2*B + 50 + 256},
 	}
 	applied := DigestSet{
 		Uses: 2, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Outputs: 1, Tokens: 4000,
+		Names: 3, NamesHeld: []int{0, 2, 2, 2, 2}, NamesPreviewed: 2,
 		Stub: []int{B, B + 32, B + 50, B + 50, B + 50},
 	}
 	for _, tc := range []struct {
@@ -69,22 +81,22 @@ func TestDigestCoverage(t *testing.T) {
 	}{
 		{"a pruned at step 8", digestRecord(8, uses), DigestRow{Format: "pi", DigestSet: cands, Applied: applied},
 			32, "over the stubs applied: no budget up to 128 holds 75% of the uses with stubs within 10%; this one holds the most (50.0%) of those"},
-		{"nothing applied", digestRecord(0, uses), DigestRow{Format: "pi", DigestSet: cands, Applied: DigestSet{Held: make([]int, 5), Stub: make([]int, 5)}},
+		{"nothing applied", digestRecord(0, uses), DigestRow{Format: "pi", DigestSet: cands, Applied: DigestSet{Held: make([]int, 5), NamesHeld: make([]int, 5), Stub: make([]int, 5)}},
 			128, "over every output a stub with a digest could replace: no budget up to 128 holds 75% of the uses with stubs within 10%; this one holds the most (66.7%)"},
 		{"one use, held at 32", digestRecord(8, uses[1:2]), DigestRow{Format: "pi",
-			DigestSet: DigestSet{Uses: 1, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
-			Applied:   DigestSet{Uses: 1, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Outputs: 1, Tokens: 4000, Stub: applied.Stub}},
+			DigestSet: DigestSet{Uses: 1, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Names: 1, NamesHeld: []int{0, 1, 1, 1, 1}, NamesPreviewed: 1, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
+			Applied:   DigestSet{Uses: 1, Held: []int{0, 1, 1, 1, 1}, Previewed: 1, Names: 1, NamesHeld: []int{0, 1, 1, 1, 1}, NamesPreviewed: 1, Outputs: 1, Tokens: 4000, Stub: applied.Stub}},
 			32, "over the stubs applied: the smallest budget holding >= 75% of the uses (100.0%)"},
 		// A use only 256 tokens hold (b's digest costs 300): 256 holds the most, but
 		// the recommendation stays within 128 (issue 39), the first of the budgets
 		// that hold the most there (none: 0).
 		{"only 256 holds it", digestRecord(0, []evidence.Use{nameUse("b", 9, 200, false)}), DigestRow{Format: "pi",
-			DigestSet: DigestSet{Uses: 1, Held: []int{0, 0, 0, 0, 1}, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
-			Applied:   DigestSet{Held: make([]int, 5), Stub: make([]int, 5)}},
+			DigestSet: DigestSet{Uses: 1, Held: []int{0, 0, 0, 0, 1}, Names: 1, NamesHeld: []int{0, 0, 0, 0, 1}, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
+			Applied:   DigestSet{Held: make([]int, 5), NamesHeld: make([]int, 5), Stub: make([]int, 5)}},
 			0, "over every output a stub with a digest could replace: no budget up to 128 holds 75% of the uses with stubs within 10%; this one holds the most (0.0%)"},
 		{"no use after the prune", digestRecord(8, uses[5:6]), DigestRow{Format: "pi",
-			DigestSet: DigestSet{Uses: 1, Held: []int{0, 0, 0, 1, 1}, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
-			Applied:   DigestSet{Held: make([]int, 5), Outputs: 1, Tokens: 4000, Stub: applied.Stub}},
+			DigestSet: DigestSet{Uses: 1, Held: []int{0, 0, 0, 1, 1}, Names: 1, NamesHeld: []int{0, 0, 0, 1, 1}, Outputs: 2, Tokens: 8000, Stub: cands.Stub},
+			Applied:   DigestSet{Held: make([]int, 5), NamesHeld: make([]int, 5), Outputs: 1, Tokens: 4000, Stub: applied.Stub}},
 			128, "over every output a stub with a digest could replace: the smallest budget holding >= 75% of the uses (100.0%)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
