@@ -128,20 +128,18 @@ func (e *Evaluator) simulateInto(sd *sessionData, p policy, tr *Series) Level {
 		full := sd.context[s-1] + v.added
 		v.ctx = full - v.saved - v.cut
 		compacted := false
+		// A compaction before the call reads what the last call sent from the cache
+		// unless the cache went cold.
+		early := min(lastSent, v.ctx)
+		if sd.cold[s-1] {
+			early = 0
+		}
 		if rc, ok := sd.recorded[s]; ok {
 			// The transcript records the agent's compaction before this call.
-			cached := min(lastSent, v.ctx)
-			if sd.cold[s-1] {
-				cached = 0
-			}
-			v.ctx, compacted = v.recordedPhase(&l, v.ctx, cached, rc, lost), true
+			v.ctx, compacted = v.recordedPhase(&l, v.ctx, early, rc, lost), true
 		} else if v.decidesEarly(lastSent, came) {
 			// The agent compacts before the proxy sees the call.
-			cached := min(lastSent, v.ctx)
-			if sd.cold[s-1] {
-				cached = 0
-			}
-			v.ctx, compacted = v.compactPhase(&l, v.ctx, cached, lost), true
+			v.ctx, compacted = v.compactPhase(&l, v.ctx, early, lost), true
 		}
 		first := v.stubPhase(p, missAt)
 		ctx := full - v.saved - v.cut

@@ -44,6 +44,7 @@ func DigestNameTokens(name string) int { return 1 + (len(name)+3)/4 }
 // digestCand is one candidate of the output being added.
 type digestCand struct {
 	name  string
+	id    int32 // its index entry (Tracker.infos)
 	group int32 // the compound it came from
 	pos   int   // order of first appearance in the output
 	spec  int   // specificity (digestSpec)
@@ -124,40 +125,32 @@ func (t *Tracker) Digest(key string, budget int) []string {
 	return out
 }
 
-// digestDied records that name, of digest cost dcost (nameInfo.dcost), stopped
-// being live for output idx at the current step, when it is the candidate of its
-// compound in the output's kept digest (a compound's other names leave the
-// candidate live: a later use of it is still the output's). The kept names are
-// walked once at most per name that stops being live.
-func (t *Tracker) digestDied(idx int32, name string, dcost int32) {
-	o := t.outs[idx]
-	if dcost <= 0 || o.digest == "" {
+// digestDied records that the name of kept place kpos (nameInfo.kpos) in output
+// idx's kept digest stopped being live for it at the current step; nothing for
+// kpos 0 (not a kept candidate of the output: a compound's other names leave the
+// candidate live, since a later use of it is still the output's).
+func (t *Tracker) digestDied(idx int32, kpos uint8) {
+	if kpos == 0 {
 		return
 	}
-	cum := int32(0)
-	for i, rest := 0, o.digest; rest != ""; i++ {
-		var n string
-		n, rest = nextDigestName(rest)
-		cum += int32(DigestNameTokens(n))
-		if cum < dcost {
-			continue
+	o := t.outs[idx]
+	deaths := t.deaths[idx]
+	if deaths == nil {
+		deaths = make([]uint8, digestLen(o.digest))
+		t.deaths[idx] = deaths
+	}
+	if i := int(kpos) - 1; deaths[i] == 0 {
+		deaths[i] = deathLate
+		if since := t.step - o.step; since < deathLate-1 {
+			deaths[i] = uint8(since + 1)
 		}
-		if cum == dcost && n == name {
-			deaths := t.deaths[idx]
-			if deaths == nil {
-				deaths = make([]uint8, digestLen(o.digest))
-				t.deaths[idx] = deaths
-			}
-			if deaths[i] == 0 {
-				deaths[i] = deathLate
-				if since := t.step - o.step; since < deathLate-1 {
-					deaths[i] = uint8(since + 1)
-				}
-			}
-		}
-		return
 	}
 }
+
+// pastKept reports whether a name of digest cost dcost lies past the names
+// setDigest keeps (DigestKeep x DigestTokens): no kept digest holds it, and no
+// walk of the kept names would find it.
+func (t *Tracker) pastKept(dcost int32) bool { return int(dcost) > DigestKeep*t.DigestTokens }
 
 // digestLen is the number of names in an outEvidence.digest string.
 func digestLen(s string) int {
@@ -176,7 +169,7 @@ func digestLen(s string) int {
 // fewer).
 func (t *Tracker) liveNeed(idx int32, dcost int32, use int) int32 {
 	deaths := t.deaths[idx]
-	if dcost <= 0 || deaths == nil {
+	if dcost <= 0 || deaths == nil || t.pastKept(dcost) {
 		return dcost
 	}
 	o := t.outs[idx]
@@ -228,12 +221,16 @@ func (t *Tracker) setDigest(oe *outEvidence, tokens int) {
 	keep := t.DigestTokens > 0 && tokens >= t.DigestMinTokens
 	cum := 0
 	buf := t.digestBuf[:0]
+	kept := 0
 	for _, c := range t.cands {
 		cum += DigestNameTokens(c.name)
 		t.candGroups[c.group] = int32(cum)
 		if keep && cum <= DigestKeep*t.DigestTokens {
 			buf = binary.AppendUvarint(buf, uint64(len(c.name)))
 			buf = append(buf, c.name...)
+			if kept++; kept <= 255 {
+				t.infos[c.id].kpos = uint8(kept)
+			}
 		}
 	}
 	oe.digest, t.digestBuf = string(buf), buf // string copies: the names are not kept as pieces of the text

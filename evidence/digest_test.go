@@ -123,7 +123,8 @@ func TestDigestString(t *testing.T) {
 //	        DigestFrom 10 (by step 7).
 //
 // A stub made after each step holds the live names only: the names after a dead
-// one move up into the budget.
+// one move up into the budget. At step 9 a later output carries 42000: the last
+// live name of the first output is now the later one's.
 func TestDigestLiveNames(t *testing.T) {
 	bg := &Background{Sessions: 100, MinShare: DefaultMinShare, Counts: map[string]int{"then": 50, "readme": 9}}
 	for _, tc := range []struct {
@@ -167,6 +168,18 @@ func TestDigestLiveNames(t *testing.T) {
 		}
 		if d := cmp.Diff(tc.needs, needs); d != "" {
 			t.Errorf("from %d: digest budgets of the uses (-want +got):\n%s", tc.from, d)
+		}
+		// Step 9: a later output carries 42000 again, so a use of it is that
+		// output's: c1's stub holds nothing any more, c2's holds it.
+		c2 := &transcript.ToolCall{ID: "c2", Name: "bash", Args: json.RawMessage(`{"command":"cat limits"}`), Step: 9}
+		m2 := result(c2, "42000\n")
+		m2.Outputs[0].Tokens = 30
+		addAll(t, tr, asst(9, "", c2), m2)
+		if got := tr.Digest("c1", 100); got != nil {
+			t.Errorf("from %d: Digest(c1, 100) after c2 carried 42000: %v; want none", tc.from, got)
+		}
+		if d := cmp.Diff([]string{"42000"}, tr.Digest("c2", 100)); d != "" {
+			t.Errorf("from %d: Digest(c2, 100) (-want +got):\n%s", tc.from, d)
 		}
 	}
 }

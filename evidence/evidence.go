@@ -292,7 +292,7 @@ var nameSeed = maphash.MakeSeed()
 func nameKey(name string) uint64 { return maphash.String(nameSeed, name) }
 
 // nameInfo is the index entry of one name (the name itself is not kept: nameKey;
-// 24 bytes a name here).
+// 28 bytes a name here).
 type nameInfo struct {
 	// carrier is 1 + index of the latest output holding the name as a whole token,
 	// while the name is new in some output and no other message holds it; 0 = no
@@ -303,7 +303,13 @@ type nameInfo struct {
 	dcost int32
 	// preview: the carrier's head and tail (PreviewChars each) hold the name.
 	preview bool
-	df      int32 // outputs whose text holds the name
+	// kpos is 1 + the name's place among its carrier's kept digest names
+	// (outEvidence.digest) when it is its compound's candidate there (setDigest),
+	// so that digestDied finds it without a walk; 0 otherwise, and past the 255th
+	// kept name (its death then goes unrecorded: the stub keeps it, and a use's
+	// digest budget counts it). In the padding after preview: no larger entry.
+	kpos uint8
+	df   int32 // outputs whose text holds the name
 	// Scratch of scan: part is the number of the last part that visited the name,
 	// pos its entry in Tracker.order during that part.
 	part int32
@@ -532,14 +538,14 @@ func (t *Tracker) pin(name string) {
 
 // pinOne marks name alone as held by a message that is not a tool output.
 func (t *Tracker) pinOne(name string) {
-	t.pinInfo(&t.infos[t.entry(name)], name)
+	t.pinInfo(&t.infos[t.entry(name)])
 }
 
 // pinInfo marks a name's entry seen and pinned; a live name (outEvidence.live)
 // is live no more.
-func (t *Tracker) pinInfo(info *nameInfo, name string) {
+func (t *Tracker) pinInfo(info *nameInfo) {
 	if !info.pinned {
-		t.unlive(info, name)
+		t.unlive(info)
 	}
 	info.seen, info.pinned = true, true
 }
@@ -547,7 +553,7 @@ func (t *Tracker) pinInfo(info *nameInfo, name string) {
 // unlive takes an unpinned name off its carrier's live counts (outEvidence.live,
 // liveOut) and out of its digest (digestDied) before the name is pinned or
 // carried by a later output.
-func (t *Tracker) unlive(info *nameInfo, name string) {
+func (t *Tracker) unlive(info *nameInfo) {
 	if info.carrier <= 0 || !info.spec {
 		return
 	}
@@ -555,7 +561,7 @@ func (t *Tracker) unlive(info *nameInfo, name string) {
 	if o.gone {
 		return // dropBefore cleared its counts
 	}
-	t.digestDied(info.carrier-1, name, info.dcost)
+	t.digestDied(info.carrier-1, info.kpos)
 	o.live--
 	o.liveShape[info.shape]--
 	if !t.digestHolds(info.dcost) {
@@ -574,7 +580,7 @@ func (t *Tracker) digestHolds(dcost int32) bool {
 func (t *Tracker) pinText(text string) {
 	var g int32
 	t.scan(text, nil, false, true, &g, func(name string, _ scrEntry, _ int32, info *nameInfo) {
-		t.pinInfo(info, name)
+		t.pinInfo(info)
 		variants(name, t.pinOne)
 	})
 }
@@ -708,7 +714,7 @@ func (t *Tracker) nameUses(m *transcript.Message) {
 			return
 		}
 		carrier := info.carrier
-		t.pinInfo(info, name)
+		t.pinInfo(info)
 		if carrier > 0 && !t.outs[carrier-1].gone && e.flags == 0 && Specific(name, t.Background) && !t.pinnedVariant(name) {
 			r := t.stepUse(int(carrier)-1, m.Step)
 			r.names = append(r.names, strings.Clone(name))
@@ -781,20 +787,21 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 			info.shape = ShapeOf(name)
 			oe.owned++
 		case !info.pinned && info.carrier > 0:
-			t.unlive(info, name) // the earlier carrier's; live here once its digest cost is known
+			t.unlive(info) // the earlier carrier's; live here once its digest cost is known
 			info.carrier = int32(idx) + 1
 		default:
 			return
 		}
 		t.carried = append(t.carried, carriedName{idx: i, group: e.group})
 		_, info.preview = t.prev[name]
+		info.kpos = 0 // setDigest sets it for this output's kept candidates
 		if _, taken := t.candGroups[e.group]; !taken {
 			if info.spec { // Specific(name), set when an output first carried it
 				t.candGroups[e.group] = 0 // its cost comes with setDigest
-				t.cands = append(t.cands, digestCand{name: name, group: e.group, pos: len(t.cands), spec: digestSpec(name)})
+				t.cands = append(t.cands, digestCand{name: name, id: i, group: e.group, pos: len(t.cands), spec: digestSpec(name)})
 			}
 		} else if c := &t.cands[len(t.cands)-1]; c.group == e.group && shorterRep(c.name, name) {
-			c.name, c.spec = name, digestSpec(name)
+			c.name, c.id, c.spec = name, i, digestSpec(name)
 		}
 	})
 	t.setDigest(oe, o.Tokens)
@@ -951,8 +958,6 @@ func (t *Tracker) weigh(o *outEvidence, r *rawUse) Use {
 	if r.strong == 0 {
 		u.Digest, u.Preview = r.digest, r.preview
 		u.NameDigests, u.NamesPreviewed = r.nameDigests, r.namesPrev
-	}
-	if r.strong == 0 {
 		u.Kind, u.Proof = UseName, r.nameProof
 	}
 	return u
@@ -996,41 +1001,31 @@ func (t *Tracker) fixName(r *rawUse) {
 	if len(r.names) > 1 {
 		r.nameProof += " +" + strconv.Itoa(len(r.names)-1) + " more"
 	}
-	r.digest = digestNeed(idx, r.groups, r.dcosts)
-	r.preview = previewHolds(idx, r.groups, r.inPrev)
 	r.nameDigests, r.namesPrev = nameNeeds(idx, r.groups, r.dcosts, r.inPrev)
+	r.digest, r.preview = useNeed(r.nameDigests), r.namesPrev == len(r.nameDigests)
 	r.names, r.ids, r.groups, r.dcosts, r.inPrev = nil, nil, nil, nil, nil
 }
 
-// digestNeed is the least digest budget that holds a use's names: each compound
-// of the agent's words is held when any of its names is (the cheapest), and the
-// use when every compound is; 0 when some compound is never held. idx orders the
-// names by group.
-func digestNeed(idx []int, groups, dcosts []int32) int {
-	need, groupMin := int32(0), int32(-1)
-	for k, i := range idx {
-		if k > 0 && groups[i] != groups[idx[k-1]] {
-			if groupMin <= 0 {
-				return 0
-			}
-			need = max(need, groupMin)
-			groupMin = -1
+// useNeed is the least digest budget that holds every name of a use, given each
+// name's (nameNeeds): their largest, or 0 when a name has none (no digest holds
+// the use).
+func useNeed(needs []int) int {
+	need := 0
+	for _, n := range needs {
+		if n == 0 {
+			return 0
 		}
-		if c := dcosts[i]; c > 0 && (groupMin <= 0 || c < groupMin) {
-			groupMin = c
-		}
+		need = max(need, n)
 	}
-	if groupMin <= 0 {
-		return 0
-	}
-	return int(max(need, groupMin))
+	return need
 }
 
-// nameNeeds returns, per compound of a use (idx orders its names by group), the
-// least digest budget that holds it (the smallest positive digest cost among its
-// names; 0 when none has one), and how many compounds the head and tail hold (any
-// of its names in them): digestNeed's and previewHolds's rules, one compound at
-// a time.
+// nameNeeds returns, per compound of the agent's words in a use (idx orders its
+// names by group), the least digest budget that holds it (the smallest positive
+// digest cost among its names: a compound is held when any of its names is; 0
+// when none has one), and how many compounds the output's head and tail hold (any
+// of its names in them). The use is held when every compound is (useNeed; the
+// preview: all of them).
 func nameNeeds(idx []int, groups, dcosts []int32, in []bool) ([]int, int) {
 	var needs []int
 	prev := 0
@@ -1055,23 +1050,6 @@ func nameNeeds(idx []int, groups, dcosts []int32, in []bool) ([]int, int) {
 		}
 	}
 	return needs, prev
-}
-
-// previewHolds reports whether the output's head and tail hold a use's names: each
-// compound of the agent's words is held when any of its names is, and the use when
-// every compound is (digestNeed's rule). idx orders the names by group.
-func previewHolds(idx []int, groups []int32, in []bool) bool {
-	held := false
-	for k, i := range idx {
-		if k > 0 && groups[i] != groups[idx[k-1]] {
-			if !held {
-				return false
-			}
-			held = false
-		}
-		held = held || in[i]
-	}
-	return held
 }
 
 // weightOf is the IDF weight of the name of index entry i over the N outputs added

@@ -37,7 +37,7 @@ func replayRecord() *replay.Record {
 		},
 		Decisions: []advisor.DecisionRecord{{OutputKey: "k1", Step: 3, Decision: advisor.DecisionPruned, Reason: "superseded", Score: 0.4, Superseder: "k3", Tokens: 500}},
 		Evidence: []evidence.Use{
-			{Key: "k1", Step: 2, Kind: evidence.UseName, Proof: `name "parseConfig"`, Weight: 0.75, Digest: 12},
+			{Key: "k1", Step: 2, Kind: evidence.UseName, Proof: `name "parseConfig" +1 more`, Weight: 0.75, Digest: 12, NameDigests: []int{5, 12}, NamesPreviewed: 1},
 			{Key: "k2", Step: 3, Kind: evidence.UseReread, Proof: "re-read a.go", Weight: 1},
 		},
 		Started: t0, Finished: t0.Add(time.Second),
@@ -97,7 +97,7 @@ func TestCommitReplay(t *testing.T) {
 		}
 		want := *rec
 		want.Decisions = nil // not loaded
-		want.Evidence = []evidence.Use{{Key: "k1", Step: 2, Proof: `name "parseConfig"`, Weight: 0.75, Digest: 12}, {Key: "k2", Step: 3, Proof: "re-read a.go", Weight: 1}}
+		want.Evidence = []evidence.Use{{Key: "k1", Step: 2, Proof: `name "parseConfig" +1 more`, Weight: 0.75, Digest: 12, NameDigests: []int{5, 12}, NamesPreviewed: 1}, {Key: "k2", Step: 3, Proof: "re-read a.go", Weight: 1}}
 		want.Skipped = 0 // not stored
 		if diff := cmp.Diff(&want, got, cmpopts.EquateNaNs()); diff != "" {
 			t.Errorf("LoadReplay (-want +got):\n%s", diff)
@@ -121,6 +121,15 @@ func TestCommitReplay(t *testing.T) {
 		}
 		if err := db.CommitReplay(ctx, &replay.Record{}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("CommitReplay(empty) = %v, want ErrInvalid", err)
+		}
+		// A name_digests column something else wrote: an error naming the use and
+		// the field, not a panic or a silent zero.
+		if _, err := db.w.ExecContext(ctx, `UPDATE evidence SET name_digests = '5 x12' WHERE output_key = 'k1'`); err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.LoadReplay(ctx, rec.ID)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `output "k1" step 2: name_digests: field 2 "x12"`) {
+			t.Errorf("LoadReplay with a bad name_digests = %v; want ErrInvalid naming output k1, step 2, field 2", err)
 		}
 	})
 }
