@@ -346,7 +346,7 @@ func (c *ReportConfig) advisorRow(a *AdvisorInput, w, b int, be *Evaluator, br B
 			}
 		}
 	}
-	return Result{}, fmt.Errorf("%w: advisor: no sweep of scorer %q at cutoff %.2f", ErrInvalid, a.Scorer, a.Cutoff)
+	return Result{}, fmt.Errorf("%w: advisor: no sweep of scorer %q at cutoff %s", ErrInvalid, a.Scorer, CutoffText(a.Cutoff))
 }
 
 // sameOutput compares every field but Asks.
@@ -396,12 +396,24 @@ func (r Report) WriteText(w io.Writer) error {
 	return tw.Flush()
 }
 
+// CutoffText prints a cutoff for a table: two decimals ("0.05"), or three or
+// four when two would round it ("0.045", "0.0563"), so that a replay's own
+// cutoff reads as it was set.
+func CutoffText(x float64) string {
+	for d, p := 2, 100.0; d < 4; d, p = d+1, p*10 {
+		if math.Abs(math.Round(x*p)/p-x) < 1e-9 {
+			return fmt.Sprintf("%.*f", d, x)
+		}
+	}
+	return fmt.Sprintf("%.4f", x)
+}
+
 const resultHeader = "pruner\tcutoff\tpruned\tmiss rate\tshare\tdec net $\tdec costlier\tnet $\tcostlier\tover budget\tpeak\trewrites\tcompactions\tlost\tstub misses\t\n"
 
 func resultRow(tw io.Writer, x Result) {
 	c := "-"
 	if x.Cutoff >= 0 {
-		c = fmt.Sprintf("%.2f", x.Cutoff)
+		c = CutoffText(x.Cutoff)
 	}
 	fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.2f\t%d\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", x.Name, c, x.Pruned, x.MissRate, x.SavedShare(),
 		x.Decision.NetUSD, x.Decision.SessionsCostlier, x.Applied.NetUSD, x.Applied.SessionsCostlier, x.Applied.StepsOverBudget, x.Applied.PeakContext, x.Applied.Rewrites,
@@ -448,7 +460,7 @@ func (b BudgetReport) writeText(tw io.Writer) {
 		if rec.None {
 			fmt.Fprintf(tw, "recommended cutoff: none (%s)\n", rec.Reason)
 		} else {
-			fmt.Fprintf(tw, "recommended cutoff: %.2f (%s)\n", rec.Cutoff, rec.Reason)
+			fmt.Fprintf(tw, "recommended cutoff: %s (%s)\n", CutoffText(rec.Cutoff), rec.Reason)
 		}
 		writeDominance(tw, s)
 	}

@@ -30,3 +30,19 @@ func TestReportJSON(t *testing.T) {
 		t.Errorf("JSON lacks auc null or brier: %.400s", b)
 	}
 }
+
+// TestCutoffText: a cutoff prints with two decimals unless they would round it;
+// the expected strings are the values as written in a config.
+func TestCutoffText(t *testing.T) {
+	for _, tt := range []struct {
+		in   float64
+		want string
+	}{
+		{0, "0.00"}, {0.04, "0.04"}, {0.1, "0.10"}, {0.25, "0.25"}, {1, "1.00"},
+		{0.045, "0.045"}, {0.005, "0.005"}, {0.0563, "0.0563"}, {0.05634, "0.0563"},
+	} {
+		if got := CutoffText(tt.in); got != tt.want {
+			t.Errorf("CutoffText(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -192,7 +192,7 @@ func paretoChart(c *tuning.Calibration, bi int) *chart {
 		for k, r := range s.Sweep {
 			xs[k], ys[k] = share(r), r.MissRate
 			ch.Dots = append(ch.Dots, dot{X: ch.x(xs[k]), Y: ch.y(ys[k]), R: 2.5, Color: palette(i),
-				Title: fmt.Sprintf("%s at cutoff %.2f: miss rate %.4f, %s token-steps", s.Scorer, r.Cutoff, r.MissRate, thousands(r.TokenSteps))})
+				Title: fmt.Sprintf("%s at cutoff %s: miss rate %.4f, %s token-steps", s.Scorer, calibrate.CutoffText(r.Cutoff), r.MissRate, thousands(r.TokenSteps))})
 		}
 		ch.polyline("scorer "+s.Scorer+" (sweep)", palette(i), "", xs, ys)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 )
 
@@ -59,7 +60,7 @@ func (g *Group) Cutoff() float64 { return g.Settings.Config.CutoffFor(g.Scorer) 
 // Label names the group in reports: its scorer, settings hash, cutoff, schedule
 // and number of sessions.
 func (g *Group) Label() string {
-	return fmt.Sprintf("%s (settings %s, cutoff %.2f, schedule %s, %d sessions)", g.Scorer, short(g.Hash), g.Cutoff(), g.Settings.Config.ScheduleFor(g.Scorer), len(g.Sessions))
+	return fmt.Sprintf("%s (settings %s, cutoff %s, schedule %s, %d sessions)", g.Scorer, short(g.Hash), calibrate.CutoffText(g.Cutoff()), g.Settings.Config.ScheduleFor(g.Scorer), len(g.Sessions))
 }
 
 // Scored reports whether the group's replay asked a scorer whose scores can be

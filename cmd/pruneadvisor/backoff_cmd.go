@@ -15,6 +15,7 @@ import (
 	"github.com/pruneadvisor/pruneadvisor/advisor/fitted"
 	"github.com/pruneadvisor/pruneadvisor/advisor/lexical"
 	"github.com/pruneadvisor/pruneadvisor/advisor/ollama"
+	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/replay"
 	"github.com/pruneadvisor/pruneadvisor/storage"
 	"github.com/pruneadvisor/pruneadvisor/tuning"
@@ -254,7 +255,7 @@ func (f *backoffFlags) report(e *env, out backoffJSON, rep tuning.BackoffReport)
 func printBackoff(w io.Writer, out backoffJSON) {
 	rep := out.Report
 	fmt.Fprintf(w, "back-off over %d sessions of replay %s\n", rep.Sessions, out.Replay)
-	fmt.Fprintf(w, "scorer %s, cutoff %.2f, budget %d tokens; reference %q\n", out.Scorer, rep.Cutoff, out.Budget, rep.Reference)
+	fmt.Fprintf(w, "scorer %s, cutoff %s, budget %d tokens; reference %q\n", out.Scorer, calibrate.CutoffText(rep.Cutoff), out.Budget, rep.Reference)
 	for _, d := range out.Dropped {
 		fmt.Fprintf(w, "  left out: %s\n", d)
 	}

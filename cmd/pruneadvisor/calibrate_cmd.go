@@ -178,8 +178,8 @@ func (run *calibrationRun) printText(e *env, f calibrateFlags) error {
 	run.in.Digest.Print(e.stdout)
 	printDigestSweep(e.stdout, out, f.targetMiss)
 	if out.Wrote != "" {
-		fmt.Fprintf(e.stdout, "\nwrote cutoff %.2f for scorer %s (objective %s, target miss %.3f, budget %d) to %s\n",
-			sr.Recommendation.Cutoff, sr.Scorer, out.Report.Objective, f.targetMiss, run.budget.Budget, out.Wrote)
+		fmt.Fprintf(e.stdout, "\nwrote cutoff %s for scorer %s (objective %s, target miss %.3f, budget %d) to %s\n",
+			calibrate.CutoffText(sr.Recommendation.Cutoff), sr.Scorer, out.Report.Objective, f.targetMiss, run.budget.Budget, out.Wrote)
 	}
 	if f.plot != "" {
 		fmt.Fprintf(e.stdout, "plot written to %s\n", f.plot)
@@ -434,7 +434,7 @@ func lowestCutoffWarning(sr *calibrate.ScorerSweep) string {
 			qualify++
 		}
 	}
-	return fmt.Sprintf("cutoff %.2f for scorer %s is the lowest swept: no output scores under it, so the config written prunes nothing by score "+
+	return fmt.Sprintf("cutoff %s for scorer %s is the lowest swept: no output scores under it, so the config written prunes nothing by score "+
 		"(%d of %d cutoffs meet --target-miss %.3f; replaying more sessions or a higher --target-miss may give one that does)",
-		rec.Cutoff, sr.Scorer, qualify, len(sr.Sweep), rec.TargetMiss)
+		calibrate.CutoffText(rec.Cutoff), sr.Scorer, qualify, len(sr.Sweep), rec.TargetMiss)
 }

@@ -329,8 +329,8 @@ func printFit(w io.Writer, out fitJSON) {
 	}
 	tw.Flush()
 	if cv.Cutoff >= 0 {
-		fmt.Fprintf(w, "\nheld out, at cutoff %.2f (miss rate %.3f <= %.3f) the scores save %.1f%% of the oracle's token-steps (%d)\n",
-			cv.Cutoff, cv.MissRate, cv.TargetMiss, 100*cv.TokenStepsShare, out.Oracle)
+		fmt.Fprintf(w, "\nheld out, at cutoff %s (miss rate %.3f <= %.3f) the scores save %.1f%% of the oracle's token-steps (%d)\n",
+			calibrate.CutoffText(cv.Cutoff), cv.MissRate, cv.TargetMiss, 100*cv.TokenStepsShare, out.Oracle)
 	} else {
 		fmt.Fprintf(w, "\nheld out, no cutoff keeps the miss rate at or under %.3f\n", cv.TargetMiss)
 	}
