@@ -88,12 +88,12 @@ func TestValidateNamesBadFields(t *testing.T) {
 	}{
 		{"window", func(c *advisor.Config) { c.ContextWindow = 10 }, []string{"context_window = 10"}},
 		{"budget fraction", func(c *advisor.Config) { c.BudgetFraction = 0 }, []string{"budget_fraction = 0"}},
-		{"budget over window", func(c *advisor.Config) { c.Budget = 300_000 }, []string{"budget = 300000", "ltefield=context_window"}},
+		{"budget over window", func(c *advisor.Config) { c.Budget = 300_000 }, []string{"budget = 300000: must be at most context_window"}},
 		{"negative budget", func(c *advisor.Config) { c.Budget = -1 }, []string{"budget = -1"}},
 		{"hard limit under budget", func(c *advisor.Config) { c.HardLimitFraction = 0.4 }, []string{"hard_limit_fraction = 0.4"}},
 		{"protected steps", func(c *advisor.Config) { c.ProtectedSteps = -1 }, []string{"protected_steps = -1"}},
-		{"min size", func(c *advisor.Config) { c.MinCandidateTokens = 0 }, []string{"min_candidate_tokens = 0"}},
-		{"cutoff", func(c *advisor.Config) { c.Cutoff = 1.5 }, []string{"cutoff = 1.5"}},
+		{"min size", func(c *advisor.Config) { c.MinCandidateTokens = 0 }, []string{"min_candidate_tokens = 0: must be at least 1"}},
+		{"cutoff", func(c *advisor.Config) { c.Cutoff = 1.5 }, []string{"cutoff = 1.5: must be at most 1"}},
 		{"rewrite fraction", func(c *advisor.Config) { c.RewriteFraction = -0.1 }, []string{"rewrite_fraction = -0.1"}},
 		{"size cap", func(c *advisor.Config) { c.SizeCapTokens = -1 }, []string{"size_cap_tokens = -1"}},
 		{"cache ttl", func(c *advisor.Config) { c.CacheTTL = advisor.Duration(-time.Second) }, []string{"cache_ttl = -1s"}},
@@ -178,6 +178,10 @@ func TestLoadConfig(t *testing.T) {
 		{"unknown price field", `{"prices": {"openai": {"inputs": 1}}}`, []string{"u.json", `field "prices"`, `entry "openai"`, `unknown field "inputs"`}},
 		{"provider not the key", `{"prices": {"openai": {"provider": "gemini"}}}`, []string{"u.json", `entry "openai" holds provider "gemini"`}},
 		{"trailing data", `{"cutoff": 0.1} {"cutoff": 0.2}`, []string{"u.json", "data after the JSON object"}},
+		// Line and column of a syntax error, and of the end of a file cut short
+		// (line 3 is 16 bytes long: column 17 is past its last byte).
+		{"syntax error", "{\n  \"cutoff\": 0.1,,\n}", []string{"u.json:2:18: invalid character ','"}},
+		{"cut short", "{\n  \"cutoff\": 0.1,\n  \"budget\": 5000", []string{"u.json:3:17: unexpected EOF"}},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {

@@ -303,7 +303,7 @@ func (c *ReportConfig) budgetReport(w, b int, base []Output, sessions []Calls, s
 		for _, r := range ss.Sweep {
 			ss.Random = append(ss.Random, ev.Random(r))
 		}
-		rec, err := RecommendBy(ss.Sweep, c.TargetMiss, c.Objective)
+		rec, err := recommendFront(ss, c.TargetMiss, c.Objective)
 		if err != nil && !errors.Is(err, ErrNoCutoff) {
 			return BudgetReport{}, fmt.Errorf("scorer %q: %w", sc.Name, err)
 		}
@@ -318,6 +318,24 @@ func (c *ReportConfig) budgetReport(w, b int, base []Output, sessions []Calls, s
 		br.Advisor = &r
 	}
 	return br, nil
+}
+
+// recommendFront recommends a cutoff from ss's sweep (RecommendBy), or from its
+// refined front (the sweep's cutoffs and those Front added between them) when
+// that does strictly better on the objective: a target that falls between two
+// swept cutoffs is then met by one between them, not by the lower of the two,
+// and where a swept cutoff does as well it is the one recommended (a round
+// cutoff, not one just over a score). Errors: RecommendBy's.
+func recommendFront(ss ScorerSweep, targetMiss float64, ob Objective) (Recommendation, error) {
+	rec, err := RecommendBy(ss.Sweep, targetMiss, ob)
+	if err != nil && !errors.Is(err, ErrNoCutoff) {
+		return rec, err
+	}
+	fr, ferr := RecommendBy(ss.Front, targetMiss, ob)
+	if ferr == nil && (rec.None || ob.value(fr.Result) > ob.value(rec.Result)) {
+		return fr, nil
+	}
+	return rec, err
 }
 
 // advisorRow is the advisor's own rewrites at its replay's budget and window, and

@@ -246,6 +246,34 @@ type carriedName struct {
 	group int32
 }
 
+// DigestLive returns the cumulative costs, in digest tokens (DigestNameTokens
+// each), of the names a stub of output key made at step O+Tracker.DigestFrom
+// holds, in digest order: the kept names (DigestKeep x DigestTokens) less those
+// no longer live for it by then, as liveNeed counts them. A stub of budget B made
+// then holds the names up to the last cost <= B, and its digest costs that much;
+// the names of a use of budget Use.Digest <= B are among them. Ascending; nil for
+// an unknown key or an output with no live kept name (its stub holds none).
+func (t *Tracker) DigestLive(key string) []int {
+	idx, ok := t.byKey[key]
+	if !ok {
+		return nil
+	}
+	deaths := t.deaths[int32(idx)]
+	by := t.DigestFrom + 1 // a death of 1 + steps since the output
+	var out []int
+	cum := 0
+	for i, rest := 0, t.outs[idx].digest; rest != ""; i++ {
+		var n string
+		n, rest = nextDigestName(rest)
+		if deaths != nil && deaths[i] != 0 && deaths[i] != deathLate && int(deaths[i]) <= by {
+			continue
+		}
+		cum += DigestNameTokens(n)
+		out = append(out, cum)
+	}
+	return out
+}
+
 // DigestFull returns the cost in digest tokens of output key's whole digest (every
 // candidate name; DigestNameTokens each): the most a digest of any budget holds.
 // 0 for an unknown key or an output without candidates.

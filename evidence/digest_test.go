@@ -130,9 +130,14 @@ func TestDigestLiveNames(t *testing.T) {
 	for _, tc := range []struct {
 		from  int
 		needs []int // Use.Digest at steps 2, 6, 8
+		live  []int // DigestLive at the end: the stub made at step 1+from
 	}{
-		{3, []int{3, 5, 9}},
-		{10, []int{3, 5, 4}},
+		// The order MAX_SIZE 3, src/server.go 5, parseConfig 4, 42000 3 (1 +
+		// ceil(bytes/4) each), dying at steps 2, 6, 8 and 9. Made at step 4 the
+		// stub has lost MAX_SIZE only: 5, 5+4, 5+4+3.
+		{3, []int{3, 5, 9}, []int{5, 9, 12}},
+		// Made at step 11 it has lost all four.
+		{10, []int{3, 5, 4}, nil},
 	} {
 		tr := NewTracker()
 		tr.Background, tr.DigestTokens, tr.DigestFrom = bg, 100, tc.from
@@ -180,6 +185,12 @@ func TestDigestLiveNames(t *testing.T) {
 		}
 		if d := cmp.Diff([]string{"42000"}, tr.Digest("c2", 100)); d != "" {
 			t.Errorf("from %d: Digest(c2, 100) (-want +got):\n%s", tc.from, d)
+		}
+		if d := cmp.Diff(tc.live, tr.DigestLive("c1")); d != "" {
+			t.Errorf("from %d: DigestLive(c1) (-want +got):\n%s", tc.from, d)
+		}
+		if got := tr.DigestLive("nosuch"); got != nil {
+			t.Errorf("DigestLive(nosuch) = %v; want nil", got)
 		}
 	}
 }

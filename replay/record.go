@@ -56,7 +56,11 @@ import (
 // compaction). replay-14: each use records the least digest budget that holds
 // each of its names and how many of them the head and tail hold
 // (evidence.Use.NameDigests, NamesPreviewed), for the digest coverage per name.
-const Version = "replay-14"
+// replay-15: each output records what its stub's digest costs by budget
+// (OutputFacts.DigestLive: the names still live protected_steps after it), so
+// that a stub is priced with the digest Use.Digest measures, not the bound
+// min(B, DigestTokens).
+const Version = "replay-15"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (
@@ -201,14 +205,38 @@ type OutputFacts struct {
 	// writes the cache again from here on.
 	Offset int
 	// StubTokens is the size of the output's stub (one like the advisor's:
-	// advisor.StubTokens, plus its digest at most: the smaller of the digest
-	// budget, advisor.DigestBudget, and DigestTokens); 0 for an output that could
-	// never be pruned.
+	// advisor.StubTokens, plus its digest: DigestCost of the digest budget,
+	// advisor.DigestBudget); 0 for an output that could never be pruned.
 	StubTokens int
 	// DigestTokens is the cost, in digest tokens, of the output's whole digest
 	// (evidence.Tracker.DigestFull): a stub digest of budget B holds at most
 	// min(B, DigestTokens) tokens of names.
 	DigestTokens int
+	// DigestLive is what the digest of a stub made protected_steps steps after
+	// the output costs by budget: 0, then the cumulative costs, in digest tokens,
+	// of the names that stub holds (evidence.Tracker.DigestLive: its kept names
+	// still live then), ascending; the stub Use.Digest measures. nil for an
+	// output without a digest, and in records from before replay-15 (DigestCost
+	// then falls back to the bound min(B, DigestTokens)).
+	DigestLive []int
+}
+
+// DigestCost returns the cost, in digest tokens, of the digest a stub of budget
+// b tokens holds for the output: the last of DigestLive within b (a digest holds
+// whole names); min(b, DigestTokens) when DigestLive is nil (a bound: records
+// before replay-15 priced every stub so).
+func (f *OutputFacts) DigestCost(b int) int {
+	if f.DigestLive == nil {
+		return max(0, min(b, f.DigestTokens))
+	}
+	c := 0
+	for _, x := range f.DigestLive {
+		if x > b {
+			break
+		}
+		c = x
+	}
+	return c
 }
 
 // StepFacts describe one step of a replay.
@@ -302,6 +330,20 @@ func StubDigest(cfg advisor.Config, f *OutputFacts, b int) (base, budget int) {
 	}
 	cfg.DigestTokens = b
 	return base, advisor.DigestBudget(cfg, base, f.Tokens)
+}
+
+// StubTokensAt returns the tokens of output f's stub when the digest budget is b
+// tokens under the replay's config cfg: StubDigest's stub without a digest plus
+// the digest it holds within its budget, DigestCost. Past the names the replay's
+// tracker kept (evidence.DigestKeep x cfg.DigestTokens) no record says which are
+// live, so the digest is priced at the bound min(budget, DigestTokens) there.
+// 0 for an output never stubbed.
+func StubTokensAt(cfg advisor.Config, f *OutputFacts, b int) int {
+	base, budget := StubDigest(cfg, f, b)
+	if budget > evidence.DigestKeep*cfg.DigestTokens {
+		return base + min(budget, f.DigestTokens)
+	}
+	return base + f.DigestCost(budget)
 }
 
 // SavedTokenSteps returns the token-steps the applied stubs saved over the session:

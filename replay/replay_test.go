@@ -89,7 +89,8 @@ func TestReplayFacts(t *testing.T) {
 	// statistics, says of each output (the replay records it, whatever the advisor
 	// did).
 	dtr := evidence.NewTracker()
-	dtr.Background = fitted.DefaultBackground()
+	// the default digest_tokens and min_candidate_tokens (smaller outputs keep no digest)
+	dtr.Background, dtr.DigestTokens, dtr.DigestMinTokens = fitted.DefaultBackground(), 128, 200
 	for _, m := range src.Session.Messages {
 		if _, err := dtr.Add(m); err != nil {
 			t.Fatal(err)
@@ -97,6 +98,9 @@ func TestReplayFacts(t *testing.T) {
 	}
 	for i := range want {
 		want[i].DigestTokens = dtr.DigestFull(want[i].Key)
+		if want[i].DigestTokens > 0 {
+			want[i].DigestLive = append([]int{0}, dtr.DigestLive(want[i].Key)...)
+		}
 		want[i].EndStep = 10
 		want[i].Tokens = outs[i].Tokens
 		want[i].Offset = offset[outs[i].Message]
@@ -104,13 +108,19 @@ func TestReplayFacts(t *testing.T) {
 			want[i].Tool, want[i].Summary, humanize.Comma(int64(outs[i].Tokens)))
 		if want[i].CandidateFrom > 0 { // outputs never eligible get no stub size
 			n := tokencount.Count(stub)
-			// and the digest it would carry, at most (advisor.DigestBudget: 128
-			// digest tokens within a quarter of the output, its 3-token framing
+			// and the digest it carries when made three steps after the output:
+			// its live names' whole costs within its budget (advisor.DigestBudget:
+			// 128 digest tokens within a quarter of the output, its 3-token framing
 			// counted); none for a rule-dead output (call_3), whose content is in
 			// context again.
 			want[i].StubTokens = n
 			if want[i].RuleDeadAt == 0 {
-				want[i].StubTokens += min(128, max(0, outs[i].Tokens/4-n-3), want[i].DigestTokens)
+				budget := min(128, max(0, outs[i].Tokens/4-n-3))
+				for _, c := range want[i].DigestLive {
+					if c <= budget {
+						want[i].StubTokens = n + c
+					}
+				}
 			}
 		}
 	}

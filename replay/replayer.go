@@ -604,11 +604,13 @@ func (f *folder) finish(tr *evidence.Tracker) error {
 	for i := range f.facts {
 		f.facts[i].EndStep = rec.Steps
 		f.facts[i].DigestTokens = tr.DigestFull(f.facts[i].Key)
-		// The stub, with the digest it would carry at most: its budget, or the
-		// whole digest.
+		if f.facts[i].DigestTokens > 0 {
+			f.facts[i].DigestLive = append([]int{0}, tr.DigestLive(f.facts[i].Key)...)
+		}
+		// The stub, with the digest it carries when made protected_steps after
+		// the output (what Use.Digest measures).
 		cfg := f.rec.Settings.Config
-		base, budget := StubDigest(cfg, &f.facts[i], cfg.DigestTokens)
-		f.facts[i].StubTokens = base + min(budget, f.facts[i].DigestTokens)
+		f.facts[i].StubTokens = StubTokensAt(cfg, &f.facts[i], cfg.DigestTokens)
 	}
 	rec.Outputs = f.facts
 	rec.Evidence = tr.All()

@@ -38,3 +38,32 @@ func TestStubs(t *testing.T) {
 		t.Errorf("Stubs (-want +got):\n%s", diff)
 	}
 }
+
+// TestDigestCost: a stub's digest costs the last whole live name within its
+// budget; a record from before replay-15 (no DigestLive) is priced at the bound
+// min(budget, DigestTokens); past the names the tracker kept, at the bound too.
+func TestDigestCost(t *testing.T) {
+	live := replay.OutputFacts{DigestTokens: 40, DigestLive: []int{0, 5, 9, 12}}
+	old := replay.OutputFacts{DigestTokens: 40}
+	for _, tt := range []struct {
+		b, live, old int
+	}{
+		{0, 0, 0}, {4, 0, 4}, {5, 5, 5}, {11, 9, 11}, {12, 12, 12}, {128, 12, 40},
+	} {
+		if got := live.DigestCost(tt.b); got != tt.live {
+			t.Errorf("DigestCost(%d) with live names = %d, want %d", tt.b, got, tt.live)
+		}
+		if got := old.DigestCost(tt.b); got != tt.old {
+			t.Errorf("DigestCost(%d) of an old record = %d, want %d", tt.b, got, tt.old)
+		}
+	}
+	cfg := advisor.DefaultConfig()
+	cfg.DigestTokens = 16 // the tracker kept 32 digest tokens of names
+	f := replay.OutputFacts{Tool: "Read", Summary: "a.go", Tokens: 10000, CandidateFrom: 2, DigestTokens: 60, DigestLive: []int{0, 5, 9}}
+	base := advisor.StubTokens(cfg, f.Tool, f.Summary, f.Tokens)
+	for _, tt := range []struct{ b, want int }{{20, base + 9}, {32, base + 9}, {64, base + 60}} {
+		if got := replay.StubTokensAt(cfg, &f, tt.b); got != tt.want {
+			t.Errorf("StubTokensAt(budget %d) = %d, want %d (stub without digest %d)", tt.b, got, tt.want, base)
+		}
+	}
+}

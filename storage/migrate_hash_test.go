@@ -24,7 +24,7 @@ func TestMigrationDropsOutputsHash(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Undo what the later migrations added (SQLite's ADD COLUMN has no IF NOT
-		// EXISTS): 0010's to 0015's columns, and 0012's index.
+		// EXISTS): 0010's to 0016's columns, and 0012's index.
 		if db.kind == sqliteBackend {
 			if _, err := db.w.ExecContext(ctx, `DROP INDEX asks_session_step`); err != nil {
 				t.Fatal(err)
@@ -32,7 +32,7 @@ func TestMigrationDropsOutputsHash(t *testing.T) {
 			for _, drop := range []string{"evidence DROP COLUMN digest_tokens", "replay_outputs DROP COLUMN digest_tokens", "evidence DROP COLUMN preview",
 				"session_versions DROP COLUMN last_step", "steps DROP COLUMN max_growth", "replay_steps DROP COLUMN prompt",
 				"replay_steps DROP COLUMN compaction_dropped", "replay_steps DROP COLUMN compaction_summary",
-				"evidence DROP COLUMN name_digests", "evidence DROP COLUMN names_previewed"} {
+				"evidence DROP COLUMN name_digests", "evidence DROP COLUMN names_previewed", "replay_outputs DROP COLUMN digest_live"} {
 				if _, err := db.w.ExecContext(ctx, `ALTER TABLE `+drop); err != nil {
 					t.Fatal(err)
 				}

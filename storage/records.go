@@ -547,7 +547,7 @@ func stepRow(r advisor.StepRecord) []any {
 	return []any{r.SessionID, r.Step, timeText(r.At), r.ContextTokens, r.FullTokens, r.Rewrite, r.Pruned, r.Frees, r.Suffix, r.CostUSD, r.SavingUSD, r.MaxGrowth}
 }
 
-// joinInts is ns as the TEXT the name_digests column holds: decimal numbers
+// joinInts is ns as the TEXT the name_digests and digest_live columns hold: decimal numbers
 // separated by single spaces ("" for none).
 func joinInts(ns []int) string {
 	b := make([]byte, 0, 4*len(ns))

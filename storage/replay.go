@@ -92,11 +92,11 @@ func (db *DB) commitReplayTx(ctx context.Context, tx *sql.Tx, rec *replay.Record
 		return fmt.Errorf("evidence: %w", err)
 	}
 	if err := db.insertAll(ctx, tx, `replay_outputs(session_id, output_key, seq, tool, summary, tokens, step,
-			candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by, offset_tokens, stub_tokens, digest_tokens)`,
+			candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by, offset_tokens, stub_tokens, digest_tokens, digest_live)`,
 		len(rec.Outputs), func(i int) []any {
 			o := rec.Outputs[i]
 			return []any{rec.ID, o.Key, i, o.Tool, o.Summary, o.Tokens, o.Step, o.CandidateFrom, o.RuleDeadAt, o.PendingAt, o.PrunedAt, o.EndStep, o.RuleBy,
-				o.Offset, o.StubTokens, o.DigestTokens}
+				o.Offset, o.StubTokens, o.DigestTokens, joinInts(o.DigestLive)}
 		}); err != nil {
 		return fmt.Errorf("outputs: %w", err)
 	}
@@ -283,12 +283,17 @@ func (db *DB) LoadReplay(ctx context.Context, id string) (*replay.Record, error)
 	}
 
 	if err := db.query(ctx, `SELECT output_key, tool, summary, tokens, step, candidate_from, rule_dead_at, pending_at, pruned_at, end_step, rule_by,
-			offset_tokens, stub_tokens, digest_tokens
+			offset_tokens, stub_tokens, digest_tokens, digest_live
 		FROM replay_outputs WHERE session_id = $1 ORDER BY seq`, []any{id}, func(rows *sql.Rows) error {
 		var o replay.OutputFacts
+		var live string
 		if err := rows.Scan(&o.Key, &o.Tool, &o.Summary, &o.Tokens, &o.Step, &o.CandidateFrom, &o.RuleDeadAt, &o.PendingAt, &o.PrunedAt, &o.EndStep, &o.RuleBy,
-			&o.Offset, &o.StubTokens, &o.DigestTokens); err != nil {
+			&o.Offset, &o.StubTokens, &o.DigestTokens, &live); err != nil {
 			return err
+		}
+		var err error
+		if o.DigestLive, err = splitInts(live); err != nil {
+			return fmt.Errorf("output %q: digest_live: %w", o.Key, err)
 		}
 		rec.Outputs = append(rec.Outputs, o)
 		return nil

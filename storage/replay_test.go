@@ -23,7 +23,7 @@ func replayRecord() *replay.Record {
 		Path: "/s/a.jsonl", Name: "a.jsonl", Format: transcript.FormatClaudeCode,
 		ContentHash: "c0ffee", Settings: st, SettingsHash: st.Hash(), Steps: 3, Skipped: 2,
 		Outputs: []replay.OutputFacts{
-			{Key: "k1", Tool: "Read", Summary: "a.go", Tokens: 500, Step: 1, CandidateFrom: 2, RuleDeadAt: 3, PendingAt: 3, PrunedAt: 3, EndStep: 3, DigestTokens: 37},
+			{Key: "k1", Tool: "Read", Summary: "a.go", Tokens: 500, Step: 1, CandidateFrom: 2, RuleDeadAt: 3, PendingAt: 3, PrunedAt: 3, EndStep: 3, DigestTokens: 37, DigestLive: []int{0, 5, 9}},
 			{Key: "k2", Tool: "Bash", Summary: "ls", Tokens: 10, Step: 2, EndStep: 3},
 		},
 		StepFacts: []replay.StepFacts{
@@ -130,6 +130,17 @@ func TestCommitReplay(t *testing.T) {
 		_, err = db.LoadReplay(ctx, rec.ID)
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `output "k1" step 2: name_digests: field 2 "x12"`) {
 			t.Errorf("LoadReplay with a bad name_digests = %v; want ErrInvalid naming output k1, step 2, field 2", err)
+		}
+		// The same for a digest_live column.
+		if _, err := db.w.ExecContext(ctx, `UPDATE evidence SET name_digests = '5 12' WHERE output_key = 'k1'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.w.ExecContext(ctx, `UPDATE replay_outputs SET digest_live = '0 5 nine' WHERE output_key = 'k1'`); err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.LoadReplay(ctx, rec.ID)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `output "k1": digest_live: field 3 "nine"`) {
+			t.Errorf("LoadReplay with a bad digest_live = %v; want ErrInvalid naming output k1 and field 3", err)
 		}
 	})
 }

@@ -59,10 +59,11 @@ type DigestSet struct {
 	// Outputs and Tokens count the outputs (for the candidates' set: those whose
 	// stub carries a digest, candidates the rules do not kill: replay.StubDigest;
 	// the others' uses are no stub misses either) and their tokens; Stub[i] is
-	// their stubs' tokens with a digest of DigestBudgets[i] tokens at most: the
-	// stub without one (advisor.StubTokens) plus the smaller of the output's whole
-	// digest (OutputFacts.DigestTokens) and its budget under the replay's
-	// StubMaxShare (advisor.DigestBudget).
+	// their stubs' tokens with a digest of DigestBudgets[i] tokens at most
+	// (replay.StubTokensAt): the stub without one (advisor.StubTokens) plus the
+	// digest a stub made protected_steps after the output holds within its
+	// budget under the replay's StubMaxShare (advisor.DigestBudget;
+	// OutputFacts.DigestCost).
 	Outputs int   `json:"outputs"`
 	Tokens  int   `json:"tokens"`
 	Stub    []int `json:"stub_tokens"`
@@ -142,8 +143,8 @@ func (c *DigestCoverage) Add(rec *replay.Record) {
 		outs[o.Key] = o
 		bs, stubs := make([]int, len(DigestBudgets)), make([]int, len(DigestBudgets))
 		for i, b := range DigestBudgets {
-			base, budget := replay.StubDigest(cfg, o, b)
-			bs[i], stubs[i] = budget, base+min(budget, o.DigestTokens)
+			_, budget := replay.StubDigest(cfg, o, b)
+			bs[i], stubs[i] = budget, replay.StubTokensAt(cfg, o, b)
 		}
 		budgets[o.Key] = bs
 		for _, r := range rows {

@@ -102,7 +102,11 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	}
 	s, err := transcript.ReadFile(file, transcript.Options{Format: transcript.Format(f.format), Lenient: f.lenient})
 	if errors.Is(err, transcript.ErrMalformed) && !f.lenient {
-		return fmt.Errorf("%w (--lenient skips malformed lines)", err)
+		// The hint only where it helps: a line-per-record file reads without its
+		// bad lines; one JSON document (a JSON array session) does not.
+		if _, lerr := transcript.ReadFile(file, transcript.Options{Format: transcript.Format(f.format), Lenient: true}); lerr == nil {
+			return fmt.Errorf("%w (--lenient skips malformed lines)", err)
+		}
 	}
 	if err != nil {
 		return err
