@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -351,7 +352,8 @@ func (a *Advisor) pruneReason(o *outState) (reason, why string) {
 	case o.retention == transcript.RetentionDisposable:
 		return "disposable", "disposable"
 	case a.scoredOut(o):
-		return fmt.Sprintf("score %.2f < cutoff %.2f", o.score, a.cutoffOf(o)), stubWhy("", o.score)
+		sc, cut := scoreAndCutoff(o.score, a.cutoffOf(o))
+		return "score " + sc + " < cutoff " + cut, stubWhy("", o.score)
 	}
 	return "", ""
 }
@@ -713,7 +715,8 @@ func (a *Advisor) overBudgetCandidates(st *state, in *planner.Input) []extraCand
 	var out []extraCandidate
 	for freed := 0; len(under) > 0 && freed < need; under = under[1:] {
 		o := under[0]
-		reason := fmt.Sprintf("over budget, score %.2f < over-budget cutoff %.2f", o.score, a.Config.OverBudgetCutoff)
+		sc, cut := scoreAndCutoff(o.score, a.Config.OverBudgetCutoff)
+		reason := "over budget, score " + sc + " < over-budget cutoff " + cut
 		stub := a.stubText(st, o, stubWhy("over budget", o.score))
 		if n := tokencount.Count(stub); len(stub) < o.bytes && n < o.tokens {
 			out = append(out, extraCandidate{o: o, reason: reason, stub: stub, n: n, keep: o.score})
@@ -996,7 +999,20 @@ func (a *Advisor) finish(ctx context.Context, st *state, sp *stepState) {
 
 // keepReason is the reason of a candidate scored at or above the cutoff.
 func keepReason(score, cutoff float64) string {
-	return fmt.Sprintf("score %.2f >= cutoff %.2f", score, cutoff)
+	sc, cut := scoreAndCutoff(score, cutoff)
+	return "score " + sc + " >= cutoff " + cut
+}
+
+// scoreAndCutoff prints a score and the cutoff it is compared with for a reason:
+// to two places ("0.08", "0.05"), or to as many more, up to four, as it takes to
+// tell them apart ("0.054" and "0.053", not "0.05 >= 0.05").
+func scoreAndCutoff(score, cutoff float64) (string, string) {
+	for d := 2; ; d++ {
+		sc, cut := strconv.FormatFloat(score, 'f', d, 64), strconv.FormatFloat(cutoff, 'f', d, 64)
+		if sc != cut || d == 4 {
+			return sc, cut
+		}
+	}
 }
 
 // outputText finds o's current text in the session's messages; false when its

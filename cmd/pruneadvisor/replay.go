@@ -284,8 +284,10 @@ func replayError(sum replay.Summary, runErr error) error {
 	switch {
 	case runErr != nil:
 		return fmt.Errorf("replay interrupted (%w): %d sessions committed; run the same command again to replay the rest", runErr, sum.Replayed)
+	case len(sum.Failures) > 0 && sum.Replayed+sum.AlreadyDone == 0:
+		return fmt.Errorf("replay: %d of %d sessions failed (listed above); nothing else to store", len(sum.Failures), len(sum.Failures))
 	case len(sum.Failures) > 0:
-		return fmt.Errorf("replay: %d of %d sessions failed (listed above); the others are stored", len(sum.Failures), len(sum.Failures)+sum.Replayed)
+		return fmt.Errorf("replay: %d of %d sessions failed (listed above); the others are stored", len(sum.Failures), len(sum.Failures)+sum.Replayed+sum.AlreadyDone)
 	case len(sum.AllAsksFailed) > 0:
 		return codedError{fmt.Errorf("replay: no ask of %d of %d sessions got a score (scorer failures: %s); they are stored but not done: run the same command again once the scorer works",
 			len(sum.AllAsksFailed), sum.Replayed, countList(sum.ScorerFailures)), exitNoScores}

@@ -68,6 +68,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	for _, c := range commands(e) {
+		if c.Args != nil {
+			c.Args = withUsage(c.Args)
+		}
 		root.AddCommand(c)
 	}
 	stopProfile := startProfile(stderr)
@@ -90,6 +93,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ce.code
 	}
 	return exitError
+}
+
+// withUsage wraps a command's argument check so that its error (cobra's "accepts
+// 1 arg(s), received 0") says how the command is called, as a usageError (exit
+// 2): "accepts 1 arg(s), received 0; usage: pruneadvisor advise FILE [flags]".
+func withUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := check(c, args); err != nil {
+			return usageError{fmt.Errorf("%w; usage: %s", err, c.UseLine())}
+		}
+		return nil
+	}
 }
 
 // isCobraUsage recognises cobra's own argument errors.
