@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -35,6 +36,7 @@ type fitFlags struct {
 	workers     int
 	dumpRows    string
 	wordsFrom   []string
+	drop        []string
 }
 
 // fitJSON is fit's --json output.
@@ -117,6 +119,7 @@ Exit codes: 0 done, 1 too few rows, a store or model error, 2 bad flags.`,
 	c.Flags().Float64Var(&f.targetMiss, "target-miss", 0.02, "miss-rate target of the token-steps figure")
 	c.Flags().StringSliceVar(&f.settings, "settings", nil, "fit on the replay whose settings hash starts with this prefix")
 	c.Flags().BoolVar(&f.ablation, "ablation", false, "cross-validate again with each feature dropped in turn")
+	c.Flags().StringSliceVar(&f.drop, "drop", nil, "fit without these features (names as printed under weights): a model to replay beside the default, as --ablation measures one dropped feature in cross-validation")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 	c.Flags().IntVar(&f.workers, "workers", 0, "sessions replayed at once for PATHs (default: the number of CPUs)")
 	c.Flags().StringSliceVar(&f.wordsFrom, "words-from", nil, "count the word statistics (which plain words agents write anyway: the label's clause Specific) on these paths instead of the PATHs fitted on (the embedded default: ../shared/corpus)")
@@ -126,6 +129,11 @@ Exit codes: 0 done, 1 too few rows, a store or model error, 2 bad flags.`,
 }
 
 func runFit(ctx context.Context, e *env, paths []string, f fitFlags) error {
+	for _, d := range f.drop {
+		if !slices.Contains(fitted.FeatureNames(), d) {
+			return usageError{fmt.Errorf("--drop %q: no such feature (features: %s)", d, strings.Join(fitted.FeatureNames(), ", "))}
+		}
+	}
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -226,7 +234,7 @@ func (f *fitFlags) training(ctx context.Context, e *env, paths []string) (set *t
 // known by their digest only, and only the embedded default's can be named by
 // it: an error otherwise.
 func (f *fitFlags) fit(set *tuning.TrainingSet, words *evidence.Background, paths []string) (fitJSON, error) {
-	opts := fitted.Options{Lambda: f.lambda, Blend: f.blend}
+	opts := fitted.Options{Lambda: f.lambda, Blend: f.blend, Drop: f.drop}
 	if f.trees > 0 {
 		opts.Trees = fitted.DefaultTreeOptions()
 		opts.Trees.Trees = f.trees
