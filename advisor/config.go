@@ -121,8 +121,9 @@ type Config struct {
 	// 0.35 (0.25 before replay-15 priced each stub with the digest it holds):
 	// the largest share of 0.25 to 0.4 whose stubs stay within issue 39's 10% of
 	// the tokens they replace on ../shared/sessions and ../shared/corpus at 128
-	// digest tokens (9.0% and 10.0%), holding 54% and 61% of the uses against 47%
-	// and 50% at 0.25 (docs/EVALUATION.md, "Stubs priced with their live digest").
+	// digest tokens (9.0% and 9.96%), holding 54% and 61% of the uses against 47%
+	// and 50% at 0.25 (docs/EVALUATION.md, "Stubs priced with their live digest,
+	// and a larger share").
 	// An output of 400 tokens then carries a digest of about 95 tokens; a stub is
 	// never longer than what it replaces, whatever the share.
 	StubMaxShare float64 `json:"stub_max_share" validate:"gt=0,lte=1"`
@@ -133,13 +134,15 @@ type Config struct {
 	// says it: "fitted", "lexical", "ollama:qwen2.5:0.5b:p2"), over Cutoff (one per
 	// scorer). Default: {"fitted": 0.045}: the embedded model is the miss label's
 	// blended with the use label's (fitted.DefaultBlend), whose scores sit lower;
-	// it is the cutoff `fit` itself recommends at a 2% miss target for the model
-	// refitted on the digest of live names, and replayed at 0.03 to 0.06 it nets
-	// more than 0.04 at the default window and at 20,000 and 50,000 tokens on both
-	// shared sets with no session more costlier than keep-all at either window
-	// (0.05 makes a fifth corpus session costlier at 64,000 tokens;
-	// docs/EVALUATION.md, "The default cutoff after the refit"). CutoffFor looks
-	// them up.
+	// replayed at 0.04 to 0.06 with the embedded model (refitted under
+	// StubMaxShare 0.35), 0.045 makes the fewest sessions costlier than keep-all
+	// at the default window and at 64,000 tokens on both shared sets, and of 0.045
+	// to 0.055 at 20,000 and 50,000-token budgets (one corpus session at 20,000 tokens against two
+	// at 0.05, `fit`'s own cutoff at a 2% miss target, and three at 0.055, which
+	// net more at the default window; from 0.06 the corpus has stub misses there:
+	// docs/EVALUATION.md, "Stubs priced with their live digest, and a larger
+	// share", and "The default cutoff after the refit" for the model before).
+	// CutoffFor looks them up.
 	ScorerCutoffs map[string]float64 `json:"scorer_cutoffs,omitempty" validate:"dive,gte=0,lte=1"`
 	// SizeExponent scales the cutoff with the candidate's size: a candidate of n
 	// tokens is pruned when its keep-probability is under cutoff x (n /

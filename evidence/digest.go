@@ -182,12 +182,17 @@ func (t *Tracker) liveNeed(idx int32, dcost int32, use int) int32 {
 		if cum += c; cum >= dcost {
 			return need
 		}
-		if d := deaths[i]; d != 0 && d != deathLate && int(d) <= by {
+		if diedBy(deaths[i], by) {
 			need -= c
 		}
 	}
 	return dcost // past the kept names
 }
+
+// diedBy reports whether a Tracker.deaths entry d says the name stopped being
+// live by the death value by (1 + steps since the output): never for a live name
+// (0) or one that stopped late (deathLate).
+func diedBy(d uint8, by int) bool { return d != 0 && d != deathLate && int(d) <= by }
 
 // deathLate is a Tracker.deaths entry for a name that stopped being live 253
 // steps or more after its output: liveNeed never leaves it out (a stub made
@@ -265,7 +270,7 @@ func (t *Tracker) DigestLive(key string) []int {
 	for i, rest := 0, t.outs[idx].digest; rest != ""; i++ {
 		var n string
 		n, rest = nextDigestName(rest)
-		if deaths != nil && deaths[i] != 0 && deaths[i] != deathLate && int(deaths[i]) <= by {
+		if deaths != nil && diedBy(deaths[i], by) {
 			continue
 		}
 		cum += DigestNameTokens(n)

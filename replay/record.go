@@ -333,17 +333,17 @@ func StubDigest(cfg advisor.Config, f *OutputFacts, b int) (base, budget int) {
 }
 
 // StubTokensAt returns the tokens of output f's stub when the digest budget is b
-// tokens under the replay's config cfg: StubDigest's stub without a digest plus
-// the digest it holds within its budget, DigestCost. Past the names the replay's
-// tracker kept (evidence.DigestKeep x cfg.DigestTokens) no record says which are
-// live, so the digest is priced at the bound min(budget, DigestTokens) there.
-// 0 for an output never stubbed.
-func StubTokensAt(cfg advisor.Config, f *OutputFacts, b int) int {
+// tokens under the replay's config cfg, and that stub's digest budget (StubDigest's):
+// StubDigest's stub without a digest plus the digest it holds within its budget,
+// DigestCost. Past the names the replay's tracker kept (evidence.DigestKeep x
+// cfg.DigestTokens) no record says which are live, so the digest is priced at the
+// bound min(budget, DigestTokens) there. 0, 0 for an output never stubbed.
+func StubTokensAt(cfg advisor.Config, f *OutputFacts, b int) (stub, budget int) {
 	base, budget := StubDigest(cfg, f, b)
 	if budget > evidence.DigestKeep*cfg.DigestTokens {
-		return base + min(budget, f.DigestTokens)
+		return base + min(budget, f.DigestTokens), budget
 	}
-	return base + f.DigestCost(budget)
+	return base + f.DigestCost(budget), budget
 }
 
 // SavedTokenSteps returns the token-steps the applied stubs saved over the session:

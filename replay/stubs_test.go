@@ -62,8 +62,8 @@ func TestDigestCost(t *testing.T) {
 	f := replay.OutputFacts{Tool: "Read", Summary: "a.go", Tokens: 10000, CandidateFrom: 2, DigestTokens: 60, DigestLive: []int{0, 5, 9}}
 	base := advisor.StubTokens(cfg, f.Tool, f.Summary, f.Tokens)
 	for _, tt := range []struct{ b, want int }{{20, base + 9}, {32, base + 9}, {64, base + 60}} {
-		if got := replay.StubTokensAt(cfg, &f, tt.b); got != tt.want {
-			t.Errorf("StubTokensAt(budget %d) = %d, want %d (stub without digest %d)", tt.b, got, tt.want, base)
+		if got, budget := replay.StubTokensAt(cfg, &f, tt.b); got != tt.want || budget != tt.b {
+			t.Errorf("StubTokensAt(budget %d) = %d, budget %d; want %d, %d (stub without digest %d)", tt.b, got, budget, tt.want, tt.b, base)
 		}
 	}
 }

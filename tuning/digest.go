@@ -143,8 +143,7 @@ func (c *DigestCoverage) Add(rec *replay.Record) {
 		outs[o.Key] = o
 		bs, stubs := make([]int, len(DigestBudgets)), make([]int, len(DigestBudgets))
 		for i, b := range DigestBudgets {
-			_, budget := replay.StubDigest(cfg, o, b)
-			bs[i], stubs[i] = budget, replay.StubTokensAt(cfg, o, b)
+			stubs[i], bs[i] = replay.StubTokensAt(cfg, o, b)
 		}
 		budgets[o.Key] = bs
 		for _, r := range rows {

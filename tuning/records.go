@@ -39,9 +39,9 @@ func OutputsAt(r *replay.Record, b int) []calibrate.Output {
 			CandidateFrom: f.CandidateFrom, EndStep: f.EndStep, RuleDeadAt: f.RuleDeadAt,
 			Offset: f.Offset, StubTokens: f.StubTokens,
 		}
-		_, budget := replay.StubDigest(r.Settings.Config, &r.Outputs[i], b)
+		stub, budget := replay.StubTokensAt(r.Settings.Config, &r.Outputs[i], b)
 		if b != r.Settings.Config.DigestTokens && (f.CandidateFrom != 0 || f.RuleDeadAt != 0) {
-			o.StubTokens = replay.StubTokensAt(r.Settings.Config, &r.Outputs[i], b)
+			o.StubTokens = stub
 		}
 		if o.CandidateFrom != 0 {
 			prev := 0
