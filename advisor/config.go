@@ -369,35 +369,58 @@ func ruleWords(tag, param string) string {
 // ErrConfig wraps every configuration error.
 var ErrConfig = errors.New("invalid config")
 
+// tagErrors words the validator's errors of a Config in field order ("cutoff = 2:
+// must be at most 1"), leaving out a field compared with another field that broke a
+// rule of its own; an error that is not the validator's is returned wrapping
+// ErrConfig.
+func tagErrors(err error) ([]string, error) {
+	if err == nil {
+		return nil, nil
+	}
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	var msgs []string
+	failed := map[string]bool{} // struct fields that broke a rule of their own
+	for _, fe := range verrs {
+		if !strings.HasSuffix(fe.Tag(), "field") {
+			failed[fe.StructField()] = true
+		}
+	}
+	for _, fe := range verrs {
+		rule, param := fe.Tag(), fe.Param()
+		if strings.HasSuffix(rule, "field") && failed[param] {
+			continue // said of the field it is compared with ("budget = 0" of a bad context_window)
+		}
+		if strings.HasSuffix(rule, "field") {
+			if f, ok := reflect.TypeFor[Config]().FieldByName(param); ok {
+				param, _, _ = strings.Cut(f.Tag.Get("json"), ",")
+			}
+		}
+		value := fe.Value()
+		if d, ok := value.(Duration); ok {
+			value = time.Duration(d)
+		}
+		// The namespace names a nested field whole
+		// ("compaction_points[codex].fraction"), less the struct's own name.
+		_, field, _ := strings.Cut(fe.Namespace(), ".")
+		msgs = append(msgs, fmt.Sprintf("%s = %v: %s", field, value, ruleWords(rule, param)))
+	}
+	return msgs, nil
+}
+
 // Validate checks every field and returns an error wrapping ErrConfig that names
 // each bad field by its JSON key (for example "cache_ttl", "excluded_tools[2]") with
 // its value and the rule it broke in words ("cutoff = 2: must be at most 1"), all
-// bad fields in one message, in field order.
+// bad fields in one message, in field order. A field compared with another one
+// (budget with context_window) is not named when that other field is bad itself.
 // Besides the tags it checks that Schedule parses (backoff.Parse) and that every
 // excluded-tool glob is valid path.Match syntax.
 func (c Config) Validate() error {
-	var msgs []string
-	if err := validate.Struct(c); err != nil {
-		var verrs validator.ValidationErrors
-		if !errors.As(err, &verrs) {
-			return fmt.Errorf("%w: %v", ErrConfig, err)
-		}
-		for _, fe := range verrs {
-			rule, param := fe.Tag(), fe.Param()
-			if strings.HasSuffix(rule, "field") {
-				if f, ok := reflect.TypeFor[Config]().FieldByName(param); ok {
-					param, _, _ = strings.Cut(f.Tag.Get("json"), ",")
-				}
-			}
-			value := fe.Value()
-			if d, ok := value.(Duration); ok {
-				value = time.Duration(d)
-			}
-			// The namespace names a nested field whole
-			// ("compaction_points[codex].fraction"), less the struct's own name.
-			_, field, _ := strings.Cut(fe.Namespace(), ".")
-			msgs = append(msgs, fmt.Sprintf("%s = %v: %s", field, value, ruleWords(rule, param)))
-		}
+	msgs, err := tagErrors(validate.Struct(c))
+	if err != nil {
+		return err
 	}
 	msgs = append(msgs, c.scheduleErrors()...)
 	if err := c.Prices.Validate(); err != nil {
@@ -561,7 +584,7 @@ func (c Config) PriceModel(p prices.Provider) prices.Model {
 }
 
 // LoadConfig reads a JSON config file over the defaults: fields the file omits keep
-// their defaults. Errors name the file: an unknown field (json's `unknown field
+// their defaults. Errors name the file: an empty file (wrapping ErrConfig), an unknown field (json's `unknown field
 // "name"`), a value of the wrong type, data after the object (wrapping ErrConfig),
 // or a Validate failure (wrapping ErrConfig); on error the Config is the zero value.
 func LoadConfig(file string) (Config, error) {
@@ -569,6 +592,9 @@ func LoadConfig(file string) (Config, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return cfg, fmt.Errorf("load config: %w", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Config{}, fmt.Errorf("load config %s: %w: the file is empty; want a JSON object of the fields to change, e.g. {\"budget\": 100000}", file, ErrConfig)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -128,6 +128,23 @@ func TestValidateNamesBadFields(t *testing.T) {
 	}
 }
 
+// A bad field is named once: the fields compared with it (budget, the margins with
+// context_window) are not named as well when only their reference is bad.
+func TestValidateNamesTheBadFieldOnce(t *testing.T) {
+	cfg := advisor.DefaultConfig()
+	cfg.ContextWindow = -5
+	want := "invalid config: context_window = -5: must be at least 1000"
+	if err := cfg.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v; want %q", err, want)
+	}
+	cfg = advisor.DefaultConfig()
+	cfg.Budget = 300_000 // over the window: still said, the window is fine
+	want = "invalid config: budget = 300000: must be at most context_window"
+	if err := cfg.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v; want %q", err, want)
+	}
+}
+
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -182,6 +199,7 @@ func TestLoadConfig(t *testing.T) {
 		// (line 3 is 16 bytes long: column 17 is past its last byte).
 		{"syntax error", "{\n  \"cutoff\": 0.1,,\n}", []string{"u.json:2:18: invalid character ','"}},
 		{"cut short", "{\n  \"cutoff\": 0.1,\n  \"budget\": 5000", []string{"u.json:3:17: unexpected EOF"}},
+		{"empty file", " \n", []string{"u.json: invalid config: the file is empty; want a JSON object"}},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {

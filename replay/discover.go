@@ -19,8 +19,8 @@ type Found struct {
 
 // Skip is one path Discover (or the runner) passed over, with the reason.
 type Skip struct {
-	Path   string
-	Reason string
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // Failure is one path or session that could not be replayed.

@@ -52,7 +52,7 @@ func defaultUpstream(p prices.Provider) string {
 // isProxyPath reports whether p is a path of the proxy (every /v1/ and /v1beta/
 // path but the sidecar's own routes).
 func isProxyPath(p string) bool {
-	if p == "/v1/advise" || strings.HasPrefix(p, "/v1/recall/") {
+	if p == "/v1/advise" || p == "/v1/recall" || strings.HasPrefix(p, "/v1/recall/") {
 		return false
 	}
 	return strings.HasPrefix(p, "/v1/") || p == "/v1beta" || strings.HasPrefix(p, "/v1beta/")

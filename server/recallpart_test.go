@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -47,6 +49,8 @@ func TestSidecarRecallPart(t *testing.T) {
 		{"context without grep", "lines=1&context=2", 400, `recall "` + id + `": bad context: context 2 without grep: context is the lines shown around each grep match`},
 		{"twice", "lines=1&lines=2", 400, "bad recall query: lines given 2 times; give it once"},
 		{"unknown parameter", "line=5", 400, `bad recall query: unknown parameter "line": want lines, grep or context`},
+		{"empty lines", "lines=", 400, "bad recall query: lines is empty; leave it out for every line"},
+		{"empty grep", "grep=&context=1", 400, "bad recall query: grep is empty; leave it out for no search"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,9 +89,54 @@ func TestSidecarRecallPart(t *testing.T) {
 		t.Errorf("recall events: %d, %v; want 6 (the answered ones)", len(evs), err)
 	}
 	_, metrics := get(t, env.http.URL+"/metrics")
-	for _, want := range []string{`pruneadvisor_recalls_total{result="ok"} 6`, `pruneadvisor_recalls_total{result="invalid"} 7`} {
+	for _, want := range []string{`pruneadvisor_recalls_total{result="ok"} 6`, `pruneadvisor_recalls_total{result="invalid"} 9`} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// TestSidecarRecallMalformedPath: a path under /v1/recall that is not
+// /v1/recall/{id} is answered by the sidecar with a 404 naming the route it
+// wants, and never reaches the provider (with the caller's credential) as the
+// other /v1/ paths do.
+func TestSidecarRecallMalformedPath(t *testing.T) {
+	var upstream atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		upstream.Add(1)
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	defer up.Close()
+	env := newProxy(t, server.Options{OpenAIUpstream: up.URL})
+	id := advisor.RecallID("sess-m", "c1")
+	for _, path := range []string{"/v1/recall", "/v1/recall/", "/v1/recall/" + id + "/", "/v1/recall/" + id + "/lines"} {
+		req, err := http.NewRequest(http.MethodGet, env.http.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer sk-test")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e struct{ Error string }
+		if resp.StatusCode != http.StatusNotFound || json.Unmarshal(body, &e) != nil ||
+			!strings.Contains(e.Error, "want GET /v1/recall/{id}") {
+			t.Errorf("GET %s = %d %s; want 404 with a JSON error naming the route", path, resp.StatusCode, body)
+		}
+	}
+	if n := upstream.Load(); n != 0 {
+		t.Errorf("%d malformed recall requests reached the provider; want none", n)
+	}
+	// The well-formed route is still the sidecar's: an unknown id is its 404.
+	resp, err := http.Get(env.http.URL + "/v1/recall/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || upstream.Load() != 0 {
+		t.Errorf("GET /v1/recall/%s = %d (upstream calls %d); want the sidecar's 404", id, resp.StatusCode, upstream.Load())
 	}
 }

@@ -492,6 +492,13 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("/v1beta/", proxy)
 	mux.Handle("/v1/advise", s.instrument("advise", s.auth(false, methods(s.advise, http.MethodPost))))
 	mux.Handle("/v1/recall/{id}", s.instrument("recall", s.auth(false, methods(s.recallHandler, http.MethodGet, http.MethodHead))))
+	// Any other path under /v1/recall is a malformed recall, answered here: never
+	// passed through to a provider as the /v1/ paths are.
+	badRecall := s.instrument("recall", s.auth(false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no recall route %s %s: want GET /v1/recall/{id}, the id one path segment (optionally ?lines=, ?grep=, ?context=)", r.Method, r.URL.Path)
+	})))
+	mux.Handle("/v1/recall", badRecall)
+	mux.Handle("/v1/recall/", badRecall)
 	mux.Handle("/v1/", proxy)
 	mux.Handle("/healthz", s.instrument("healthz", methods(s.healthz, http.MethodGet, http.MethodHead)))
 	mux.Handle("/ui/", s.instrument("ui", s.auth(false, methods(s.ui, http.MethodGet, http.MethodHead))))

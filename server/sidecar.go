@@ -277,7 +277,8 @@ func (s *Server) recallHandler(w http.ResponseWriter, r *http.Request) {
 var errRecallQuery = errors.New("bad recall query")
 
 // recallPart reads the part a recall's query asks for: lines, grep and context,
-// each at most once, no other parameter. Its form is checked by RecallPart.
+// each at most once and lines and grep not empty, no other parameter. Its form is
+// checked by RecallPart.
 func recallPart(r *http.Request) (recall.Part, error) {
 	var p recall.Part
 	q, err := url.ParseQuery(r.URL.RawQuery)
@@ -290,6 +291,9 @@ func recallPart(r *http.Request) (recall.Part, error) {
 			return p, fmt.Errorf("%w: %s given %d times; give it once", errRecallQuery, name, len(vs))
 		}
 		v := vs[0]
+		if v == "" && (name == "lines" || name == "grep") {
+			return p, fmt.Errorf("%w: %s is empty; leave it out for %s", errRecallQuery, name, map[string]string{"lines": "every line", "grep": "no search"}[name])
+		}
 		switch name {
 		case "lines":
 			p.Lines = v

@@ -73,8 +73,9 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 }
 
 // openWriter opens the writer pool and checks WAL mode. A read-only open that
-// cannot make the -shm file (SQLITE_CANTOPEN: a folder that cannot be written)
-// falls back to immutable=1, unless a -wal file with commits is beside the database.
+// cannot make the -shm file (SQLITE_CANTOPEN on a read-only file system,
+// SQLITE_READONLY_DIRECTORY in a folder the process may not write) falls back to
+// immutable=1, unless a -wal file with commits is beside the database.
 func (db *DB) openWriter(ctx context.Context, busy time.Duration, deadline time.Time) error {
 	open := func() error {
 		var err error
@@ -97,7 +98,7 @@ func (db *DB) openWriter(ctx context.Context, busy time.Duration, deadline time.
 		return nil
 	case !db.readOnly:
 		return whyNotWritable(db.path, err)
-	case !isCantOpen(err):
+	case !isCantOpen(err) && !isReadOnlyCode(err):
 		return err
 	}
 	if _, serr := os.Stat(db.path); serr != nil {
@@ -112,6 +113,15 @@ func (db *DB) openWriter(ctx context.Context, busy time.Duration, deadline time.
 		return errors.Join(err, fmt.Errorf("opened immutable: %w", ierr))
 	}
 	return nil
+}
+
+// isReadOnlyCode reports SQLite's SQLITE_READONLY (any extended code): a read-only
+// open of a WAL database whose -shm file is missing, in a folder the process may
+// not write, fails with SQLITE_READONLY_DIRECTORY (1544) where an immutable file
+// system gives SQLITE_CANTOPEN.
+func isReadOnlyCode(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY
 }
 
 // isCantOpen reports SQLite's SQLITE_CANTOPEN (any extended code).

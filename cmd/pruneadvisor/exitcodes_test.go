@@ -12,11 +12,16 @@ import (
 
 // Exit codes as docs/COMMANDS.md gives them, for the cases a new user meets first:
 // a bad flag value is 2, a --db that names no database is 1 and creates nothing
-// (recall, ledger, calibrate, report, backoff and fit only read what others stored).
+// (recall, ledger, calibrate, report, backoff and fit only read what others stored),
+// and so is a replay of a folder without sessions.
 // mcp's --tool-name is in TestServeRefusesExposedAddr.
 func TestExitCodesOfFirstMistakes(t *testing.T) {
 	session := filepath.Join("..", "..", "testdata", "sessions", "fix-port.jsonl")
 	missing := filepath.Join(t.TempDir(), "nosuch", "pa.db")
+	noSessions := t.TempDir() // a mistyped sessions folder: notes, no session
+	if err := os.WriteFile(filepath.Join(noSessions, "notes.txt"), []byte("not a session"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -34,6 +39,7 @@ func TestExitCodesOfFirstMistakes(t *testing.T) {
 		{"report --out empty", []string{"report", "--db", missing, "--out", ""}, exitUsage, "--out: want a file name"},
 		{"backoff, no database", []string{"backoff", "--db", missing}, exitError, "no database at " + missing},
 		{"fit, no database", []string{"fit", "--db", missing}, exitError, "no database at " + missing},
+		{"replay, no sessions", []string{"replay", "--db", missing, noSessions}, exitError, "replay: no session files under " + noSessions + ": a folder's sessions end in .jsonl, .json, .traj (other files passed over: 1)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +52,35 @@ func TestExitCodesOfFirstMistakes(t *testing.T) {
 				t.Errorf("%s was created", filepath.Dir(missing))
 			}
 		})
+	}
+}
+
+// A --db naming a folder or an empty file is no database either: every command that
+// reads what others stored says which (exit 1), and the empty file stays empty
+// (SQLite would make a new database in it). mcp, which makes a missing store, says
+// the same of these two.
+func TestDBNotADatabase(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"recall", "o_000000000000"}, {"ledger"}, {"calibrate"}, {"backoff"}, {"fit"}, {"mcp"}} {
+		for db, want := range map[string]string{
+			dir:   "no database at " + dir + ": it is a folder, and --db names the database file",
+			empty: "no database at " + empty + ": the file is empty, and not a database to open or make",
+		} {
+			t.Run(cmd[0]+" "+filepath.Base(db), func(t *testing.T) {
+				var out, errb bytes.Buffer
+				code := run(append(append([]string(nil), cmd...), "--db", db), strings.NewReader(""), &out, &errb)
+				if code != exitError || !strings.Contains(errb.String(), want) {
+					t.Errorf("exit %d, stderr %q; want %d with %q", code, errb.String(), exitError, want)
+				}
+				if st, err := os.Stat(empty); err != nil || st.Size() != 0 {
+					t.Errorf("%s was written (%v)", empty, err)
+				}
+			})
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -36,7 +37,14 @@ is not JSON gets a JSON-RPC parse error (-32700) and the server reads on. Logs g
 stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, closeStore, err := openStoreReading(cmd.Context(), e.stderr, db)
+			if _, err := os.Stat(db); err == nil {
+				// A missing file is made (the proxy may not have stored a stub yet);
+				// a folder or an empty file is not a database to make.
+				if err := requireStore(db, hintMadeByAny); err != nil {
+					return err
+				}
+			}
+			store, closeStore, err := openStoreReading(cmd.Context(), e.stderr, db, noteRecallsNotRecorded)
 			if err != nil {
 				return err
 			}

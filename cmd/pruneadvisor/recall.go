@@ -34,17 +34,26 @@ from 1; --grep a Go (RE2) regular expression, searched within --lines when both 
 given; --context N (0-20) adds N lines around each match, as grep -C. At most 2000
 lines and 100000 bytes, 2000 bytes a line; the last line says how to ask for more.
 
-Exit code 1 when no pruned output has the id or --db names no database; 2 for a bad
---lines, --grep or --context (a --lines start past the last line included).`,
+Exit code 1 when no pruned output has the id or --db names no database; 2 for an id
+not shaped like a recall id, or a bad or empty --lines, --grep or --context (a
+--lines start past the last line included).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := recall.Validate(recall.Args{ID: args[0]}); err != nil {
+				return usageError{err}
+			}
+			for _, name := range []string{"lines", "grep"} {
+				if f := cmd.Flags().Lookup(name); f.Changed && f.Value.String() == "" {
+					return usageError{fmt.Errorf("--%s \"\": empty; leave --%s out for %s", name, name, map[string]string{"lines": "every line", "grep": "no search"}[name])}
+				}
+			}
 			if err := part.Validate(); err != nil {
 				return usageError{flagError(err)}
 			}
 			if err := requireStore(db, hintMadeByAny); err != nil {
 				return err
 			}
-			store, closeStore, err := openStoreReading(cmd.Context(), e.stderr, db)
+			store, closeStore, err := openStoreReading(cmd.Context(), e.stderr, db, noteRecallsNotRecorded)
 			if err != nil {
 				return err
 			}
@@ -56,6 +65,9 @@ Exit code 1 when no pruned output has the id or --db names no database; 2 for a 
 			text, err := svc.RecallPart(cmd.Context(), args[0], part)
 			if errors.Is(err, recall.ErrBadRange) {
 				return usageError{flagError(err)} // a start past the last line
+			}
+			if errors.Is(err, recall.ErrNotFound) {
+				return fmt.Errorf("%w in %s (a replay's stubs name ids too, but a replay keeps no originals: recall serves those advise, serve and wrap stored)", err, safe(store.Path()))
 			}
 			if err != nil {
 				return err

@@ -55,6 +55,8 @@ func TestRecallPartFlags(t *testing.T) {
 		{"bad context", []string{"--grep", "x", "--context", "-1"}, exitUsage, "", `pruneadvisor: bad context: --context -1: want 0 to 20 lines`},
 		{"context not a number", []string{"--grep", "x", "--context", "many"}, exitUsage, "", `invalid argument "many" for "-C, --context" flag`},
 		{"bad range, no database", []string{"--lines", "x", "--db", missing}, exitUsage, "", `pruneadvisor: bad line range: --lines "x": "x" is not a line number`},
+		{"empty lines", []string{"--lines", ""}, exitUsage, "", `pruneadvisor: --lines "": empty; leave --lines out for every line`},
+		{"empty grep", []string{"--grep="}, exitUsage, "", `pruneadvisor: --grep "": empty; leave --grep out for no search`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +73,15 @@ func TestRecallPartFlags(t *testing.T) {
 				t.Errorf("stderr %q; want %q", errb.String(), tt.stderrPart)
 			}
 		})
+	}
+	// An id not shaped like a recall id is a bad argument (2), said before the
+	// database is asked.
+	for _, bad := range []string{"o_x", "", "not-an-id"} {
+		var out, errb bytes.Buffer
+		code := run([]string{"recall", bad, "--db", missing}, strings.NewReader(""), &out, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), "invalid recall id") {
+			t.Errorf("recall %q: exit %d, stderr %q; want %d with \"invalid recall id\"", bad, code, errb.String(), exitUsage)
+		}
 	}
 	db, err = storage.Open(t.Context(), dbPath)
 	if err != nil {

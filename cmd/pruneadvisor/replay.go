@@ -181,6 +181,9 @@ func runReplay(ctx context.Context, e *env, paths []string, f replayFlags) error
 	if err != nil {
 		return err
 	}
+	if err := someSession(paths); err != nil {
+		return err
+	}
 	f.scorerFlags.useConfig(cfg)
 	restore, err := f.memory.apply()
 	if err != nil {
@@ -276,6 +279,20 @@ func (f *replayFlags) summary(settings replay.Settings, workers int, shard repla
 	sort.Strings(out.Incomplete)
 	sort.Strings(out.AllAsksFailed)
 	return out
+}
+
+// someSession returns an error naming paths when they hold no file replay would
+// read (a folder without session files, a mistyped ~/.claude/projects): said
+// before the store is made, so that such a run neither looks like a replay of
+// nothing nor leaves an empty database behind. A path that cannot be read is left
+// to the run, which lists it as a failure.
+func someSession(paths []string) error {
+	found, _, ignored, fails := replay.Discover(paths)
+	if len(found) > 0 || len(fails) > 0 {
+		return nil
+	}
+	return fmt.Errorf("replay: no session files under %s: a folder's sessions end in %s (other files passed over: %d)",
+		strings.Join(paths, ", "), strings.Join(replay.SessionExts, ", "), ignored)
 }
 
 // replayError is replay's exit: an interrupted run (1), failed sessions (1),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
@@ -50,7 +51,7 @@ func openGroups(ctx context.Context, path string, prefixes []string) (*storage.D
 	if err := requireStore(path, hintReplayFirst(path)); err != nil {
 		return nil, nil, nil, err
 	}
-	db, closeDB, err := openStore(ctx, path)
+	db, closeDB, err := openStoreReading(ctx, io.Discard, path, "")
 	if err != nil {
 		return nil, nil, nil, err
 	}

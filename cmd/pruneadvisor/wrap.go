@@ -115,6 +115,11 @@ func runWrap(cmd *cobra.Command, e *env, f *wrapFlags, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	// The config is checked whether or not it is used (a proxy already running, a
+	// dry run): a bad one is a usage error here as it is where it is used.
+	if _, err := f.configFlags.load(); err != nil {
+		return usageError{err}
+	}
 	agentArgs := args[1:]
 	bin, err := exec.LookPath(a.bin)
 	if err != nil && !f.dryRun {

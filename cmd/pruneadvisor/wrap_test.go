@@ -139,6 +139,25 @@ func TestWrapDryRun(t *testing.T) {
 	}
 }
 
+// A bad --config is a usage error (exit 2, naming the file and the field) on a dry
+// run and with a proxy already running too, where the config is not used: it is
+// checked before anything else, as the proxy wrap starts would check it.
+func TestWrapChecksConfig(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(bad, []byte(`{"cutof": 0.1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--dry-run", "--config", bad, "claude"},
+		{"--dry-run", "--proxy", "http://127.0.0.1:9", "--config", bad, "codex"},
+	} {
+		code, stdout, stderr := runWrapCmd(t, args...)
+		if code != exitUsage || stdout != "" || !strings.Contains(stderr, bad) || !strings.Contains(stderr, `unknown field "cutof"`) {
+			t.Errorf("wrap %v: exit %d, stdout %q, stderr %q; want %d naming %s and the field", args, code, stdout, stderr, exitUsage, bad)
+		}
+	}
+}
+
 // fakeAgentName is the name under which the test binary runs as a fake agent
 // (TestMain): fakeAgentMain.
 const fakeAgentName = "pruneadvisor-fake-agent"
