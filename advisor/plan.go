@@ -36,8 +36,9 @@ const (
 	DecisionRecalled  Decision = "recalled"  // pruned, and its original was recalled: the stub stays (frozen)
 )
 
-// Scorer returns a keep-probability per card. Implementations: advisor/ollama,
-// advisor/lexical, and the auto choice between them. Score returns one Score per card,
+// Scorer returns a keep-probability per card. Implementations: advisor/fitted (the
+// default: fitted.NewDefault, the embedded model), advisor/ollama, advisor/lexical,
+// and the CLI's auto choice between Ollama and the fitted scorer. Score returns one Score per card,
 // in order; a failed request returns all-not-OK scores and a non-nil error
 // describing the failure (the advisor counts it and prunes nothing on its account).
 type Scorer interface {

@@ -5,10 +5,13 @@
 // fitted on ../shared/corpus (default.go), so the advisor has a real scorer with no
 // model server; a user can fit their own on their sessions.
 //
-// The model is p(used at or after this step) = σ(b + Σ w_i · (x_i - mean_i) / scale_i),
-// σ the logistic function, x the feature vector of the card's signals. It is a
-// probability of later use, so it is a keep-probability as docs/DESIGN.md means it, and the
-// cutoff applies to it directly.
+// The regression is p(used at or after this step) = σ(b + Σ w_i · (x_i - mean_i) / scale_i),
+// σ the logistic function, x the feature vector of the card's signals. A version 2
+// model (the embedded default among them: `fit --trees`) adds gradient-boosted trees
+// over the same features, and its keep-probability is the mean of the regression's
+// and the trees'; a Blend mixes in a second model fitted on another label
+// (Model.Predict). It is a probability of later use, so it is a keep-probability as
+// docs/DESIGN.md means it, and the cutoff applies to it directly.
 package fitted
 
 import (

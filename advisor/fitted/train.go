@@ -370,6 +370,7 @@ func (KeepScorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, erro
 }
 
 // TrainingSchedule is the back-off of a training replay: asks at the candidate's
-// first step and then 1, 2, 4, … 64 steps apart, so every output is seen at ages
-// spread over the session (with Config.ReaskUnderBudget, whatever the budget).
+// first step and then 1, 1, 2, 2, 3, 4, 6, 8 and 12 steps apart (the last gap
+// repeats), so every output is seen at ages spread over the session (with
+// Config.ReaskUnderBudget, whatever the budget).
 const TrainingSchedule = "1,1,2,2,3,4,6,8,12"

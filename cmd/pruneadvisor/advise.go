@@ -115,6 +115,11 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if cfg.Agent == "" {
+		// The agent that wrote the session, as replay takes it: its compaction
+		// point sets the hard limit (docs/DESIGN.md, "Compaction").
+		cfg.Agent = advisor.AgentOf(s.Format)
+	}
 	store, closeStore, err := openStore(ctx, f.db)
 	if err != nil {
 		return err

@@ -89,7 +89,8 @@ fits the regression alone (a version 1 file). docs/EVALUATION.md gives the figur
 of both on ../shared/corpus and held out on ../shared/sessions.
 
 With PATHs, fit first replays them into --db as a training replay: every candidate
-kept and asked at ages 1, 2, 4, ... 64 steps apart whatever the budget (scorer keep,
+kept and asked when it becomes one, then 1, 1, 2, 2, 3, 4, 6, 8 and 12 steps apart
+and every 12 steps after, whatever the budget (scorer keep,
 schedule ` + fitted.TrainingSchedule + `, reask_under_budget), so every output is seen at
 many ages. Without PATHs it fits on what --db holds (the largest replay with signals,
 or --settings). The default weights embedded in the binary are made by
@@ -241,7 +242,7 @@ func (f *fitFlags) fit(set *tuning.TrainingSet, words *evidence.Background, path
 	}
 	res, err := set.Fit(f.folds, opts, f.targetMiss, f.ablation)
 	if err != nil {
-		return fitJSON{}, fitError(err)
+		return fitJSON{}, fitError(err, set.Rows)
 	}
 	m, ev := res.Model, &res.Evaluation
 	out := fitJSON{Model: m, CV: &ev.CV, Rel: ev.Reliability, Oracle: ev.Oracle, Ablation: res.Ablation, Anchors: ev.Anchors, BySource: ev.BySource}
@@ -308,11 +309,28 @@ func fitReplay(ctx context.Context, e *env, paths []string, f fitFlags, words *e
 	return rp.Settings().Hash(), nil
 }
 
-func fitError(err error) error {
-	if errors.Is(err, fitted.ErrTooFew) {
-		return fmt.Errorf("fit: %w", err)
+// fitError is fit's error for err from fitting rows: a too-few-rows error
+// (fitted.ErrTooFew) with the training set's totals and what to do about it.
+func fitError(err error, rows []fitted.Row) error {
+	if !errors.Is(err, fitted.ErrTooFew) {
+		return err
 	}
-	return err
+	used, missed, sessions := 0, 0, map[string]bool{}
+	for i := range rows {
+		sessions[rows[i].Session] = true
+		if rows[i].Used {
+			used++
+		}
+		if rows[i].Miss {
+			missed++
+		}
+	}
+	fix := "fit on more sessions"
+	if len(sessions) >= 2 {
+		fix = fmt.Sprintf("every fold fits on the sessions outside it, which need at least %d rows used later and %d not: %s, or with fewer --folds", fitted.MinRows, fitted.MinRows, fix)
+	}
+	return fmt.Errorf("fit: %w; the training replay holds %d rows from %d sessions, %d of them used later (%d missed by the stub's digest): %s",
+		err, len(rows), len(sessions), used, missed, fix)
 }
 
 func printFit(w io.Writer, out fitJSON) {
@@ -329,6 +347,9 @@ func printFit(w io.Writer, out fitJSON) {
 	}
 	fmt.Fprintf(tw, "pooled\t\t%d\t%.4f\t%.4f\t\n", m.Training.Rows, cv.AUC, cv.Brier)
 	tw.Flush()
+	if left := cv.Folds - len(cv.PerFold); left > 0 {
+		fmt.Fprintf(w, "(%d of the %d folds have no figures of their own: no session fell in it, the sessions outside it had too few rows used later or not to fit on, or its rows were all of one class)\n", left, cv.Folds)
+	}
 	fmt.Fprintf(w, "\nheld-out reliability\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "bin\tn\tused later\trate\tmean score\t\n")
@@ -337,7 +358,7 @@ func printFit(w io.Writer, out fitJSON) {
 	}
 	tw.Flush()
 	if cv.Cutoff >= 0 {
-		fmt.Fprintf(w, "\nheld out, at cutoff %s (miss rate %.3f <= %.3f) the scores save %.1f%% of the oracle's token-steps (%d)\n",
+		fmt.Fprintf(w, "\nheld out, at cutoff %s (miss rate %.3f <= %.3f) the scores save %.1f%% of the oracle's token-steps (the oracle's: %d)\n",
 			calibrate.CutoffText(cv.Cutoff), cv.MissRate, cv.TargetMiss, 100*cv.TokenStepsShare, out.Oracle)
 	} else {
 		fmt.Fprintf(w, "\nheld out, no cutoff keeps the miss rate at or under %.3f\n", cv.TargetMiss)

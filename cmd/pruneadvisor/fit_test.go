@@ -5,6 +5,8 @@ import (
 
 	"encoding/csv"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -182,5 +184,35 @@ func TestModelFileWithoutWords(t *testing.T) {
 	code, _, stderr = runCLI(t, "advise", "--scorer", "fitted", "--model-file", bad, "--db", filepath.Join(dir, "b.db"), session)
 	if code != 1 || !strings.Contains(stderr, bad) || !strings.Contains(stderr, "words: evidence: invalid word statistics: sessions: -1") {
 		t.Errorf("malformed words: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// fitError gives a too-few-rows error the training set's totals and the way out
+// (fewer folds only where there are sessions to fold); other errors pass as they are.
+func TestFitErrorSaysTheTotals(t *testing.T) {
+	rows := []fitted.Row{
+		{Session: "a", Used: true, Miss: true}, {Session: "a"}, {Session: "b", Used: true}, {Session: "c"},
+	}
+	tooFew := fmt.Errorf("fold 4: %w: 0 positive and 12 negative rows, want at least 10 of each", fitted.ErrTooFew)
+	tests := []struct {
+		name string
+		err  error
+		rows []fitted.Row
+		want string
+	}{
+		{"three sessions", tooFew, rows, "fit: fold 4: too few rows to fit: 0 positive and 12 negative rows, want at least 10 of each; the training replay holds 4 rows from 3 sessions, 2 of them used later (1 missed by the stub's digest): every fold fits on the sessions outside it, which need at least 10 rows used later and 10 not: fit on more sessions, or with fewer --folds"},
+		{"one session", tooFew, rows[:2], "fit: fold 4: too few rows to fit: 0 positive and 12 negative rows, want at least 10 of each; the training replay holds 2 rows from 1 sessions, 1 of them used later (1 missed by the stub's digest): fit on more sessions"},
+		{"other error", errors.New("disk full"), rows, "disk full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := fitError(tt.err, tt.rows)
+			if err.Error() != tt.want {
+				t.Errorf("fitError = %q\nwant       %q", err, tt.want)
+			}
+			if !errors.Is(err, tt.err) {
+				t.Errorf("fitError does not wrap %v", tt.err)
+			}
+		})
 	}
 }

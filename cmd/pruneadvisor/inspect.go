@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -115,6 +117,10 @@ func formatNames() string {
 func inspectFile(file string, opts transcript.Options) inspectReport {
 	r := inspectReport{File: file, ByTool: map[string]int{}, ByAction: map[string]int{},
 		Superseded: []deadRow{}, Duplicates: []deadRow{}, Unanswered: []string{}}
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		r.Error = file + " is a directory: inspect reads session files (name them, e.g. " + filepath.Join(file, "*.jsonl") + "; replay reads folders of them)"
+		return r
+	}
 	s, err := transcript.ReadFile(file, opts)
 	if err != nil {
 		r.Error = err.Error()
