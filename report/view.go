@@ -50,7 +50,7 @@ type prunerRow struct {
 }
 
 // overviewHeader names prunerRow's cells, in order.
-var overviewHeader = []string{"paid $", "net $ (vs keep-all)", "sessions costlier", "pruned", "stub misses (applied)", "miss rate", "token-steps kept out", "calls over budget", "peak context", "rewrites", "compactions", "lost to compaction"}
+var overviewHeader = []string{"paid $", "net $ (vs keep-all)", "sessions costlier", "pruned", "stub misses (applied)", "miss rate (decisions)", "token-steps kept out", "calls over budget", "peak context", "rewrites", "compactions", "lost to compaction"}
 
 // rowOf is the overview row of r, found at JSON path p.
 func rowOf(kind, p string, r calibrate.Result) prunerRow {
