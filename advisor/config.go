@@ -74,9 +74,11 @@ type Config struct {
 	Agent string `json:"agent,omitempty" validate:"max=64"`
 	// CompactionPoints overrides rows of the agents' compaction points
 	// (advisor.CompactionPoints) or adds agents, by name: for example
-	// {"codex": {"tokens": 200000}} for a model_auto_compact_token_limit of
-	// 200,000, or {"claude": {"fraction": 0.7}} for CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=70.
-	// A row replaces the table's row whole. Default: none.
+	// {"codex": {"fraction": 0.9, "tokens": 200000, "counts": "usage"}} for a
+	// model_auto_compact_token_limit of 200,000, or {"claude": {"tokens": 126000}}
+	// for CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=70 at a 200,000 window (70% of the window
+	// less 20,000). A row replaces the table's row whole (its counts, keep_* and
+	// summary_tokens too). Default: none.
 	CompactionPoints map[string]CompactionPoint `json:"compaction_points,omitempty" validate:"dive"`
 	// CompactionMargin is the least margin, in tokens, kept free below an agent's
 	// compaction point: the hard limit is the point less the larger of this and
