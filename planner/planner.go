@@ -319,7 +319,7 @@ func (in Input) overBudget() Rewrite {
 	if !reaches {
 		w.Wait = fmt.Sprintf("over budget, but pending prunes free %d tokens: less than the least rewrite (%d) and short of the low-water mark (%d)", d.Frees, in.LeastRewrite, in.LowWater)
 	} else {
-		w.Wait = fmt.Sprintf("over budget, but the rewrite would cost $%.4f and save $%.4f over the expected remaining steps (price_forced)", d.Cost, d.Saving)
+		w.Wait = fmt.Sprintf("over budget, but the rewrite would cost $%.4f and save $%.4f over the expected remaining steps, under the %g x cost it must save (price_forced; false forces it)", d.Cost, d.Saving, in.PayFactor)
 	}
 	return w
 }

@@ -161,7 +161,7 @@ func TestPlan(t *testing.T) {
 				in.Pending = []Pending{{Offset: 1200, Saves: 100, Keep: 0.1}}
 				in.Extra = []Pending{{Offset: 300, Saves: 200, Keep: 0.5}, {Offset: 200, Saves: 400, Keep: 0.2}, {Offset: 100, Saves: 300, Keep: 0.3}}
 			}),
-			Rewrite{Wait: "over budget, but the rewrite would cost $5000.0000 and save $4000.0000 over the expected remaining steps (price_forced)"},
+			Rewrite{Wait: "over budget, but the rewrite would cost $5000.0000 and save $4000.0000 over the expected remaining steps, under the 1 x cost it must save (price_forced; false forces it)"},
 		},
 		{
 			// A cold cache makes the rewrite free: everything, cost 0.
@@ -199,7 +199,7 @@ func TestPlan(t *testing.T) {
 				in.Context, in.PriceForced, in.PayFactor = 1200, true, 2
 				in.Pending = []Pending{{Offset: 100, Saves: 300, Keep: 0.2}, {Offset: 600, Saves: 250, Rule: true}, {Offset: 700, Saves: 200, Keep: 0.05}}
 			}),
-			Rewrite{Wait: "over budget, but the rewrite would cost $1500.0000 and save $2250.0000 over the expected remaining steps (price_forced)"},
+			Rewrite{Wait: "over budget, but the rewrite would cost $1500.0000 and save $2250.0000 over the expected remaining steps, under the 2 x cost it must save (price_forced; false forces it)"},
 		},
 		{
 			// Over budget, the priority order reaches the mark with the prune at 100

@@ -3,10 +3,12 @@ package report
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/ledger"
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // LiveRefresh is how often the live page reloads itself, in seconds.
@@ -54,7 +56,7 @@ type LiveStep struct {
 }
 
 // ledgerHeader names the ledger rows' cells, in order.
-var ledgerHeader = []string{"requests", "paid $", "keep-all $", "saved $", "rewrites", "rewrite $", "recalls", "tokens kept out"}
+var ledgerHeader = []string{"requests", "paid $", "keep-all $", "saved $", "rewrites", "rewrite $", "recalls", "token-steps kept out"}
 
 type ledgerRow struct {
 	Name  string
@@ -171,7 +173,7 @@ func WriteLive(w io.Writer, l Live) error {
 				continue
 			}
 			sv.StubTable.Rows = append(sv.StubTable.Rows, stubRow{Tool: it.Tool, Summary: it.Summary, Reason: it.Reason, RecallID: it.RecallID,
-				Tokens: it.Tokens, PrunedAt: it.DecidedAt, Score: score(it.Score), StubTokens: "–"})
+				Tokens: it.Tokens, PrunedAt: it.DecidedAt, Score: score(it.Score), StubTokens: strconv.Itoa(tokencount.Count(it.Stub))})
 		}
 		v.SessionViews = append(v.SessionViews, sv)
 	}

@@ -124,7 +124,7 @@ type stubTable struct {
 
 func score(s float64) string {
 	if s < 0 {
-		return "-1"
+		return "rule" // a rule decided it (superseded, duplicate), not a score
 	}
 	return fmt.Sprintf("%.3f", s)
 }

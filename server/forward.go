@@ -132,6 +132,10 @@ func (s *Server) rewriteOut(pr *httputil.ProxyRequest) {
 	if f.stream {
 		return // the ReverseProxy's copy of the client's body and length
 	}
+	// The body is read already (and maybe rewritten): the client's "Expect:
+	// 100-continue" was answered by this server, and the upstream's 100 would
+	// only be relayed as an interim response to a client that sent its body.
+	out.Header.Del("Expect")
 	parts := f.body
 	out.ContentLength = f.bodySize()
 	if out.ContentLength == 0 {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -159,4 +160,75 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A client's "Expect: 100-continue" is answered by the proxy, which reads the body
+// before it forwards anything: the upstream gets no Expect header (its 100 would
+// come after the body was sent), and the request is counted with its final status,
+// not an interim 100.
+func TestExpectContinueAnsweredHere(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"type":"message","content":[]}`)
+	})
+	env := newProxy(t, server.Options{AnthropicUpstream: up.URL})
+	req, err := http.NewRequest(http.MethodPost, env.http.URL+"/v1/messages",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", "sk-ant-test")
+	req.Header.Set("Expect", "100-continue")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	up.mu.Lock()
+	got := up.headers[0].Get("Expect")
+	up.mu.Unlock()
+	if got != "" {
+		t.Errorf("the upstream got Expect: %q; want none", got)
+	}
+	_, metrics := get(t, env.http.URL+"/metrics")
+	if want := `pruneadvisor_requests_total{code="200",route="anthropic"} 1`; !strings.Contains(string(metrics), want) || strings.Contains(string(metrics), `code="100"`) {
+		t.Errorf("want %s and no code 100:\n%s", want, grepLines(string(metrics), "requests_total"))
+	}
+}
+
+// A client that gives up before the upstream answers at all is counted as
+// "canceled", not as the 200 no one received.
+func TestClientGoneBeforeAnyResponse(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		<-r.Context().Done() // an upstream that never answers
+	})
+	env := newProxy(t, server.Options{AnthropicUpstream: up.URL})
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.http.URL+"/v1/messages",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", "sk-ant-test")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("got a response (%d) from an upstream that never answers", resp.StatusCode)
+	}
+	want := `pruneadvisor_requests_total{code="canceled",route="anthropic"} 1`
+	var metrics []byte
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, metrics = get(t, env.http.URL+"/metrics"); strings.Contains(string(metrics), want) {
+			break
+		}
+	}
+	if !strings.Contains(string(metrics), want) || strings.Contains(string(metrics), `code="200"`) {
+		t.Errorf("want %s and no 200:\n%s", want, grepLines(string(metrics), "requests_total"))
+	}
 }

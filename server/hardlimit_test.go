@@ -144,6 +144,12 @@ func TestProxyHardLimitGrowing(t *testing.T) {
 			case tt.name == "unknown" && firstStub != 0:
 				t.Errorf("stubs from step %d under the window fraction's 54,000", firstStub)
 			}
+			// serve --verbose says why: the rewrites the hard limit forced, or, under
+			// the window fraction, the over-budget rewrites the price rule held.
+			want := map[string]string{"claude": `msg=rewrite session=grow-claude`, "unknown": `msg="over budget, no rewrite" session=grow-unknown`}[tt.name]
+			if !strings.Contains(env.log.String(), want) {
+				t.Errorf("the log lacks %q:\n%s", want, env.log.String())
+			}
 			logged := strings.Count(env.log.String(), "the agent is not known")
 			if want := map[string]int{"claude": 0, "unknown": 1}[tt.name]; logged != want {
 				t.Errorf("the fallback to the window fraction was logged %d times; want %d:\n%s", logged, want, env.log.String())

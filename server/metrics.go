@@ -42,11 +42,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pruneadvisor_requests_total",
-			Help: "HTTP requests served, by route and status code.",
+			Help: "HTTP requests served, by route and status code (\"aborted\": a response the upstream cut short; \"canceled\": the client left before any response).",
 		}, []string{"route", "code"}),
 		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pruneadvisor_outputs_pruned_total",
-			Help: "Tool outputs replaced by a stub, by reason (superseded, duplicate, score, disposable, other).",
+			Help: "Tool outputs replaced by a stub, by reason (superseded, duplicate, score: under the cutoff or the over-budget cutoff, hard_limit: taken by a rewrite forced by the hard limit, disposable, other).",
 		}, []string{"reason"}),
 		tokensSaved: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pruneadvisor_tokens_saved_total",
@@ -144,8 +144,10 @@ func pruneReason(it advisor.Item) string {
 		return "superseded"
 	case strings.HasPrefix(r, "duplicate"):
 		return "duplicate"
-	case strings.HasPrefix(r, "score"):
-		return "score"
+	case strings.HasPrefix(r, "score"), strings.HasPrefix(r, "over budget"):
+		return "score" // under the cutoff, or under the over-budget cutoff
+	case strings.HasPrefix(r, "hard limit"):
+		return "hard_limit"
 	case strings.HasPrefix(r, "disposable"):
 		return "disposable"
 	}
@@ -174,4 +176,28 @@ func (t timedScorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, e
 	s, err := t.Scorer.Score(ctx, b)
 	t.seconds.Observe(time.Since(start).Seconds())
 	return s, err
+}
+
+// logPlan logs at info level (serve --verbose) what a step did to the request: a
+// rewrite, with its reason and what it pruned, or, over the budget, why there was
+// none (the plan's Waiting, or nothing pending).
+func (s *Server) logPlan(id string, p advisor.Plan) {
+	switch {
+	case p.Rewrite:
+		pruned := 0
+		for _, it := range p.Items {
+			if it.Decision == advisor.DecisionPruned && it.DecidedAt == p.Step {
+				pruned++
+			}
+		}
+		s.log.Info("rewrite", "session", id, "step", p.Step, "reason", p.RewriteReason, "pruned", pruned,
+			"context_tokens", p.ContextTokens, "saved_tokens", p.SavedTokens)
+	case p.OverBudget:
+		why := p.Waiting
+		if why == "" && p.PendingTokens == 0 {
+			why = "nothing pending: no candidate is rule-dead or scored under its cutoff"
+		}
+		s.log.Info("over budget, no rewrite", "session", id, "step", p.Step, "context_tokens", p.ContextTokens,
+			"budget", p.Budget, "hard_limit", p.HardLimit, "why", why)
+	}
 }

@@ -570,7 +570,7 @@ type statusRecorder struct {
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	if r.code == 0 {
+	if r.code == 0 && code >= 200 { // an interim 1xx (100 Continue, 103 Early Hints) is not the status
 		r.code = code
 	}
 	r.ResponseWriter.WriteHeader(code)
@@ -585,8 +585,11 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// instrument counts requests by route and status code ("aborted" for a response cut
-// short, see forward).
+// instrument counts requests by route and status code: "aborted" for a response cut
+// short (see forward), "canceled" for a client that left before any response (an
+// upstream that never answered: nothing was written, and the client got no status),
+// else the first final status written (interim 1xx ones are not statuses; a handler
+// that wrote nothing answered 200).
 func (s *Server) instrument(route string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
@@ -597,11 +600,14 @@ func (s *Server) instrument(route string, h http.Handler) http.Handler {
 			}
 		}()
 		h.ServeHTTP(rec, r)
-		code := rec.code
-		if code == 0 {
-			code = http.StatusOK
+		label := strconv.Itoa(rec.code)
+		switch {
+		case rec.code == 0 && r.Context().Err() != nil:
+			label = "canceled"
+		case rec.code == 0:
+			label = strconv.Itoa(http.StatusOK)
 		}
-		s.metrics.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+		s.metrics.requests.WithLabelValues(route, label).Inc()
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -108,12 +109,15 @@ func TestUIBrowser(t *testing.T) {
 		Recalls  []string `json:"recalls"`
 		Charts   int      `json:"charts"`
 		Stubs    []int    `json:"stubs"`
+		// StubTokens is the stub tokens cell of every stub row.
+		StubTokens []string `json:"stubTokens"`
 	}
 	b.Eval(`({
 		sessions: Array.from(document.querySelectorAll('#sessions h3.path')).map(e => e.textContent),
 		recalls: Array.from(document.querySelectorAll('#recalls code')).map(e => e.textContent),
 		charts: document.querySelectorAll('#sessions figure.chart svg polyline').length,
 		stubs: Array.from(document.querySelectorAll('#sessions table.stubs')).map(t => t.tBodies[0].rows.length),
+		stubTokens: Array.from(document.querySelectorAll('#sessions table.stubs tbody tr')).map(r => r.cells[4].textContent),
 	})`, &got)
 	if len(got.Sessions) != 2 || !contains(got.Sessions, "live-anthropic") || !contains(got.Sessions, "live-sidecar") {
 		t.Errorf("sessions shown %q, want live-anthropic and live-sidecar", got.Sessions)
@@ -123,6 +127,12 @@ func TestUIBrowser(t *testing.T) {
 	}
 	if got.Charts != 4 || len(got.Stubs) != 2 || got.Stubs[0] == 0 || got.Stubs[1] == 0 {
 		t.Errorf("%d context lines (want 2 per session), stub rows per session %v (want some each)", got.Charts, got.Stubs)
+	}
+	for _, c := range got.StubTokens {
+		if n, err := strconv.Atoi(c); err != nil || n <= 0 {
+			t.Errorf("stub tokens cells %q: want each stub's tokens", got.StubTokens)
+			break
+		}
 	}
 
 	// Every figure: the ledger's against `ledger --json`'s document, the sidecar

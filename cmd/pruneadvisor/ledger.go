@@ -117,7 +117,7 @@ func writeLedger(out io.Writer, rep ledgerReport) error {
 		return fmt.Errorf("write: %w", err)
 	}
 	u := rep.Total.Usage
-	fmt.Fprintf(&w, "\ntokens: %d input, %d cache read, %d cache write (%d 5m, %d 1h), %d output; %d kept out by stubs (o200k)\n",
+	fmt.Fprintf(&w, "\ntokens: %d input, %d cache read, %d cache write (%d 5m, %d 1h), %d output; %d token-steps kept out by stubs (o200k tokens, summed over the requests)\n",
 		u.Input, u.CacheRead, u.Written(), u.CacheWrite5m, u.CacheWrite1h, u.Output, rep.Total.RemovedTokens)
 	fmt.Fprintf(&w, "rewrites: %d, %d tokens written again by them, $%.4f beyond a cache read (planned $%.4f)\n",
 		rep.Total.Rewrites, rep.Total.RewriteTokens, rep.Total.RewriteUSD, rep.Total.PlannedRewriteUSD)

@@ -67,7 +67,11 @@ not shaped like a recall id, or a bad or empty --lines, --grep or --context (a
 				return usageError{flagError(err)} // a start past the last line
 			}
 			if errors.Is(err, recall.ErrNotFound) {
-				return fmt.Errorf("%w in %s (a replay's stubs name ids too, but a replay keeps no originals: recall serves those advise, serve and wrap stored)", err, safe(store.Path()))
+				where := ""
+				if !cmd.Flags().Changed("db") {
+					where = "; without --db: a serve or wrap started with another --db keeps its originals there, so give recall the same --db, or set $PRUNEADVISOR_DB for both"
+				}
+				return fmt.Errorf("%w in %s (a replay's stubs name ids too, but a replay keeps no originals: recall serves those advise, serve and wrap stored%s)", err, safe(store.Path()), where)
 			}
 			if err != nil {
 				return err
