@@ -108,6 +108,11 @@ type Request struct {
 	// the advisor found the prompt cache cold before it.
 	Rewrite string
 	Cold    bool
+	// Window is the model's context window in tokens (0: unknown, no cap). A
+	// request whose unpruned context (Full) passes it could not have been sent with
+	// nothing pruned: keep-all is counted at most a window's worth of context, so
+	// that no saving is claimed for tokens the provider would have refused.
+	Window int
 }
 
 // Estimate is KeepAll's answer.
@@ -159,7 +164,11 @@ type Estimate struct {
 func KeepAll(u Usage, m prices.Model, p Request) Estimate {
 	var e Estimate
 	if p.Advised {
-		e.Removed = max(p.Full-p.Context, 0)
+		full := p.Full
+		if p.Window > 0 {
+			full = min(full, max(p.Window, p.Context))
+		}
+		e.Removed = max(full-p.Context, 0)
 	}
 	ka := u
 	rewrite := p.Advised && p.Rewrite != ""

@@ -35,6 +35,17 @@ func TestKeepAll(t *testing.T) {
 			want: Estimate{KeepAllUSD: 0.0093567, Removed: 4000},
 		},
 		{
+			name: "unpruned past the window: keep-all is at most a window's worth",
+			// A 30 MB tool result: 10 million tokens unpruned, 20,000 sent. Keep-all
+			// could not have sent it; it is counted at the window (200,000), so the
+			// removed tokens are 180,000, not 9,980,000.
+			u: Usage{Input: 9, CacheRead: 19099, CacheWrite5m: 616, Output: 6}, m: anth,
+			p:    Request{Advised: true, Context: 20000, Full: 10_000_000, Window: 200_000},
+			paid: 0.0081567,
+			// + 180000*0.3 = 54000 micro$
+			want: Estimate{KeepAllUSD: 0.0621567, Removed: 180000},
+		},
+		{
 			name: "warm rewrite: writes beyond the new turn are the rewrite's",
 			u:    Usage{Input: 3, CacheRead: 10000, CacheWrite5m: 30000, Output: 100}, m: anth,
 			p: Request{Advised: true, Context: 40000, Full: 60000, PrevFull: 58000, PrevKnown: true, Rewrite: "over-budget"},

@@ -93,7 +93,7 @@ func (n *ledgerNote) setPlan(p advisor.Plan) {
 		return
 	}
 	n.advised, n.step = true, p.Step
-	n.plan = ledger.Request{Advised: true, Context: p.ContextTokens, Full: p.ContextTokens + p.SavedTokens, Cold: p.Cold}
+	n.plan = ledger.Request{Advised: true, Context: p.ContextTokens, Full: p.ContextTokens + p.SavedTokens, Cold: p.Cold, Window: n.l.window}
 	if p.Rewrite {
 		n.plan.Rewrite, n.planned = p.RewriteReason, p.RewriteCostUSD
 	}
@@ -155,6 +155,8 @@ type ledgerWriter struct {
 
 	fullMu   sync.Mutex
 	lastFull map[string]int // session -> its latest advised request's unpruned size
+
+	window int // the config's context window, tokens: keep-all's cap (ledger.Request.Window)
 }
 
 func newLedgerWriter(store LedgerStore, price func(prices.Provider) prices.Model, clock func() time.Time,

@@ -387,6 +387,7 @@ func New(opts Options) (*Server, error) {
 		clock = time.Now
 	}
 	s.ledger = newLedgerWriter(opts.Ledger, cfg.PriceModel, clock, s.log, s.registry)
+	s.ledger.window = cfg.ContextWindow
 	advStore, records := newRecordQueue(opts.Store, s.log)
 	s.records = records
 	if opts.BackgroundAsks && scorer != nil {
