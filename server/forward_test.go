@@ -231,4 +231,7 @@ func TestClientGoneBeforeAnyResponse(t *testing.T) {
 	if !strings.Contains(string(metrics), want) || strings.Contains(string(metrics), `code="200"`) {
 		t.Errorf("want %s and no 200:\n%s", want, grepLines(string(metrics), "requests_total"))
 	}
+	if !strings.Contains(env.log.String(), `msg="the client left before any response" route=anthropic path=/v1/messages`) {
+		t.Errorf("serve --verbose does not say the client left:\n%s", env.log.String())
+	}
 }

@@ -605,6 +605,7 @@ func (s *Server) instrument(route string, h http.Handler) http.Handler {
 		switch {
 		case rec.code == 0 && r.Context().Err() != nil:
 			label = "canceled"
+			s.log.Info("the client left before any response", "route", route, "path", r.URL.Path)
 		case rec.code == 0:
 			label = strconv.Itoa(http.StatusOK)
 		}
