@@ -561,6 +561,20 @@ func TestReport(t *testing.T) {
 			t.Errorf("text report lacks %q:\n%s", s, sb.String())
 		}
 	}
+	// A recommended cutoff that loses money against keep-all says so (a small window
+	// where compaction is cheaper than the rewrites that avoid it).
+	const losing = "pays $0.50 more than doing nothing at budget 100000"
+	if strings.Contains(sb.String(), "more than doing nothing") {
+		t.Errorf("a recommendation that does not lose money is flagged:\n%s", sb.String())
+	}
+	rep.Budgets[0].Scorers[0].Recommendation.Result.Applied.NetUSD = -0.5
+	sb.Reset()
+	if err := rep.WriteText(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), losing) {
+		t.Errorf("text report lacks %q:\n%s", losing, sb.String())
+	}
 	bad := append([]Output(nil), other...)
 	bad[0].Tokens++
 	if _, err := NewReport(outs, sessions, []ScorerInput{{Name: "bad", Outputs: bad}}, ReportConfig{TargetMiss: 0.1}); !errors.Is(err, ErrInvalid) {

@@ -479,6 +479,9 @@ func (b BudgetReport) writeText(tw io.Writer) {
 			fmt.Fprintf(tw, "recommended cutoff: none (%s)\n", rec.Reason)
 		} else {
 			fmt.Fprintf(tw, "recommended cutoff: %s (%s)\n", CutoffText(rec.Cutoff), rec.Reason)
+			if net := rec.Result.Applied.NetUSD; net < 0 {
+				fmt.Fprintf(tw, "  (at this cutoff the advisor pays $%.2f more than doing nothing at budget %d and this window; --objective net picks the cutoff that nets the most within the target)\n", -net, b.Budget)
+			}
 		}
 		writeDominance(tw, s)
 	}
@@ -496,7 +499,7 @@ func writeDominance(tw io.Writer, s ScorerSweep) {
 	}
 	fmt.Fprintf(tw, "anchors beside scorer %s's front (%d cutoffs, neighbours within %.0f point of miss rate where the scores allow):\n", s.Scorer, len(s.Front), 100*FrontGap)
 	if s.ReplayCutoff >= MinReplayCutoffNote {
-		fmt.Fprintf(tw, "  (the replay pruned at cutoff %.4g and asked no more about what it pruned: under it the front is a lower bound; replay --asks-only records every ask)\n", s.ReplayCutoff)
+		fmt.Fprintf(tw, "  (the replay these asks come from, stored or run in this process, pruned at cutoff %.4g and asked no more about what it pruned: under it the front is a lower bound; replay --asks-only records every ask)\n", s.ReplayCutoff)
 	}
 	WriteDominance(tw, s.Dominance)
 }

@@ -67,9 +67,12 @@ For each schedule it reports asks (and asks per candidate output), scorer tokens
 came later than under every-step asking and the token-steps that cost, prunes that
 came earlier, decisions that changed (pruned under one schedule only), and the
 savings: token-steps saved, misses, cache rewrites and net dollars (calibrate's
-accounting at the replay's cutoff). It recommends the schedule with the fewest
-scorer tokens among those saving at least (1 - --tolerance) of the reference's
-token-steps with no higher miss rate.
+accounting at the replay's cutoff, at the decision level: its pruned, misses and
+rewrites count decisions, so they differ from calibrate's applied rows). It
+recommends the schedule with the fewest scorer tokens among those saving at least
+(1 - --tolerance) of the reference's token-steps with no more misses. Apply it with
+--schedule, or scorer_schedules (for that scorer; it overrides schedule) in the
+config.
 
 Re-asks happen only while a session is over its budget (docs/DESIGN.md step 5), so
 schedules differ only on sessions that grow past it; --budget lowers the budget to
@@ -270,4 +273,5 @@ func printBackoff(w io.Writer, out backoffJSON) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nrecommended schedule: %s (%s)\n", rep.Recommended, rep.Reason)
+	fmt.Fprintf(w, "apply it with --schedule %q (which clears scorer_schedules), or in the config as the scorer's scorer_schedules entry (an entry there overrides schedule)\n", rep.Recommended)
 }

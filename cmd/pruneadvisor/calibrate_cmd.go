@@ -82,7 +82,10 @@ net maximises net dollars under the planner's regime (the applied level). Each b
 has its own recommendation.
 
 --write-config writes the recommended cutoff of one scorer (--scorer, default the
-first stored scorer) into an advisor config file, keeping its other fields.`,
+first stored scorer) into an advisor config file, keeping its other fields: the
+recommendation at the replay's own budget when it was priced, else at the first
+budget of the first --window, whose context_window it writes too (a budget over
+that window goes back to budget_fraction of it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.budgetSet = cmd.Flags().Changed("budget")
@@ -154,6 +157,19 @@ func (run *calibrationRun) writeConfig(e *env, f calibrateFlags) error {
 	if err := tuning.WriteCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, run.opts.SizeExponent, run.opts.SizeCapTokens, 0); err != nil {
 		return err
 	}
+	// The cutoff was priced at run.budget's window: a file for another window
+	// (calibrate --window 64000 on a store replayed at 200,000) gets it too, so
+	// that it runs the window that was priced. Its budget is the user's to keep.
+	if window := run.budget.Window; window > 0 {
+		if err := tuning.UpdateConfig(f.writeConfig, func(cfg *advisor.Config) {
+			cfg.ContextWindow = window
+			if cfg.Budget > window {
+				cfg.Budget = 0 // the budget_fraction of the new window, not one over it
+			}
+		}); err != nil {
+			return err
+		}
+	}
 	run.out.Wrote = f.writeConfig
 	if w := lowestCutoffWarning(sr); w != "" {
 		fmt.Fprintf(e.stderr, "pruneadvisor: calibrate: warning: %s\n", w)
@@ -178,8 +194,8 @@ func (run *calibrationRun) printText(e *env, f calibrateFlags) error {
 	run.in.Digest.Print(e.stdout)
 	printDigestSweep(e.stdout, out, f.targetMiss)
 	if out.Wrote != "" {
-		fmt.Fprintf(e.stdout, "\nwrote cutoff %s for scorer %s (objective %s, target miss %.3f, budget %d) to %s\n",
-			calibrate.CutoffText(sr.Recommendation.Cutoff), sr.Scorer, out.Report.Objective, f.targetMiss, run.budget.Budget, out.Wrote)
+		fmt.Fprintf(e.stdout, "\nwrote cutoff %s for scorer %s (objective %s, target miss %.3f, priced at budget %d) and context_window %d to %s\n",
+			calibrate.CutoffText(sr.Recommendation.Cutoff), sr.Scorer, out.Report.Objective, f.targetMiss, run.budget.Budget, run.budget.Window, out.Wrote)
 	}
 	if f.plot != "" {
 		fmt.Fprintf(e.stdout, "plot written to %s\n", f.plot)
@@ -408,12 +424,15 @@ func printBudgetSummary(w io.Writer, b calibrate.BudgetReport) {
 		b.Budget, b.KeepAllUSD, keepAll.Applied.StepsOverBudget, oracle.Applied.NetUSD, oracle.Applied.StepsOverBudget, oracle.Applied.SessionsCostlier)
 	if a := b.Advisor; a != nil {
 		removed, best := keepAll.Applied.StepsOverBudget-a.Applied.StepsOverBudget, keepAll.Applied.StepsOverBudget-oracle.Applied.StepsOverBudget
-		share := 1.0
+		reduction := "the oracle reduces none"
 		if best > 0 {
-			share = float64(removed) / float64(best)
+			reduction = fmt.Sprintf("%.0f%% of the oracle's reduction", 100*float64(removed)/float64(best))
 		}
-		fmt.Fprintf(w, "; the advisor nets $%.2f, %d calls over budget (%.0f%% of the oracle's reduction), %d sessions costlier, %d rewrites",
-			a.Applied.NetUSD, a.Applied.StepsOverBudget, 100*share, a.Applied.SessionsCostlier, a.Applied.Rewrites)
+		fmt.Fprintf(w, "; the advisor nets $%.2f, %d calls over budget (%s), %d sessions costlier, %d rewrites",
+			a.Applied.NetUSD, a.Applied.StepsOverBudget, reduction, a.Applied.SessionsCostlier, a.Applied.Rewrites)
+		if a.Applied.NetUSD < 0 {
+			fmt.Fprintf(w, " (costlier than doing nothing here: keep-all pays less at this budget and window)")
+		}
 	}
 	fmt.Fprintln(w, ".")
 }

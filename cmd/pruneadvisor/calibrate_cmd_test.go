@@ -180,6 +180,28 @@ func TestCalibrateHandStore(t *testing.T) {
 	if cfg.SizeCapTokens != 0 {
 		t.Errorf("written config: size_cap_tokens %d; want the replay's 0 (not the default %d)", cfg.SizeCapTokens, advisor.DefaultConfig().SizeCapTokens)
 	}
+	// Calibrated at another window, the file gets that window too (the cutoff was
+	// priced there); a budget over it goes back to the window's fraction, one under
+	// it stays.
+	for _, tt := range []struct {
+		file   string
+		budget int
+	}{{`{"budget": 50000}`, 50000}, {`{"budget": 100000}`, 0}} {
+		if err := os.WriteFile(cfgPath, []byte(tt.file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, "calibrate", "--db", path, "--window", "64000", "--write-config", cfgPath)
+		if code != 0 || !strings.Contains(stdout, "and context_window 64000 to "+cfgPath) {
+			t.Fatalf("write-config at --window 64000: exit %d: %s\n%s", code, stderr, stdout)
+		}
+		cfg, err := advisor.LoadConfig(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.ContextWindow != 64000 || cfg.Budget != tt.budget {
+			t.Errorf("%s written at --window 64000: context_window %d, budget %d; want 64000, %d", tt.file, cfg.ContextWindow, cfg.Budget, tt.budget)
+		}
+	}
 	if code, _, stderr := runCLI(t, "calibrate", "--db", path, "--write-config", filepath.Join(t.TempDir(), "x", "c.json")); code == 0 || !strings.Contains(stderr, "no such file") {
 		t.Errorf("write-config into a missing folder: exit %d, %q; want the file system's error", code, stderr)
 	}

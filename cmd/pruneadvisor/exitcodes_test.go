@@ -110,3 +110,19 @@ func TestBadModelFile(t *testing.T) {
 		t.Errorf("config's model_file: exit %d, stdout %q, stderr %q; want 0, the embedded fitted scorer and a warning", code, out.String(), errb.String())
 	}
 }
+
+// mcp makes a missing store (the proxy may not have stored a stub yet) and says so
+// on stderr, so that a mistyped --db is seen before every recall answers "no
+// pruned output".
+func TestMCPSaysItMakesTheStore(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "later.db")
+	var out, errb bytes.Buffer
+	code := run([]string{"mcp", "--db", db}, strings.NewReader(""), &out, &errb)
+	want := "pruneadvisor: mcp: no database at " + db + " yet: making it"
+	if code != exitOK || !strings.Contains(errb.String(), want) {
+		t.Errorf("exit %d, stderr %q; want %d with %q", code, errb.String(), exitOK, want)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Errorf("the store was not made: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/mcpserver"
 	"github.com/pruneadvisor/pruneadvisor/recall"
+	"github.com/pruneadvisor/pruneadvisor/storage"
 )
 
 func mcpCmd(e *env) *cobra.Command {
@@ -38,11 +39,15 @@ stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := os.Stat(db); err == nil {
-				// A missing file is made (the proxy may not have stored a stub yet);
-				// a folder or an empty file is not a database to make.
+				// A folder or an empty file is not a database to make.
 				if err := requireStore(db, hintMadeByAny); err != nil {
 					return err
 				}
+			} else if !storage.IsPostgres(db) {
+				// A missing file is made (the proxy may not have stored a stub yet),
+				// and said: a mistyped --db would otherwise answer every recall
+				// with "no pruned output".
+				fmt.Fprintf(e.stderr, "pruneadvisor: mcp: no database at %s yet: making it; recalls find only what a proxy stores there (serve and wrap with the same --db)\n", safe(db))
 			}
 			store, closeStore, err := openStoreReading(cmd.Context(), e.stderr, db, noteRecallsNotRecorded)
 			if err != nil {
