@@ -200,7 +200,39 @@ func (run *calibrationRun) printText(e *env, f calibrateFlags) error {
 	if f.plot != "" {
 		fmt.Fprintf(e.stdout, "plot written to %s\n", f.plot)
 	}
+	run.printWhatToSet(e.stdout, f)
 	return nil
+}
+
+// printWhatToSet ends the text with the settings the calibration recommends, in
+// one place: the chosen scorer's cutoff at the budget --write-config writes (with
+// what it nets there), and the digest budget of the stubs' coverage, beside the
+// values the replay ran with.
+func (run *calibrationRun) printWhatToSet(w io.Writer, f calibrateFlags) {
+	sr := run.chosen
+	if sr == nil {
+		return
+	}
+	cfg := run.groups[0].Settings.Config
+	fmt.Fprintf(w, "\nwhat to set (the replay ran with cutoff %s for %s and digest_tokens %d):\n",
+		calibrate.CutoffText(cfg.CutoffFor(sr.Scorer)), sr.Scorer, cfg.DigestTokens)
+	if rec := sr.Recommendation; rec.None {
+		fmt.Fprintf(w, "  scorer_cutoffs.%s: none meets --target-miss %.3f at budget %d (%s)\n", sr.Scorer, f.targetMiss, run.budget.Budget, rec.Reason)
+	} else {
+		fmt.Fprintf(w, "  scorer_cutoffs.%s = %s  (objective %s at budget %d, window %d: miss rate %.3f, net $%.2f%s; --write-config writes it)\n",
+			sr.Scorer, calibrate.CutoffText(rec.Cutoff), rec.Objective, run.budget.Budget, run.budget.Window, rec.Result.MissRate, rec.Result.Applied.NetUSD, costlierWords(rec.Result.Applied.NetUSD))
+	}
+	if b, reason, ok := run.in.Digest.Recommend(); ok {
+		fmt.Fprintf(w, "  digest_tokens = %d  (%s)\n", b, reason)
+	}
+}
+
+// costlierWords is what printWhatToSet adds to a net price under 0.
+func costlierWords(net float64) string {
+	if net < 0 {
+		return ": costlier than doing nothing there"
+	}
+	return ""
 }
 
 // calibrationRun is one calibration computed from a store (computeCalibration):
