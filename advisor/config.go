@@ -18,6 +18,7 @@ import (
 	"github.com/go-playground/validator/v10"
 
 	"github.com/pruneadvisor/pruneadvisor/backoff"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 	"github.com/pruneadvisor/pruneadvisor/planner"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 )
@@ -619,27 +620,15 @@ func LoadConfig(file string) (Config, error) {
 }
 
 // jsonErrorAt is where in data a JSON decoding error lies, as "LINE:COLUMN"
-// (1-based, columns in bytes): a syntax error's or a type error's offset, and
-// the end of data for a document cut short (io.ErrUnexpectedEOF); "" for any
-// other error.
+// (1-based, columns in bytes: jsonscan.ErrorOffset and Position): a syntax
+// error's offending byte, a type error's value end, one past the last byte for a
+// document cut short; "" for any other error.
 func jsonErrorAt(data []byte, err error) string {
-	var off int64
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		off = syn.Offset
-	case errors.As(err, &typ):
-		off = typ.Offset
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		off = int64(len(data))
-	default:
+	off, ok := jsonscan.ErrorOffset(data, err)
+	if !ok {
 		return ""
 	}
-	off = min(max(off, 0), int64(len(data)))
-	before := data[:off]
-	line := 1 + bytes.Count(before, []byte("\n"))
-	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	line, col := jsonscan.Position(data, off)
 	return fmt.Sprintf("%d:%d", line, col)
 }
 

@@ -195,9 +195,10 @@ func TestLoadConfig(t *testing.T) {
 		{"unknown price field", `{"prices": {"openai": {"inputs": 1}}}`, []string{"u.json", `field "prices"`, `entry "openai"`, `unknown field "inputs"`}},
 		{"provider not the key", `{"prices": {"openai": {"provider": "gemini"}}}`, []string{"u.json", `entry "openai" holds provider "gemini"`}},
 		{"trailing data", `{"cutoff": 0.1} {"cutoff": 0.2}`, []string{"u.json", "data after the JSON object"}},
-		// Line and column of a syntax error, and of the end of a file cut short
-		// (line 3 is 16 bytes long: column 17 is past its last byte).
-		{"syntax error", "{\n  \"cutoff\": 0.1,,\n}", []string{"u.json:2:18: invalid character ','"}},
+		// Line and column of a syntax error's offending byte (the second ',' is
+		// byte 17 of line 2), and of the end of a file cut short (line 3 is 16
+		// bytes long: column 17 is past its last byte).
+		{"syntax error", "{\n  \"cutoff\": 0.1,,\n}", []string{"u.json:2:17: invalid character ','"}},
 		{"cut short", "{\n  \"cutoff\": 0.1,\n  \"budget\": 5000", []string{"u.json:3:17: unexpected EOF"}},
 		{"empty file", " \n", []string{"u.json: invalid config: the file is empty; want a JSON object"}},
 	}

@@ -68,6 +68,20 @@ type Part struct {
 	Context int
 }
 
+// LeftOut says what leaving out the Part field named name ("lines" or "grep",
+// as the recall tool, the CLI's flags and the HTTP parameters name them) asks
+// for: "every line" or "no search"; "" for another name. The CLI and the HTTP
+// route refuse an argument given empty, which would read as left out.
+func LeftOut(name string) string {
+	switch name {
+	case "lines":
+		return "every line"
+	case "grep":
+		return "no search"
+	}
+	return ""
+}
+
 // IsWhole reports whether p asks for the whole original (the zero Part).
 func (p Part) IsWhole() bool { return p == Part{} }
 

@@ -172,20 +172,8 @@ func TestExpectContinueAnsweredHere(t *testing.T) {
 		io.WriteString(w, `{"type":"message","content":[]}`)
 	})
 	env := newProxy(t, server.Options{AnthropicUpstream: up.URL})
-	req, err := http.NewRequest(http.MethodPost, env.http.URL+"/v1/messages",
-		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Api-Key", "sk-ant-test")
-	req.Header.Set("Expect", "100-continue")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp, _ := post(t, env.http.URL+"/v1/messages", []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`),
+		map[string]string{"X-Api-Key": "sk-ant-test", "Expect": "100-continue"})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}

@@ -145,7 +145,7 @@ func TestProxyHardLimitGrowing(t *testing.T) {
 				t.Errorf("stubs from step %d under the window fraction's 54,000", firstStub)
 			}
 			// serve --verbose says why: the rewrites the hard limit forced, or, under
-			// the window fraction, the over-budget rewrites the price rule held.
+			// the window fraction, each request over the budget without one.
 			want := map[string]string{"claude": `msg=rewrite session=grow-claude`, "unknown": `msg="over budget, no rewrite" session=grow-unknown`}[tt.name]
 			if !strings.Contains(env.log.String(), want) {
 				t.Errorf("the log lacks %q:\n%s", want, env.log.String())

@@ -113,8 +113,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// observePlan counts what one advised step did.
-func (m *metrics) observePlan(p advisor.Plan) {
+// observePlan counts what one advised step did and returns how many outputs its
+// rewrite pruned (0 without one).
+func (m *metrics) observePlan(p advisor.Plan) (pruned int) {
 	m.asks.Add(float64(p.Asked))
 	for kind, n := range p.ScorerFailures {
 		m.scorerFailures.WithLabelValues(kind).Add(float64(n))
@@ -124,16 +125,18 @@ func (m *metrics) observePlan(p advisor.Plan) {
 	}
 	m.tokenStepsSaved.Add(float64(max(p.SavedTokens, 0)))
 	if !p.Rewrite {
-		return
+		return 0
 	}
 	m.rewrites.WithLabelValues(rewriteReason(p.RewriteReason)).Inc()
 	for _, it := range p.Items {
 		if it.Decision != advisor.DecisionPruned || it.DecidedAt != p.Step {
 			continue
 		}
+		pruned++
 		m.pruned.WithLabelValues(pruneReason(it)).Inc()
 		m.tokensSaved.Add(float64(max(it.Tokens-tokencount.Count(it.Stub), 0)))
 	}
+	return pruned
 }
 
 // pruneReason maps a pruned item's free-text reason onto a small label set.
@@ -179,17 +182,11 @@ func (t timedScorer) Score(ctx context.Context, b cards.Batch) ([]cards.Score, e
 }
 
 // logPlan logs at info level (serve --verbose) what a step did to the request: a
-// rewrite, with its reason and what it pruned, or, over the budget, why there was
-// none (the plan's Waiting, or nothing pending).
-func (s *Server) logPlan(id string, p advisor.Plan) {
+// rewrite, with its reason and the outputs it pruned (observePlan's count), or,
+// over the budget, why there was none (the plan's Waiting, or nothing pending).
+func (s *Server) logPlan(id string, p advisor.Plan, pruned int) {
 	switch {
 	case p.Rewrite:
-		pruned := 0
-		for _, it := range p.Items {
-			if it.Decision == advisor.DecisionPruned && it.DecidedAt == p.Step {
-				pruned++
-			}
-		}
 		s.log.Info("rewrite", "session", id, "step", p.Step, "reason", p.RewriteReason, "pruned", pruned,
 			"context_tokens", p.ContextTokens, "saved_tokens", p.SavedTokens)
 	case p.OverBudget:

@@ -396,8 +396,7 @@ func (s *Server) adviseBody(ctx context.Context, kind apiKind, hints hints, body
 		}
 		return nil, false, nil
 	}
-	s.metrics.observePlan(plan)
-	s.logPlan(id, plan)
+	s.logPlan(id, plan, s.metrics.observePlan(plan))
 	note.setPlan(plan)
 	out, changed = s.rewriteParts(route, id, sess, plan.Stubs)
 	return out, changed, nil

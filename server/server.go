@@ -42,6 +42,7 @@ import (
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
 	"github.com/pruneadvisor/pruneadvisor/evidence"
+	"github.com/pruneadvisor/pruneadvisor/internal/jsonscan"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 	"github.com/pruneadvisor/pruneadvisor/recall"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
@@ -781,15 +782,7 @@ func jsonErrorAt(data []byte) string {
 	if !errors.As(err, &se) {
 		return err.Error()
 	}
-	// encoding/json reports the offset just past the offending byte.
-	off := min(max(int(se.Offset)-1, 0), len(data))
-	line, col := position(data, off)
+	off, _ := jsonscan.ErrorOffset(data, err)
+	line, col := jsonscan.Position(data, off)
 	return fmt.Sprintf("invalid JSON at line %d, column %d (byte offset %d): %s", line, col, off, se.Error())
-}
-
-// position returns the 1-based line and column (in bytes) of byte offset off in data.
-func position(data []byte, off int) (line, col int) {
-	line = bytes.Count(data[:off], []byte("\n")) + 1
-	col = off - bytes.LastIndexByte(data[:off], '\n')
-	return line, col
 }

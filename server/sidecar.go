@@ -291,8 +291,8 @@ func recallPart(r *http.Request) (recall.Part, error) {
 			return p, fmt.Errorf("%w: %s given %d times; give it once", errRecallQuery, name, len(vs))
 		}
 		v := vs[0]
-		if v == "" && (name == "lines" || name == "grep") {
-			return p, fmt.Errorf("%w: %s is empty; leave it out for %s", errRecallQuery, name, map[string]string{"lines": "every line", "grep": "no search"}[name])
+		if left := recall.LeftOut(name); v == "" && left != "" {
+			return p, fmt.Errorf("%w: %s is empty; leave it out for %s", errRecallQuery, name, left)
 		}
 		switch name {
 		case "lines":

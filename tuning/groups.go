@@ -132,6 +132,17 @@ func GroupList(groups []*Group) string {
 	return strings.Join(parts, "; ")
 }
 
+// ScorerName is the scorer's name in a label ScorerLabel made: the label less its
+// "@" and settings hash, the name a config's scorer_cutoffs and scorer_schedules
+// are keyed by ("fitted" of "fitted@1a2b3c4d").
+func ScorerName(label string) string {
+	i := strings.LastIndexByte(label, '@')
+	if i < 0 || len(label)-i-1 != 8 || strings.Trim(label[i+1:], "0123456789abcdef") != "" {
+		return label // no hash suffix (a name may hold an '@' of its own)
+	}
+	return label[:i]
+}
+
 // ScorerLabel names a group's scorer in a report: the scorer's name, with the
 // first 8 digits of the settings hash when two of groups share the scorer.
 func ScorerLabel(g *Group, groups []*Group) string {

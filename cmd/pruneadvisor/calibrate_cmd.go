@@ -154,7 +154,7 @@ func (run *calibrationRun) writeConfig(e *env, f calibrateFlags) error {
 	if sr.Recommendation.None {
 		return fmt.Errorf("calibrate: no cutoff of scorer %s meets --target-miss %.3f (%s); %s not written", sr.Scorer, f.targetMiss, sr.Recommendation.Reason, f.writeConfig)
 	}
-	if err := tuning.WriteCutoff(f.writeConfig, sr.Scorer, sr.Recommendation.Cutoff, run.opts.SizeExponent, run.opts.SizeCapTokens, 0); err != nil {
+	if err := tuning.WriteCutoff(f.writeConfig, tuning.ScorerName(sr.Scorer), sr.Recommendation.Cutoff, run.opts.SizeExponent, run.opts.SizeCapTokens, 0); err != nil {
 		return err
 	}
 	// The cutoff was priced at run.budget's window: a file for another window
@@ -207,20 +207,26 @@ func (run *calibrationRun) printText(e *env, f calibrateFlags) error {
 // printWhatToSet ends the text with the settings the calibration recommends, in
 // one place: the chosen scorer's cutoff at the budget --write-config writes (with
 // what it nets there), and the digest budget of the stubs' coverage, beside the
-// values the replay ran with.
+// values the chosen scorer's replay ran with (the first replay's for a scorer
+// scored in this process).
 func (run *calibrationRun) printWhatToSet(w io.Writer, f calibrateFlags) {
 	sr := run.chosen
 	if sr == nil {
 		return
 	}
-	cfg := run.groups[0].Settings.Config
+	cfg, name := run.groups[0].Settings.Config, tuning.ScorerName(sr.Scorer)
+	for _, g := range run.groups {
+		if tuning.ScorerLabel(g, run.groups) == sr.Scorer {
+			cfg = g.Settings.Config // the replay the chosen sweep comes from
+		}
+	}
 	fmt.Fprintf(w, "\nwhat to set (the replay ran with cutoff %s for %s and digest_tokens %d):\n",
-		calibrate.CutoffText(cfg.CutoffFor(sr.Scorer)), sr.Scorer, cfg.DigestTokens)
+		calibrate.CutoffText(cfg.CutoffFor(name)), name, cfg.DigestTokens)
 	if rec := sr.Recommendation; rec.None {
-		fmt.Fprintf(w, "  scorer_cutoffs.%s: none meets --target-miss %.3f at budget %d (%s)\n", sr.Scorer, f.targetMiss, run.budget.Budget, rec.Reason)
+		fmt.Fprintf(w, "  scorer_cutoffs.%s: none meets --target-miss %.3f at budget %d (%s)\n", name, f.targetMiss, run.budget.Budget, rec.Reason)
 	} else {
 		fmt.Fprintf(w, "  scorer_cutoffs.%s = %s  (objective %s at budget %d, window %d: miss rate %.3f, net $%.2f%s; --write-config writes it)\n",
-			sr.Scorer, calibrate.CutoffText(rec.Cutoff), rec.Objective, run.budget.Budget, run.budget.Window, rec.Result.MissRate, rec.Result.Applied.NetUSD, costlierWords(rec.Result.Applied.NetUSD))
+			name, calibrate.CutoffText(rec.Cutoff), rec.Objective, run.budget.Budget, run.budget.Window, rec.Result.MissRate, rec.Result.Applied.NetUSD, costlierWords(rec.Result.Applied.NetUSD))
 	}
 	if b, reason, ok := run.in.Digest.Recommend(); ok {
 		fmt.Fprintf(w, "  digest_tokens = %d  (%s)\n", b, reason)

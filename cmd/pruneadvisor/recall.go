@@ -44,7 +44,7 @@ not shaped like a recall id, or a bad or empty --lines, --grep or --context (a
 			}
 			for _, name := range []string{"lines", "grep"} {
 				if f := cmd.Flags().Lookup(name); f.Changed && f.Value.String() == "" {
-					return usageError{fmt.Errorf("--%s \"\": empty; leave --%s out for %s", name, name, map[string]string{"lines": "every line", "grep": "no search"}[name])}
+					return usageError{fmt.Errorf("--%s \"\": empty; leave --%s out for %s", name, name, recall.LeftOut(name))}
 				}
 			}
 			if err := part.Validate(); err != nil {
