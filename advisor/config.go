@@ -110,8 +110,9 @@ type Config struct {
 	// MinCandidateTokens is the minimum size of a candidate in tokens. Default 200
 	// ("a stub must be clearly shorter").
 	MinCandidateTokens int `json:"min_candidate_tokens" validate:"gte=1"`
-	// DigestTokens is the stub digest's budget, in digest tokens
-	// (evidence.DigestNameTokens): a stub names the output's most specific names
+	// DigestTokens is the stub digest's budget, in o200k tokens of its names, each
+	// with the space before it (evidence.DigestNameTokens; before replay-16 an
+	// estimate of 1 + len/4 with a comma): a stub names the output's most specific names
 	// (evidence.Tracker.Digest, docs/DESIGN.md step 7) up to this many, so that a
 	// later step that needs one finds it without a recall. Default 128 (64 before 5
 	// December 2026): with the embedded model refitted under it, every anchor
@@ -121,14 +122,16 @@ type Config struct {
 	DigestTokens int `json:"digest_tokens" validate:"gte=0,lte=4096"`
 	// StubMaxShare bounds a stub with its digest to this share of the tokens it
 	// replaces: the digest shrinks (to nothing) to fit (DigestBudget). Default
-	// 0.35 (0.25 before replay-15 priced each stub with the digest it holds):
-	// the largest share of 0.25 to 0.4 whose stubs stay within issue 39's 10% of
-	// the tokens they replace on ../shared/sessions and ../shared/corpus at 128
-	// digest tokens (9.0% and 9.96%), holding 54% and 61% of the uses against 47%
-	// and 50% at 0.25 (docs/EVALUATION.md, "Stubs priced with their live digest,
-	// and a larger share").
-	// An output of 400 tokens then carries a digest of about 95 tokens; a stub is
-	// never longer than what it replaces, whatever the share.
+	// 0.5 (0.35 before replay-16 costed a digest's names at their real tokens,
+	// 0.25 before replay-15 priced each stub with the digest it holds): of 0.35,
+	// 0.4 and 0.5, the largest, whose stubs stay within issue 39's 10% of the
+	// tokens they replace on ../shared/sessions and ../shared/corpus at 128
+	// digest tokens (9.05% and 9.97%), holding 62.8% and 75.8% of the uses
+	// against 61.9% and 72.4% at 0.35 (docs/EVALUATION.md, "Digest names at
+	// their real cost").
+	// An output of 400 tokens then carries a digest of up to 128 tokens (0.5 x 400
+	// less a stub of about 40 tokens without it), one of 200 tokens about 57; a
+	// stub is never longer than what it replaces, whatever the share.
 	StubMaxShare float64 `json:"stub_max_share" validate:"gt=0,lte=1"`
 	// Cutoff is the keep-probability under which a scored candidate is pruned.
 	// Default 0.25 until calibrated ("the small model is only reliable in its low tail").
@@ -306,7 +309,7 @@ func DefaultConfig() Config {
 		ProtectedSteps:            3,
 		MinCandidateTokens:        200,
 		DigestTokens:              128,
-		StubMaxShare:              0.35,
+		StubMaxShare:              0.5,
 		Cutoff:                    0.25,
 		ScorerCutoffs:             map[string]float64{"fitted": 0.045},
 		ScorerSchedules:           map[string]string{"fitted": "1,1,2,3,6,12,24"},

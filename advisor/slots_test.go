@@ -204,11 +204,24 @@ func TestLargeJSONOutputRecall(t *testing.T) {
 	head := fmt.Sprintf(`[pruned: Bash curl -s localhost:8080/api/customers, %s tokens, score 0.00; it named `,
 		commas(tokencount.Count(big)))
 	tail := fmt.Sprintf(`; recall("%s") restores it]`, id)
-	// The digest (issue 39) keeps the one name of its kind, the needle the card's
-	// head and tail miss, within its digest tokens.
+	// The digest (issue 39) holds the most specific names per token, in order of
+	// first appearance on ties: the rare plain word "region" (1 of 1 token),
+	// then the shaped names of the first records (2 of 3 or 4), each a
+	// whole name costing its o200k tokens with the space before it, within the
+	// digest budget. The needle, one of 300 names of the same shape and cost,
+	// comes too late for it: recall gets it back.
+	names := strings.TrimSuffix(strings.TrimPrefix(it.Stub, head), tail)
+	wantNames := []string{"region", "balance_cents", "customer-0000", "eu-west-0", "customer-0001", "eu-west-1", "customer-0002", "eu-west-2"}
 	if it.Decision != advisor.DecisionPruned || it.RecallID != id || !strings.HasPrefix(it.Stub, head) ||
-		!strings.HasSuffix(it.Stub, tail) || !strings.Contains(it.Stub, "needle-4242") || tokencount.Count(it.Stub) > 2*(40+cfg.DigestTokens) {
-		t.Fatalf("c1: %s, id %s, stub %q; want pruned, %s, %q…needle-4242…%q", it.Decision, it.RecallID, it.Stub, id, head, tail)
+		!strings.HasSuffix(it.Stub, tail) || !strings.HasPrefix(names, strings.Join(wantNames, " ")+" ") || strings.Contains(names, "needle-4242") {
+		t.Fatalf("c1: %s, id %s, stub %q; want pruned, %s, %q%s …%q without the needle", it.Decision, it.RecallID, it.Stub, id, head, strings.Join(wantNames, " "), tail)
+	}
+	cost := 0
+	for _, n := range strings.Split(names, " ") {
+		cost += tokencount.Count(" " + n)
+	}
+	if cost > cfg.DigestTokens || cost+tokencount.Count(" customer-0028") <= cfg.DigestTokens {
+		t.Errorf("the digest's names cost %d tokens; want the most that fit in %d", cost, cfg.DigestTokens)
 	}
 	got, err := recall.New(store).Recall(context.Background(), id)
 	if err != nil {

@@ -1038,8 +1038,9 @@ func outputText(msgs []*transcript.Message, o *outState) (string, bool) {
 //
 // With a digest (st's tracker, Config.DigestTokens within DigestBudget; none for
 // a rule-dead output, whose content is in context again), the names it kept come
-// before the recall: `…, score 0.08; it named MAX_SIZE, src/server.go,
-// parseConfig; recall("o_7f3a9c0b1d") restores it]`. st may be nil (no digest).
+// before the recall, one space between two (evidence.DigestNameTokens): `…,
+// score 0.08; it named src/server.go parseConfig MAX_SIZE; recall("o_7f3a9c0b1d")
+// restores it]`. st may be nil (no digest).
 func (a *Advisor) stubText(st *state, o *outState, reason string) string {
 	what := strings.TrimSpace(o.tool + " " + cards.Cut(o.summary, StubSummaryChars))
 	head := fmt.Sprintf("[pruned: %s, %s tokens, %s; ", what, thousands(o.tokens), reason)
@@ -1057,7 +1058,7 @@ func (a *Advisor) stubText(st *state, o *outState, reason string) string {
 	if len(names) == 0 {
 		return head + tail
 	}
-	return head + "it named " + strings.Join(names, ", ") + "; " + tail
+	return head + "it named " + strings.Join(names, " ") + "; " + tail
 }
 
 // StubSummaryChars is the most characters of a call's argument summary a stub

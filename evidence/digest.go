@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+
+	"github.com/pruneadvisor/pruneadvisor/tokencount"
 )
 
 // The digest (docs/DESIGN.md step 7, issue 39): the names of an output that a later use
@@ -23,8 +25,9 @@ import (
 //   - Order: by specificity per token, highest first (specificity: 3 for a path, 2
 //     for a name with '_', '.', '-' or an inner capital, 1 otherwise; ties by
 //     position in O).
-//   - Cost: DigestNameTokens(name) tokens a name, its separator included; a name's
-//     budget is the cumulative cost up to and including it.
+//   - Cost: DigestNameTokens(name) tokens a name, the space before it included
+//     (a stub joins the names with single spaces); a name's budget is the
+//     cumulative cost up to and including it.
 //   - Live names only: a stub made at step T leaves out the names that stopped
 //     being live for O by T (the agent or the user wrote them since, or a later
 //     output carries them: a later use of them is not a use of O), and the names
@@ -35,11 +38,32 @@ import (
 // Of the orders tried, this one holds the most uses that could become misses
 // (docs/EVALUATION.md, "Stub digests", gives each order's figures).
 
-// DigestNameTokens is the tokens a name costs in a digest: an estimate of o200k
-// tokens, one per 4 bytes rounded up, plus one for the separator ", " (code and
-// paths run about 3.5-4.5 bytes a token; the estimate is documented, not measured
-// per name, so that a digest's order does not depend on a tokenizer).
-func DigestNameTokens(name string) int { return 1 + (len(name)+3)/4 }
+// DigestNameTokens is the tokens a name costs in a digest: its o200k_base tokens
+// with the space before it, tokencount.Count(" "+name). A stub joins its digest's
+// names with single spaces, and o200k's pre-split never joins the text on either
+// side of such a space into one token, so a digest's names cost exactly the sum of
+// theirs: on the 3,404 names of the 265 digests advise gives the first 40 files of
+// ../shared/sessions, 11,702 tokens joined and summed alike. (Before replay-16 the
+// names were joined with ", " and costed at an estimate, 1 + len/4 rounded up:
+// 13,804 estimated for 14,756 real tokens; the comma alone cost one token a
+// name. docs/EVALUATION.md, "Digest names at their real cost".)
+func DigestNameTokens(name string) int { return tokencount.Count(" " + digestText(name)) }
+
+// digestText is how a digest writes a name: as it is, or, for a quoted phrase of
+// several words (a name with a space in it), between double quotes (backquotes
+// when it holds a double quote, single quotes when it holds both), so that the
+// space-joined names stay apart and the phrase is read back as the same name.
+func digestText(name string) string {
+	if !strings.ContainsAny(name, " \t") {
+		return name
+	}
+	for _, q := range []string{`"`, "`"} {
+		if !strings.Contains(name, q) {
+			return q + name + q
+		}
+	}
+	return "'" + name + "'"
+}
 
 // digestCand is one candidate of the output being added.
 type digestCand struct {
@@ -48,6 +72,7 @@ type digestCand struct {
 	group int32 // the compound it came from
 	pos   int   // order of first appearance in the output
 	spec  int   // specificity (digestSpec)
+	cost  int   // DigestNameTokens(name), counted once by setDigest
 }
 
 // digestSpec is a candidate's specificity: 3 for a path, 2 for a name with '_',
@@ -73,7 +98,7 @@ func digestOrder(cands []digestCand) {
 	slices.SortStableFunc(cands, func(a, b digestCand) int {
 		// Higher specificity per token first: spec_a/cost_a against spec_b/cost_b;
 		// the stable sort keeps position order on ties.
-		return b.spec*DigestNameTokens(a.name) - a.spec*DigestNameTokens(b.name)
+		return b.spec*a.cost - a.spec*b.cost
 	})
 }
 
@@ -97,7 +122,8 @@ const DigestKeep = 2
 const DefaultDigestFrom = 3
 
 // Digest returns the digest of output key within budget tokens, as a stub made
-// now holds it: its candidate names in digest order, less those no longer live
+// now holds it: its candidate names as a stub writes them (a phrase of several
+// words quoted: digestText) in digest order, less those no longer live
 // for it (Tracker.deaths), while their cumulative DigestNameTokens stay within
 // the budget (Tracker.DigestTokens x DigestKeep bounds what is kept; outputs
 // under Tracker.DigestMinTokens keep none). nil for an unknown key, a budget
@@ -112,11 +138,12 @@ func (t *Tracker) Digest(key string, budget int) []string {
 	cum := 0
 	for i, rest := 0, t.outs[idx].digest; rest != ""; i++ {
 		var n string
-		n, rest = nextDigestName(rest)
+		var c int
+		n, c, rest = nextDigestName(rest)
 		if deaths != nil && deaths[i] != 0 {
 			continue
 		}
-		cum += DigestNameTokens(n)
+		cum += c
 		if cum > budget {
 			break
 		}
@@ -156,7 +183,7 @@ func (t *Tracker) pastKept(dcost int32) bool { return int(dcost) > DigestKeep*t.
 func digestLen(s string) int {
 	n := 0
 	for rest := s; rest != ""; n++ {
-		_, rest = nextDigestName(rest)
+		_, _, rest = nextDigestName(rest)
 	}
 	return n
 }
@@ -176,9 +203,9 @@ func (t *Tracker) liveNeed(idx int32, dcost int32, use int) int32 {
 	by := min(t.DigestFrom, use-1-o.step) + 1 // a death of 1 + steps since the output
 	need, cum := dcost, int32(0)
 	for i, rest := 0, o.digest; rest != ""; i++ {
-		var n string
-		n, rest = nextDigestName(rest)
-		c := int32(DigestNameTokens(n))
+		var nc int
+		_, nc, rest = nextDigestName(rest)
+		c := int32(nc)
 		if cum += c; cum >= dcost {
 			return need
 		}
@@ -200,20 +227,27 @@ func diedBy(d uint8, by int) bool { return d != 0 && d != deathLate && int(d) <=
 const deathLate = 255
 
 // nextDigestName splits the first name off an outEvidence.digest string (its
-// length as a uvarint, then its bytes): the name, a substring, and the rest.
-func nextDigestName(s string) (name, rest string) {
-	n, shift, i := 0, 0, 0
-	for ; i < len(s); i++ {
+// length as a uvarint, its bytes, then its DigestNameTokens as a uvarint): the
+// name, a substring, its cost, and the rest.
+func nextDigestName(s string) (name string, cost int, rest string) {
+	n, i := uvarintAt(s, 0)
+	end := min(i+n, len(s))
+	cost, next := uvarintAt(s, end)
+	return s[i:end], cost, s[next:]
+}
+
+// uvarintAt reads the uvarint at s[i:]: its value and the index after it (len(s)
+// at most, for a truncated one).
+func uvarintAt(s string, i int) (v, next int) {
+	for shift := 0; i < len(s); i++ {
 		b := s[i]
-		n |= int(b&0x7f) << shift
+		v |= int(b&0x7f) << shift
 		shift += 7
 		if b < 0x80 {
-			i++
-			break
+			return v, i + 1
 		}
 	}
-	end := min(i+n, len(s))
-	return s[i:end], s[end:]
+	return v, i
 }
 
 // setDigest orders the candidates of the output just added (t.cands, in place),
@@ -222,17 +256,22 @@ func nextDigestName(s string) (name, rest string) {
 // t.candGroups) and keeps the names within t.DigestTokens for oe when its output
 // has DigestMinTokens or more.
 func (t *Tracker) setDigest(oe *outEvidence, tokens int) {
+	for i := range t.cands {
+		t.cands[i].cost = DigestNameTokens(t.cands[i].name)
+	}
 	digestOrder(t.cands)
 	keep := t.DigestTokens > 0 && tokens >= t.DigestMinTokens
 	cum := 0
 	buf := t.digestBuf[:0]
 	kept := 0
 	for _, c := range t.cands {
-		cum += DigestNameTokens(c.name)
+		cum += c.cost
 		t.candGroups[c.group] = int32(cum)
 		if keep && cum <= DigestKeep*t.DigestTokens {
-			buf = binary.AppendUvarint(buf, uint64(len(c.name)))
-			buf = append(buf, c.name...)
+			text := digestText(c.name)
+			buf = binary.AppendUvarint(buf, uint64(len(text)))
+			buf = append(buf, text...)
+			buf = binary.AppendUvarint(buf, uint64(c.cost))
 			if kept++; kept <= 255 {
 				t.infos[c.id].kpos = uint8(kept)
 			}
@@ -268,12 +307,12 @@ func (t *Tracker) DigestLive(key string) []int {
 	var out []int
 	cum := 0
 	for i, rest := 0, t.outs[idx].digest; rest != ""; i++ {
-		var n string
-		n, rest = nextDigestName(rest)
+		var c int
+		_, c, rest = nextDigestName(rest)
 		if deaths != nil && diedBy(deaths[i], by) {
 			continue
 		}
-		cum += DigestNameTokens(n)
+		cum += c
 		out = append(out, cum)
 	}
 	return out

@@ -13,11 +13,12 @@ import (
 // TestDigest works the digest rule out by hand on one output (digest.go):
 //
 //	candidates, by position: src/server.go (the last two segments of the path
-//	/repo/src/server.go: specificity 3, cost 1+ceil(13/4) = 5), parseConfig (inner
-//	capital: 2, cost 4), MAX_SIZE ('_': 2, cost 3), 42000 (1, cost 3); "then" and
+//	/repo/src/server.go: specificity 3, cost 3: " src", "/server", ".go" in
+//	o200k_base), parseConfig (inner capital: 2, cost 2: " parse", "Config"),
+//	MAX_SIZE ('_': 2, cost 2), 42000 (1, cost 3: " ", "420", "00"); "then" and
 //	"readme" are plain words common in the background: no candidates.
-//	by specificity per token: MAX_SIZE 2/3, src/server.go 3/5, parseConfig 2/4,
-//	42000 1/3; cumulative cost 3, 8, 12, 15.
+//	by specificity per token: src/server.go 3/3, parseConfig 2/2 and MAX_SIZE
+//	2/2 (ties keep position order), 42000 1/3; cumulative cost 3, 5, 7, 10.
 func TestDigest(t *testing.T) {
 	bg := &Background{Sessions: 100, MinShare: DefaultMinShare, Counts: map[string]int{"then": 50, "readme": 9}}
 	tr := NewTracker()
@@ -30,36 +31,36 @@ func TestDigest(t *testing.T) {
 		budget int
 		want   []string
 	}{
-		{0, nil}, {2, nil}, {3, []string{"MAX_SIZE"}}, {7, []string{"MAX_SIZE"}},
-		{8, []string{"MAX_SIZE", "src/server.go"}},
-		{14, []string{"MAX_SIZE", "src/server.go", "parseConfig"}},
-		{15, []string{"MAX_SIZE", "src/server.go", "parseConfig", "42000"}},
-		{100, []string{"MAX_SIZE", "src/server.go", "parseConfig", "42000"}},
+		{0, nil}, {2, nil}, {3, []string{"src/server.go"}}, {4, []string{"src/server.go"}},
+		{5, []string{"src/server.go", "parseConfig"}},
+		{9, []string{"src/server.go", "parseConfig", "MAX_SIZE"}},
+		{10, []string{"src/server.go", "parseConfig", "MAX_SIZE", "42000"}},
+		{100, []string{"src/server.go", "parseConfig", "MAX_SIZE", "42000"}},
 	} {
 		if d := cmp.Diff(tt.want, tr.Digest("c1", tt.budget)); d != "" {
 			t.Errorf("Digest(c1, %d) (-want +got):\n%s", tt.budget, d)
 		}
 	}
 	// The budget that holds a use: the path's base name is held with its
-	// compound's candidate (8); two compounds need both (max of 15 and 12); a
+	// compound's candidate (3); two compounds need both (max of 10 and 5); a
 	// common plain word is no use.
 	got := addAll(t, tr, asst(2, "Open `server.go` next."), asst(3, "", &transcript.ToolCall{ID: "c2", Name: "bash", Args: json.RawMessage(`{"n":"42000","f":"parseConfig"}`), Step: 3}), asst(4, "", &transcript.ToolCall{ID: "c3", Name: "bash", Args: json.RawMessage(`{"x":"readme"}`), Step: 4}))
 	var digests []int
 	for _, u := range got {
 		digests = append(digests, u.Digest)
 	}
-	if d := cmp.Diff([]int{8, 15}, digests); d != "" {
+	if d := cmp.Diff([]int{3, 10}, digests); d != "" {
 		t.Errorf("uses %+v: digest budgets (-want +got):\n%s", got, d)
 	}
 	// Per name (Use.NameDigests), in the order the agent's words are read (an
-	// object's values in key order: "f" before "n"): server.go alone (8); then
-	// parseConfig (12) and 42000 (15), so that a digest of 12 to 14 tokens holds
+	// object's values in key order: "f" before "n"): server.go alone (3); then
+	// parseConfig (5) and 42000 (10), so that a digest of 5 to 9 tokens holds
 	// one of the two names of that use and not the use.
 	var names [][]int
 	for _, u := range got {
 		names = append(names, u.NameDigests)
 	}
-	if d := cmp.Diff([][]int{{8}, {12, 15}}, names); d != "" {
+	if d := cmp.Diff([][]int{{3}, {5, 10}}, names); d != "" {
 		t.Errorf("uses %+v: digest budgets per name (-want +got):\n%s", got, d)
 	}
 	// Kept only up to DigestTokens, and only for outputs of DigestMinTokens or more.
@@ -76,50 +77,90 @@ func TestDigest(t *testing.T) {
 	c10 := &transcript.ToolCall{ID: "c10", Name: "bash", Args: json.RawMessage(`{}`), Step: 2}
 	m = result(c10, "fresh_name_a fresh_name_b_long_one fresh_name_c")
 	addAll(t, tr2, asst(2, "", c10), m)
-	// a and c (2/4 each, by position) before b (2/7): 8 tokens, within DigestKeep
-	// x 5 = 10; b (7 more) is past them.
+	// a and c (2/3 each, by position) before b (2/5): 6 tokens, within DigestKeep
+	// x 5 = 10; b (5 more) is past them.
 	if d := cmp.Diff([]string{"fresh_name_a", "fresh_name_c"}, tr2.Digest("c10", 100)); d != "" {
 		t.Errorf("kept beyond DigestKeep x DigestTokens 5 (-want +got):\n%s", d)
 	}
 }
 
 // TestDigestString: the digest names of an output are kept in one string, each
-// after its length as a uvarint; a name of 200 bytes takes a two-byte length
-// (200 = 0xc8: 0xc8 0x01), a NUL inside a name is a byte like any other, and the
-// names come back whole and in order.
+// after its length as a uvarint and before its cost as a uvarint; a name of 200
+// bytes takes a two-byte length (200 = 0xc8: 0xc8 0x01), as does a cost of 300
+// (0xac 0x02), a NUL inside a name is a byte like any other, and the names and
+// costs come back whole and in order.
 func TestDigestString(t *testing.T) {
 	long := strings.Repeat("x", 200)
 	names := []string{"a", "src/\x00evil.go", long, "parseConfig"}
+	costs := []int{1, 300, 25, 2}
 	var buf []byte
-	for _, n := range names {
+	for i, n := range names {
 		buf = binary.AppendUvarint(buf, uint64(len(n)))
 		buf = append(buf, n...)
+		buf = binary.AppendUvarint(buf, uint64(costs[i]))
 	}
-	if buf[len("a")+1+len("src/\x00evil.go")+1] != 0xc8 {
-		t.Fatalf("the long name's length is not the two-byte uvarint 0xc8 0x01: % x", buf[:32])
+	at := 1 + len("a") + 1 + 1 + len("src/\x00evil.go") // the second name's cost
+	if buf[at] != 0xac || buf[at+1] != 0x02 || buf[at+2] != 0xc8 || buf[at+3] != 0x01 {
+		t.Fatalf("the cost 300 and the long name's length are not the two-byte uvarints ac 02 and c8 01: % x", buf[:at+4])
 	}
 	var got []string
+	var gotCosts []int
 	for rest := string(buf); rest != ""; {
 		var n string
-		n, rest = nextDigestName(rest)
-		got = append(got, n)
+		var c int
+		n, c, rest = nextDigestName(rest)
+		got, gotCosts = append(got, n), append(gotCosts, c)
 	}
 	if d := cmp.Diff(names, got); d != "" {
 		t.Errorf("names (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(costs, gotCosts); d != "" {
+		t.Errorf("costs (-want +got):\n%s", d)
+	}
+	// A string cut inside a length or a cost ends the walk without a panic.
+	for cut := range buf {
+		for rest := string(buf[:cut]); rest != ""; {
+			_, _, rest = nextDigestName(rest)
+		}
+	}
+}
+
+// TestDigestText: a digest writes a name as it is, and a quoted phrase of several
+// words between quotes that it does not hold, so that names joined by spaces stay
+// apart; the cost is that of the text written, with the space before it.
+func TestDigestText(t *testing.T) {
+	for _, tt := range []struct {
+		name, want string
+		// o200k tokens of " "+want, by its pre-split: ` "`, handler, 0, :, ` nil`,
+		// ` request`, `"` are one token each
+		cost int
+	}{
+		{"parseConfig", "parseConfig", 2},
+		{"handler0: nil request", `"handler0: nil request"`, 7},
+		{`say "hi" now`, "`say \"hi\" now`", 7},
+		{"it's `x` \"y\"", `'it's ` + "`x`" + ` "y"'`, 8},
+		{"tab\there", `"tab` + "\t" + `here"`, 5},
+	} {
+		if got := digestText(tt.name); got != tt.want {
+			t.Errorf("digestText(%q) = %q; want %q", tt.name, got, tt.want)
+		}
+		if got := DigestNameTokens(tt.name); got != tt.cost {
+			t.Errorf("DigestNameTokens(%q) = %d; want %d", tt.name, got, tt.cost)
+		}
 	}
 }
 
 // TestDigestLiveNames works out by hand how a digest leaves out the names that
 // stopped being live for its output (digest.go, "Live names only"), on TestDigest's
-// output (MAX_SIZE 3, src/server.go 5, parseConfig 4, 42000 3 tokens, in digest
+// output (src/server.go 3, parseConfig 2, MAX_SIZE 2, 42000 3 tokens, in digest
 // order) at step 1, with Tracker.DigestFrom 3 and 10:
 //
-//	step 2: the agent writes MAX_SIZE: a use, its budget 3; MAX_SIZE is no longer
-//	        live (the agent's words carry it).
-//	step 6: src/server.go: its budget 8-3 = 5 (MAX_SIZE stopped at step 2, by step
-//	        1+3 = 4); with DigestFrom 10 (by step 5) the same.
-//	step 8: parseConfig: 12-3 = 9 with DigestFrom 3 (src/server.go stopped at step
-//	        6, after step 4: a stub made at step 4 still held it); 12-3-5 = 4 with
+//	step 2: the agent writes MAX_SIZE: a use, its budget 3+2+2 = 7 (nothing ahead
+//	        of it had stopped being live by the step before the use); MAX_SIZE is
+//	        no longer live (the agent's words carry it).
+//	step 6: src/server.go: its budget 3, first in the order.
+//	step 8: parseConfig: 3+2 = 5 with DigestFrom 3 (src/server.go stopped at step
+//	        6, after step 4: a stub made at step 4 still held it); 5-3 = 2 with
 //	        DigestFrom 10 (by step 7).
 //
 // A stub made after each step holds the live names only: the names after a dead
@@ -132,12 +173,12 @@ func TestDigestLiveNames(t *testing.T) {
 		needs []int // Use.Digest at steps 2, 6, 8
 		live  []int // DigestLive at the end: the stub made at step 1+from
 	}{
-		// The order MAX_SIZE 3, src/server.go 5, parseConfig 4, 42000 3 (1 +
-		// ceil(bytes/4) each), dying at steps 2, 6, 8 and 9. Made at step 4 the
-		// stub has lost MAX_SIZE only: 5, 5+4, 5+4+3.
-		{3, []int{3, 5, 9}, []int{5, 9, 12}},
+		// The order src/server.go 3, parseConfig 2, MAX_SIZE 2, 42000 3 (o200k
+		// tokens with the space before each), dying at steps 6, 8, 2 and 9. Made
+		// at step 4 the stub has lost MAX_SIZE only: 3, 3+2, 3+2+3.
+		{3, []int{7, 3, 5}, []int{3, 5, 8}},
 		// Made at step 11 it has lost all four.
-		{10, []int{3, 5, 4}, nil},
+		{10, []int{7, 3, 2}, nil},
 	} {
 		tr := NewTracker()
 		tr.Background, tr.DigestTokens, tr.DigestFrom = bg, 100, tc.from
@@ -145,7 +186,7 @@ func TestDigestLiveNames(t *testing.T) {
 		m := result(c1, "see /repo/src/server.go and parseConfig then MAX_SIZE 42000 and readme\n")
 		m.Outputs[0].Tokens = 30
 		addAll(t, tr, asst(1, "", c1), m)
-		if d := cmp.Diff([]string{"MAX_SIZE"}, tr.Digest("c1", 4)); d != "" {
+		if d := cmp.Diff([]string{"src/server.go"}, tr.Digest("c1", 4)); d != "" {
 			t.Errorf("from %d: Digest(c1, 4) at first (-want +got):\n%s", tc.from, d)
 		}
 		var needs []int
@@ -155,7 +196,7 @@ func TestDigestLiveNames(t *testing.T) {
 			want []string // Digest(c1, 100) after the step
 			four []string // Digest(c1, 4)
 		}{
-			{2, "Set `MAX_SIZE` first.", []string{"src/server.go", "parseConfig", "42000"}, nil},
+			{2, "Set `MAX_SIZE` first.", []string{"src/server.go", "parseConfig", "42000"}, []string{"src/server.go"}},
 			{6, "Open `src/server.go` now.", []string{"parseConfig", "42000"}, []string{"parseConfig"}},
 			{8, "Then call `parseConfig` again.", []string{"42000"}, []string{"42000"}},
 		} {

@@ -59,8 +59,11 @@ import (
 // replay-15: each output records what its stub's digest costs by budget
 // (OutputFacts.DigestLive: the names still live protected_steps after it), so
 // that a stub is priced with the digest Use.Digest measures, not the bound
-// min(B, DigestTokens).
-const Version = "replay-15"
+// min(B, DigestTokens). replay-16: a digest's names are joined by spaces and each
+// costs its real o200k tokens (evidence.DigestNameTokens), not 1 + len/4 rounded
+// up with a comma: the same budget holds more names, and orders them by
+// specificity per real token.
+const Version = "replay-16"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (
