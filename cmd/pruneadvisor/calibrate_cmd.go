@@ -230,6 +230,12 @@ func (run *calibrationRun) printWhatToSet(w io.Writer, f calibrateFlags) {
 	}
 	if b, reason, ok := run.in.Digest.Recommend(); ok {
 		fmt.Fprintf(w, "  digest_tokens = %d  (%s)\n", b, reason)
+		if b != cfg.DigestTokens {
+			// The cutoff above was priced with the replay's digests (its label
+			// counts a use the digest holds as no miss): a new digest budget needs
+			// a replay under it before its cutoff means anything.
+			fmt.Fprintf(w, "  (--write-config does not write digest_tokens: the cutoff was priced with %d; set it, replay with that config and calibrate again)\n", cfg.DigestTokens)
+		}
 	}
 }
 

@@ -33,6 +33,7 @@ func TestExitCodesOfFirstMistakes(t *testing.T) {
 		{"inspect --format unknown", []string{"inspect", "--format", "claude", session}, exitUsage, `--format "claude": want one of`},
 		{"recall, no database", []string{"recall", "--db", missing, "o_0000000000"}, exitError, "no database at " + missing + ": advise, replay, serve and wrap create it"},
 		{"ledger, no database", []string{"ledger", "--db", missing}, exitError, "no database at " + missing + ": serve and wrap create it"},
+		{"ledger --session ''", []string{"ledger", "--db", missing, "--session", ""}, exitUsage, "--session needs a session id"},
 		{"calibrate, no database", []string{"calibrate", "--db", missing}, exitError, "no database at " + missing + ": run `pruneadvisor replay --db " + missing + " PATH...` first"},
 		{"report, no database", []string{"report", "--db", missing, "--out", filepath.Join(t.TempDir(), "r.html")}, exitError, "no database at " + missing + ": run `pruneadvisor replay --db " + missing + " PATH...` first"},
 		{"report --objective unknown", []string{"report", "--db", missing, "--objective", "best"}, exitUsage, `--objective "best": want token-steps or net`},

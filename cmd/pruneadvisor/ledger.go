@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -35,6 +36,10 @@ docs/COMMANDS.md says how keep-all is estimated. Exit code 1 when the database
 cannot be read or --session names a session without entries.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("session") && strings.TrimSpace(session) == "" {
+				// An empty id would list every session, which is not what was asked.
+				return usageError{errors.New("--session needs a session id (ledger without --session lists every session)")}
+			}
 			if err := requireStore(db, "serve and wrap create it as their proxies record the ledger; --db names it (default $PRUNEADVISOR_DB, else ~/.local/share/pruneadvisor/pruneadvisor.db)"); err != nil {
 				return err
 			}
