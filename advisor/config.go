@@ -127,8 +127,8 @@ type Config struct {
 	// 0.4 and 0.5, the largest, whose stubs stay within issue 39's 10% of the
 	// tokens they replace on ../shared/sessions and ../shared/corpus at 128
 	// digest tokens (9.05% and 9.97%), holding 62.8% and 75.8% of the uses
-	// against 61.9% and 72.4% at 0.35 (docs/EVALUATION.md, "Digest names at
-	// their real cost").
+	// against 61.9% and 72.4% at 0.35 (64.9% and 76.9% with the names ordered by
+	// their squared cost: docs/EVALUATION.md, "Digest names at their real cost").
 	// An output of 400 tokens then carries a digest of up to 128 tokens (0.5 x 400
 	// less a stub of about 40 tokens without it), one of 200 tokens about 57; a
 	// stub is never longer than what it replaces, whatever the share.

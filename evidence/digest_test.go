@@ -14,53 +14,55 @@ import (
 //
 //	candidates, by position: src/server.go (the last two segments of the path
 //	/repo/src/server.go: specificity 3, cost 3: " src", "/server", ".go" in
-//	o200k_base), parseConfig (inner capital: 2, cost 2: " parse", "Config"),
-//	MAX_SIZE ('_': 2, cost 2), 42000 (1, cost 3: " ", "420", "00"); "then" and
-//	"readme" are plain words common in the background: no candidates.
-//	by specificity per token: src/server.go 3/3, parseConfig 2/2 and MAX_SIZE
-//	2/2 (ties keep position order), 42000 1/3; cumulative cost 3, 5, 7, 10.
+//	o200k_base), parseConfigFile (inner capital: 2, cost 3: " parse", "Config",
+//	"File"), MAX_SIZE ('_': 2, cost 2), 42000 (1, cost 3: " ", "420", "00");
+//	"then" and "readme" are plain words common in the background: no candidates.
+//	by specificity over the squared cost: MAX_SIZE 2/4, src/server.go 3/9,
+//	parseConfigFile 2/9, 42000 1/9; cumulative cost 2, 5, 8, 11.
 func TestDigest(t *testing.T) {
 	bg := &Background{Sessions: 100, MinShare: DefaultMinShare, Counts: map[string]int{"then": 50, "readme": 9}}
 	tr := NewTracker()
 	tr.Background, tr.DigestTokens = bg, 100
 	c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"cat notes"}`), Step: 1}
-	m := result(c1, "see /repo/src/server.go and parseConfig then MAX_SIZE 42000 and readme\n")
+	m := result(c1, "see /repo/src/server.go and parseConfigFile then MAX_SIZE 42000 and readme\n")
 	m.Outputs[0].Tokens = 30
 	addAll(t, tr, asst(1, "", c1), m)
 	for _, tt := range []struct {
 		budget int
 		want   []string
 	}{
-		{0, nil}, {2, nil}, {3, []string{"src/server.go"}}, {4, []string{"src/server.go"}},
-		{5, []string{"src/server.go", "parseConfig"}},
-		{9, []string{"src/server.go", "parseConfig", "MAX_SIZE"}},
-		{10, []string{"src/server.go", "parseConfig", "MAX_SIZE", "42000"}},
-		{100, []string{"src/server.go", "parseConfig", "MAX_SIZE", "42000"}},
+		{0, nil}, {1, nil}, {2, []string{"MAX_SIZE"}}, {4, []string{"MAX_SIZE"}},
+		{5, []string{"MAX_SIZE", "src/server.go"}},
+		{7, []string{"MAX_SIZE", "src/server.go"}},
+		{8, []string{"MAX_SIZE", "src/server.go", "parseConfigFile"}},
+		{10, []string{"MAX_SIZE", "src/server.go", "parseConfigFile"}},
+		{11, []string{"MAX_SIZE", "src/server.go", "parseConfigFile", "42000"}},
+		{100, []string{"MAX_SIZE", "src/server.go", "parseConfigFile", "42000"}},
 	} {
 		if d := cmp.Diff(tt.want, tr.Digest("c1", tt.budget)); d != "" {
 			t.Errorf("Digest(c1, %d) (-want +got):\n%s", tt.budget, d)
 		}
 	}
 	// The budget that holds a use: the path's base name is held with its
-	// compound's candidate (3); two compounds need both (max of 10 and 5); a
+	// compound's candidate (5); two compounds need both (max of 11 and 8); a
 	// common plain word is no use.
-	got := addAll(t, tr, asst(2, "Open `server.go` next."), asst(3, "", &transcript.ToolCall{ID: "c2", Name: "bash", Args: json.RawMessage(`{"n":"42000","f":"parseConfig"}`), Step: 3}), asst(4, "", &transcript.ToolCall{ID: "c3", Name: "bash", Args: json.RawMessage(`{"x":"readme"}`), Step: 4}))
+	got := addAll(t, tr, asst(2, "Open `server.go` next."), asst(3, "", &transcript.ToolCall{ID: "c2", Name: "bash", Args: json.RawMessage(`{"n":"42000","f":"parseConfigFile"}`), Step: 3}), asst(4, "", &transcript.ToolCall{ID: "c3", Name: "bash", Args: json.RawMessage(`{"x":"readme"}`), Step: 4}))
 	var digests []int
 	for _, u := range got {
 		digests = append(digests, u.Digest)
 	}
-	if d := cmp.Diff([]int{3, 10}, digests); d != "" {
+	if d := cmp.Diff([]int{5, 11}, digests); d != "" {
 		t.Errorf("uses %+v: digest budgets (-want +got):\n%s", got, d)
 	}
 	// Per name (Use.NameDigests), in the order the agent's words are read (an
-	// object's values in key order: "f" before "n"): server.go alone (3); then
-	// parseConfig (5) and 42000 (10), so that a digest of 5 to 9 tokens holds
-	// one of the two names of that use and not the use.
+	// object's values in key order: "f" before "n"): server.go alone (5); then
+	// parseConfigFile (8) and 42000 (11), so that a digest of 8 to 10 tokens
+	// holds one of the two names of that use and not the use.
 	var names [][]int
 	for _, u := range got {
 		names = append(names, u.NameDigests)
 	}
-	if d := cmp.Diff([][]int{{3}, {5, 10}}, names); d != "" {
+	if d := cmp.Diff([][]int{{5}, {8, 11}}, names); d != "" {
 		t.Errorf("uses %+v: digest budgets per name (-want +got):\n%s", got, d)
 	}
 	// Kept only up to DigestTokens, and only for outputs of DigestMinTokens or more.
@@ -77,8 +79,8 @@ func TestDigest(t *testing.T) {
 	c10 := &transcript.ToolCall{ID: "c10", Name: "bash", Args: json.RawMessage(`{}`), Step: 2}
 	m = result(c10, "fresh_name_a fresh_name_b_long_one fresh_name_c")
 	addAll(t, tr2, asst(2, "", c10), m)
-	// a and c (2/3 each, by position) before b (2/5): 6 tokens, within DigestKeep
-	// x 5 = 10; b (5 more) is past them.
+	// a and c (2/9 each, by position) before b (2/25): 6 tokens, within
+	// DigestKeep x 5 = 10; b (5 more) is past them.
 	if d := cmp.Diff([]string{"fresh_name_a", "fresh_name_c"}, tr2.Digest("c10", 100)); d != "" {
 		t.Errorf("kept beyond DigestKeep x DigestTokens 5 (-want +got):\n%s", d)
 	}
@@ -152,16 +154,16 @@ func TestDigestText(t *testing.T) {
 
 // TestDigestLiveNames works out by hand how a digest leaves out the names that
 // stopped being live for its output (digest.go, "Live names only"), on TestDigest's
-// output (src/server.go 3, parseConfig 2, MAX_SIZE 2, 42000 3 tokens, in digest
-// order) at step 1, with Tracker.DigestFrom 3 and 10:
+// output (MAX_SIZE 2, src/server.go 3, parseConfigFile 3, 42000 3 tokens, in
+// digest order) at step 1, with Tracker.DigestFrom 3 and 10:
 //
-//	step 2: the agent writes MAX_SIZE: a use, its budget 3+2+2 = 7 (nothing ahead
-//	        of it had stopped being live by the step before the use); MAX_SIZE is
-//	        no longer live (the agent's words carry it).
-//	step 6: src/server.go: its budget 3, first in the order.
-//	step 8: parseConfig: 3+2 = 5 with DigestFrom 3 (src/server.go stopped at step
-//	        6, after step 4: a stub made at step 4 still held it); 5-3 = 2 with
-//	        DigestFrom 10 (by step 7).
+//	step 2: the agent writes MAX_SIZE: a use, its budget 2; MAX_SIZE is no longer
+//	        live (the agent's words carry it).
+//	step 6: src/server.go: its budget 5-2 = 3 (MAX_SIZE stopped at step 2, by step
+//	        1+3 = 4); with DigestFrom 10 (by step 5) the same.
+//	step 8: parseConfigFile: 8-2 = 6 with DigestFrom 3 (src/server.go stopped at
+//	        step 6, after step 4: a stub made at step 4 still held it); 8-2-3 = 3
+//	        with DigestFrom 10 (by step 7).
 //
 // A stub made after each step holds the live names only: the names after a dead
 // one move up into the budget. At step 9 a later output carries 42000: the last
@@ -173,20 +175,20 @@ func TestDigestLiveNames(t *testing.T) {
 		needs []int // Use.Digest at steps 2, 6, 8
 		live  []int // DigestLive at the end: the stub made at step 1+from
 	}{
-		// The order src/server.go 3, parseConfig 2, MAX_SIZE 2, 42000 3 (o200k
-		// tokens with the space before each), dying at steps 6, 8, 2 and 9. Made
-		// at step 4 the stub has lost MAX_SIZE only: 3, 3+2, 3+2+3.
-		{3, []int{7, 3, 5}, []int{3, 5, 8}},
+		// The order MAX_SIZE 2, src/server.go 3, parseConfigFile 3, 42000 3 (o200k
+		// tokens with the space before each), dying at steps 2, 6, 8 and 9. Made
+		// at step 4 the stub has lost MAX_SIZE only: 3, 3+3, 3+3+3.
+		{3, []int{2, 3, 6}, []int{3, 6, 9}},
 		// Made at step 11 it has lost all four.
-		{10, []int{7, 3, 2}, nil},
+		{10, []int{2, 3, 3}, nil},
 	} {
 		tr := NewTracker()
 		tr.Background, tr.DigestTokens, tr.DigestFrom = bg, 100, tc.from
 		c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"cat notes"}`), Step: 1}
-		m := result(c1, "see /repo/src/server.go and parseConfig then MAX_SIZE 42000 and readme\n")
+		m := result(c1, "see /repo/src/server.go and parseConfigFile then MAX_SIZE 42000 and readme\n")
 		m.Outputs[0].Tokens = 30
 		addAll(t, tr, asst(1, "", c1), m)
-		if d := cmp.Diff([]string{"src/server.go"}, tr.Digest("c1", 4)); d != "" {
+		if d := cmp.Diff([]string{"MAX_SIZE"}, tr.Digest("c1", 4)); d != "" {
 			t.Errorf("from %d: Digest(c1, 4) at first (-want +got):\n%s", tc.from, d)
 		}
 		var needs []int
@@ -196,9 +198,9 @@ func TestDigestLiveNames(t *testing.T) {
 			want []string // Digest(c1, 100) after the step
 			four []string // Digest(c1, 4)
 		}{
-			{2, "Set `MAX_SIZE` first.", []string{"src/server.go", "parseConfig", "42000"}, []string{"src/server.go"}},
-			{6, "Open `src/server.go` now.", []string{"parseConfig", "42000"}, []string{"parseConfig"}},
-			{8, "Then call `parseConfig` again.", []string{"42000"}, []string{"42000"}},
+			{2, "Set `MAX_SIZE` first.", []string{"src/server.go", "parseConfigFile", "42000"}, []string{"src/server.go"}},
+			{6, "Open `src/server.go` now.", []string{"parseConfigFile", "42000"}, []string{"parseConfigFile"}},
+			{8, "Then call `parseConfigFile` again.", []string{"42000"}, []string{"42000"}},
 		} {
 			got := addAll(t, tr, asst(step.n, step.said))
 			if len(got) != 1 {

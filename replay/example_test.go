@@ -57,5 +57,5 @@ func ExampleSimulate() {
 	fmt.Printf("%d steps, %d rewrites, %d stubs, %d tokens saved, hard limit %d (%s)\n",
 		s.Steps(), rewrites, len(plan.Stubs), plan.SavedTokens, plan.HardLimit, plan.HardLimitSource)
 	// Output:
-	// 19 steps, 1 rewrites, 4 stubs, 4830 tokens saved, hard limit 157000 (agent:claude)
+	// 19 steps, 1 rewrites, 4 stubs, 4840 tokens saved, hard limit 157000 (agent:claude)
 }

@@ -69,7 +69,9 @@ func TestDefaultModelIsReproducible(t *testing.T) {
 // TestFitDumpRows: fit --dump-rows on the real Gemini CLI sessions writes one
 // rows.csv line per training row (as many as --json reports, as many used) with the
 // feature table's columns, and outputs.csv with every output's uses; each row's
-// label is what outputs.csv's uses say (a use at or after the ask step), and its
+// label is what outputs.csv's uses say (a use at or after the ask step), the miss
+// label the model is trained on what their held column adds (such a use the stub's
+// digest does not hold), and its
 // log_tokens column is ln(1 + s_tokens), both worked out here from the files alone.
 func TestFitDumpRows(t *testing.T) {
 	shared := filepath.Join("..", "..", "..", "shared", "sessions", "gemini-cli")
@@ -112,19 +114,31 @@ func TestFitDumpRows(t *testing.T) {
 	if d := cmp.Diff(fitted.FeatureNames(), head[4:4+len(fitted.Features)]); d != "" {
 		t.Errorf("rows.csv feature columns (-want +got):\n%s", d)
 	}
+	// The model is trained on the miss label (a use at or after the ask that
+	// its stub's digest does not hold: outputs.csv's held column) and blended
+	// with one trained on rows.csv's use label.
 	tr := rep.Model.Training
-	used := 0
+	if rep.Model.Blend == nil {
+		t.Fatal("the fitted model has no use-label blend")
+	}
+	trUse := rep.Model.Blend.Training
+	used, missed := 0, 0
 	for i, r := range rows {
 		o, err := strconv.Atoi(r["out"])
 		if err != nil || o < 0 || o >= len(outs) {
 			t.Fatalf("row %d: out %q of %d outputs", i, r["out"], len(outs))
 		}
 		step, _ := strconv.Atoi(r["ask_step"])
-		want := "0"
-		for _, u := range strings.Fields(outs[o]["uses"]) {
+		want, miss := "0", false
+		held := strings.Fields(outs[o]["held"])
+		for k, u := range strings.Fields(outs[o]["uses"]) {
 			if n, _ := strconv.Atoi(u); n >= step {
 				want = "1"
+				miss = miss || k >= len(held) || held[k] == "0"
 			}
+		}
+		if miss {
+			missed++
 		}
 		if r["used"] != want || outs[o]["session"] != r["session"] {
 			t.Errorf("row %d: used %s, session %s; outputs.csv says uses %q from step %d (want %s), session %s", i, r["used"], r["session"], outs[o]["uses"], step, want, outs[o]["session"])
@@ -137,8 +151,11 @@ func TestFitDumpRows(t *testing.T) {
 			t.Errorf("row %d: log_tokens %v for %v tokens", i, lt, tok)
 		}
 	}
-	if len(rows) != tr.Rows || used != tr.Positives || tr.Rows < 50 || used == 0 || used == len(rows) {
-		t.Errorf("rows.csv: %d rows, %d used; fit trained on %d rows, %d positive", len(rows), used, tr.Rows, tr.Positives)
+	if len(rows) != trUse.Rows || used != trUse.Positives || trUse.Rows < 50 || used == 0 || used == len(rows) {
+		t.Errorf("rows.csv: %d rows, %d used; the use-label blend trained on %d rows, %d positive", len(rows), used, trUse.Rows, trUse.Positives)
+	}
+	if len(rows) != tr.Rows || missed != tr.Positives || missed == 0 || missed > used {
+		t.Errorf("rows.csv with outputs.csv's held: %d rows, %d missed by their digest; fit trained on %d rows, %d positive", len(rows), missed, tr.Rows, tr.Positives)
 	}
 }
 
