@@ -61,8 +61,8 @@ import (
 // that a stub is priced with the digest Use.Digest measures, not the bound
 // min(B, DigestTokens). replay-16: a digest's names are joined by spaces and each
 // costs its real o200k tokens (evidence.DigestNameTokens), not 1 + len/4 rounded
-// up with a comma: the same budget holds more names, and orders them by
-// specificity per real token.
+// up with a comma: the same budget holds more names, ordered by specificity over
+// the square of their real tokens.
 const Version = "replay-16"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
