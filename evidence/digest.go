@@ -121,7 +121,9 @@ func shorterRep(cur, suffix string) bool {
 // of it stop being live: 2. On ../shared/sessions and ../shared/corpus a digest
 // of 128 tokens made three steps after its output holds as many uses with twice
 // its budget kept as with the whole order (docs/EVALUATION.md, "Live names in the
-// digest").
+// digest"); with the names at their real cost and ordered by squared cost, 4
+// holds the same at 128 tokens (64.9% and 76.9% of the uses: "Digest names at
+// their real cost").
 const DigestKeep = 2
 
 // DefaultDigestFrom is NewTracker's Tracker.DigestFrom: 3 steps, the advisor's
