@@ -61,7 +61,9 @@ func TestStubsShorterThanTheirOutputs(t *testing.T) {
 					f, key, n, cfg.StubMaxShare, tokens[key], limit, stub)
 			}
 			// The digest's names, joined by spaces, cost what the advisor budgeted:
-			// the sum of evidence.DigestNameTokens.
+			// the sum of evidence.DigestNameTokens over the space-separated words
+			// (a quoted phrase costs the sum of its words too, o200k never joining
+			// text across a space before a non-space).
 			names, _, _ := strings.Cut(rest, "; ")
 			sum := 0
 			for _, name := range strings.Split(names, " ") {
