@@ -64,27 +64,41 @@ func countTokens(s string) int {
 		return (len(s) + 3) / 4
 	}
 	if len(s) <= ExactLimit {
-		return countChunked(s)
+		return countWhole(s)
 	}
 	prefix := textcut.BytesOnRune(s, ExactLimit)
 	if len(prefix) == 0 {
 		return (len(s) + 3) / 4
 	}
-	n := countChunked(prefix)
+	n := countWhole(prefix)
 	return int(float64(n) * float64(len(s)) / float64(len(prefix)))
 }
 
-// tokenChunk is the largest piece countChunked hands the tokenizer at once. The
-// tokenizer's pre-split pattern (a regexp2 look-ahead over whitespace) is quadratic
-// in the length of a whitespace run: 64 KB of " \n" took 4 s whole, 0.3 s for 128 KB in
-// 1 KB pieces.
+// countWhole counts s exactly: valid UTF-8 through countSplit (the hand-written
+// pre-split runs over the whole text, so no piece of the tokenizer's pattern is
+// cut and the sum is the tokenizer's count of s, checked by
+// TestCountSplitMatchesTokenizer, TestCountTokensExact and FuzzSplitO200k),
+// anything else in pieces (countChunked), since the tokenizer's own pre-split is
+// quadratic in a whitespace run.
+func countWhole(s string) int {
+	if utf8.ValidString(s) {
+		return countSplit(s)
+	}
+	return countChunked(s)
+}
+
+// tokenChunk is the largest piece countChunked hands the tokenizer at once (the
+// tokenizer's pre-split pattern, a regexp2 look-ahead over whitespace, is quadratic
+// in the length of a whitespace run: 64 KB of " \n" took 4 s whole, 0.3 s for 128 KB
+// in 1 KB pieces), and about the text countBatch settles at once.
 const tokenChunk = 1 << 10
 
-// countChunked counts s in pieces of at most tokenChunk bytes, each cut just after a
-// newline where the piece has one (else on a rune boundary). o200k_base never merges
-// a token across a newline followed by other text, so the sum equals the whole-text
-// count except where a cut falls inside a run of blank lines or a line longer than
-// tokenChunk, where it may differ by a token per cut.
+// countChunked counts s, a text that is not valid UTF-8, in pieces of at most
+// tokenChunk bytes, each cut just after a newline where the piece has one (else on
+// a rune boundary). o200k_base never merges a token across a newline followed by
+// other text, so the sum equals the whole-text count except where a cut falls
+// inside a run of blank lines or a line longer than tokenChunk, where it may differ
+// by a token per cut.
 func countChunked(s string) int {
 	total := 0
 	for len(s) > 0 {
@@ -212,16 +226,33 @@ func ResetCaches() {
 
 // countSplit counts the tokens of the valid UTF-8 text s piece by piece: the pieces
 // pieceCache holds from its lookups, the others from the tokenizer (and kept). The
-// lookups hold the cache's read lock only, so that the decoder goroutines (package
-// transcript's decodeNew) count at the same time (under one exclusive lock they
-// took turns); what must change the cache (a short slot to fill, a piece to
-// promote or to add) waits until the text is split.
+// pieces are those of the whole text, so the sum is the tokenizer's count of s;
+// they are settled in batches of about tokenChunk bytes (countBatch), so that a
+// piece the cache lacks is counted once and then found by the next batches, and
+// the lock is never held across a long text.
 func countSplit(s string) int {
 	total := 0
+	for i := 0; i < len(s); {
+		n, next := countBatch(s, i)
+		total += n
+		i = next
+	}
+	return total
+}
+
+// countBatch counts the pieces of s from byte i until about tokenChunk bytes are
+// covered (a whole number of pieces, cut where splitO200k cuts the whole text) and
+// returns their tokens and where the next batch starts. The lookups hold the
+// cache's read lock only, so that the decoder goroutines (package transcript's
+// decodeNew) count at the same time (under one exclusive lock they took turns);
+// what must change the cache (a short slot to fill, a piece to promote or to add)
+// waits until the batch is split.
+func countBatch(s string, i int) (int, int) {
+	total, start := 0, i
 	var fill []pieceCount
 	var rest []string
 	pieceCache.mu.RLock()
-	for i := 0; i < len(s); {
+	for i < len(s) && i-start < tokenChunk {
 		j := splitO200k(s, i)
 		if j == i {
 			i++ // DEL: no piece
@@ -247,7 +278,7 @@ func countSplit(s string) int {
 		rest = pieceCache.settle(fill, rest, &total)
 	}
 	if len(rest) > 0 && loadCodec() != nil {
-		return total + (len(strings.Join(rest, ""))+3)/4
+		return total + (len(strings.Join(rest, ""))+3)/4, i
 	}
 	for _, p := range rest {
 		n, err := codec.Count(p)
@@ -257,7 +288,7 @@ func countSplit(s string) int {
 		total += n
 		pieceCache.put(p, int32(n))
 	}
-	return total
+	return total, i
 }
 
 // pieceCount is a piece of countSplit's text and its count.
