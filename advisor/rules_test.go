@@ -2,12 +2,14 @@ package advisor_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/tokencount"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -104,6 +106,45 @@ func TestRuleDeathsStubText(t *testing.T) {
 		if it := item(t, final, k); it.Decision == advisor.DecisionPruned || it.Decision == advisor.DecisionPending {
 			t.Errorf("%s is %s, want kept", k, it.Decision)
 		}
+	}
+}
+
+// TestRuleDeadStubHasNoDigest: a rule-dead output's stub names nothing (stubText:
+// its content is in context again), even when the output had a live name a digest
+// would hold. The first read of config.go carries legacyPort_8080, which the
+// re-read after the edit does not: an evidence.Tracker set up as the advisor's
+// state sets its own (digest budget, minimum size, protected steps) keeps it in
+// the first read's digest, and the advisor's stub of that read, superseded by the
+// re-read, has no "it named".
+func TestRuleDeadStubHasNoDigest(t *testing.T) {
+	c := newChat("Change the port to 9090")
+	c.read("Reading the config.", "/app/config.go", "const legacyPort_8080 = 8080\n"+filler("config.go v1", 400))
+	c.call("Changing it.", "Edit", `{"file_path":"/app/config.go","old_string":"8080","new_string":"9090"}`,
+		"The file /app/config.go has been updated successfully.")
+	c.read("Checking the edit.", "/app/config.go", filler("config.go v2", 400))
+	for i := 0; i < 4; i++ {
+		c.call("", "Bash", `{"command":"ls"}`, fmt.Sprintf("a b %d", i))
+	}
+	s := c.session(t, "ruledigest.json")
+	cfg := advisor.DefaultConfig()
+	cfg.RemainingMin = 100_000 // every pending prune pays for itself at once
+	adv := newAdvisor(t, cfg, nil, advisor.NewMemoryStore(), newClock())
+	steps := simulate(t, adv, s)
+
+	tr := evidence.NewTracker()
+	tr.Background = adv.Background
+	tr.DigestTokens, tr.DigestMinTokens, tr.DigestFrom = cfg.DigestTokens, cfg.MinCandidateTokens, cfg.ProtectedSteps
+	for _, m := range s.Messages {
+		if _, err := tr.Add(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names := tr.Digest("c1", cfg.DigestTokens); !slices.Contains(names, "legacyPort_8080") {
+		t.Fatalf("c1's digest %v does not hold legacyPort_8080: the test checks nothing", names)
+	}
+	it := item(t, steps[len(steps)-1].plan, "c1")
+	if it.Decision != advisor.DecisionPruned || it.Reason != "superseded by call c3" || strings.Contains(it.Stub, "it named") {
+		t.Errorf("c1: %s (%s), stub %q; want pruned as superseded by call c3, with no digest", it.Decision, it.Reason, it.Stub)
 	}
 }
 

@@ -79,3 +79,27 @@ func TestStubsShorterThanTheirOutputs(t *testing.T) {
 		t.Fatalf("only %d stubs, %d with a digest, on %d sessions: the test checks too little", stubs, digests, sessions)
 	}
 }
+
+// TestDigestBudget works out by hand the digest budget of a stub (DigestBudget):
+// StubMaxShare of the output, less the stub without a digest and the digest's
+// framing (DigestFrameTokens, 3), at most Config.DigestTokens and never below 0.
+// With the defaults (128 tokens, a share of 0.5) and a stub of 40 tokens: 400
+// tokens give 200-40-3 = 157, cut to 128; 200 give 100-43 = 57; 201 give
+// int(100.5)-43 = 57; 80 give 40-43 < 0, so 0; digests off (0 tokens) give 0.
+func TestDigestBudget(t *testing.T) {
+	for _, tt := range []struct {
+		digestTokens, stub, tokens, want int
+	}{
+		{128, 40, 400, 128},
+		{128, 40, 200, 57},
+		{128, 40, 201, 57},
+		{128, 40, 80, 0},
+		{0, 40, 400, 0},
+	} {
+		cfg := advisor.DefaultConfig()
+		cfg.DigestTokens = tt.digestTokens
+		if got := advisor.DigestBudget(cfg, tt.stub, tt.tokens); got != tt.want {
+			t.Errorf("DigestBudget(DigestTokens %d, stub %d, output %d) = %d; want %d", tt.digestTokens, tt.stub, tt.tokens, got, tt.want)
+		}
+	}
+}

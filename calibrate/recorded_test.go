@@ -66,6 +66,28 @@ func TestRecordedCompaction(t *testing.T) {
 	}
 }
 
+// TestStubAfterCompactionDropped: a prune decided after a compaction dropped its
+// output (stubPhase) changes nothing: the output is out of the context already,
+// so the stub saves nothing more and rewrites nothing. TestRecordedCompaction's
+// session, whose recorded compaction before call 6 drops outputs 1-3, with only
+// output 1 pruned, at step 8: the decision level is keep-all's, to the cent.
+func TestStubAfterCompactionDropped(t *testing.T) {
+	outs, sessions := growingSession()
+	sessions[0].Recorded = []RecordedCompaction{{Call: 6, Dropped: 41_000, SummaryTokens: 1000}}
+	opts := DefaultOptions()
+	opts.Budget, opts.HardLimit = 100_000, 180_000
+	e := mustEval(t, outs, sessions, opts)
+	ds := make([]PruneAt, len(outs))
+	ds[0] = PruneAt{Step: 8}
+	r, err := e.Evaluate("late", -1, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(e.KeepAll().Decision, r.Decision); d != "" {
+		t.Errorf("decision level (-keep-all +pruned after the drop):\n%s", d)
+	}
+}
+
 // TestRecordedCompactionInvalid: a recorded compaction that drops more than the
 // context holds, or before call 1, is refused; one after the session's last
 // call is ignored.

@@ -3,6 +3,8 @@ package evidence
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,17 +86,30 @@ func TestDigest(t *testing.T) {
 	if d := cmp.Diff([]string{"fresh_name_a", "fresh_name_c"}, tr2.Digest("c10", 100)); d != "" {
 		t.Errorf("kept beyond DigestKeep x DigestTokens 5 (-want +got):\n%s", d)
 	}
+	// DigestFull is the whole order's cost, past what is kept: 2+3+3+3 = 11 for
+	// c1; 3+3+5 = 11 for c10, of which 6 are kept; 0 for an unknown key.
+	for _, tt := range []struct {
+		tr   *Tracker
+		key  string
+		want int
+	}{{tr, "c1", 11}, {tr2, "c10", 11}, {tr, "nosuch", 0}} {
+		if got := tt.tr.DigestFull(tt.key); got != tt.want {
+			t.Errorf("DigestFull(%s) = %d; want %d", tt.key, got, tt.want)
+		}
+	}
 }
 
 // TestDigestString: the digest names of an output are kept in one string, each
 // after its length as a uvarint and before its cost as a uvarint; a name of 200
 // bytes takes a two-byte length (200 = 0xc8: 0xc8 0x01), as does a cost of 300
-// (0xac 0x02), a NUL inside a name is a byte like any other, and the names and
-// costs come back whole and in order.
+// (0xac 0x02) and a name and cost of 128 (0x80 0x01), a NUL inside a name is a
+// byte like any other, and the names and costs come back whole and in order.
 func TestDigestString(t *testing.T) {
 	long := strings.Repeat("x", 200)
-	names := []string{"a", "src/\x00evil.go", long, "parseConfig"}
-	costs := []int{1, 300, 25, 2}
+	// 128 is the first value whose uvarint has a first byte of exactly 0x80 (0x80
+	// 0x01): the continuation bit set, no value bits.
+	names := []string{"a", "src/\x00evil.go", long, "parseConfig", strings.Repeat("y", 128)}
+	costs := []int{1, 300, 25, 2, 128}
 	var buf []byte
 	for i, n := range names {
 		buf = binary.AppendUvarint(buf, uint64(len(n)))
@@ -235,5 +250,188 @@ func TestDigestLiveNames(t *testing.T) {
 		if got := tr.DigestLive("nosuch"); got != nil {
 			t.Errorf("DigestLive(nosuch) = %v; want nil", got)
 		}
+	}
+}
+
+// TestDigestSpec: a candidate's specificity (digest.go, "Order") is 3 for a path,
+// 2 for a name with '_', '.', '-' or an inner capital (a capital after a byte that
+// is not one), 1 otherwise: a leading capital or a run of capitals is no inner
+// capital.
+func TestDigestSpec(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want int
+	}{
+		{"/repo/src/server.go", 3}, {"src/server.go", 3}, {"a/b", 3},
+		{"MAX_SIZE", 2}, {"foo-bar", 2}, {"v1.2", 2}, {"parseConfig", 2}, {"x9Y", 2},
+		{"Foo", 1}, {"ABC", 1}, {"plain", 1}, {"42000", 1}, {"connection refused by peer", 1},
+	} {
+		if got := digestSpec(tt.name); got != tt.want {
+			t.Errorf("digestSpec(%q) = %d; want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestDigestManyNames: on ties the digest keeps the names in the order of the
+// output, however many there are (the sort is stable: 260 names, past the size
+// below which an unstable sort is an insertion sort, in two classes it has to
+// move apart), and a name that stops being live leaves the digest up to the
+// 255th kept name, whose place nameInfo.kpos still records; the 256th has none,
+// so its death goes unrecorded and the stub keeps it (nameInfo.kpos). The output
+// alternates Name001, Name003, ... (1/4 each: ' Name', 'NNN' in o200k_base) and
+// name_000, name_002, ... (2/9: ' name', '_', 'NNN'): the 130 NameNNN first, then
+// the 130 name_NNN, so that kept places 255 and 256 are name_248 and name_250.
+func TestDigestManyNames(t *testing.T) {
+	tr := NewTracker()
+	tr.DigestTokens = 1000 // keeps 2,000 tokens: all 260 names (650)
+	var text, odd, even []string
+	for i := range 260 {
+		if i%2 == 1 {
+			odd = append(odd, fmt.Sprintf("Name%03d", i))
+			text = append(text, odd[len(odd)-1])
+		} else {
+			even = append(even, fmt.Sprintf("name_%03d", i))
+			text = append(text, even[len(even)-1])
+		}
+	}
+	c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"cat names"}`), Step: 1}
+	m := result(c1, strings.Join(text, "\n")+"\n")
+	m.Outputs[0].Tokens = 3000
+	addAll(t, tr, asst(1, "", c1), m)
+	all := append(slices.Clone(odd), even...)
+	if d := cmp.Diff(all, tr.Digest("c1", 10_000)); d != "" {
+		t.Errorf("digest of 260 names (-want +got):\n%s", d)
+	}
+	addAll(t, tr, asst(2, "Use `name_248` and `name_250`."))
+	want := append(slices.Clone(all[:254]), all[255:]...) // name_248 out, name_250 kept
+	if d := cmp.Diff(want, tr.Digest("c1", 10_000)); d != "" {
+		t.Errorf("digest after the 255th and 256th names were written (-want +got):\n%s", d)
+	}
+}
+
+// TestDigestLastKeptName works out by hand the budgets of a use of the last name a
+// digest keeps, whose cumulative cost is its carrier's whole kept digest, with the
+// name ahead of it dead, at four Tracker.DigestTokens: the output carries
+// MAX_SIZE and MIN_SIZE (2/4 each, ' MAX' '_SIZE' and ' MIN' '_SIZE': digest costs
+// 2 and 4); the agent writes MAX_SIZE at step 2 (its budget 2) and MIN_SIZE at
+// step 6, whose budget is 4-2 = 2 wherever MIN_SIZE is kept (DigestKeep x
+// DigestTokens >= 4: at 2 exactly so) and 4 where it is not (1: past the kept
+// names). Live's second count, the live names a digest of DigestTokens does not
+// hold, counts MIN_SIZE when DigestTokens is under 4 and MAX_SIZE under 2.
+func TestDigestLastKeptName(t *testing.T) {
+	for _, tc := range []struct {
+		digestTokens int
+		liveOut      int      // Live(c1)'s undigested count after the output
+		after2       []string // Digest(c1, 100) after step 2
+		needs        []int    // Use.Digest at steps 2 and 6
+	}{
+		{100, 0, []string{"MIN_SIZE"}, []int{2, 2}},
+		{4, 0, []string{"MIN_SIZE"}, []int{2, 2}},
+		{2, 1, []string{"MIN_SIZE"}, []int{2, 2}},
+		{1, 2, nil, []int{2, 4}},
+	} {
+		tr := NewTracker()
+		tr.DigestTokens = tc.digestTokens
+		c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"cat limits"}`), Step: 1}
+		m := result(c1, "MAX_SIZE MIN_SIZE\n")
+		m.Outputs[0].Tokens = 30
+		addAll(t, tr, asst(1, "", c1), m)
+		if live, out := tr.Live("c1"); live != 2 || out != tc.liveOut {
+			t.Errorf("DigestTokens %d: Live(c1) = %d, %d; want 2, %d", tc.digestTokens, live, out, tc.liveOut)
+		}
+		uses := addAll(t, tr, asst(2, "Set `MAX_SIZE` first."))
+		if d := cmp.Diff(tc.after2, tr.Digest("c1", 100)); d != "" {
+			t.Errorf("DigestTokens %d: Digest(c1, 100) after step 2 (-want +got):\n%s", tc.digestTokens, d)
+		}
+		uses = append(uses, addAll(t, tr, asst(6, "Then `MIN_SIZE`."))...)
+		var needs []int
+		for _, u := range uses {
+			needs = append(needs, u.Digest)
+		}
+		if d := cmp.Diff(tc.needs, needs); d != "" {
+			t.Errorf("DigestTokens %d: digest budgets of the uses (-want +got):\n%s", tc.digestTokens, d)
+		}
+	}
+}
+
+// TestDigestDeathBoundary works out by hand which deaths a stub made at step
+// O+DigestFrom has seen: one at that step, not one a step later. The output (step
+// 1, DigestFrom 3) carries MAX_SIZE, MIN_SIZE and AVG_SIZE (2 tokens each, in that
+// order); the agent writes them at steps 4, 5 and 6:
+//
+//	step 4: MAX_SIZE, budget 2.
+//	step 5: MIN_SIZE, 4-2 = 2: MAX_SIZE stopped at step 4, by step 1+3 (and by
+//	        the step before the use).
+//	step 6: AVG_SIZE, 6-2 = 4: MIN_SIZE stopped at step 5, after step 4.
+//
+// DigestLive, the stub made at step 4: MIN_SIZE 2, AVG_SIZE 2+2.
+func TestDigestDeathBoundary(t *testing.T) {
+	tr := NewTracker()
+	tr.DigestTokens = 100
+	c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"cat sizes"}`), Step: 1}
+	m := result(c1, "MAX_SIZE MIN_SIZE AVG_SIZE\n")
+	m.Outputs[0].Tokens = 30
+	addAll(t, tr, asst(1, "", c1), m)
+	uses := addAll(t, tr, asst(4, "Set `MAX_SIZE`."), asst(5, "Set `MIN_SIZE`."), asst(6, "Set `AVG_SIZE`."))
+	var needs []int
+	for _, u := range uses {
+		needs = append(needs, u.Digest)
+	}
+	if d := cmp.Diff([]int{2, 2, 4}, needs); d != "" {
+		t.Errorf("digest budgets of the uses (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{2, 4}, tr.DigestLive("c1")); d != "" {
+		t.Errorf("DigestLive(c1) (-want +got):\n%s", d)
+	}
+}
+
+// TestDigestLateDeath: a name that stops being live 253 steps or more after its
+// output (deathLate) is out of any stub made after that (Digest), while a use's
+// budget and DigestLive, measured on the stub made at step O+DigestFrom, still
+// count it when that step came first. With DigestFrom 300 the output (step 1)
+// carries MAX_SIZE and MIN_SIZE (2 tokens each); the agent writes MAX_SIZE at step
+// 400, after the stub of step 301 was made: a use at step 401 of MIN_SIZE needs 4
+// (MAX_SIZE was in that stub), and that stub's digest is 2, 4.
+func TestDigestLateDeath(t *testing.T) {
+	tr := NewTracker()
+	tr.DigestTokens, tr.DigestFrom = 100, 300
+	c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"cat limits"}`), Step: 1}
+	m := result(c1, "MAX_SIZE MIN_SIZE\n")
+	m.Outputs[0].Tokens = 30
+	addAll(t, tr, asst(1, "", c1), m)
+	uses := addAll(t, tr, asst(400, "Set `MAX_SIZE`."))
+	if d := cmp.Diff([]string{"MIN_SIZE"}, tr.Digest("c1", 100)); d != "" {
+		t.Errorf("Digest(c1, 100) after step 400 (-want +got):\n%s", d)
+	}
+	uses = append(uses, addAll(t, tr, asst(401, "Set `MIN_SIZE`."))...)
+	var needs []int
+	for _, u := range uses {
+		needs = append(needs, u.Digest)
+	}
+	if d := cmp.Diff([]int{2, 4}, needs); d != "" {
+		t.Errorf("digest budgets of the uses (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{2, 4}, tr.DigestLive("c1")); d != "" {
+		t.Errorf("DigestLive(c1) (-want +got):\n%s", d)
+	}
+}
+
+// TestDigestQuotedPhrase: a quoted phrase of several words is kept in the digest
+// as the stub writes it, between double quotes (digestText), and costs its quoted
+// text: the output's candidates are MAX_SIZE (2/4) and the phrase (1/36: ` "`,
+// connection, ` refused`, ` by`, ` peer`, `"`); "error", "connection", "refused"
+// and "peer" are plain words, no candidates without word statistics.
+func TestDigestQuotedPhrase(t *testing.T) {
+	tr := NewTracker()
+	tr.DigestTokens = 100
+	c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"curl x"}`), Step: 1}
+	m := result(c1, `error: "connection refused by peer" at MAX_SIZE`+"\n")
+	m.Outputs[0].Tokens = 30
+	addAll(t, tr, asst(1, "", c1), m)
+	if d := cmp.Diff([]string{"MAX_SIZE", `"connection refused by peer"`}, tr.Digest("c1", 100)); d != "" {
+		t.Errorf("Digest(c1, 100) (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{2, 8}, tr.DigestLive("c1")); d != "" {
+		t.Errorf("DigestLive(c1) (-want +got):\n%s", d)
 	}
 }

@@ -30,3 +30,34 @@ func TestCountTokensCache(t *testing.T) {
 		t.Error("a hit in the old generation is not promoted")
 	}
 }
+
+// A piece the piece cache holds in its previous generation only (the current
+// one rolled over since it was counted) still counts: countSplit's lookups miss
+// it, and settle finds it there and adds its count. " Supercalifragilistic"
+// is one piece of the pre-split, longer than the short table's 8 bytes; its count is
+// the tokenizer's, asked directly.
+func TestCountSplitPreviousGeneration(t *testing.T) {
+	if err := loadCodec(); err != nil {
+		t.Fatal(err)
+	}
+	const piece = " Supercalifragilistic"
+	want, err := codec.Count(piece)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ResetCaches()
+	defer ResetCaches()
+	if got := countSplit(piece); got != want {
+		t.Fatalf("first count %d; want %d", got, want)
+	}
+	pieceCache.mu.Lock()
+	if _, ok := pieceCache.cur[piece]; !ok {
+		pieceCache.mu.Unlock()
+		t.Fatalf("%q is not in the current generation after its first count", piece)
+	}
+	pieceCache.prev, pieceCache.cur = pieceCache.cur, map[string]int32{}
+	pieceCache.mu.Unlock()
+	if got := countSplit(piece); got != want {
+		t.Errorf("count from the previous generation %d; want %d", got, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tiktoken-go/tokenizer"
 
@@ -34,6 +35,58 @@ func TestCountTokensExact(t *testing.T) {
 		t.Fatalf("only %d outputs between 3 and 64 KB in pi/session.jsonl", len(texts)-2)
 	}
 	for _, text := range texts {
+		want, _ := c.Count(text)
+		if got := tokencount.CountUncached(text); got != want {
+			t.Errorf("text of %d bytes (%.40q…): Count %d, the tokenizer over the whole %d", len(text), text, got, want)
+		}
+	}
+}
+
+// Count over a text that is not valid UTF-8 (countChunked's ~1 KB pieces, each cut
+// after its last newline) is the tokenizer's count of the whole text, invalid
+// bytes included, wherever no piece of the pre-split crosses a cut: real outputs
+// between 3 and 64 KB with their runs of blank lines made single newlines, their
+// lines over 512 bytes and those that start with '/' left out, and a byte 0xff
+// at the head of every 20th line. (A line that starts with '/' after one that
+// ends in punctuation is no such place: the pre-split's ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
+// takes "}\n//" whole, so a cut there counts a token more.) A cut that moved a
+// line's newline into the next piece would split pieces such as ";\n" and "{\n"
+// that the pre-split keeps whole.
+func TestCountInvalidUTF8Exact(t *testing.T) {
+	c, err := tokenizer.Get(tokenizer.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := transcript.ReadFile(filepath.Join("..", "..", "shared", "sessions", "pi", "session.jsonl"), transcript.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, o := range s.Outputs() {
+		if len(o.Text) < 3*tokencount.TokenChunk || len(o.Text) > 64<<10 {
+			continue
+		}
+		var lines []string
+		for i, line := range strings.Split(o.Text, "\n") {
+			if line == "" || len(line) > 512 || line[0] == '/' {
+				continue
+			}
+			if i%20 == 0 {
+				line = "\xff" + line
+			}
+			lines = append(lines, line)
+		}
+		if text := strings.Join(lines, "\n") + "\n"; len(text) >= 3*tokencount.TokenChunk {
+			texts = append(texts, text)
+		}
+	}
+	if len(texts) < 10 {
+		t.Fatalf("only %d outputs of pi/session.jsonl make texts of 3 KB or more", len(texts))
+	}
+	for _, text := range texts {
+		if utf8.ValidString(text) {
+			t.Fatalf("text of %d bytes (%.40q…) is valid UTF-8", len(text), text)
+		}
 		want, _ := c.Count(text)
 		if got := tokencount.CountUncached(text); got != want {
 			t.Errorf("text of %d bytes (%.40q…): Count %d, the tokenizer over the whole %d", len(text), text, got, want)

@@ -31,6 +31,27 @@ func TestCreditLiveCopies(t *testing.T) {
 	}
 }
 
+// TestAddUsesHeld: a use is held by the stub's digest when its digest need is
+// within the budget, the budget itself included, and never when it has no need
+// (0: no digest holds it, as for a use moved from a dead copy); uses outside
+// (Step, EndStep] are left out. Worked by hand with a budget of 10: the uses at
+// 3 (need 10), 5 (11), 6 (none) and 8 (1) are held, not, not and held; the use
+// at 12 is past EndStep 10.
+func TestAddUsesHeld(t *testing.T) {
+	u := recordUses{
+		uses: map[string][]int{"a": {3, 5, 6, 8, 12}},
+		need: map[string]map[int]int{"a": {3: 10, 5: 11, 8: 1, 12: 1}},
+	}
+	o := calibrate.Output{Key: "a", Step: 1, EndStep: 10}
+	u.addUses(&o, 10)
+	if d := cmp.Diff([]int{3, 5, 6, 8}, o.Uses); d != "" {
+		t.Errorf("uses (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]bool{true, false, false, true}, o.Held); d != "" {
+		t.Errorf("held (-want +got):\n%s", d)
+	}
+}
+
 // TestRecordOutputs: the calibrate records of the hand-made port session of
 // testdata/replay (replay's TestReplayFacts works out its facts by hand): asks
 // within the candidate window, counting uses only, the session's calls, and the
