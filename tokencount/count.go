@@ -74,63 +74,41 @@ func countTokens(s string) int {
 	return int(float64(n) * float64(len(s)) / float64(len(prefix)))
 }
 
-// countWhole counts s exactly: valid UTF-8 through countSplit (the hand-written
-// pre-split runs over the whole text, so no piece of the tokenizer's pattern is
-// cut and the sum is the tokenizer's count of s, checked by
-// TestCountSplitMatchesTokenizer, TestCountTokensExact and FuzzSplitO200k),
-// anything else in pieces (countChunked), since the tokenizer's own pre-split is
-// quadratic in a whitespace run.
+// countWhole counts s exactly through countSplit: the hand-written pre-split runs
+// over the whole text, so no piece of the tokenizer's pattern is cut and the sum is
+// the tokenizer's count of s (TestCountSplitMatchesTokenizer, TestCountTokensExact,
+// FuzzSplitO200k). A text that is not valid UTF-8 is counted as the tokenizer reads
+// it, each invalid byte as U+FFFD (validPerByte; TestCountInvalidUTF8Exact).
 func countWhole(s string) int {
-	if utf8.ValidString(s) {
-		return countSplit(s)
+	if !utf8.ValidString(s) {
+		s = validPerByte(s)
 	}
-	return countChunked(s)
+	return countSplit(s)
 }
 
-// tokenChunk is the largest piece countChunked hands the tokenizer at once (the
-// tokenizer's pre-split pattern, a regexp2 look-ahead over whitespace, is quadratic
-// in the length of a whitespace run: 64 KB of " \n" took 4 s whole, 0.3 s for 128 KB
-// in 1 KB pieces), and about the text countBatch settles at once.
-const tokenChunk = 1 << 10
-
-// countChunked counts s, a text that is not valid UTF-8, in pieces of at most
-// tokenChunk bytes, each cut just after a newline where the piece has one (else on
-// a rune boundary). o200k_base never merges a token across a newline followed by
-// other text, so the sum equals the whole-text count except where a cut falls
-// inside a run of blank lines or a line longer than tokenChunk, where it may differ
-// by a token per cut.
-func countChunked(s string) int {
-	total := 0
-	for len(s) > 0 {
-		piece := s
-		if len(piece) > tokenChunk {
-			piece = textcut.BytesOnRune(s, tokenChunk)
-			if i := strings.LastIndexByte(piece, '\n'); i > 0 {
-				piece = piece[:i+1]
-			}
-			if piece == "" { // a single rune longer than the chunk cannot happen; guard anyway
-				piece = s[:tokenChunk]
-			}
+// validPerByte returns s with each byte that is not part of a valid UTF-8
+// sequence replaced by U+FFFD, as a range over the string reads it (unlike
+// strings.ToValidUTF8, which replaces a run of such bytes once).
+func validPerByte(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/8)
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && w == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+w])
 		}
-		total += countPiece(piece)
-		s = s[len(piece):]
+		i += w
 	}
-	return total
+	return b.String()
 }
 
-// countPiece counts one piece of countChunked: valid UTF-8 through splitO200k and
-// the piece cache, anything else through the tokenizer (which reads invalid bytes as
-// U+FFFD). Either way the count is the tokenizer's count of the piece.
-func countPiece(s string) int {
-	if utf8.ValidString(s) {
-		return countSplit(s)
-	}
-	n, err := codec.Count(s)
-	if err != nil {
-		n = (len(s) + 3) / 4
-	}
-	return n
-}
+// tokenChunk is about the text countBatch settles with the piece cache at once.
+// (It was the largest piece handed to the tokenizer whole, whose own pre-split
+// pattern, a regexp2 look-ahead over whitespace, is quadratic in the length of a
+// whitespace run: 64 KB of " \n" took 4 s whole.)
+const tokenChunk = 1 << 10
 
 // tokenCacheMinBytes is the text size from which Count remembers counts:
 // shorter texts tokenize faster than a cache round trip is worth.

@@ -1,6 +1,7 @@
 package tokencount_test
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,16 +43,12 @@ func TestCountTokensExact(t *testing.T) {
 	}
 }
 
-// Count over a text that is not valid UTF-8 (countChunked's ~1 KB pieces, each cut
-// after its last newline) is the tokenizer's count of the whole text, invalid
-// bytes included, wherever no piece of the pre-split crosses a cut: real outputs
-// between 3 and 64 KB with their runs of blank lines made single newlines, their
-// lines over 512 bytes and those that start with '/' left out, and a byte 0xff
-// at the head of every 20th line. (A line that starts with '/' after one that
-// ends in punctuation is no such place: the pre-split's ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
-// takes "}\n//" whole, so a cut there counts a token more.) A cut that moved a
-// line's newline into the next piece would split pieces such as ";\n" and "{\n"
-// that the pre-split keeps whole.
+// Count over a text that is not valid UTF-8 is the tokenizer's count of the whole
+// text, invalid bytes included (each read as U+FFFD, validPerByte): real outputs
+// between 3 and 64 KB, long lines and runs of blank lines kept, with a stray byte
+// (0xff, 0x80, the head of a 2-, 3- or 4-byte sequence cut short) before about one
+// byte in 200, some of them inside a multi-byte rune of the output. Counted in 1 KB
+// pieces cut after a newline, as Count did before, three of these texts were off.
 func TestCountInvalidUTF8Exact(t *testing.T) {
 	c, err := tokenizer.Get(tokenizer.O200kBase)
 	if err != nil {
@@ -61,27 +58,24 @@ func TestCountInvalidUTF8Exact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stray := []string{"\xff", "\x80", "\xc3", "\xe2\x82", "\xf0\x9f\x98", "\xfe\xff"}
+	r := rand.New(rand.NewPCG(1, 2))
 	var texts []string
 	for _, o := range s.Outputs() {
 		if len(o.Text) < 3*tokencount.TokenChunk || len(o.Text) > 64<<10 {
 			continue
 		}
-		var lines []string
-		for i, line := range strings.Split(o.Text, "\n") {
-			if line == "" || len(line) > 512 || line[0] == '/' {
-				continue
+		var b strings.Builder
+		for i := 0; i < len(o.Text); i++ {
+			if r.IntN(200) == 0 {
+				b.WriteString(stray[r.IntN(len(stray))])
 			}
-			if i%20 == 0 {
-				line = "\xff" + line
-			}
-			lines = append(lines, line)
+			b.WriteByte(o.Text[i])
 		}
-		if text := strings.Join(lines, "\n") + "\n"; len(text) >= 3*tokencount.TokenChunk {
-			texts = append(texts, text)
-		}
+		texts = append(texts, b.String())
 	}
 	if len(texts) < 10 {
-		t.Fatalf("only %d outputs of pi/session.jsonl make texts of 3 KB or more", len(texts))
+		t.Fatalf("only %d outputs of 3 to 64 KB in pi/session.jsonl", len(texts))
 	}
 	for _, text := range texts {
 		if utf8.ValidString(text) {

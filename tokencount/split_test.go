@@ -199,8 +199,9 @@ func FuzzSplitO200k(f *testing.F) {
 }
 
 // BenchmarkCountTokensSplit measures countSplit against the tokenizer on the largest
-// output of pi/session.jsonl, in 1 KB pieces as countChunked hands them over, with
-// the piece cache warm.
+// output of pi/session.jsonl, in 1 KB pieces (the tokenizer's pre-split is
+// quadratic in a whitespace run, so it is not given the whole), with the piece
+// cache warm.
 func BenchmarkCountTokensSplit(b *testing.B) {
 	s, err := transcript.ReadFile(filepath.Join("..", "..", "shared", "sessions", "pi", "session.jsonl"), transcript.Options{})
 	if err != nil {
