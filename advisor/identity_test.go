@@ -43,7 +43,9 @@ var updateIndex = flag.Bool("update-index", false, "rewrite testdata/index-diges
 // being live for the output within Tracker.DigestFrom steps) changed 68 of them;
 // with DigestFrom -1000 (nothing left out) every digest was the old one.
 // replay-16's digest names at their real o200k cost, joined by spaces, changed 97
-// of the 119 (the digest order and every use's digest budget).
+// of the 119 (the digest order and every use's digest budget). replay-17: exact
+// token counts of long lines changed 66 of them, a backquoted path as one
+// compound 43 (77 in all).
 const indexDigestFile = "testdata/index-digests.json"
 
 // identitySessions returns every session under ../shared/sessions and every third

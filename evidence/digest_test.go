@@ -435,3 +435,30 @@ func TestDigestQuotedPhrase(t *testing.T) {
 		t.Errorf("DigestLive(c1) (-want +got):\n%s", d)
 	}
 }
+
+// A path in backquotes is one compound, as unquoted: one digest candidate, the
+// path by its last two segments, not the quoted whole beside its own suffix (the
+// quoted string and the run inside it were two compounds: `src/server.go` gave
+// "server.go" and "src/server.go", `/repo/src/server.go` "src/server.go" and
+// "/repo/src/server.go").
+func TestDigestQuotedCompound(t *testing.T) {
+	for _, tt := range []struct {
+		text string
+		want []string
+	}{
+		{"- src/server.go - x\n", []string{"src/server.go"}},
+		{"- `src/server.go` - x\n", []string{"src/server.go"}},
+		{"- `/repo/src/server.go` - x\n", []string{"src/server.go"}},
+		{"- '/repo/src/server.go' and \"./lib/io_util.py\" - x\n", []string{"src/server.go", "lib/io_util.py"}},
+	} {
+		tr := NewTracker()
+		tr.DigestTokens = 100
+		c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"cat notes"}`), Step: 1}
+		m := result(c1, tt.text)
+		m.Outputs[0].Tokens = 30
+		addAll(t, tr, asst(1, "", c1), m)
+		if d := cmp.Diff(tt.want, tr.Digest("c1", 100)); d != "" {
+			t.Errorf("Digest of %q (-want +got):\n%s", tt.text, d)
+		}
+	}
+}

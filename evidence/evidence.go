@@ -1136,7 +1136,10 @@ func asciiNonSpace(b byte) bool {
 //   - Otherwise it is an identifier or number (snake_case and camelCase stay whole).
 //   - Quoted strings: the text between two equal quotes (", ', `) on one line, when
 //     the opening quote does not follow a word byte and the closing one is not
-//     followed by one, and the text neither starts nor ends with a space.
+//     followed by one, and the text neither starts nor ends with a space. A quoted
+//     string that is one compound run (`src/a.go`, "./lib/io.py") is one compound
+//     with the names of the run inside it: a path in backquotes counts, and gets
+//     its one digest candidate, as the same path unquoted.
 //
 // Every name has MinNameLen to MaxNameLen bytes (quoted strings at most
 // MaxQuotedLen). Names are case-sensitive.
@@ -1375,6 +1378,12 @@ func visitNames(text string, g *int32, emit emitFunc) {
 		if b == '"' || b == '\'' || b == '`' {
 			if end := visitQuoted(text, i, g, emit); end > 0 {
 				codeEnd = max(codeEnd, end)
+				if oneRun(text[i+1 : end]) {
+					// The quoted string is one compound run (`src/server.go`): the
+					// run visited next gives its names the quoted string's group,
+					// one compound as unquoted.
+					*g--
+				}
 			}
 			i++
 			continue
@@ -1385,6 +1394,17 @@ func visitNames(text string, g *int32, emit emitFunc) {
 		}
 		i = visitRun(text, i, i < codeEnd, g, emit)
 	}
+}
+
+// oneRun reports whether s is one compound run as visitRun reads it: not empty,
+// every byte a compound byte.
+func oneRun(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isCompoundByte(s[i]) {
+			return false
+		}
+	}
+	return len(s) > 0
 }
 
 // visitRun emits the names of the compound run starting at text[i] (a compound

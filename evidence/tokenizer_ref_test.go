@@ -46,6 +46,7 @@ func refVisitNames(text string, g *int32, emit emitFunc) {
 	n := len(text)
 	codeEnd := 0   // text[:codeEnd] up to here is inside a quoted string or fence
 	fenceEnd := -1 // index of the closing fence of the open fenced block
+	joinAt, joinGroup := -1, int32(0)
 	for i := 0; i < n; {
 		b := text[i]
 		if b == '`' && strings.HasPrefix(text[i:], fence) {
@@ -66,6 +67,13 @@ func refVisitNames(text string, g *int32, emit emitFunc) {
 		if b == '"' || b == '\'' || b == '`' {
 			if end := refVisitQuoted(text, i, g, emit); end > 0 {
 				codeEnd = max(codeEnd, end)
+				whole := end > i+1
+				for k := i + 1; k < end; k++ {
+					whole = whole && refIsCompoundByte(text[k])
+				}
+				if whole { // one run between the quotes: the run is the quoted string's compound
+					joinAt, joinGroup = i+1, *g
+				}
 			}
 			i++
 			continue
@@ -84,8 +92,12 @@ func refVisitNames(text string, g *int32, emit emitFunc) {
 		for i < n && (refIsCompoundByte(text[i]) || drive && text[i] == '\\') {
 			i++
 		}
-		*g++
-		refVisitCompound(text[start:i], drive, start < codeEnd, *g, emit)
+		group := joinGroup
+		if start != joinAt {
+			*g++
+			group = *g
+		}
+		refVisitCompound(text[start:i], drive, start < codeEnd, group, emit)
 	}
 }
 

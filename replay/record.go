@@ -62,8 +62,11 @@ import (
 // min(B, DigestTokens). replay-16: a digest's names are joined by spaces and each
 // costs its real o200k tokens (evidence.DigestNameTokens), not 1 + len/4 rounded
 // up with a comma: the same budget holds more names, ordered by specificity over
-// the square of their real tokens.
-const Version = "replay-16"
+// the square of their real tokens. replay-17: token counts are exact on long
+// lines (tokencount counts the pre-split pieces of the whole text), and a quoted
+// string that is one compound run is one compound with the run inside it
+// (evidence.Names): a backquoted path gets one digest candidate.
+const Version = "replay-17"
 
 // Sentinel errors returned (wrapped) by this package besides the evidence ones.
 var (
