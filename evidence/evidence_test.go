@@ -69,7 +69,7 @@ func round(u []Use) []Use {
 	for i := range u {
 		u[i].Weight = math.Round(u[i].Weight*1e4) / 1e4
 		u[i].Digest, u[i].Preview = 0, false           // tested by TestDigest* and TestPreview
-		u[i].NameDigests, u[i].NamesPreviewed = nil, 0 // tested by TestNameDigests
+		u[i].NameDigests, u[i].NamesPreviewed = nil, 0 // tested by TestDigest and TestPreview
 	}
 	return u
 }
