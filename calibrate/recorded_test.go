@@ -29,11 +29,7 @@ import (
 // at call 6): 1,200. Output 2's stub was dropped with it: its use at 7 is a
 // compaction miss, not a stub miss. Peak 24,400 (the summarising call).
 func TestRecordedCompaction(t *testing.T) {
-	outs, sessions := growingSession()
-	sessions[0].Recorded = []RecordedCompaction{{Call: 6, Dropped: 41_000, SummaryTokens: 1000}}
-	opts := DefaultOptions()
-	opts.Budget, opts.HardLimit = 100_000, 180_000
-	e := mustEval(t, outs, sessions, opts)
+	outs, sessions, opts, e := recordedSession(t)
 	ka := e.KeepAll().Decision
 	got := Level{RecordedCompactions: ka.RecordedCompactions, Compactions: ka.Compactions, CompactionMisses: ka.CompactionMisses, PeakContext: ka.PeakContext}
 	if d := cmp.Diff(Level{RecordedCompactions: 1, CompactionMisses: 1, PeakContext: 68_100}, got); d != "" {
@@ -66,17 +62,25 @@ func TestRecordedCompaction(t *testing.T) {
 	}
 }
 
+// recordedSession is growingSession with a compaction recorded before call 6 that
+// drops 41,000 tokens (outputs 1-3) for a 1,000-token summary, evaluated at a
+// 100,000-token budget and a 180,000-token hard limit.
+func recordedSession(t *testing.T) ([]Output, []Calls, Options, *Evaluator) {
+	t.Helper()
+	outs, sessions := growingSession()
+	sessions[0].Recorded = []RecordedCompaction{{Call: 6, Dropped: 41_000, SummaryTokens: 1000}}
+	opts := DefaultOptions()
+	opts.Budget, opts.HardLimit = 100_000, 180_000
+	return outs, sessions, opts, mustEval(t, outs, sessions, opts)
+}
+
 // TestStubAfterCompactionDropped: a prune decided after a compaction dropped its
 // output (stubPhase) changes nothing: the output is out of the context already,
 // so the stub saves nothing more and rewrites nothing. TestRecordedCompaction's
 // session, whose recorded compaction before call 6 drops outputs 1-3, with only
 // output 1 pruned, at step 8: the decision level is keep-all's, to the cent.
 func TestStubAfterCompactionDropped(t *testing.T) {
-	outs, sessions := growingSession()
-	sessions[0].Recorded = []RecordedCompaction{{Call: 6, Dropped: 41_000, SummaryTokens: 1000}}
-	opts := DefaultOptions()
-	opts.Budget, opts.HardLimit = 100_000, 180_000
-	e := mustEval(t, outs, sessions, opts)
+	outs, _, _, e := recordedSession(t)
 	ds := make([]PruneAt, len(outs))
 	ds[0] = PruneAt{Step: 8}
 	r, err := e.Evaluate("late", -1, ds)

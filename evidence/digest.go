@@ -27,7 +27,7 @@ import (
 //     capital, 1 otherwise; ties by position in O). The square, not the cost
 //     itself: the agent later uses about as many of the live names of each class
 //     (1.0% to 1.9% of them), so a cheap name is worth more than the classes say;
-//     on ../shared/sessions and ../shared/corpus the square holds 64.9% and 76.9%
+//     on ../shared/sessions and ../shared/corpus (replay-16) the square holds 64.9% and 76.9%
 //     of the uses at 128 tokens against 62.8% and 75.8% with the cost, 64.9% and
 //     76.5% with its power 1.5, 65.3% and 75.2% ordering by cost alone
 //     (docs/EVALUATION.md, "Digest names at their real cost").
