@@ -149,6 +149,9 @@ type recordingP struct {
 func (p *recordingP) stub(v *view) []int {
 	out := p.inner.stub(v)
 	for _, j := range out {
+		if j < 0 {
+			continue // a copy (regimeP), not an output of its own
+		}
 		if i := p.sd.outs[j]; p.into[i].Step == 0 {
 			p.into[i].Step = v.s
 		}

@@ -37,7 +37,11 @@
 // pruner's, so positive means cheaper than doing nothing. A miss is priced as the
 // round trip that repairs it: one more call that reads the context from the cache and
 // writes the recalled original and RecallOverheadTokens, after which the original
-// stays in the context (the stub stays too: docs/DESIGN.md "Recall").
+// is in the context as a copy beside its stub (the stub stays too: docs/DESIGN.md
+// "Recall"). A copy is an output like any other: a compaction drops it (a later use
+// is lost again), and a scorer's rewrite forced by the hard limit may stub it again
+// once its recall window has passed (Options.RecallWindows), a later use its digest
+// does not hold then missing again.
 package calibrate
 
 import (
@@ -48,6 +52,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/pruneadvisor/pruneadvisor/backoff"
 	"github.com/pruneadvisor/pruneadvisor/planner"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 )
@@ -309,6 +314,15 @@ type Options struct {
 	// Prices holds the price model of each provider; nil entries take
 	// prices.Default.
 	Prices prices.Table
+	// ProtectedSteps is K, the live advisor's advisor.Config.ProtectedSteps: a copy
+	// a recall brought back (or a compaction miss's fetch) is not a candidate in the
+	// K steps after it; default 3.
+	ProtectedSteps int
+	// RecallWindows gives, by scorer name, the back-off schedule whose Gap(n) is how
+	// many steps the n-th recall of an original protects its copy (the live
+	// advisor's recall windows, advisor.Config.ScheduleFor); nil: backoff.Default()
+	// for every scorer.
+	RecallWindows func(scorer string) backoff.Schedule
 	// RecallOverheadTokens is what one recall round trip writes beyond the original
 	// itself (the model's recall call, the result's framing); default 100, an
 	// estimate: a tool call and its result envelope run to a few dozen tokens.
@@ -362,8 +376,16 @@ func DefaultOptions() Options {
 	return Options{
 		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.5, HardLimitLowWaterFraction: 0.5, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true, LastResort: true,
 		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, OverBudgetFactor: 0.2, OverBudgetCutoff: 0.1, CacheTTL: 5 * time.Minute,
-		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1, Window: 200_000,
+		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1, Window: 200_000, ProtectedSteps: 3,
 	}
+}
+
+// recallWindows returns the recall windows of scorer (RecallWindows).
+func (o Options) recallWindows(scorer string) backoff.Schedule {
+	if o.RecallWindows == nil {
+		return backoff.Default()
+	}
+	return o.RecallWindows(scorer)
 }
 
 // Validate reports the first bad option (wrapping ErrInvalid).
@@ -403,6 +425,8 @@ func (o Options) Validate() error {
 		return bad("RecallOverheadTokens", o.RecallOverheadTokens)
 	case o.GrowthSteps < 0:
 		return bad("GrowthSteps", o.GrowthSteps)
+	case o.ProtectedSteps < 0:
+		return bad("ProtectedSteps", o.ProtectedSteps)
 	case o.Bins < 1 || o.Bins > 1000:
 		return bad("Bins", o.Bins)
 	case o.CompactionOf != nil && o.Window <= 0:

@@ -114,22 +114,27 @@ func (c Compaction) tailStart(v *view, ctx int) int {
 }
 
 // compact models the agent's compaction before call v.s of a context of ctx
-// tokens: every visible output whose message starts before the kept tail is gone
-// (a later use of it is a compaction miss, registered in lost at the step of its
-// first use from v.s on), and the context becomes the summary plus the tail. It
+// tokens: every visible output and every copy a recall brought back whose message
+// starts before the kept tail is gone (a later use of it is a compaction miss,
+// registered in lost at the step of its first use from v.s on, unless a copy in the
+// tail still brings it back: drop), and the context becomes the summary plus the
+// tail. It
 // returns the context after the compaction, in tokens.
 func (v *view) compact(ctx int, lost map[int][]int) int {
 	c := v.sd.compaction
 	start := v.tailStart(ctx)
+	var outs, copies []int
 	for j := 0; j < v.visible; j++ {
-		if v.gone[j] || v.offset(j) >= start {
-			continue
-		}
-		v.gone[j] = true
-		if u := v.out(j).UsedFrom(v.s); u != 0 {
-			lost[u] = append(lost[u], j)
+		if !v.gone[j] && v.offset(j) < start {
+			outs = append(outs, j)
 		}
 	}
+	for i, a := range v.appends {
+		if !a.gone && v.copyOffset(i) < start {
+			copies = append(copies, i)
+		}
+	}
+	v.drop(outs, copies, lost)
 	v.cut += start - c.SummaryTokens
 	return ctx - start + c.SummaryTokens
 }

@@ -56,6 +56,16 @@ func TestCompactionTail(t *testing.T) {
 		// 88,100); calls 9, 10: 90,000 + 9,100 - 88,100 = 11,000, then 21,000.
 		{"at exactly the point no compaction", growingSession, Compaction{Point: 40_000, SummaryTokens: 1000},
 			[]int{10_000, 20_000, 30_000, 40_000, 1000, 11_000, 21_000, 1000, 11_000, 21_000}, []int{5, 8}, 1},
+		// As above, output 2 used again at 9: call 8's compaction drops the copy
+		// the loss at 7 wrote (it lies before the tail, as any output), so the use
+		// at 9 is lost again and writes 9,100 once more: call 10 sends 100,000 +
+		// 18,200 - 88,100 = 30,100.
+		{"a copy a compaction drops is lost again", func() ([]Output, []Calls) {
+			outs, sessions := growingSession()
+			outs[1].Uses = []int{7, 9}
+			return outs, sessions
+		}, Compaction{Point: 40_000, SummaryTokens: 1000},
+			[]int{10_000, 20_000, 30_000, 40_000, 1000, 11_000, 21_000, 1000, 11_000, 30_100}, []int{5, 8}, 2},
 		// Keep half, point 45,000. Call 5 (50,000): tail from 25,000, output 2
 		// (21,000) goes, 3 (31,000) stays: 26,000 sent, cut 24,000. Call 6: 36,000.
 		// Call 7 (46,000): tail from 23,000; outputs 3, 4 at 7,000 and 17,000 go, 5 at

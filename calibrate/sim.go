@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/pruneadvisor/pruneadvisor/backoff"
 	"github.com/pruneadvisor/pruneadvisor/planner"
 )
 
@@ -67,8 +68,20 @@ func (v *view) savesOf(j int) int {
 	return o.saves()
 }
 
-// appendAt is a recall's original, appended to the context after call step.
-type appendAt struct{ step, tokens int }
+// appendAt is an original brought back into the context after call step, in
+// tokens (the original and RecallOverheadTokens): a stub miss's recall or a
+// compaction miss's fetch (missPhase). It is a copy of the output at position orig,
+// the n-th one (1: the first). A scorer's rewrite forced by the hard limit may stub
+// it again once its protection has passed (copyCandidates), as the live advisor
+// prunes a recall's result like any other output (docs/DESIGN.md "Recall"); saved
+// is then what its stub removes. gone: a compaction dropped it.
+type appendAt struct {
+	step, tokens int
+	orig, n      int
+	saved        int
+	stubbed      bool
+	gone         bool
+}
 
 func newView(e *Evaluator, sd *sessionData) *view {
 	v := &view{e: e, sd: sd, stubbed: make([]bool, len(sd.outs)), gone: make([]bool, len(sd.outs)), fen: make(fenwick, len(sd.outs)), first: make([]int, len(sd.outs)), stubSize: -1}
@@ -95,9 +108,101 @@ func (v *view) offset(j int) int {
 		if a.step > o.Step {
 			break
 		}
-		off += a.tokens
+		off += a.tokens - a.saved
 	}
 	return off
+}
+
+// copyOffset returns the tokens before copy i (v.appends[i]) in the context as it
+// is sent now: it follows every output made before its call, and the copies before
+// it.
+func (v *view) copyOffset(i int) int {
+	a, sd := v.appends[i], v.sd
+	raw, stubs := sd.context[min(a.step, len(sd.context))-1], v.fen.sum(len(sd.outs))
+	for k := range sd.outs {
+		if v.out(k).Step >= a.step {
+			raw, stubs = v.out(k).Offset, v.fen.sum(v.first[k])
+			break
+		}
+	}
+	off := raw - stubs - v.cut
+	for _, b := range v.appends[:i] {
+		off += b.tokens - b.saved
+	}
+	return max(off, 0)
+}
+
+// copyCandidates returns the copies (as -i-1 for v.appends[i]) a rewrite at call
+// v.s may stub: not stubbed, not gone, past the last Options.ProtectedSteps steps
+// and past the recall window w gives the n-th recall of their original (the live
+// advisor's protection of a recall's result, advisor.Advisor.protection), with a
+// stub shorter than they are.
+func (v *view) copyCandidates(w backoff.Schedule) []int {
+	var out []int
+	for i, a := range v.appends {
+		if a.stubbed || a.gone || v.s-a.step <= v.e.opts.ProtectedSteps || v.s <= a.step+w.Gap(a.n) || v.out(a.orig).saves() <= 0 {
+			continue
+		}
+		out = append(out, -i-1)
+	}
+	return out
+}
+
+// stubCopy stubs copy i (v.appends[i]) at call v.s with its original's stub, and
+// registers in missAt (as -i-1) the first later use that stub does not hold. It
+// returns first lowered to the copy's offset.
+func (v *view) stubCopy(i, first int, missAt map[int][]int) int {
+	a := &v.appends[i]
+	n := v.out(a.orig).saves()
+	if a.stubbed || a.gone || n <= 0 {
+		return first
+	}
+	if off := v.copyOffset(i); first < 0 || off < first {
+		first = off
+	}
+	a.stubbed, a.saved = true, n
+	v.saved += n
+	if u := v.out(a.orig).missFrom(v.s, v.hold); u != 0 {
+		missAt[u] = append(missAt[u], -i-1)
+	}
+	return first
+}
+
+// liveCopy reports whether a copy of the output at position j is in the context
+// (stubbed or not).
+func (v *view) liveCopy(j int) bool {
+	for _, a := range v.appends {
+		if a.orig == j && !a.gone {
+			return true
+		}
+	}
+	return false
+}
+
+// drop marks gone the outputs at positions outs and the copies copies (indexes in
+// v.appends), dropped by a compaction before call v.s, and registers in lost, at
+// its first use from v.s on, each original that no copy in the context still
+// brings back: the outputs dropped, and the originals of the copies dropped that
+// an earlier compaction dropped.
+func (v *view) drop(outs, copies []int, lost map[int][]int) {
+	check := slices.Clone(outs)
+	for _, i := range copies {
+		v.appends[i].gone = true
+		if j := v.appends[i].orig; v.gone[j] && !slices.Contains(check, j) {
+			check = append(check, j)
+		}
+	}
+	for _, j := range outs {
+		v.gone[j] = true
+	}
+	for _, j := range check {
+		if v.liveCopy(j) {
+			continue
+		}
+		if u := v.out(j).UsedFrom(v.s); u != 0 {
+			lost[u] = append(lost[u], j)
+		}
+	}
 }
 
 // simulate runs one session under p (nil: keep-all, nothing stubbed) and prices
@@ -201,6 +306,10 @@ func (v *view) stubPhase(p policy, missAt map[int][]int) int {
 	}
 	first := -1
 	for _, j := range p.stub(v) {
+		if j < 0 {
+			first = v.stubCopy(-j-1, first, missAt)
+			continue
+		}
 		if v.stubbed[j] || v.gone[j] || v.savesOf(j) <= 0 {
 			continue
 		}
@@ -249,28 +358,30 @@ func (v *view) recordedPhase(l *Level, ctx, cached int, rc RecordedCompaction, l
 	// compactions cut, plus the originals recalled before it).
 	k, _ := slices.BinarySearchFunc(sd.outs, rc.Dropped, func(i, dropped int) int { return cmp.Compare(v.e.outs[i].Offset, dropped) })
 	start := rc.Dropped - v.fen.sum(k) - v.cut
-	for _, a := range v.appends {
+	var outs, copies []int
+	for i, a := range v.appends {
 		if k < len(sd.outs) && a.step > v.out(k).Step {
 			break
 		}
-		start += a.tokens
+		start += a.tokens - a.saved
+		if !a.gone {
+			copies = append(copies, i)
+		}
 	}
 	for j := 0; j < k && j < v.visible; j++ {
-		if v.gone[j] {
-			continue
-		}
-		v.gone[j] = true
-		if u := v.out(j).UsedFrom(v.s); u != 0 {
-			lost[u] = append(lost[u], j)
+		if !v.gone[j] {
+			outs = append(outs, j)
 		}
 	}
+	v.drop(outs, copies, lost)
 	start = min(max(start, 0), ctx)
 	v.cut += start
 	return ctx - start
 }
 
-// missPhase repairs, after call v.s sent ctx tokens, the stub misses and the
-// compaction misses first met there, and returns what the last call sent. A stub
+// missPhase repairs, after call v.s sent ctx tokens, the stub misses (positions,
+// or -i-1 for a stubbed copy v.appends[i]) and the compaction misses first met
+// there, and returns what the last call sent. A stub
 // miss is a recall; a compaction miss is the agent fetching the output again (a
 // tool call, priced as a recall round trip: a lower bound on what the loss costs).
 // Either way one more round trip reads the context and writes the original and
@@ -281,10 +392,25 @@ func (v *view) missPhase(l *Level, ctx int, stubMisses, compactionMisses []int) 
 		back := v.out(j).Tokens + v.e.opts.RecallOverheadTokens
 		l.PaidUSD += v.sd.price.Call(sent, sent+back)
 		v.added += back
-		v.appends = append(v.appends, appendAt{v.s, back})
+		n := 1
+		for _, a := range v.appends {
+			if a.orig == j {
+				n++
+			}
+		}
+		v.appends = append(v.appends, appendAt{step: v.s, tokens: back, orig: j, n: n})
 		sent += back
 	}
 	for _, j := range stubMisses {
+		if j < 0 {
+			// A copy's stub missed (stubCopy); a compaction that dropped the copy
+			// registered the use as lost instead (drop).
+			if a := v.appends[-j-1]; !a.gone {
+				l.Misses++
+				repair(a.orig)
+			}
+			continue
+		}
 		if v.gone[j] {
 			continue // a compaction dropped the stub too: a compaction miss
 		}
@@ -318,13 +444,17 @@ func (p *immediateP) stub(v *view) []int { return p.at[v.s] }
 // applied level, as the advisor does live. With extra set (a scorer's decisions,
 // as the advisor's are), a rewrite forced by the hard limit may also prune
 // candidates that are not pending, lowest last score first (never scored: 1), as
-// the live advisor does (advisor's extraCandidates, docs/DESIGN.md step 6(c)); the
-// baselines have no such candidates.
+// the live advisor does (advisor's extraCandidates, docs/DESIGN.md step 6(c)),
+// and the copies recalls brought back once their protection has passed
+// (copyCandidates, never scored); the baselines have no such candidates.
 type regimeP struct {
 	at      map[int][]int
 	ds      []PruneAt
 	pending []int // positions, ascending
 	extra   bool
+	// windows gives the recall windows of the scorer's copies (copyCandidates),
+	// with extra.
+	windows backoff.Schedule
 }
 
 func (e *Evaluator) regime(sd *sessionData, ds []PruneAt) policy {
@@ -342,7 +472,7 @@ func (p *regimeP) stub(v *view) []int {
 	var extra, prot []int
 	switch {
 	case p.extra && in.Context > in.HardLimit:
-		extra = p.extraCandidates(v)
+		extra = append(p.extraCandidates(v), v.copyCandidates(p.windows)...)
 		if v.e.opts.LastResort && v.ctx > v.lastResortLimit() {
 			prot = lastResort(v)
 		}
@@ -363,6 +493,11 @@ func (p *regimeP) stub(v *view) []int {
 	}
 	in.Extra = make([]planner.Pending, len(extra))
 	for k, j := range extra {
+		if j < 0 {
+			// A copy: never scored (keep 1), as a recall's result before its first ask.
+			in.Extra[k] = planner.Pending{Offset: v.copyOffset(-j - 1), Saves: max(v.out(v.appends[-j-1].orig).saves(), 1), Keep: 1}
+			continue
+		}
 		in.Extra[k] = planner.Pending{Offset: v.offset(j), Saves: max(v.savesOf(j), 1), Keep: lastKeep(v.out(j), v.s)}
 	}
 	in.Protected = make([]planner.Pending, len(prot))

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/backoff"
 	"github.com/pruneadvisor/pruneadvisor/calibrate"
 	"github.com/pruneadvisor/pruneadvisor/prices"
 )
@@ -57,6 +58,14 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	o.LowWaterFraction, o.RewriteFraction, o.PayFactor = cfg.LowWaterFraction, cfg.RewriteFraction, cfg.PayFactor
 	o.PriceForced, o.SizeExponent, o.LastResort = cfg.PriceForced, cfg.SizeExponent, cfg.LastResort
 	o.GrowthSteps, o.SizeCapTokens = cfg.GrowthSteps, cfg.SizeCapTokens
+	o.ProtectedSteps = cfg.ProtectedSteps
+	o.RecallWindows = func(scorer string) backoff.Schedule {
+		s, err := backoff.Parse(cfg.ScheduleFor(scorer))
+		if err != nil {
+			return backoff.Default() // the config was validated when it was read
+		}
+		return s
+	}
 	switch {
 	case p.growthSteps > 1000 || p.growthSteps < -1:
 		return o, usageError{fmt.Errorf("--growth-steps %d: want 0 to 1000 steps", p.growthSteps)}

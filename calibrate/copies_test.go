@@ -1,0 +1,130 @@
+package calibrate
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pruneadvisor/pruneadvisor/backoff"
+	"github.com/pruneadvisor/pruneadvisor/planner"
+)
+
+// copySession is hardLimitSession run on to call 13: outputs 5 and 6 are never
+// candidates, output 1 is used at calls 8 and 13, and calls 9-13 add 5,000 tokens
+// each and no output: call s sends 1,000 + 20,000 min(s-1, 7) + 5,000 max(s-8, 0)
+// unpruned.
+func copySession() ([]Output, []Calls) {
+	outs, sessions := hardLimitSession()
+	for i := range outs {
+		outs[i].EndStep = 13
+		switch outs[i].Key {
+		case "1":
+			outs[i].Uses = []int{8, 13}
+		case "5", "6":
+			outs[i].CandidateFrom, outs[i].Asks = 0, nil
+		}
+	}
+	c := sessions[0].Context
+	for s := 9; s <= 13; s++ {
+		c = append(c, c[7]+5000*(s-8))
+	}
+	sessions[0].Context = c
+	return outs, sessions
+}
+
+// A copy a recall brought back is an output like any other once its protection
+// has passed: a rewrite forced by the hard limit may stub it again, last (never
+// scored), and a later use its stub does not hold is a second miss. Worked by hand
+// on copySession at cutoff 0.5, hard limit 120,000, low-water mark 80,000 (0.8 of
+// the budget, HardLimitLowWaterFraction 0): call 7 (121,000) stubs outputs 1, 3
+// and 4 (0.6, 0.9, 0.9; 59,880 freed, 61,120 sent). Output 1's use at 8 misses:
+// its 20,000 tokens and the 100 of the round trip come back after call 8 (81,120
+// sent). Calls 9-11 send 106,220, 111,220, 116,220. Call 12 would send 121,220:
+// the only candidate is the copy (past K = 3 steps and the first recall's window
+// of 3), whose stub frees 19,960 (101,260 sent); output 1's use at 13 misses
+// again; call 13 sends 106,260. Peak 116,220 (call 11); over the budget of
+// 100,000: calls 6, 9-13. With a first recall window of 6 steps the copy is still
+// protected at 12 and 13: they send 121,220 and 126,220 (the peak), and the use
+// at 13 finds the copy in the context.
+func TestHardLimitStubsRecalledCopy(t *testing.T) {
+	type rewrite struct {
+		Step   int
+		Reason planner.Reason
+		Frees  int
+	}
+	type figures struct{ Rewrites, Misses, Peak, OverBudget int }
+	for _, tc := range []struct {
+		name     string
+		window   string
+		figures  figures
+		rewrites []rewrite
+	}{
+		{"default windows", "", figures{2, 2, 116_220, 6},
+			[]rewrite{{7, planner.ReasonHardLimit, 59_880}, {12, planner.ReasonHardLimit, 19_960}}},
+		{"a first window of 6 steps", "6", figures{1, 1, 126_220, 6},
+			[]rewrite{{7, planner.ReasonHardLimit, 59_880}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outs, sessions := copySession()
+			opts := DefaultOptions()
+			opts.HardLimit, opts.HardLimitLowWaterFraction, opts.LowWaterFraction = 120_000, 0, 0.8
+			if tc.window != "" {
+				w, err := backoff.Parse(tc.window)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts.RecallWindows = func(scorer string) backoff.Schedule {
+					if scorer != "s" {
+						t.Errorf("recall windows asked for scorer %q, want s", scorer)
+					}
+					return w
+				}
+			}
+			var told []rewrite
+			opts.OnRewrite = func(_ string, step int, d planner.Rewrite) { told = append(told, rewrite{step, d.Reason, d.Frees}) }
+			r := mustEval(t, outs, sessions, opts).Scorer("s", 0.5)
+			got := figures{r.Applied.Rewrites, r.Applied.Misses, r.Applied.PeakContext, r.Applied.StepsOverBudget}
+			if d := cmp.Diff(tc.figures, got); d != "" {
+				t.Errorf("applied level (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.rewrites, told); d != "" {
+				t.Errorf("rewrites told to OnRewrite (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// A compaction that drops an output but keeps, in its tail, the copy a recall
+// brought back loses nothing: the copy still holds it. growingSession with output 2
+// stubbed at call 3 (8,900 freed) and used at 7 and 9, compacting past 75,000
+// tokens and keeping the newest 18,100: calls 3-7 send 21,100 to 61,100; the use
+// at 7 misses and the copy (9,100 tokens) comes back after call 7, before output 7
+// (at 71,000 - 8,900 = 62,100). Call 8 would send 80,000 + 9,100 - 8,900 =
+// 80,200: the agent compacts, the tail starts at 62,100 (the copy): outputs 1-6 go
+// (output 2's stub with them), the copy stays, and the use at 9 is neither a stub
+// miss nor a compaction miss. Keeping 1,000 tokens fewer drops the copy too: the
+// use at 9 is lost.
+func TestCompactionKeepsRecalledCopy(t *testing.T) {
+	for _, tc := range []struct {
+		keep int
+		want [3]int // compactions, stub misses, compaction misses
+	}{{18_100, [3]int{1, 1, 0}}, {17_100, [3]int{1, 1, 1}}} {
+		outs, sessions := growingSession()
+		outs[1].Uses = []int{7, 9}
+		opts := DefaultOptions()
+		opts.CompactionOf = func(string, int) Compaction {
+			return Compaction{Point: 75_000, SummaryTokens: 1000, KeepTokens: tc.keep}
+		}
+		e := mustEval(t, outs, sessions, opts)
+		ds := make([]PruneAt, len(outs))
+		ds[1] = PruneAt{Step: 3}
+		r, err := e.Evaluate("two", -1, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := [3]int{r.Decision.Compactions, r.Decision.Misses, r.Decision.CompactionMisses}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("keeping %d tokens: (compactions, stub misses, compaction misses) (-want +got):\n%s", tc.keep, d)
+		}
+	}
+}
