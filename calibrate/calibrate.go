@@ -318,11 +318,11 @@ type Options struct {
 	// a recall brought back (or a compaction miss's fetch) is not a candidate in the
 	// K steps after it; default 3.
 	ProtectedSteps int
-	// RecallWindows gives, by scorer name, the back-off schedule whose Gap(n) is how
-	// many steps the n-th recall of an original protects its copy (the live
-	// advisor's recall windows, advisor.Config.ScheduleFor); nil: backoff.Default()
-	// for every scorer.
-	RecallWindows func(scorer string) backoff.Schedule
+	// RecallWindows is the back-off schedule whose Gap(n) is how many steps the
+	// n-th recall of an original protects its copy: the live advisor's recall
+	// windows, advisor.Config.Schedule whatever the scorer's ask schedule (its
+	// ScorerSchedules entry). The zero value is backoff.Default() (3, 6, 12, 24).
+	RecallWindows backoff.Schedule
 	// RecallOverheadTokens is what one recall round trip writes beyond the original
 	// itself (the model's recall call, the result's framing); default 100, an
 	// estimate: a tool call and its result envelope run to a few dozen tokens.
@@ -378,14 +378,6 @@ func DefaultOptions() Options {
 		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, OverBudgetFactor: 0.2, OverBudgetCutoff: 0.1, CacheTTL: 5 * time.Minute,
 		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1, Window: 200_000, ProtectedSteps: 3,
 	}
-}
-
-// recallWindows returns the recall windows of scorer (RecallWindows).
-func (o Options) recallWindows(scorer string) backoff.Schedule {
-	if o.RecallWindows == nil {
-		return backoff.Default()
-	}
-	return o.RecallWindows(scorer)
 }
 
 // Validate reports the first bad option (wrapping ErrInvalid).

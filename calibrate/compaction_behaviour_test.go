@@ -20,6 +20,23 @@ func keepAllTrace(t *testing.T, outs []Output, sessions []Calls, comp Compaction
 	return tr[0].KeepAll, tr[0].KeepAllCompactions, mustEval(t, outs, sessions, opts).KeepAll().Decision.CompactionMisses
 }
 
+// checkKeepAllTrace checks keep-all's trace of the only session of outs under comp
+// (keepAllTrace): its context at each call, the calls before which the agent
+// compacted, and its compaction misses.
+func checkKeepAllTrace(t *testing.T, outs []Output, sessions []Calls, comp Compaction, wantCtx, wantCompactions []int, wantMisses int) {
+	t.Helper()
+	ctx, compactions, misses := keepAllTrace(t, outs, sessions, comp)
+	if d := cmp.Diff(wantCtx, ctx); d != "" {
+		t.Errorf("keep-all's context by call (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(wantCompactions, compactions); d != "" {
+		t.Errorf("calls before which the agent compacted (-want +got):\n%s", d)
+	}
+	if misses != wantMisses {
+		t.Errorf("%d compaction misses, want %d", misses, wantMisses)
+	}
+}
+
 // earlySession: three 9,000-token outputs from calls 1-3 (offsets 1,000, 11,000,
 // 21,000, as in growingSession), then calls 4-6 that add 10,000 tokens each but no
 // tool output: call s sends 10,000 s.
@@ -101,16 +118,7 @@ func TestCompactionTail(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			outs, sessions := tc.session()
-			ctx, compactions, misses := keepAllTrace(t, outs, sessions, tc.comp)
-			if d := cmp.Diff(tc.ctx, ctx); d != "" {
-				t.Errorf("keep-all's context by call (-want +got):\n%s", d)
-			}
-			if d := cmp.Diff(tc.compactions, compactions); d != "" {
-				t.Errorf("calls before which the agent compacted (-want +got):\n%s", d)
-			}
-			if misses != tc.misses {
-				t.Errorf("%d compaction misses, want %d", misses, tc.misses)
-			}
+			checkKeepAllTrace(t, outs, sessions, tc.comp, tc.ctx, tc.compactions, tc.misses)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pruneadvisor/pruneadvisor/backoff"
 	"github.com/pruneadvisor/pruneadvisor/planner"
 )
 
@@ -69,16 +68,7 @@ func TestHardLimitStubsRecalledCopy(t *testing.T) {
 			opts := DefaultOptions()
 			opts.HardLimit, opts.HardLimitLowWaterFraction, opts.LowWaterFraction = 120_000, 0, 0.8
 			if tc.window != "" {
-				w, err := backoff.Parse(tc.window)
-				if err != nil {
-					t.Fatal(err)
-				}
-				opts.RecallWindows = func(scorer string) backoff.Schedule {
-					if scorer != "s" {
-						t.Errorf("recall windows asked for scorer %q, want s", scorer)
-					}
-					return w
-				}
+				opts.RecallWindows = mustSchedule(t, tc.window)
 			}
 			var told []rewrite
 			opts.OnRewrite = func(_ string, step int, d planner.Rewrite) { told = append(told, rewrite{step, d.Reason, d.Frees}) }
@@ -125,6 +115,37 @@ func TestCompactionKeepsRecalledCopy(t *testing.T) {
 		got := [3]int{r.Decision.Compactions, r.Decision.Misses, r.Decision.CompactionMisses}
 		if d := cmp.Diff(tc.want, got); d != "" {
 			t.Errorf("keeping %d tokens: (compactions, stub misses, compaction misses) (-want +got):\n%s", tc.keep, d)
+		}
+	}
+}
+
+// A recorded compaction drops a copy by where it lies in the history, as any
+// output: one recalled after the dropped history stays in the kept tail.
+// copySession with output 1 stubbed at call 7 (decision level) and used at calls
+// 10 and 13: the use at 10 misses and the copy comes back after call 10, which
+// sent 151,000 tokens unpruned (1,000 + 140,000 + 10,000), so it lies at 151,000
+// in the unpruned history. A compaction recorded before call 12 that drops the
+// first 141,000 tokens (every output: the last, output 7, starts at 121,000)
+// keeps the copy, and the use at 13 is no loss; one that drops the first 155,000
+// drops the copy too, and the use at 13 is lost.
+func TestRecordedCompactionKeepsLaterCopy(t *testing.T) {
+	for _, tc := range []struct {
+		dropped int
+		want    [3]int // recorded compactions, stub misses, compaction misses
+	}{{141_000, [3]int{1, 1, 0}}, {155_000, [3]int{1, 1, 1}}} {
+		outs, sessions := copySession()
+		outs[1].Uses = []int{10, 13}
+		sessions[0].Recorded = []RecordedCompaction{{Call: 12, Dropped: tc.dropped, SummaryTokens: 1000}}
+		e := mustEval(t, outs, sessions, DefaultOptions())
+		ds := make([]PruneAt, len(outs))
+		ds[1] = PruneAt{Step: 7}
+		r, err := e.Evaluate("one", -1, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := [3]int{r.Decision.RecordedCompactions, r.Decision.Misses, r.Decision.CompactionMisses}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("dropping %d tokens: (recorded compactions, stub misses, compaction misses) (-want +got):\n%s", tc.dropped, d)
 		}
 	}
 }

@@ -113,17 +113,28 @@ func (v *view) offset(j int) int {
 	return off
 }
 
+// copyRaw returns where copy i (v.appends[i]) lies in the unpruned history: after
+// every output made before its call, so at the offset of the first output k made
+// at or after it (the raw context of its call when there is none, k then
+// len(sd.outs)).
+func (v *view) copyRaw(i int) (raw, k int) {
+	a, sd := v.appends[i], v.sd
+	for k := range sd.outs {
+		if v.out(k).Step >= a.step {
+			return v.out(k).Offset, k
+		}
+	}
+	return sd.context[min(a.step, len(sd.context))-1], len(sd.outs)
+}
+
 // copyOffset returns the tokens before copy i (v.appends[i]) in the context as it
 // is sent now: it follows every output made before its call, and the copies before
 // it.
 func (v *view) copyOffset(i int) int {
-	a, sd := v.appends[i], v.sd
-	raw, stubs := sd.context[min(a.step, len(sd.context))-1], v.fen.sum(len(sd.outs))
-	for k := range sd.outs {
-		if v.out(k).Step >= a.step {
-			raw, stubs = v.out(k).Offset, v.fen.sum(v.first[k])
-			break
-		}
+	raw, k := v.copyRaw(i)
+	stubs := v.fen.sum(len(v.sd.outs))
+	if k < len(v.sd.outs) {
+		stubs = v.fen.sum(v.first[k])
 	}
 	off := raw - stubs - v.cut
 	for _, b := range v.appends[:i] {
@@ -360,7 +371,9 @@ func (v *view) recordedPhase(l *Level, ctx, cached int, rc RecordedCompaction, l
 	start := rc.Dropped - v.fen.sum(k) - v.cut
 	var outs, copies []int
 	for i, a := range v.appends {
-		if k < len(sd.outs) && a.step > v.out(k).Step {
+		// The copies before the kept history (by where they lie in it, copyRaw)
+		// go with it.
+		if raw, _ := v.copyRaw(i); raw >= rc.Dropped {
 			break
 		}
 		start += a.tokens - a.saved
@@ -452,9 +465,6 @@ type regimeP struct {
 	ds      []PruneAt
 	pending []int // positions, ascending
 	extra   bool
-	// windows gives the recall windows of the scorer's copies (copyCandidates),
-	// with extra.
-	windows backoff.Schedule
 }
 
 func (e *Evaluator) regime(sd *sessionData, ds []PruneAt) policy {
@@ -472,7 +482,7 @@ func (p *regimeP) stub(v *view) []int {
 	var extra, prot []int
 	switch {
 	case p.extra && in.Context > in.HardLimit:
-		extra = append(p.extraCandidates(v), v.copyCandidates(p.windows)...)
+		extra = append(p.extraCandidates(v), v.copyCandidates(v.e.opts.RecallWindows)...)
 		if v.e.opts.LastResort && v.ctx > v.lastResortLimit() {
 			prot = lastResort(v)
 		}

@@ -161,7 +161,7 @@ func (e *Evaluator) Scorer(name string, cutoff float64) Result {
 	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
 		func(sd *sessionData) policy {
 			p := e.regime(sd, ds).(*regimeP)
-			p.extra, p.windows = true, e.opts.recallWindows(name)
+			p.extra = true
 			return p
 		})
 	return r

@@ -59,13 +59,11 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	o.PriceForced, o.SizeExponent, o.LastResort = cfg.PriceForced, cfg.SizeExponent, cfg.LastResort
 	o.GrowthSteps, o.SizeCapTokens = cfg.GrowthSteps, cfg.SizeCapTokens
 	o.ProtectedSteps = cfg.ProtectedSteps
-	o.RecallWindows = func(scorer string) backoff.Schedule {
-		s, err := backoff.Parse(cfg.ScheduleFor(scorer))
-		if err != nil {
-			return backoff.Default() // the config was validated when it was read
-		}
-		return s
-	}
+	// The recall windows are Schedule's whatever the scorer's ask schedule, as
+	// the live advisor's (advisor.Config.Schedule).
+	if w, err := backoff.Parse(cfg.Schedule); err == nil {
+		o.RecallWindows = w
+	} // else the config was not validated: the default windows
 	switch {
 	case p.growthSteps > 1000 || p.growthSteps < -1:
 		return o, usageError{fmt.Errorf("--growth-steps %d: want 0 to 1000 steps", p.growthSteps)}
