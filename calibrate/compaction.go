@@ -118,8 +118,7 @@ func (c Compaction) tailStart(v *view, ctx int) int {
 // starts before the kept tail is gone (a later use of it is a compaction miss,
 // registered in lost at the step of its first use from v.s on, unless a copy in the
 // tail still brings it back: drop), and the context becomes the summary plus the
-// tail. It
-// returns the context after the compaction, in tokens.
+// tail. It returns the context after the compaction, in tokens.
 func (v *view) compact(ctx int, lost map[int][]int) int {
 	c := v.sd.compaction
 	start := v.tailStart(ctx)

@@ -394,11 +394,12 @@ func (v *view) recordedPhase(l *Level, ctx, cached int, rc RecordedCompaction, l
 
 // missPhase repairs, after call v.s sent ctx tokens, the stub misses (positions,
 // or -i-1 for a stubbed copy v.appends[i]) and the compaction misses first met
-// there, and returns what the last call sent. A stub
-// miss is a recall; a compaction miss is the agent fetching the output again (a
-// tool call, priced as a recall round trip: a lower bound on what the loss costs).
-// Either way one more round trip reads the context and writes the original and
-// RecallOverheadTokens, which then stay in the context.
+// there, and returns what the last call sent. A stub miss is a recall; a
+// compaction miss is the agent fetching the output again (a tool call, priced as
+// a recall round trip: a lower bound on what the loss costs). Either way one more
+// round trip reads the context and writes the original and RecallOverheadTokens:
+// a copy in the context (appendAt) until a compaction drops it or a rewrite
+// stubs it again.
 func (v *view) missPhase(l *Level, ctx int, stubMisses, compactionMisses []int) int {
 	sent := ctx
 	repair := func(j int) {
