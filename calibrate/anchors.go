@@ -117,7 +117,7 @@ func (e *Evaluator) Applied(name string, apply []int) (Result, error) {
 	for i, st := range apply {
 		ds[i].Step = st
 	}
-	return e.evaluatePolicy(name, func(sd *sessionData) policy { return &appliedP{at: bySession(e, sd, ds)} }), nil
+	return e.evaluatePolicy(name, func(sd *sessionData) policy { return &appliedP{decide(e, sd, ds)} }), nil
 }
 
 // evaluatePolicy prices a regime at both levels and derives the flat prune figures
@@ -184,23 +184,18 @@ func (p *keepNewestP) stub(v *view) []int {
 	case p.idle > 0 && v.sd.gap[v.s-1] <= p.idle:
 		return nil
 	}
-	// The keep newest outputs still in the context (a compaction drops the others).
-	last, kept := v.visible, 0
-	for last > 0 && kept < p.keep {
-		last--
-		if !v.gone[last] {
-			kept++
-		}
-	}
-	if kept < p.keep {
+	// The keep newest tool results still in the context (a compaction drops the
+	// others), a recall's copy among them (view.sequence).
+	seq := v.sequence()
+	if len(seq) < p.keep {
 		return nil
 	}
 	var out []int
 	cleared := 0
-	for j := 0; j < last; j++ {
-		if !v.stubbed[j] && !v.gone[j] && v.savesOf(j) > 0 {
-			out = append(out, j)
-			cleared += v.out(j).Tokens
+	for _, pos := range seq[:len(seq)-p.keep] {
+		if !v.stubbedAt(pos) && v.savesAt(pos) > 0 {
+			out = append(out, pos)
+			cleared += v.tokensAt(pos)
 		}
 	}
 	if p.atLeast > 0 && cleared < p.atLeast {
@@ -227,18 +222,21 @@ func (p *protectWindowP) placeholder() (int, hold) {
 }
 
 func (p *protectWindowP) stub(v *view) []int {
-	window, j := 0, v.visible-1
-	for ; j >= 0 && window < p.protect; j-- {
-		if !v.stubbed[j] && !v.gone[j] {
-			window += v.out(j).Tokens
+	// Every tool result still in the context, a recall's copy among them
+	// (view.sequence), newest first.
+	seq := v.sequence()
+	window, k := 0, len(seq)-1
+	for ; k >= 0 && window < p.protect; k-- {
+		if !v.stubbedAt(seq[k]) {
+			window += v.tokensAt(seq[k])
 		}
 	}
 	var out []int
 	prunable := 0
-	for ; j >= 0; j-- {
-		if !v.stubbed[j] && !v.gone[j] && v.savesOf(j) > 0 {
-			out = append(out, j)
-			prunable += v.out(j).Tokens
+	for ; k >= 0; k-- {
+		if pos := seq[k]; !v.stubbedAt(pos) && v.savesAt(pos) > 0 {
+			out = append(out, pos)
+			prunable += v.tokensAt(pos)
 		}
 	}
 	if prunable < p.minimum {

@@ -761,7 +761,7 @@ func (e *Evaluator) Evaluate(name string, cutoff float64, ds []PruneAt) (Result,
 // evaluate is Evaluate without the checks.
 func (e *Evaluator) evaluate(name string, cutoff float64, ds []PruneAt) Result {
 	r := e.pruneFigures(name, cutoff, ds, holdDigest)
-	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
+	e.price(&r, func(sd *sessionData) policy { return &immediateP{decide(e, sd, ds)} },
 		func(sd *sessionData) policy { return e.regime(sd, ds) })
 	return r
 }

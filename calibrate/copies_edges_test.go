@@ -331,7 +331,13 @@ func TestCompactionLosesCopiesOnce(t *testing.T) {
 //	6: recall 1 of output 5 at 9: 12 - 9 = 3, not past K.
 func TestCopyCandidatesAtTheirEdges(t *testing.T) {
 	outs, sessions := copySession()
-	e := mustEval(t, outs, sessions, DefaultOptions())
+	w, err := backoff.List(1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.RecallWindows = w
+	e := mustEval(t, outs, sessions, opts)
 	v := newView(e, e.sessions[0])
 	v.s, v.visible = 12, len(outs)
 	v.appends = []appendAt{
@@ -343,11 +349,7 @@ func TestCopyCandidatesAtTheirEdges(t *testing.T) {
 		{step: 8, tokens: 130, orig: 0, n: 1},
 		{step: 9, tokens: 20_100, orig: 5, n: 1},
 	}
-	w, err := backoff.List(1, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff([]int{-1, -3}, v.copyCandidates(w)); d != "" {
+	if d := cmp.Diff([]int{-1, -3}, v.copyCandidates()); d != "" {
 		t.Errorf("copies offered at call 12 (-want +got):\n%s", d)
 	}
 }

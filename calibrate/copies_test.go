@@ -149,3 +149,65 @@ func TestRecordedCompactionKeepsLaterCopy(t *testing.T) {
 		}
 	}
 }
+
+// An anchor clears a recall's copy as any tool result: Anthropic's clearing
+// (trigger 100,000, keep the newest 3; placeholders free 19,990 of an output's
+// 20,000) on anchorSession with output 1 used at calls 7 and 11, worked by hand
+// (call s sends 1,000 + 20,000 min(s-1, 10) unpruned):
+//   - call 6 (101,000): outputs 1, 2 cleared: 61,020; call 7 sends 81,020 and the
+//     use of output 1 misses: its copy (20,100) comes back, before output 7;
+//   - call 8 (141,000 + 20,100 - 39,980 = 121,120): the newest three results are
+//     output 6, the copy and output 7: outputs 3-5 cleared: 61,150; call 9 81,150;
+//   - call 10 (101,150): the newest three are outputs 7-9: output 6 and the copy
+//     cleared: 61,170;
+//   - call 11 sends 201,000 + 20,100 - 139,930 = 81,170, the peak; the use of
+//     output 1 misses again (the copy's placeholder holds nothing): a second
+//     copy, last;
+//   - call 12 (201,000 + 40,200 - 139,930 = 101,270): the newest three are
+//     outputs 9, 10 and the second copy: outputs 7, 8 cleared: 61,290.
+//
+// Two misses, four rewrites.
+func TestAnchorClearsRecalledCopy(t *testing.T) {
+	outs, sessions := anchorSession()
+	outs[0].Uses = []int{7, 11}
+	r := mustEval(t, outs, sessions, DefaultOptions()).Anchors(0)[0]
+	if r.Name != "anthropic-clearing" {
+		t.Fatalf("first anchor %q, want anthropic-clearing", r.Name)
+	}
+	type figures struct{ Misses, Rewrites, Peak int }
+	got := figures{r.Applied.Misses, r.Applied.Rewrites, r.Applied.PeakContext}
+	if d := cmp.Diff(figures{2, 4, 81_170}, got); d != "" {
+		t.Errorf("anthropic-clearing, applied level (-want +got):\n%s", d)
+	}
+}
+
+// The advisor's replayed rewrites (Applied) take a copy its recall brought back
+// along with the next of them once the copy is past its protection, as its
+// original was decided (the live advisor prunes a recall's result like any
+// output). handOutputs (TestEvaluateHand) with A, B and C stubbed at calls 4, 5
+// and 10: A's use at 6 misses and its copy (3,100 tokens) comes back; at 10 it is
+// past K (3) and its first recall window (3), so the rewrite of C also stubs it:
+// from C's offset 3,080, 46,180 - 960 - 2,960 = 42,260 sent, 39,180 written
+// (0.147849). Calls 1-3 0.2175, 4 0.17295, 5 0.154512, 6 0.012924 and A's round
+// trip 0.024549, 7-9 3 x 0.013854: total 0.771846. With C stubbed at 7 instead
+// there is no rewrite at 10 and the copy stays (calls 8-10 read 45,220).
+func TestAppliedTakesRecalledCopy(t *testing.T) {
+	outs, sessions := handOutputs()
+	e := mustEval(t, outs, sessions, DefaultOptions())
+	for _, tc := range []struct {
+		c    int
+		paid float64
+	}{
+		{10, 0.771846},
+		// TestEvaluateHand's decision level to call 9, then a read of 45,220.
+		{7, 0.2175 + 0.17295 + 0.154512 + 0.037473 + 0.158949 + 3*0.013566},
+	} {
+		r, err := e.Applied("advisor", []int{4, 5, tc.c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Applied.Rewrites != 3 || r.Applied.Misses != 1 || !approx(r.Applied.PaidUSD, tc.paid) {
+			t.Errorf("C at %d: %d rewrites, %d misses, paid %v; want 3, 1, %v", tc.c, r.Applied.Rewrites, r.Applied.Misses, r.Applied.PaidUSD, tc.paid)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/pruneadvisor/pruneadvisor/backoff"
 	"github.com/pruneadvisor/pruneadvisor/planner"
 )
 
@@ -73,14 +72,17 @@ func (v *view) savesOf(j int) int {
 // compaction miss's fetch (missPhase). It is a copy of the output at position orig,
 // the n-th one (1: the first). A scorer's rewrite forced by the hard limit may stub
 // it again once its protection has passed (copyCandidates), as the live advisor
-// prunes a recall's result like any other output (docs/DESIGN.md "Recall"); saved
-// is then what its stub removes. gone: a compaction dropped it.
+// prunes a recall's result like any other output (docs/DESIGN.md "Recall"), and
+// so may an anchor that clears every tool result (sequence); saved is then what
+// its stub removes. gone: a compaction dropped it. next caches copyRaw's k, plus
+// one (0: not computed yet).
 type appendAt struct {
 	step, tokens int
 	orig, n      int
 	saved        int
 	stubbed      bool
 	gone         bool
+	next         int
 }
 
 func newView(e *Evaluator, sd *sessionData) *view {
@@ -118,13 +120,75 @@ func (v *view) offset(j int) int {
 // at or after it (the raw context of its call when there is none, k then
 // len(sd.outs)).
 func (v *view) copyRaw(i int) (raw, k int) {
-	a, sd := v.appends[i], v.sd
-	for k := range sd.outs {
-		if v.out(k).Step >= a.step {
-			return v.out(k).Offset, k
+	a, sd := &v.appends[i], v.sd
+	if a.next == 0 {
+		a.next = len(sd.outs) + 1
+		for k := range sd.outs {
+			if v.out(k).Step >= a.step {
+				a.next = k + 1
+				break
+			}
 		}
 	}
-	return sd.context[min(a.step, len(sd.context))-1], len(sd.outs)
+	if k = a.next - 1; k < len(sd.outs) {
+		return v.out(k).Offset, k
+	}
+	return sd.context[min(a.step, len(sd.context))-1], k
+}
+
+// sequence returns, in the order of the context, the outputs visible at call v.s
+// and the copies in it (a copy as -i-1 for v.appends[i], just before the first
+// output made at or after its call: copyRaw), leaving out what a compaction
+// dropped: every tool result the agent sends, as an anchor regime sees them.
+func (v *view) sequence() []int {
+	seq := make([]int, 0, v.visible+len(v.appends))
+	c := 0 // the next copy
+	for j := 0; j < v.visible; j++ {
+		for ; c < len(v.appends); c++ {
+			if _, k := v.copyRaw(c); k > j {
+				break
+			}
+			if !v.appends[c].gone {
+				seq = append(seq, -c-1)
+			}
+		}
+		if !v.gone[j] {
+			seq = append(seq, j)
+		}
+	}
+	for ; c < len(v.appends); c++ {
+		if !v.appends[c].gone {
+			seq = append(seq, -c-1)
+		}
+	}
+	return seq
+}
+
+// tokensAt is the tokens of the output at sequence position p (an output's
+// Tokens; a copy's original's, its round trip's overhead left out, as the
+// anchors count tool results).
+func (v *view) tokensAt(p int) int {
+	if p < 0 {
+		return v.out(v.appends[-p-1].orig).Tokens
+	}
+	return v.out(p).Tokens
+}
+
+// stubbedAt reports whether the output at sequence position p is stubbed.
+func (v *view) stubbedAt(p int) bool {
+	if p < 0 {
+		return v.appends[-p-1].stubbed
+	}
+	return v.stubbed[p]
+}
+
+// savesAt is what a stub of the output at sequence position p removes under the
+// policy (savesOf; a copy's, its original's).
+func (v *view) savesAt(p int) int {
+	if p < 0 {
+		return v.savesOf(v.appends[-p-1].orig)
+	}
+	return v.savesOf(p)
 }
 
 // copyOffset returns the tokens before copy i (v.appends[i]) in the context as it
@@ -145,13 +209,14 @@ func (v *view) copyOffset(i int) int {
 
 // copyCandidates returns the copies (as -i-1 for v.appends[i]) a rewrite at call
 // v.s may stub: not stubbed, not gone, past the last Options.ProtectedSteps steps
-// and past the recall window w gives the n-th recall of their original (the live
+// and past the recall window Options.RecallWindows gives the n-th recall of their original (the live
 // advisor's protection of a recall's result, advisor.Advisor.protection), with a
 // stub shorter than they are.
-func (v *view) copyCandidates(w backoff.Schedule) []int {
+func (v *view) copyCandidates() []int {
+	w := v.e.opts.RecallWindows
 	var out []int
 	for i, a := range v.appends {
-		if a.stubbed || a.gone || v.s-a.step <= v.e.opts.ProtectedSteps || v.s <= a.step+w.Gap(a.n) || v.out(a.orig).saves() <= 0 {
+		if a.stubbed || a.gone || v.s-a.step <= v.e.opts.ProtectedSteps || v.s <= a.step+w.Gap(a.n) || v.savesOf(a.orig) <= 0 {
 			continue
 		}
 		out = append(out, -i-1)
@@ -159,12 +224,12 @@ func (v *view) copyCandidates(w backoff.Schedule) []int {
 	return out
 }
 
-// stubCopy stubs copy i (v.appends[i]) at call v.s with its original's stub, and
-// registers in missAt (as -i-1) the first later use that stub does not hold. It
-// returns first lowered to the copy's offset.
+// stubCopy stubs copy i (v.appends[i]) at call v.s with its original's stub (the
+// policy's: savesOf), and registers in missAt (as -i-1) the first later use that
+// stub does not hold. It returns first lowered to the copy's offset.
 func (v *view) stubCopy(i, first int, missAt map[int][]int) int {
 	a := &v.appends[i]
-	n := v.out(a.orig).saves()
+	n := v.savesOf(a.orig)
 	if a.stubbed || a.gone || n <= 0 {
 		return first
 	}
@@ -449,10 +514,53 @@ func bySession(e *Evaluator, sd *sessionData, ds []PruneAt) map[int][]int {
 	return out
 }
 
-// immediateP applies every decision at its step: the decision level.
-type immediateP struct{ at map[int][]int }
+// decisions are a pruner's decisions for one session: at, the positions decided at
+// each call (bySession); decidedAt[j], the call at which output j is decided (0:
+// never), from which each copy of it is decided too (decidedCopies).
+type decisions struct {
+	at        map[int][]int
+	decidedAt []int
+}
 
-func (p *immediateP) stub(v *view) []int { return p.at[v.s] }
+func decide(e *Evaluator, sd *sessionData, ds []PruneAt) decisions {
+	d := decisions{at: bySession(e, sd, ds), decidedAt: make([]int, len(sd.outs))}
+	for s, js := range d.at {
+		for _, j := range js {
+			d.decidedAt[j] = s
+		}
+	}
+	return d
+}
+
+// decided reports whether the copy -c-1 (v.appends[-c-1]) is decided at call v.s:
+// its original is, by then.
+func (d decisions) decided(v *view, c int) bool {
+	at := d.decidedAt[v.appends[-c-1].orig]
+	return at != 0 && at <= v.s
+}
+
+// decidedCopies returns the copies due at call v.s (copyCandidates) whose original
+// the pruner decided to prune by then: a copy is decided as its original was (a
+// recall's result, once its protection has passed, is a new output with no use of
+// its own, as its original was when it was decided; docs/EVALUATION.md "A recalled
+// copy is an output like any other").
+func (d decisions) decidedCopies(v *view) []int {
+	var out []int
+	for _, c := range v.copyCandidates() {
+		if d.decided(v, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// immediateP applies every decision at its step, and each decided copy as soon as
+// it is due: the decision level.
+type immediateP struct{ decisions }
+
+func (p *immediateP) stub(v *view) []int {
+	return append(slices.Clone(p.at[v.s]), p.decidedCopies(v)...)
+}
 
 // regimeP makes decisions pending prunes and lets the planner apply them: the
 // applied level, as the advisor does live. With extra set (a scorer's decisions,
@@ -462,28 +570,33 @@ func (p *immediateP) stub(v *view) []int { return p.at[v.s] }
 // and the copies recalls brought back once their protection has passed
 // (copyCandidates, never scored); the baselines have no such candidates.
 type regimeP struct {
-	at      map[int][]int
+	decisions
 	ds      []PruneAt
-	pending []int // positions, ascending
+	pending []int // positions, ascending (a copy as -i-1: decidedCopies)
 	extra   bool
 }
 
 func (e *Evaluator) regime(sd *sessionData, ds []PruneAt) policy {
-	return &regimeP{at: bySession(e, sd, ds), ds: ds}
+	return &regimeP{decisions: decide(e, sd, ds), ds: ds}
 }
 
 func (p *regimeP) stub(v *view) []int {
-	for _, j := range p.at[v.s] {
+	for _, j := range append(slices.Clone(p.at[v.s]), p.decidedCopies(v)...) {
 		if k, found := slices.BinarySearch(p.pending, j); !found {
 			p.pending = slices.Insert(p.pending, k, j)
 		}
 	}
-	p.pending = slices.DeleteFunc(p.pending, func(j int) bool { return v.gone[j] })
+	p.pending = slices.DeleteFunc(p.pending, func(j int) bool {
+		if j < 0 {
+			return v.appends[-j-1].gone // a copy a compaction dropped
+		}
+		return v.gone[j]
+	})
 	in := p.input(v)
 	var extra, prot []int
 	switch {
 	case p.extra && in.Context > in.HardLimit:
-		extra = append(p.extraCandidates(v), v.copyCandidates(v.e.opts.RecallWindows)...)
+		extra = append(p.extraCandidates(v), p.undecidedCopies(v)...)
 		if v.e.opts.LastResort && v.ctx > v.lastResortLimit() {
 			prot = lastResort(v)
 		}
@@ -499,6 +612,13 @@ func (p *regimeP) stub(v *view) []int {
 	sd := v.sd
 	in.Pending = make([]planner.Pending, len(p.pending))
 	for k, j := range p.pending {
+		if j < 0 {
+			// A decided copy, as its original was decided.
+			a := v.appends[-j-1]
+			d := p.ds[sd.outs[a.orig]]
+			in.Pending[k] = planner.Pending{Offset: v.copyOffset(-j - 1), Saves: max(v.savesOf(a.orig), 1), Keep: clamp01(d.Keep), Rule: d.Rule}
+			continue
+		}
 		d := p.ds[sd.outs[j]]
 		in.Pending[k] = planner.Pending{Offset: v.offset(j), Saves: max(v.savesOf(j), 1), Keep: clamp01(d.Keep), Rule: d.Rule}
 	}
@@ -506,7 +626,7 @@ func (p *regimeP) stub(v *view) []int {
 	for k, j := range extra {
 		if j < 0 {
 			// A copy: never scored (keep 1), as a recall's result before its first ask.
-			in.Extra[k] = planner.Pending{Offset: v.copyOffset(-j - 1), Saves: max(v.out(v.appends[-j-1].orig).saves(), 1), Keep: 1}
+			in.Extra[k] = planner.Pending{Offset: v.copyOffset(-j - 1), Saves: max(v.savesOf(v.appends[-j-1].orig), 1), Keep: 1}
 			continue
 		}
 		in.Extra[k] = planner.Pending{Offset: v.offset(j), Saves: max(v.savesOf(j), 1), Keep: lastKeep(v.out(j), v.s)}
@@ -544,6 +664,19 @@ func (p *regimeP) input(v *view) planner.Input {
 		PriceForced:  o.PriceForced,
 		HardLowWater: int(o.HardLimitLowWaterFraction * float64(hard)),
 	}
+}
+
+// undecidedCopies returns the copies due at call v.s (copyCandidates) whose
+// original the pruner did not decide (decidedCopies are pending): a forced
+// rewrite's extra candidates, never scored.
+func (p *regimeP) undecidedCopies(v *view) []int {
+	var out []int
+	for _, c := range v.copyCandidates() {
+		if !p.decided(v, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // overBudgetCandidates returns the extra candidates (extraCandidates) whose last
@@ -630,9 +763,16 @@ func (p *regimeP) take(dec planner.Rewrite, extra []int) []int {
 
 // appliedP stubs each output at a given step (the advisor's own rewrites, read from
 // its replay).
-type appliedP struct{ at map[int][]int }
+// A decided copy (decidedCopies) rides along with the next of those rewrites, as
+// a pending prune of the live advisor does.
+type appliedP struct{ decisions }
 
-func (p *appliedP) stub(v *view) []int { return p.at[v.s] }
+func (p *appliedP) stub(v *view) []int {
+	if len(p.at[v.s]) == 0 {
+		return nil
+	}
+	return append(slices.Clone(p.at[v.s]), p.decidedCopies(v)...)
+}
 
 func clamp01(f float64) float64 { return min(max(f, 0), 1) }
 

@@ -158,7 +158,7 @@ func ScorerName(scorer string) string { return "scorer:" + scorer }
 func (e *Evaluator) Scorer(name string, cutoff float64) Result {
 	ds := ScorerPrunes(e.outs, cutoff, e.opts.SizeExponent, e.opts.SizeCapTokens)
 	r := e.pruneFigures(ScorerName(name), cutoff, ds, holdDigest)
-	e.price(&r, func(sd *sessionData) policy { return &immediateP{at: bySession(e, sd, ds)} },
+	e.price(&r, func(sd *sessionData) policy { return &immediateP{decide(e, sd, ds)} },
 		func(sd *sessionData) policy {
 			p := e.regime(sd, ds).(*regimeP)
 			p.extra = true
