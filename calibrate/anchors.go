@@ -150,7 +150,7 @@ func (p *recordingP) stub(v *view) []int {
 	out := p.inner.stub(v)
 	for _, j := range out {
 		if j < 0 {
-			continue // a copy (regimeP), not an output of its own
+			continue // a copy (appendAt), not an output of its own
 		}
 		if i := p.sd.outs[j]; p.into[i].Step == 0 {
 			p.into[i].Step = v.s
