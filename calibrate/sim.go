@@ -516,10 +516,22 @@ func bySession(e *Evaluator, sd *sessionData, ds []PruneAt) map[int][]int {
 
 // decisions are a pruner's decisions for one session: at, the positions decided at
 // each call (bySession); decidedAt[j], the call at which output j is decided (0:
-// never), from which each copy of it is decided too (decidedCopies).
+// never), from which each copy of it is decided too (decidedCopies), unless scored
+// is set: a scorer's decisions (the advisor's, replayed or simulated), whose
+// scorer would score a copy itself, which a replay cannot (a transcript holds no
+// recall), and would not see it as its original (docs/EVALUATION.md "Every
+// pruner's copies").
 type decisions struct {
 	at        map[int][]int
 	decidedAt []int
+	scored    bool
+}
+
+// scoredDecisions is decide for a scorer's decisions (decisions.scored).
+func scoredDecisions(e *Evaluator, sd *sessionData, ds []PruneAt) decisions {
+	d := decide(e, sd, ds)
+	d.scored = true
+	return d
 }
 
 func decide(e *Evaluator, sd *sessionData, ds []PruneAt) decisions {
@@ -533,8 +545,11 @@ func decide(e *Evaluator, sd *sessionData, ds []PruneAt) decisions {
 }
 
 // decided reports whether the copy -c-1 (v.appends[-c-1]) is decided at call v.s:
-// its original is, by then.
+// its original is, by then, and the decisions are not a scorer's.
 func (d decisions) decided(v *view, c int) bool {
+	if d.scored {
+		return false
+	}
 	at := d.decidedAt[v.appends[-c-1].orig]
 	return at != 0 && at <= v.s
 }
@@ -762,17 +777,11 @@ func (p *regimeP) take(dec planner.Rewrite, extra []int) []int {
 }
 
 // appliedP stubs each output at a given step (the advisor's own rewrites, read from
-// its replay).
-// A decided copy (decidedCopies) rides along with the next of those rewrites, as
-// a pending prune of the live advisor does.
-type appliedP struct{ decisions }
+// its replay). A copy its misses bring back stays: the live advisor's scorer would
+// score the copy itself, which the replay cannot (decisions.scored).
+type appliedP struct{ at map[int][]int }
 
-func (p *appliedP) stub(v *view) []int {
-	if len(p.at[v.s]) == 0 {
-		return nil
-	}
-	return append(slices.Clone(p.at[v.s]), p.decidedCopies(v)...)
-}
+func (p *appliedP) stub(v *view) []int { return p.at[v.s] }
 
 func clamp01(f float64) float64 { return min(max(f, 0), 1) }
 
