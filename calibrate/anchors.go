@@ -117,7 +117,7 @@ func (e *Evaluator) Applied(name string, apply []int) (Result, error) {
 	for i, st := range apply {
 		ds[i].Step = st
 	}
-	return e.evaluatePolicy(name, func(sd *sessionData) policy { return &appliedP{at: bySession(e, sd, ds)} }), nil
+	return e.evaluatePolicy(name, func(sd *sessionData) policy { return &appliedP{decide(e, sd, ds)} }), nil
 }
 
 // evaluatePolicy prices a regime at both levels and derives the flat prune figures

@@ -750,37 +750,20 @@ func (e *Evaluator) check(name string, ds []PruneAt) error {
 // Evaluate computes the Result of the pruner that decides to prune outputs[i] at
 // ds[i] (Step 0 = never; a step past the output's EndStep also means never): the
 // decision-level prune figures, and both levels' prices (the applied level under
-// the planner). A copy a miss brings back is decided as its original was (a
-// baseline's rule; EvaluateScorer for a scorer's decisions). Errors: see check.
+// the planner). A copy a miss brings back is decided as its original was, at the
+// same age (decisions.decided). Errors: see check.
 func (e *Evaluator) Evaluate(name string, cutoff float64, ds []PruneAt) (Result, error) {
 	if err := e.check(name, ds); err != nil {
 		return Result{}, err
 	}
-	return e.evaluate(name, cutoff, ds, false), nil
+	return e.evaluate(name, cutoff, ds), nil
 }
 
-// EvaluateScorer is Evaluate for a scorer's decisions (the advisor's under a back-off
-// schedule, say): its scorer would score a copy a miss brings back itself, which a
-// replay cannot, so no copy is decided as its original (decisions.scored).
-func (e *Evaluator) EvaluateScorer(name string, cutoff float64, ds []PruneAt) (Result, error) {
-	if err := e.check(name, ds); err != nil {
-		return Result{}, err
-	}
-	return e.evaluate(name, cutoff, ds, true), nil
-}
-
-// evaluate is Evaluate (scored: EvaluateScorer) without the checks.
-func (e *Evaluator) evaluate(name string, cutoff float64, ds []PruneAt, scored bool) Result {
+// evaluate is Evaluate without the checks.
+func (e *Evaluator) evaluate(name string, cutoff float64, ds []PruneAt) Result {
 	r := e.pruneFigures(name, cutoff, ds, holdDigest)
-	e.price(&r, func(sd *sessionData) policy {
-		d := decide(e, sd, ds)
-		d.scored = scored
-		return &immediateP{d}
-	}, func(sd *sessionData) policy {
-		p := e.regime(sd, ds).(*regimeP)
-		p.scored = scored
-		return p
-	})
+	e.price(&r, func(sd *sessionData) policy { return &immediateP{decide(e, sd, ds)} },
+		func(sd *sessionData) policy { return e.regime(sd, ds) })
 	return r
 }
 

@@ -216,34 +216,34 @@ func TestMaskingAfterARecordedCompaction(t *testing.T) {
 	}
 }
 
-// A copy is decided from the call its original is decided at, that call
-// included, once it is past its protection: the decision level stubs it then
-// (with the outputs decided there); a scorer's decisions (decisions.scored) never
-// decide a copy, at the decision level or in the advisor's replayed rewrites,
-// which stub what the replay stubbed. growingSession at call 9 (outputs 1-8
-// visible; positions k-1), K 3 and a first recall window of 3: a compaction
-// dropped outputs 1-4; outputs 2, 3 and 4 were fetched after call 5 (copies 0-2,
-// due from call 9: 9 - 5 > 3, 9 > 5 + 3) and output 1 after call 7 (copy 3,
-// protected until call 11).
+// A copy is decided at the age its original was decided at, never before its
+// original's decision, once it is past its protection: the decision level stubs
+// it then (with the outputs decided there), the advisor's replayed rewrites with
+// the next of them, never without one. growingSession at call 9 (outputs 1-8
+// visible; output k from call k at position k-1), K 3 and a first recall window of
+// 3: a compaction dropped outputs 1-4; outputs 2, 3 and 4 were fetched after call
+// 5 (copies 0-2, due from call 9: 9 - 5 > 3, 9 > 5 + 3) and output 1 after call 7
+// (copy 3, protected until call 11).
 //
-//   - Output 1 decided at 6, 2 and 6 at 9, 3 at 10 (4 never): at 9, outputs 2
-//     (gone) and 6, and copy 0 (output 2 decided at this very call); not copy 1
-//     (output 3 decided later), copy 2 (never) nor copy 3 (protected). A scorer's
-//     decisions and the replayed rewrites: outputs 2 and 6 alone.
-//   - Output 2 decided at 8, 6 at 10: copy 0 alone is due; the decision level
-//     stubs it; a scorer's, and the replayed rewrites: nothing.
-//   - Output 2 decided at 9, nothing else: output 2 and copy 0; a scorer's and
-//     the replayed rewrites: output 2.
+//   - Output 2 decided at 4 (age 2), 3 and 6 at 9: copy 0 is decided from call
+//     max(4, 5 + 2) = 7; copy 1 (output 3 decided at age 6) only from 11, copy 2
+//     never (output 4 undecided): outputs 3 (gone) and 6 and copy 0, at both
+//     levels.
+//   - Output 2 decided at 4, 6 at 10: copy 0 alone; the advisor makes no rewrite
+//     at 9: nothing.
+//   - Output 2 decided at 7 (age 5: copy 0 from 10), 6 at 9: output 6 alone.
+//   - Output 2 decided at 10 (the oracle's kind: after its last use): not yet.
 func TestDecidedCopiesAtTheirEdges(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		decided   map[int]int // position -> call
 		immediate []int       // sorted
-		scored    []int       // sorted: a scorer's decisions, and the replayed rewrites
+		applied   []int       // sorted
 	}{
-		{"decided at this call, later, never", map[int]int{0: 6, 1: 9, 2: 10, 5: 9}, []int{-1, 1, 5}, []int{1, 5}},
-		{"no replayed rewrite at this call", map[int]int{1: 8, 5: 10}, []int{-1}, nil},
-		{"one replayed rewrite at this call", map[int]int{1: 9}, []int{-1, 1}, []int{1}},
+		{"decided young, at this call, later, never", map[int]int{1: 4, 2: 9, 5: 9}, []int{-1, 2, 5}, []int{-1, 2, 5}},
+		{"no replayed rewrite at this call", map[int]int{1: 4, 5: 10}, []int{-1}, nil},
+		{"decided older: the copy waits for the same age", map[int]int{1: 7, 5: 9}, []int{5}, []int{5}},
+		{"decided after this call", map[int]int{1: 10}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			outs, sessions := growingSession()
@@ -273,12 +273,8 @@ func TestDecidedCopiesAtTheirEdges(t *testing.T) {
 			if d := cmp.Diff(tc.immediate, got); d != "" {
 				t.Errorf("decision level at call 9 (-want +got):\n%s", d)
 			}
-			got = sorted((&immediateP{scoredDecisions(e, sd, ds)}).stub(v))
-			if d := cmp.Diff(tc.scored, got); d != "" {
-				t.Errorf("a scorer's decision level at call 9 (-want +got):\n%s", d)
-			}
-			got = sorted((&appliedP{at: bySession(e, sd, ds)}).stub(v))
-			if d := cmp.Diff(tc.scored, got); d != "" {
+			got = sorted((&appliedP{decide(e, sd, ds)}).stub(v))
+			if d := cmp.Diff(tc.applied, got); d != "" {
 				t.Errorf("replayed rewrites at call 9 (-want +got):\n%s", d)
 			}
 		})

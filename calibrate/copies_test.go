@@ -181,38 +181,34 @@ func TestAnchorClearsRecalledCopy(t *testing.T) {
 	}
 }
 
-// The advisor's replayed rewrites (Applied) stub what the replay stubbed and no
-// copy its misses bring back: its scorer would score a copy itself, which a
-// replay cannot (decisions.scored). handOutputs (TestEvaluateHand) with A, B and
-// C stubbed at calls 4, 5 and 10: A's use at 6 misses and its copy (3,100 tokens)
-// comes back and stays; at 10 the rewrite of C alone, from C's offset 3,080:
-// 45,220 sent, 42,140 written (0.158949). Calls 1-3 0.2175, 4 0.17295, 5 0.154512,
-// 6 0.012924 and A's round trip 0.024549, 7-9 3 x 0.013854: total 0.782946; so
-// does a scorer's decision level with the same steps (EvaluateScorer). A
-// baseline's decisions (Evaluate, the same steps) stub the copy along with C at
-// 10: 46,180 - 960 - 2,960 = 42,260 sent, 39,180 written (0.147849): 0.771846.
-func TestAppliedKeepsRecalledCopy(t *testing.T) {
+// The advisor's replayed rewrites (Applied) take a copy its recall brought back
+// along with the next of them once the copy is past its protection and as old as
+// its original was when it was pruned (the live advisor scores a recall's result
+// as it scored the original at that age). handOutputs (TestEvaluateHand) with A
+// (from call 1), B and C stubbed at calls 4, 5 and 10: A's use at 6 misses and
+// its copy (3,100 tokens) comes back; at 10 it is past K (3), its first recall
+// window (3) and A's age at its prune (3), so the rewrite of C also stubs it:
+// from C's offset 3,080, 46,180 - 960 - 2,960 = 42,260 sent, 39,180 written
+// (0.147849). Calls 1-3 0.2175, 4 0.17295, 5 0.154512, 6 0.012924 and A's round
+// trip 0.024549, 7-9 3 x 0.013854: total 0.771846. With C stubbed at 7 instead
+// there is no rewrite at 10 and the copy stays (calls 8-10 read 45,220).
+func TestAppliedTakesRecalledCopy(t *testing.T) {
 	outs, sessions := handOutputs()
 	e := mustEval(t, outs, sessions, DefaultOptions())
-	r, err := e.Applied("advisor", []int{4, 5, 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Applied.Rewrites != 3 || r.Applied.Misses != 1 || !approx(r.Applied.PaidUSD, 0.782946) {
-		t.Errorf("replayed: %d rewrites, %d misses, paid %v; want 3, 1, 0.782946", r.Applied.Rewrites, r.Applied.Misses, r.Applied.PaidUSD)
-	}
-	sc, err := e.EvaluateScorer("scorer", -1, []PruneAt{{Step: 4}, {Step: 5}, {Step: 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sc.Decision.Rewrites != 3 || !approx(sc.Decision.PaidUSD, 0.782946) {
-		t.Errorf("a scorer's decisions (EvaluateScorer): %d rewrites, paid %v; want 3, 0.782946", sc.Decision.Rewrites, sc.Decision.PaidUSD)
-	}
-	b, err := e.Evaluate("baseline", -1, []PruneAt{{Step: 4}, {Step: 5}, {Step: 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.Decision.Rewrites != 3 || b.Decision.Misses != 1 || !approx(b.Decision.PaidUSD, 0.771846) {
-		t.Errorf("a baseline's decisions: %d rewrites, %d misses, paid %v; want 3, 1, 0.771846", b.Decision.Rewrites, b.Decision.Misses, b.Decision.PaidUSD)
+	for _, tc := range []struct {
+		c    int
+		paid float64
+	}{
+		{10, 0.771846},
+		// TestEvaluateHand's decision level to call 9, then a read of 45,220.
+		{7, 0.2175 + 0.17295 + 0.154512 + 0.037473 + 0.158949 + 3*0.013566},
+	} {
+		r, err := e.Applied("advisor", []int{4, 5, tc.c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Applied.Rewrites != 3 || r.Applied.Misses != 1 || !approx(r.Applied.PaidUSD, tc.paid) {
+			t.Errorf("C at %d: %d rewrites, %d misses, paid %v; want 3, 1, %v", tc.c, r.Applied.Rewrites, r.Applied.Misses, r.Applied.PaidUSD, tc.paid)
+		}
 	}
 }

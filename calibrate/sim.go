@@ -516,22 +516,10 @@ func bySession(e *Evaluator, sd *sessionData, ds []PruneAt) map[int][]int {
 
 // decisions are a pruner's decisions for one session: at, the positions decided at
 // each call (bySession); decidedAt[j], the call at which output j is decided (0:
-// never), from which each copy of it is decided too (decidedCopies), unless scored
-// is set: a scorer's decisions (the advisor's, replayed or simulated), whose
-// scorer would score a copy itself, which a replay cannot (a transcript holds no
-// recall), and would not see it as its original (docs/EVALUATION.md "Every
-// pruner's copies").
+// never); each copy of it is decided at the same age (decidedCopies).
 type decisions struct {
 	at        map[int][]int
 	decidedAt []int
-	scored    bool
-}
-
-// scoredDecisions is decide for a scorer's decisions (decisions.scored).
-func scoredDecisions(e *Evaluator, sd *sessionData, ds []PruneAt) decisions {
-	d := decide(e, sd, ds)
-	d.scored = true
-	return d
 }
 
 func decide(e *Evaluator, sd *sessionData, ds []PruneAt) decisions {
@@ -545,20 +533,22 @@ func decide(e *Evaluator, sd *sessionData, ds []PruneAt) decisions {
 }
 
 // decided reports whether the copy -c-1 (v.appends[-c-1]) is decided at call v.s:
-// its original is, by then, and the decisions are not a scorer's.
+// its original is, and the copy is as old as its original was when it was
+// decided (a scorer scores a copy as it scored its original at the same age:
+// docs/EVALUATION.md "Every pruner's copies"), and never before its original's
+// decision (the oracle's comes after the original's last use).
 func (d decisions) decided(v *view, c int) bool {
-	if d.scored {
+	a := v.appends[-c-1]
+	at := d.decidedAt[a.orig]
+	if at == 0 {
 		return false
 	}
-	at := d.decidedAt[v.appends[-c-1].orig]
-	return at != 0 && at <= v.s
+	return v.s >= max(at, a.step+at-v.out(a.orig).Step)
 }
 
-// decidedCopies returns the copies due at call v.s (copyCandidates) whose original
-// the pruner decided to prune by then: a copy is decided as its original was (a
-// recall's result, once its protection has passed, is a new output with no use of
-// its own, as its original was when it was decided; docs/EVALUATION.md "A recalled
-// copy is an output like any other").
+// decidedCopies returns the copies due at call v.s (copyCandidates) that are
+// decided by then (decided): a copy is decided as its original was, at the same
+// age.
 func (d decisions) decidedCopies(v *view) []int {
 	var out []int
 	for _, c := range v.copyCandidates() {
@@ -777,11 +767,16 @@ func (p *regimeP) take(dec planner.Rewrite, extra []int) []int {
 }
 
 // appliedP stubs each output at a given step (the advisor's own rewrites, read from
-// its replay). A copy its misses bring back stays: the live advisor's scorer would
-// score the copy itself, which the replay cannot (decisions.scored).
-type appliedP struct{ at map[int][]int }
+// its replay). A decided copy (decidedCopies) rides along with the next of those
+// rewrites, as a pending prune of the live advisor does.
+type appliedP struct{ decisions }
 
-func (p *appliedP) stub(v *view) []int { return p.at[v.s] }
+func (p *appliedP) stub(v *view) []int {
+	if len(p.at[v.s]) == 0 {
+		return nil
+	}
+	return append(slices.Clone(p.at[v.s]), p.decidedCopies(v)...)
+}
 
 func clamp01(f float64) float64 { return min(max(f, 0), 1) }
 

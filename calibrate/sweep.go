@@ -158,10 +158,10 @@ func ScorerName(scorer string) string { return "scorer:" + scorer }
 func (e *Evaluator) Scorer(name string, cutoff float64) Result {
 	ds := ScorerPrunes(e.outs, cutoff, e.opts.SizeExponent, e.opts.SizeCapTokens)
 	r := e.pruneFigures(ScorerName(name), cutoff, ds, holdDigest)
-	e.price(&r, func(sd *sessionData) policy { return &immediateP{scoredDecisions(e, sd, ds)} },
+	e.price(&r, func(sd *sessionData) policy { return &immediateP{decide(e, sd, ds)} },
 		func(sd *sessionData) policy {
 			p := e.regime(sd, ds).(*regimeP)
-			p.extra, p.scored = true, true
+			p.extra = true
 			return p
 		})
 	return r
@@ -178,26 +178,26 @@ func (e *Evaluator) Sweep(name string, cutoffs []float64) []Result {
 
 // KeepAll is the do-nothing baseline: it saves nothing and misses nothing.
 func (e *Evaluator) KeepAll() Result {
-	return e.evaluate("keep-all", -1, make([]PruneAt, len(e.outs)), false)
+	return e.evaluate("keep-all", -1, make([]PruneAt, len(e.outs)))
 }
 
 // Rules is the rules-only baseline (RulePrunes).
-func (e *Evaluator) Rules() Result { return e.evaluate("rules", -1, RulePrunes(e.outs), false) }
+func (e *Evaluator) Rules() Result { return e.evaluate("rules", -1, RulePrunes(e.outs)) }
 
 // Recency is the recency-masking baseline with window n (RecencyPrunes), named
 // "recency-<n>".
 func (e *Evaluator) Recency(n int) Result {
-	return e.evaluate(fmt.Sprintf("recency-%d", max(n, 1)), -1, RecencyPrunes(e.outs, n), false)
+	return e.evaluate(fmt.Sprintf("recency-%d", max(n, 1)), -1, RecencyPrunes(e.outs, n))
 }
 
 // Oracle is the oracle baseline (OraclePrunes): it never misses.
-func (e *Evaluator) Oracle() Result { return e.evaluate("oracle", -1, OraclePrunes(e.outs), false) }
+func (e *Evaluator) Oracle() Result { return e.evaluate("oracle", -1, OraclePrunes(e.outs)) }
 
 // Random is the random baseline pruning the same number of outputs as ref
 // (RandomPrunes with k = ref.Pruned and the evaluator's seed), so its prune rate
 // equals ref's whenever that many outputs are eligible. It carries ref's cutoff.
 func (e *Evaluator) Random(ref Result) Result {
-	return e.evaluate("random", ref.Cutoff, RandomPrunes(e.outs, ref.Pruned, e.opts.Seed), false)
+	return e.evaluate("random", ref.Cutoff, RandomPrunes(e.outs, ref.Pruned, e.opts.Seed))
 }
 
 // Baselines returns keep-all, rules, recency for each n in recency (DefaultRecency

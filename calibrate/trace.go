@@ -106,7 +106,7 @@ func Traces(outputs []Output, sessions []Calls, opts Options, appliedAt []int) (
 		t.KeepAll, t.KeepAllCompactions, t.CompactionPoint = ka.Context, ka.Compactions, sd.compaction.Point
 		if advisor != nil {
 			t.Advisor = &Series{}
-			e.simulateInto(sd, &appliedP{at: bySession(e, sd, advisor)}, t.Advisor)
+			e.simulateInto(sd, &appliedP{decide(e, sd, advisor)}, t.Advisor)
 		}
 		e.simulateInto(sd, e.regime(sd, oracle), &t.Oracle)
 		if len(t.Oracle.Context) != sd.end {

@@ -209,7 +209,7 @@ func (c *Comparison) sessionRow(rec *replay.Record, outs []calibrate.Output, pru
 	if err != nil {
 		return res, err
 	}
-	if res.Result, err = ev.EvaluateScorer("", c.rep.Cutoff, prune); err != nil {
+	if res.Result, err = ev.Evaluate("", c.rep.Cutoff, prune); err != nil {
 		return res, err
 	}
 	return res, nil

@@ -82,7 +82,7 @@ func TestComparisonSumsSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := ev.EvaluateScorer("schedule "+s, 0.25, prune)
+		want, err := ev.Evaluate("schedule "+s, 0.25, prune)
 		if err != nil {
 			t.Fatal(err)
 		}
