@@ -70,12 +70,13 @@ func (v *view) savesOf(j int) int {
 // appendAt is an original brought back into the context after call step, in
 // tokens (the original and RecallOverheadTokens): a stub miss's recall or a
 // compaction miss's fetch (missPhase). It is a copy of the output at position orig,
-// the n-th one (1: the first). A scorer's rewrite forced by the hard limit may stub
-// it again once its protection has passed (copyCandidates), as the live advisor
-// prunes a recall's result like any other output (docs/DESIGN.md "Recall"), and
-// so may an anchor that clears every tool result (sequence); saved is then what
-// its stub removes. gone: a compaction dropped it. next caches copyRaw's k, plus
-// one (0: not computed yet).
+// the n-th one (1: the first). Once its protection has passed any pruner may stub
+// it again, as the live advisor prunes a recall's result like any other output
+// (docs/DESIGN.md "Recall"): an anchor by its rule over every tool result
+// (sequence), any other as it decided its original, at the same age (decisions),
+// and a scorer's rewrite forced by the hard limit as a last candidate
+// (copyCandidates); saved is then what its stub removes. gone: a compaction
+// dropped it. next caches copyRaw's k, plus one (0: not computed yet).
 type appendAt struct {
 	step, tokens int
 	orig, n      int
@@ -209,9 +210,9 @@ func (v *view) copyOffset(i int) int {
 
 // copyCandidates returns the copies (as -i-1 for v.appends[i]) a rewrite at call
 // v.s may stub: not stubbed, not gone, past the last Options.ProtectedSteps steps
-// and past the recall window Options.RecallWindows gives the n-th recall of their original (the live
-// advisor's protection of a recall's result, advisor.Advisor.protection), with a
-// stub shorter than they are.
+// and past the recall window Options.RecallWindows gives the n-th recall of their
+// original (the live advisor's protection of a recall's result,
+// advisor.Advisor.protection), with a stub shorter than they are.
 func (v *view) copyCandidates() []int {
 	w := v.e.opts.RecallWindows
 	var out []int
@@ -671,9 +672,9 @@ func (p *regimeP) input(v *view) planner.Input {
 	}
 }
 
-// undecidedCopies returns the copies due at call v.s (copyCandidates) whose
-// original the pruner did not decide (decidedCopies are pending): a forced
-// rewrite's extra candidates, never scored.
+// undecidedCopies returns the copies due at call v.s (copyCandidates) not decided
+// by then (decided; the decided ones are pending): a forced rewrite's extra
+// candidates, never scored.
 func (p *regimeP) undecidedCopies(v *view) []int {
 	var out []int
 	for _, c := range v.copyCandidates() {
