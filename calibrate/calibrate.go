@@ -39,9 +39,11 @@
 // writes the recalled original and RecallOverheadTokens, after which the original
 // is in the context as a copy beside its stub (the stub stays too: docs/DESIGN.md
 // "Recall"). A copy is an output like any other: a compaction drops it (a later use
-// is lost again), and a scorer's rewrite forced by the hard limit may stub it again
-// once its recall window has passed (Options.RecallWindows), a later use its digest
-// does not hold then missing again.
+// is lost again), and once past its protection (Options.ProtectedSteps,
+// Options.RecallWindows) a pruner may stub it again, a later use its stub does not
+// hold then missing again: an anchor by its own rule, any other as it decided the
+// original, at the same age, and a scorer's rewrite forced by the hard limit as a
+// last candidate.
 package calibrate
 
 import (

@@ -58,6 +58,19 @@ func runCopyScorer(t *testing.T, outs []Output, sessions []Calls, set func(*Opti
 	return copyFigures{a.Rewrites, a.Misses, a.PeakContext, a.StepsOverBudget}, told, a
 }
 
+// checkCopyScorer runs runCopyScorer and compares the applied level's figures and
+// the rewrites told to OnRewrite with want and wantRewrites.
+func checkCopyScorer(t *testing.T, outs []Output, sessions []Calls, set func(*Options), want copyFigures, wantRewrites []copyRewrite) {
+	t.Helper()
+	figures, told, _ := runCopyScorer(t, outs, sessions, set)
+	if d := cmp.Diff(want, figures); d != "" {
+		t.Errorf("applied level (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(wantRewrites, told); d != "" {
+		t.Errorf("rewrites told to OnRewrite (-want +got):\n%s", d)
+	}
+}
+
 // copySessionTo is copySession run on to call end (>= 13), each call from 9 on
 // adding 5,000 tokens and no output: call s sends 1,000 + 140,000 + 5,000 (s-8)
 // unpruned.
@@ -82,10 +95,10 @@ func copySessionTo(end int) ([]Output, []Calls) {
 // tokens, comes back after call 8 at 141,000 - 59,880 = 81,120; calls 9-13 would
 // send 106,220 to 126,220 unless the copy is stubbed, which frees 19,960).
 //
-//   - Defaults (K 3, first window 3): the copy is a candidate from call 12
-//     (12 - 8 = 4 > 3, 12 > 8 + 3): call 12's rewrite has suffix 121,220 -
-//     81,120 - 19,960 = 20,140; the use at 13 misses again. Peak 116,220 (call
-//     11), over the budget at calls 6 and 9-13.
+//   - Defaults (K 3, first window 3; TestHardLimitStubsRecalledCopy): the copy
+//     is a candidate from call 12 (12 - 8 = 4 > 3, 12 > 8 + 3): call 12's
+//     rewrite has suffix 121,220 - 81,120 - 19,960 = 20,140; the use at 13
+//     misses again. Peak 116,220 (call 11), over the budget at calls 6 and 9-13.
 //   - K 4: at call 12, 12 - 8 = 4 is not past K: nothing to stub, 121,220 sent
 //     (the peak). Call 13 (13 - 8 = 5) stubs it: suffix 126,220 - 81,120 -
 //     19,960 = 25,140, and the use at 13, the call of the stub, misses: 106,260
@@ -108,8 +121,6 @@ func TestCopyProtectionEdges(t *testing.T) {
 		figures  copyFigures
 		rewrites []copyRewrite
 	}{
-		{"defaults", nil, nil, copyFigures{2, 2, 116_220, 6},
-			[]copyRewrite{call7, {12, planner.ReasonHardLimit, 19_960, 20_140}}},
 		{"K 4", nil, func(_ *testing.T, o *Options) { o.ProtectedSteps = 4 }, copyFigures{2, 2, 121_220, 6},
 			[]copyRewrite{call7, {13, planner.ReasonHardLimit, 19_960, 25_140}}},
 		{"K 1, a first window of 4 steps", nil, func(t *testing.T, o *Options) {
@@ -128,17 +139,11 @@ func TestCopyProtectionEdges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			outs, sessions := copySession()
 			outs[1].Held = tc.held
-			figures, told, _ := runCopyScorer(t, outs, sessions, func(o *Options) {
+			checkCopyScorer(t, outs, sessions, func(o *Options) {
 				if tc.set != nil {
 					tc.set(t, o)
 				}
-			})
-			if d := cmp.Diff(tc.figures, figures); d != "" {
-				t.Errorf("applied level (-want +got):\n%s", d)
-			}
-			if d := cmp.Diff(tc.rewrites, told); d != "" {
-				t.Errorf("rewrites told to OnRewrite (-want +got):\n%s", d)
-			}
+			}, tc.figures, tc.rewrites)
 		})
 	}
 }
@@ -156,18 +161,11 @@ func TestCopyProtectionEdges(t *testing.T) {
 // 161,360 - 106,260 - 19,960 = 35,140. Over the budget: calls 6 and 9-20.
 func TestCopyRecalledAgainWaitsItsSecondWindow(t *testing.T) {
 	outs, sessions := copySessionTo(20)
-	figures, told, _ := runCopyScorer(t, outs, sessions, nil)
-	if d := cmp.Diff(copyFigures{3, 2, 156_360, 13}, figures); d != "" {
-		t.Errorf("applied level (-want +got):\n%s", d)
-	}
-	want := []copyRewrite{
+	checkCopyScorer(t, outs, sessions, nil, copyFigures{3, 2, 156_360, 13}, []copyRewrite{
 		{7, planner.ReasonHardLimit, 59_880, 60_120},
 		{12, planner.ReasonHardLimit, 19_960, 20_140},
 		{20, planner.ReasonHardLimit, 19_960, 35_140},
-	}
-	if d := cmp.Diff(want, told); d != "" {
-		t.Errorf("rewrites told to OnRewrite (-want +got):\n%s", d)
-	}
+	})
 }
 
 // A copy is never scored (keep 1): a rewrite forced by the hard limit takes a
@@ -190,23 +188,15 @@ func TestCopyRecalledAgainWaitsItsSecondWindow(t *testing.T) {
 func TestCopyNeverScoredGoesLast(t *testing.T) {
 	outs, sessions := copySession()
 	outs[5].CandidateFrom, outs[5].Asks = 10, []Ask{{Step: 10, Keep: 0.9, OK: true}}
-	figures, told, _ := runCopyScorer(t, outs, sessions, func(o *Options) {
-		w := mustSchedule(t, "1")
+	checkCopyScorer(t, outs, sessions, func(o *Options) {
 		o.Budget, o.HardLimit, o.LowWaterFraction = 120_000, 120_000, 1
-		o.ProtectedSteps, o.RecallWindows = 0, w
-	})
-	if d := cmp.Diff(copyFigures{4, 1, 116_220, 0}, figures); d != "" {
-		t.Errorf("applied level (-want +got):\n%s", d)
-	}
-	want := []copyRewrite{
+		o.ProtectedSteps, o.RecallWindows = 0, mustSchedule(t, "1")
+	}, copyFigures{4, 1, 116_220, 0}, []copyRewrite{
 		{7, planner.ReasonHardLimit, 19_960, 100_040},
 		{8, planner.ReasonHardLimit, 19_960, 80_040},
 		{9, planner.ReasonHardLimit, 19_960, 85_140},
 		{12, planner.ReasonHardLimit, 19_960, 80_140},
-	}
-	if d := cmp.Diff(want, told); d != "" {
-		t.Errorf("rewrites told to OnRewrite (-want +got):\n%s", d)
-	}
+	})
 }
 
 // A recorded compaction drops a stubbed copy before its tail, counting what the

@@ -31,6 +31,19 @@ func copySession() ([]Output, []Calls) {
 	return outs, sessions
 }
 
+// decisionOf is the decision level of the pruner that prunes output j (a
+// position in e's outputs) at call step and nothing else.
+func decisionOf(t *testing.T, e *Evaluator, j, step int) Level {
+	t.Helper()
+	ds := make([]PruneAt, len(e.outs))
+	ds[j] = PruneAt{Step: step}
+	r, err := e.Evaluate("one", -1, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Decision
+}
+
 // A copy a recall brought back is an output like any other once its protection
 // has passed: a rewrite forced by the hard limit may stub it again, last (never
 // scored), and a later use its stub does not hold is a second miss. Worked by hand
@@ -46,40 +59,25 @@ func copySession() ([]Output, []Calls) {
 // protected at 12 and 13: they send 121,220 and 126,220 (the peak), and the use
 // at 13 finds the copy in the context.
 func TestHardLimitStubsRecalledCopy(t *testing.T) {
-	type rewrite struct {
-		Step   int
-		Reason planner.Reason
-		Frees  int
-	}
-	type figures struct{ Rewrites, Misses, Peak, OverBudget int }
+	call7 := copyRewrite{7, planner.ReasonHardLimit, 59_880, 60_120} // suffix 121,000 - 1,000 - 59,880
 	for _, tc := range []struct {
 		name     string
 		window   string
-		figures  figures
-		rewrites []rewrite
+		figures  copyFigures
+		rewrites []copyRewrite
 	}{
-		{"default windows", "", figures{2, 2, 116_220, 6},
-			[]rewrite{{7, planner.ReasonHardLimit, 59_880}, {12, planner.ReasonHardLimit, 19_960}}},
-		{"a first window of 6 steps", "6", figures{1, 1, 126_220, 6},
-			[]rewrite{{7, planner.ReasonHardLimit, 59_880}}},
+		// Call 12's stub of the copy, at 81,120: suffix 121,220 - 81,120 - 19,960.
+		{"default windows", "", copyFigures{2, 2, 116_220, 6},
+			[]copyRewrite{call7, {12, planner.ReasonHardLimit, 19_960, 20_140}}},
+		{"a first window of 6 steps", "6", copyFigures{1, 1, 126_220, 6}, []copyRewrite{call7}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			outs, sessions := copySession()
-			opts := DefaultOptions()
-			opts.HardLimit, opts.HardLimitLowWaterFraction, opts.LowWaterFraction = 120_000, 0, 0.8
-			if tc.window != "" {
-				opts.RecallWindows = mustSchedule(t, tc.window)
-			}
-			var told []rewrite
-			opts.OnRewrite = func(_ string, step int, d planner.Rewrite) { told = append(told, rewrite{step, d.Reason, d.Frees}) }
-			r := mustEval(t, outs, sessions, opts).Scorer("s", 0.5)
-			got := figures{r.Applied.Rewrites, r.Applied.Misses, r.Applied.PeakContext, r.Applied.StepsOverBudget}
-			if d := cmp.Diff(tc.figures, got); d != "" {
-				t.Errorf("applied level (-want +got):\n%s", d)
-			}
-			if d := cmp.Diff(tc.rewrites, told); d != "" {
-				t.Errorf("rewrites told to OnRewrite (-want +got):\n%s", d)
-			}
+			checkCopyScorer(t, outs, sessions, func(o *Options) {
+				if tc.window != "" {
+					o.RecallWindows = mustSchedule(t, tc.window)
+				}
+			}, tc.figures, tc.rewrites)
 		})
 	}
 }
@@ -105,14 +103,8 @@ func TestCompactionKeepsRecalledCopy(t *testing.T) {
 		opts.CompactionOf = func(string, int) Compaction {
 			return Compaction{Point: 75_000, SummaryTokens: 1000, KeepTokens: tc.keep}
 		}
-		e := mustEval(t, outs, sessions, opts)
-		ds := make([]PruneAt, len(outs))
-		ds[1] = PruneAt{Step: 3}
-		r, err := e.Evaluate("two", -1, ds)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := [3]int{r.Decision.Compactions, r.Decision.Misses, r.Decision.CompactionMisses}
+		d := decisionOf(t, mustEval(t, outs, sessions, opts), 1, 3)
+		got := [3]int{d.Compactions, d.Misses, d.CompactionMisses}
 		if d := cmp.Diff(tc.want, got); d != "" {
 			t.Errorf("keeping %d tokens: (compactions, stub misses, compaction misses) (-want +got):\n%s", tc.keep, d)
 		}
@@ -136,14 +128,8 @@ func TestRecordedCompactionKeepsLaterCopy(t *testing.T) {
 		outs, sessions := copySession()
 		outs[1].Uses = []int{10, 13}
 		sessions[0].Recorded = []RecordedCompaction{{Call: 12, Dropped: tc.dropped, SummaryTokens: 1000}}
-		e := mustEval(t, outs, sessions, DefaultOptions())
-		ds := make([]PruneAt, len(outs))
-		ds[1] = PruneAt{Step: 7}
-		r, err := e.Evaluate("one", -1, ds)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := [3]int{r.Decision.RecordedCompactions, r.Decision.Misses, r.Decision.CompactionMisses}
+		d := decisionOf(t, mustEval(t, outs, sessions, DefaultOptions()), 1, 7)
+		got := [3]int{d.RecordedCompactions, d.Misses, d.CompactionMisses}
 		if d := cmp.Diff(tc.want, got); d != "" {
 			t.Errorf("dropping %d tokens: (recorded compactions, stub misses, compaction misses) (-want +got):\n%s", tc.dropped, d)
 		}

@@ -438,7 +438,8 @@ func (v *view) recordedPhase(l *Level, ctx, cached int, rc RecordedCompaction, l
 	var outs, copies []int
 	for i, a := range v.appends {
 		// The copies before the kept history (by where they lie in it, copyRaw)
-		// go with it.
+		// go with it; appends are in the order of the context, so the first
+		// past it ends them.
 		if raw, _ := v.copyRaw(i); raw >= rc.Dropped {
 			break
 		}
@@ -547,17 +548,24 @@ func (d decisions) decided(v *view, c int) bool {
 	return v.s >= max(at, a.step+at-v.out(a.orig).Step)
 }
 
-// decidedCopies returns the copies due at call v.s (copyCandidates) that are
-// decided by then (decided): a copy is decided as its original was, at the same
-// age.
-func (d decisions) decidedCopies(v *view) []int {
-	var out []int
+// copiesDue splits the copies due at call v.s (copyCandidates) into those decided
+// by then (decided: a copy is decided as its original was, at the same age) and
+// the others.
+func (d decisions) copiesDue(v *view) (decided, undecided []int) {
 	for _, c := range v.copyCandidates() {
 		if d.decided(v, c) {
-			out = append(out, c)
+			decided = append(decided, c)
+		} else {
+			undecided = append(undecided, c)
 		}
 	}
-	return out
+	return decided, undecided
+}
+
+// decidedCopies is copiesDue's decided copies.
+func (d decisions) decidedCopies(v *view) []int {
+	decided, _ := d.copiesDue(v)
+	return decided
 }
 
 // immediateP applies every decision at its step, and each decided copy as soon as
@@ -587,7 +595,8 @@ func (e *Evaluator) regime(sd *sessionData, ds []PruneAt) policy {
 }
 
 func (p *regimeP) stub(v *view) []int {
-	for _, j := range append(slices.Clone(p.at[v.s]), p.decidedCopies(v)...) {
+	decided, undecided := p.copiesDue(v)
+	for _, j := range append(slices.Clone(p.at[v.s]), decided...) {
 		if k, found := slices.BinarySearch(p.pending, j); !found {
 			p.pending = slices.Insert(p.pending, k, j)
 		}
@@ -602,7 +611,8 @@ func (p *regimeP) stub(v *view) []int {
 	var extra, prot []int
 	switch {
 	case p.extra && in.Context > in.HardLimit:
-		extra = append(p.extraCandidates(v), p.undecidedCopies(v)...)
+		// The copies not decided yet are candidates too, never scored.
+		extra = append(p.extraCandidates(v), undecided...)
 		if v.e.opts.LastResort && v.ctx > v.lastResortLimit() {
 			prot = lastResort(v)
 		}
@@ -670,19 +680,6 @@ func (p *regimeP) input(v *view) planner.Input {
 		PriceForced:  o.PriceForced,
 		HardLowWater: int(o.HardLimitLowWaterFraction * float64(hard)),
 	}
-}
-
-// undecidedCopies returns the copies due at call v.s (copyCandidates) not decided
-// by then (decided; the decided ones are pending): a forced rewrite's extra
-// candidates, never scored.
-func (p *regimeP) undecidedCopies(v *view) []int {
-	var out []int
-	for _, c := range v.copyCandidates() {
-		if !p.decided(v, c) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // overBudgetCandidates returns the extra candidates (extraCandidates) whose last

@@ -51,7 +51,8 @@ func (p *priceFlags) register(c *cobra.Command) {
 
 // options returns calibrate options from cfg (the replay's advisor config) and the
 // flags. Errors name the flag: a negative or non-finite price, an unknown provider,
-// a negative recall overhead.
+// a negative recall overhead; or cfg's field: a schedule that does not parse
+// (backoff.ErrSyntax), never a silent change of the recall windows.
 func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	o := calibrate.DefaultOptions()
 	o.Budget, o.HardLimit = cfg.BudgetTokens(), cfg.HardLimitTokens()
@@ -61,9 +62,11 @@ func (p *priceFlags) options(cfg advisor.Config) (calibrate.Options, error) {
 	o.ProtectedSteps = cfg.ProtectedSteps
 	// The recall windows are Schedule's whatever the scorer's ask schedule, as
 	// the live advisor's (advisor.Config.Schedule).
-	if w, err := backoff.Parse(cfg.Schedule); err == nil {
-		o.RecallWindows = w
-	} // else the config was not validated: the default windows
+	w, err := backoff.Parse(cfg.Schedule)
+	if err != nil {
+		return o, fmt.Errorf("the replay's config: schedule %q: %w", cfg.Schedule, err)
+	}
+	o.RecallWindows = w
 	switch {
 	case p.growthSteps > 1000 || p.growthSteps < -1:
 		return o, usageError{fmt.Errorf("--growth-steps %d: want 0 to 1000 steps", p.growthSteps)}

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/backoff"
 )
 
 // The calibrate options take K and the recall windows from the replay's config
@@ -28,5 +31,11 @@ func TestPriceFlagsCopyOptions(t *testing.T) {
 	}
 	if d := cmp.Diff([]int{4, 8}, o.RecallWindows.Gaps()); d != "" {
 		t.Errorf("recall windows (-want +got):\n%s", d)
+	}
+	// A schedule that does not parse is an error naming it, not the default
+	// windows in its place.
+	cfg.Schedule = "3,x"
+	if _, err := p.options(cfg); !errors.Is(err, backoff.ErrSyntax) || !strings.Contains(err.Error(), `schedule "3,x"`) {
+		t.Errorf("options with schedule 3,x: %v; want a backoff.ErrSyntax naming the schedule", err)
 	}
 }
