@@ -33,15 +33,29 @@ func (s *Server) bodyDeadline(h http.Handler) http.Handler {
 	})
 }
 
-// deadlineBody remembers a read cut by the body deadline.
+// deadlineBody remembers a read cut by the body deadline, and the body's end: once
+// the body has returned io.EOF, every later read returns io.EOF without reaching
+// it. The transport reads a body of known length once more after its last byte
+// (to check it holds no more), and by then net/http may have closed the body
+// (it reads a request body's rest and closes it when the response's headers go
+// out, which a fast upstream's answer can bring before that last read): the
+// read would fail with http.ErrBodyReadAfterClose, the transport would close
+// the upstream connection, and the response would be cut short.
 type deadlineBody struct {
 	io.ReadCloser
 	timedOut atomic.Bool
+	ended    atomic.Bool
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
+	if b.ended.Load() {
+		return 0, io.EOF
+	}
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	switch {
+	case err == io.EOF:
+		b.ended.Store(true)
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
 		b.timedOut.Store(true)
 	}
 	return n, err
