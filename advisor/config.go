@@ -218,7 +218,7 @@ type Config struct {
 	// on the mean loses money in every session that ends sooner than average. 0.15
 	// (with PayFactor 2) is the largest factor on the grid {0.05, 0.1, 0.15, 0.2}
 	// with which no more sessions of ../shared/corpus or ../shared/sessions are
-	// costlier than keep-all than with 0.05 (the former default), at the
+	// costlier than keep-all than 0.05 (the former default) had, at the
 	// 100,000-, 50,000- and 20,000-token budgets and the 64,000-token window, under
 	// the default scorer and cutoff; 0.2 makes two corpus sessions costlier at the
 	// default budget. Against 0.05 it nets $8.44 instead of $7.34 on the sessions

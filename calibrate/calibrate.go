@@ -299,8 +299,9 @@ type Options struct {
 	// session so far), as the live advisor's advisor.Config.GrowthSteps; default
 	// 0.
 	GrowthSteps int
-	// Estimator estimates the remaining steps for the planner; default Factor 0.05,
-	// Min 3. The defaults are advisor.DefaultConfig's.
+	// Estimator estimates the remaining steps for the planner; default Factor 0.15,
+	// Min 3. The defaults are advisor.DefaultConfig's (tuning's
+	// TestCalibrateDefaultsAreTheAdvisors holds them together).
 	Estimator planner.Estimator
 	// OverBudgetFactor takes Estimator.Factor's place while the context is over
 	// the budget, as the live advisor's advisor.Config.OverBudgetRemainingFactor;
@@ -377,7 +378,7 @@ func (o Options) estimatorAt(overBudget bool) planner.Estimator {
 func DefaultOptions() Options {
 	return Options{
 		Budget: 100_000, HardLimit: 180_000, LowWaterFraction: 0.5, HardLimitLowWaterFraction: 0.5, RewriteFraction: 0.05, PayFactor: 2, PriceForced: true, LastResort: true,
-		Estimator: planner.Estimator{Factor: 0.05, Min: 3}, OverBudgetFactor: 0.2, OverBudgetCutoff: 0.1, CacheTTL: 5 * time.Minute,
+		Estimator: planner.Estimator{Factor: 0.15, Min: 3}, OverBudgetFactor: 0.2, OverBudgetCutoff: 0.1, CacheTTL: 5 * time.Minute,
 		Prices: prices.DefaultTable(), RecallOverheadTokens: 100, Bins: 10, Seed: 1, Window: 200_000, ProtectedSteps: 3,
 	}
 }

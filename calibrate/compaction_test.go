@@ -228,14 +228,14 @@ func TestOverBudgetCutoff(t *testing.T) {
 }
 
 // estimatorAt: OverBudgetFactor replaces the factor over the budget only, and
-// 0 keeps Estimator's. After 100 calls: max(3, 0.05 x 100) = 5; over the budget
+// 0 keeps Estimator's. After 100 calls: max(3, 0.15 x 100) = 15; over the budget
 // max(3, 0.2 x 100) = 20.
 func TestEstimatorAt(t *testing.T) {
 	o := DefaultOptions()
 	got := []float64{o.estimatorAt(false).Remaining(100), o.estimatorAt(true).Remaining(100)}
 	o.OverBudgetFactor = 0
 	got = append(got, o.estimatorAt(true).Remaining(100))
-	if d := cmp.Diff([]float64{5, 20, 5}, got); d != "" {
+	if d := cmp.Diff([]float64{15, 20, 15}, got); d != "" {
 		t.Errorf("remaining after 100 calls (under, over, over with factor 0) (-want +got):\n%s", d)
 	}
 }
