@@ -20,6 +20,29 @@ func keepAllTrace(t *testing.T, outs []Output, sessions []Calls, comp Compaction
 	return tr[0].KeepAll, tr[0].KeepAllCompactions, mustEval(t, outs, sessions, opts).KeepAll().Decision.CompactionMisses
 }
 
+// keepAllCase is one row of a keep-all trace table (runKeepAllCases): the
+// session, how its agent compacts, and keep-all's context at each call, the calls
+// before which the agent compacted and its compaction misses, worked by hand.
+type keepAllCase struct {
+	name        string
+	session     func() ([]Output, []Calls)
+	comp        Compaction
+	ctx         []int
+	compactions []int
+	misses      int
+}
+
+// runKeepAllCases runs each case as a subtest (checkKeepAllTrace).
+func runKeepAllCases(t *testing.T, cases []keepAllCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			outs, sessions := tc.session()
+			checkKeepAllTrace(t, outs, sessions, tc.comp, tc.ctx, tc.compactions, tc.misses)
+		})
+	}
+}
+
 // checkKeepAllTrace checks keep-all's trace of the only session of outs under comp
 // (keepAllTrace): its context at each call, the calls before which the agent
 // compacted, and its compaction misses.
@@ -58,14 +81,7 @@ func earlySession() ([]Output, []Calls) {
 // 9,000 tokens from call k at offset 10,000 k + 1,000; output 2 used at call 7),
 // summary 1,000 tokens; "cut" is what the compactions removed net of summaries.
 func TestCompactionTail(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		session     func() ([]Output, []Calls)
-		comp        Compaction
-		ctx         []int
-		compactions []int
-		misses      int
-	}{
+	runKeepAllCases(t, []keepAllCase{
 		// Point 40,000: call 4 sends exactly 40,000 (no compaction); call 5 would
 		// send 50,000: all of it summarised (outputs 1-4 gone), 1,000 sent, cut
 		// 49,000. Calls 6, 7: 11,000, 21,000; output 2's loss at 7 writes 9,100
@@ -115,12 +131,7 @@ func TestCompactionTail(t *testing.T) {
 		// from call 5, so only the summary is left (outputs 1-3 gone): 1,000.
 		{"the last call made no output", earlySession, Compaction{Point: 55_000, SummaryTokens: 1000, KeepSteps: 1},
 			[]int{10_000, 20_000, 30_000, 40_000, 50_000, 1000}, []int{6}, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			outs, sessions := tc.session()
-			checkKeepAllTrace(t, outs, sessions, tc.comp, tc.ctx, tc.compactions, tc.misses)
-		})
-	}
+	})
 }
 
 // What compactions remove is not counted as token-steps kept out: only the

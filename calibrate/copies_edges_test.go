@@ -255,14 +255,7 @@ func TestCompactionLosesCopiesOnce(t *testing.T) {
 			return outs, sessions
 		}
 	}
-	for _, tc := range []struct {
-		name        string
-		session     func() ([]Output, []Calls)
-		comp        Compaction
-		ctx         []int
-		compactions []int
-		misses      int
-	}{
+	runKeepAllCases(t, []keepAllCase{
 		// Output 4 used at 5. Point 45,000: call 5 (50,000) drops outputs 1-4,
 		// and output 4's use at 5 is lost there: 9,100 written after call 5. Call
 		// 6: 60,000 + 9,100 - 49,000 = 20,100; call 7: 30,100, then output 2's
@@ -299,12 +292,7 @@ func TestCompactionLosesCopiesOnce(t *testing.T) {
 			RecordedCompaction{Call: 6, Dropped: 41_000, SummaryTokens: 1000}, RecordedCompaction{Call: 9, Dropped: 81_000, SummaryTokens: 1000}),
 			Compaction{},
 			[]int{10_000, 20_000, 30_000, 40_000, 50_000, 19_000, 29_000, 48_100, 9000, 19_000}, []int{6, 9}, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			outs, sessions := tc.session()
-			checkKeepAllTrace(t, outs, sessions, tc.comp, tc.ctx, tc.compactions, tc.misses)
-		})
-	}
+	})
 }
 
 // copyCandidates offers a copy once it is neither stubbed nor gone, past K and
