@@ -22,6 +22,7 @@ func TestExitCodesOfFirstMistakes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(noSessions, "notes.txt"), []byte("not a session"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	nowhere := filepath.Join(t.TempDir(), "projectz") // a mistyped ~/.claude/projects
 	tests := []struct {
 		name string
 		args []string
@@ -41,6 +42,8 @@ func TestExitCodesOfFirstMistakes(t *testing.T) {
 		{"backoff, no database", []string{"backoff", "--db", missing}, exitError, "no database at " + missing},
 		{"fit, no database", []string{"fit", "--db", missing}, exitError, "no database at " + missing},
 		{"replay, no sessions", []string{"replay", "--db", missing, noSessions}, exitError, "replay: no session files under " + noSessions + ": a folder's sessions end in .jsonl, .json, .traj (other files passed over: 1)"},
+		{"replay, no such folder", []string{"replay", "--db", missing, nowhere}, exitError, "replay: no session files under " + nowhere + ": a folder's sessions end in .jsonl, .json, .traj (other files passed over: 0); no such file or folder: " + nowhere},
+		{"replay, an empty folder and no such file", []string{"replay", "--db", missing, noSessions, nowhere}, exitError, "(other files passed over: 1); no such file or folder: " + nowhere},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,7 +32,7 @@ func (f *configFlags) register(c *cobra.Command) {
 	c.Flags().Float64Var(&f.cutoff, "cutoff", 0, fmt.Sprintf("keep-probability under which a scored candidate of 1,000 tokens is pruned, whatever the scorer; scaled by each output's size as (tokens/1000)^size_exponent, tokens capped at size_cap_tokens (default: the config's cutoff for the scorer: %g for fitted, else %g)", d.CutoffFor("fitted"), d.Cutoff))
 	c.Flags().IntVar(&f.budget, "budget", 0, fmt.Sprintf("context budget in tokens (default: window x budget_fraction = %d); over it a rewrite must also pay for its cache write unless --price-forced=false, and past the hard limit (the agent's compaction point less a margin) it is forced", d.BudgetTokens()))
 	c.Flags().IntVar(&f.window, "window", d.ContextWindow, "the agent model's context window in tokens")
-	c.Flags().StringVar(&f.schedule, "schedule", d.Schedule, "ask back-off: \"1\" every step, \"every:K\", or gaps \"3,6,12,24\"")
+	c.Flags().StringVar(&f.schedule, "schedule", "", fmt.Sprintf("ask back-off of whichever scorer runs: \"1\" every step, \"every:K\", or gaps \"3,6,12,24\" (default: the config's schedule for the scorer: %s for fitted, else %s)", d.ScheduleFor("fitted"), d.Schedule))
 	c.Flags().StringVar(&f.recallTool, "recall-tool", d.RecallTool, "recall tool name the stubs name (e.g. mcp__pruneadvisor__recall)")
 	c.Flags().BoolVar(&f.forced, "price-forced", d.PriceForced, "over the budget, rewrite only when the rewrite pays for itself too (false: whenever pending prunes reach the least rewrite or the low-water mark)")
 }

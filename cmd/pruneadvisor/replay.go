@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -282,17 +284,28 @@ func (f *replayFlags) summary(settings replay.Settings, workers int, shard repla
 }
 
 // someSession returns an error naming paths when they hold no file replay would
-// read (a folder without session files, a mistyped ~/.claude/projects): said
-// before the store is made, so that such a run neither looks like a replay of
-// nothing nor leaves an empty database behind. A path that cannot be read is left
-// to the run, which lists it as a failure.
+// read (a folder without session files, a mistyped ~/.claude/projects that does
+// not exist): said before the store is made, so that such a run neither looks
+// like a replay of nothing nor leaves an empty database behind. A path that
+// exists but cannot be read is left to the run, which lists it as a failure.
 func someSession(paths []string) error {
 	found, _, ignored, fails := replay.Discover(paths)
-	if len(found) > 0 || len(fails) > 0 {
+	if len(found) > 0 {
 		return nil
 	}
-	return fmt.Errorf("replay: no session files under %s: a folder's sessions end in %s (other files passed over: %d)",
+	var missing []string
+	for _, f := range fails {
+		if !errors.Is(f.Err, fs.ErrNotExist) {
+			return nil
+		}
+		missing = append(missing, f.Path)
+	}
+	err := fmt.Errorf("replay: no session files under %s: a folder's sessions end in %s (other files passed over: %d)",
 		strings.Join(paths, ", "), strings.Join(replay.SessionExts, ", "), ignored)
+	if len(missing) > 0 {
+		err = fmt.Errorf("%w; no such file or folder: %s", err, strings.Join(missing, ", "))
+	}
+	return err
 }
 
 // replayError is replay's exit: an interrupted run (1), failed sessions (1),

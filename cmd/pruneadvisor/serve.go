@@ -79,7 +79,7 @@ base URL of http://127.0.0.1:8377/v1 or GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:
 (docs/INTEGRATIONS.md).
 
 Listening beyond loopback needs --token (or $PRUNEADVISOR_TOKEN); clients then send it
-in the X-Pruneadvisor-Token header. Without a token, only requests naming a loopback
+in the X-Pruneadvisor-Token header or as Authorization: Bearer. Without a token, only requests naming a loopback
 host (localhost, *.localhost, 127.0.0.1, [::1]) or one of --allowed-hosts are
 answered: others get 403, so a web page cannot reach the server by pointing its own
 domain at 127.0.0.1. SIGINT or SIGTERM shuts down gracefully.
@@ -98,7 +98,7 @@ The usage every proxied response reports is recorded in the database's ledger
 	c.Flags().StringVar(&f.openai, "openai-upstream", server.DefaultOpenAIUpstream, "base URL OpenAI requests are forwarded to (the request path is appended)")
 	c.Flags().StringVar(&f.anthropic, "anthropic-upstream", server.DefaultAnthropicUpstream, "base URL Anthropic requests are forwarded to (the request path is appended)")
 	c.Flags().StringVar(&f.gemini, "gemini-upstream", server.DefaultGeminiUpstream, "base URL Gemini API requests (/v1beta/...) are forwarded to (the request path is appended)")
-	c.Flags().StringVar(&f.token, "token", os.Getenv("PRUNEADVISOR_TOKEN"), "token clients must send (X-Pruneadvisor-Token header); required beyond loopback (default $PRUNEADVISOR_TOKEN)")
+	c.Flags().StringVar(&f.token, "token", os.Getenv("PRUNEADVISOR_TOKEN"), "token clients must send (X-Pruneadvisor-Token header, or Authorization: Bearer); required beyond loopback (default $PRUNEADVISOR_TOKEN)")
 	c.Flags().StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names besides loopback ones that requests may name when no --token is set (comma-separated; *.example.com for every name under it)")
 	c.Flags().Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	c.Flags().IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "sessions whose advisor state is kept in memory (least recently used idle ones are dropped; their stubs stay in the database)")
