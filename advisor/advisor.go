@@ -168,7 +168,7 @@ func (a *Advisor) state(id string) *state {
 	defer a.mu.Unlock()
 	st, ok := a.sessions[id]
 	if !ok {
-		st = newState(id, a.Background, a.Config.DigestTokens, a.Config.MinCandidateTokens, a.Config.ProtectedSteps)
+		st = newState(id, a.Background, a.Config.DigestTokens, a.Config.DigestShare, a.Config.MinCandidateTokens, a.Config.ProtectedSteps)
 		st.growth.n = a.Config.GrowthSteps
 		a.sessions[id] = st
 	}

@@ -62,7 +62,7 @@ func identitySessions(t *testing.T) []string {
 // session (evidence.Of, what replay labels with); the corpus counts of every term.
 func indexDigest(t *testing.T, a *Advisor, s *transcript.Session) string {
 	t.Helper()
-	st := newState(SessionKey(s), fitted.DefaultBackground(), 64, 200, 3)
+	st := newState(SessionKey(s), fitted.DefaultBackground(), 64, 0, 200, 3)
 	sp := &stepState{s: s, msgs: s.Messages, T: len(s.Messages)}
 	a.index(st, sp)
 	var b strings.Builder

@@ -34,7 +34,7 @@ func BenchmarkIndex(b *testing.B) {
 	b.ReportAllocs()
 	cpu := cpuTime(b)
 	for b.Loop() {
-		st := newState(SessionKey(s), fitted.DefaultBackground(), 64, 200, 3)
+		st := newState(SessionKey(s), fitted.DefaultBackground(), 64, 0, 200, 3)
 		sp := &stepState{s: s, msgs: s.Messages, T: len(s.Messages)}
 		a.index(st, sp)
 	}

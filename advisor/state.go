@@ -27,9 +27,11 @@ type state struct {
 	mu sync.Mutex
 	id string
 	bg *evidence.Background // the use history's word statistics (Advisor.Background)
-	// digestTokens, digestMin and digestFrom are the tracker's digest settings
-	// (Config.DigestTokens, Config.MinCandidateTokens, Config.ProtectedSteps).
+	// digestTokens, digestShare, digestMin and digestFrom are the tracker's
+	// digest settings (Config.DigestTokens, Config.DigestShare,
+	// Config.MinCandidateTokens, Config.ProtectedSteps).
 	digestTokens, digestMin, digestFrom int
+	digestShare                         float64
 
 	// What the store holds for the session (possibly written by other processes).
 	loaded   bool                   // stubs, recalls and history read since the last reset
@@ -182,8 +184,8 @@ type outState struct {
 	inWait    bool // in state.asks.waiting
 }
 
-func newState(id string, bg *evidence.Background, digestTokens, digestMin, digestFrom int) *state {
-	st := &state{id: id, bg: bg, digestTokens: digestTokens, digestMin: digestMin, digestFrom: digestFrom}
+func newState(id string, bg *evidence.Background, digestTokens int, digestShare float64, digestMin, digestFrom int) *state {
+	st := &state{id: id, bg: bg, digestTokens: digestTokens, digestShare: digestShare, digestMin: digestMin, digestFrom: digestFrom}
 	st.clear()
 	return st
 }
@@ -201,6 +203,7 @@ func (st *state) clear() {
 	st.rules, st.corpus, st.tracker, st.awaiting = rules.NewIndex(), cards.NewCorpus(), evidence.NewTracker(), nil
 	st.tracker.Background = st.bg
 	st.tracker.DigestTokens, st.tracker.DigestMinTokens, st.tracker.DigestFrom = st.digestTokens, st.digestMin, st.digestFrom
+	st.tracker.DigestShare = st.digestShare
 	st.recallsSeen = nil
 	st.trackErr = nil
 	st.lastRead, st.lastEdit = map[string]*outState{}, map[string]int{}

@@ -1075,11 +1075,13 @@ const StubSummaryChars = 48
 const DigestFrameTokens = 3
 
 // DigestBudget returns the digest budget, in digest tokens, of a stub of stubTokens
-// tokens without a digest for an output of tokens tokens: Config.DigestTokens,
+// tokens without a digest for an output of tokens tokens: Config.DigestTokens
+// (more for a long output under Config.DigestShare: evidence.DigestBudgetFor),
 // less what passes Config.StubMaxShare of the output with the digest's framing
 // (DigestFrameTokens) counted (never below 0).
 func DigestBudget(cfg Config, stubTokens, tokens int) int {
-	return max(0, min(cfg.DigestTokens, int(cfg.StubMaxShare*float64(tokens))-stubTokens-DigestFrameTokens))
+	b := evidence.DigestBudgetFor(tokens, cfg.DigestTokens, cfg.DigestShare)
+	return max(0, min(b, int(cfg.StubMaxShare*float64(tokens))-stubTokens-DigestFrameTokens))
 }
 
 // NoRecallHint is what a stub says in place of the recall call when the agent has

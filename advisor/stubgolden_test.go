@@ -4,12 +4,15 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pruneadvisor/pruneadvisor/advisor"
+	"github.com/pruneadvisor/pruneadvisor/evidence"
 	"github.com/pruneadvisor/pruneadvisor/internal/sessionfiles"
 	"github.com/pruneadvisor/pruneadvisor/transcript"
 )
@@ -68,4 +71,79 @@ func TestRealStubsGolden(t *testing.T) {
 	if d := cmp.Diff(string(want), b.String()); d != "" {
 		t.Errorf("stubs of %s (-%s +now):\n%s", session, file, d)
 	}
+}
+
+// TestGrownDigests: with Config.DigestShare, the same real session's stubs of
+// long outputs carry longer digests that begin with the names the fixed budget
+// gives (one order, one prefix), costing more than DigestTokens but within the
+// share of their output; a stub of an output whose share is under DigestTokens
+// does not change.
+func TestGrownDigests(t *testing.T) {
+	const session = "sessions/claude-code/57bb5674-54b1-4ce6-9157-2d341cd9bfc1.jsonl"
+	path := filepath.Join("../../shared", session)
+	if _, err := os.Stat(path); err != nil {
+		sessionfiles.Missing(t, "%s: %v", path, err)
+	}
+	stubsAt := func(share float64) map[string]string {
+		s, err := transcript.ReadFile(path, transcript.Options{Lenient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := advisor.DefaultConfig()
+		cfg.Budget, cfg.PriceForced, cfg.RemainingMin = 20_000, false, 100_000
+		cfg.DigestShare = share
+		steps := simulate(t, newAdvisor(t, cfg, constScorer(0), advisor.NewMemoryStore(), nil), s)
+		return steps[len(steps)-1].plan.Stubs
+	}
+	const share = 0.06
+	fixed, grown := stubsAt(0), stubsAt(share)
+	tokensRe := regexp.MustCompile(`^\[pruned: .*?, ([\d,]+) tokens, `)
+	longer := 0
+	for key, f := range fixed {
+		g, ok := grown[key]
+		if !ok {
+			continue
+		}
+		m := tokensRe.FindStringSubmatch(f)
+		if m == nil {
+			t.Fatalf("%s: no size in %q", key, f)
+		}
+		tokens, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+		fn, gn := digestNames(f), digestNames(g)
+		if int(share*float64(tokens)) <= 128 {
+			if f != g {
+				t.Errorf("%s (%d tokens): the share changed a stub it should not:\n fixed %s\n grown %s", key, tokens, f, g)
+			}
+			continue
+		}
+		if len(gn) < len(fn) || !slices.Equal(fn, gn[:len(fn)]) {
+			t.Errorf("%s (%d tokens): the grown digest does not begin with the fixed one:\n fixed %v\n grown %v", key, tokens, fn, gn)
+		}
+		cost := 0
+		for _, n := range gn {
+			cost += evidence.DigestNameTokens(strings.Trim(n, "\"`'"))
+		}
+		if cost > int(share*float64(tokens)) {
+			t.Errorf("%s (%d tokens): grown digest costs %d, over %g of the output", key, tokens, cost, share)
+		}
+		if cost > 128 {
+			longer++
+		}
+	}
+	t.Logf("%d stubs in both, %d with a digest past 128 tokens", len(fixed), longer)
+	if longer == 0 {
+		t.Errorf("no stub of %s carries a digest past 128 tokens under digest_share %g", session, share)
+	}
+}
+
+// digestNames returns the names of a stub's digest ("it named A B C; "), nil
+// without one. A quoted phrase of several words would split here; the session
+// used has none in its digests' first names.
+func digestNames(stub string) []string {
+	_, rest, ok := strings.Cut(stub, "; it named ")
+	if !ok {
+		return nil
+	}
+	i := strings.LastIndex(rest, "; ")
+	return strings.Fields(rest[:i])
 }

@@ -86,20 +86,31 @@ func TestStubsShorterThanTheirOutputs(t *testing.T) {
 // With the defaults (128 tokens, a share of 0.5) and a stub of 40 tokens: 400
 // tokens give 200-40-3 = 157, cut to 128; 200 give 100-43 = 57; 201 give
 // int(100.5)-43 = 57; 80 give 40-43 < 0, so 0; digests off (0 tokens) give 0.
+// With DigestShare 0.06 an output of 10,000 tokens gets 600 (under its half
+// less the stub), one of 400 still 128, one of 1,000 max(128, 60) = 128; and
+// with StubMaxShare 0.05, 10,000 tokens give 500-43 = 457, under the share's 600.
 func TestDigestBudget(t *testing.T) {
 	for _, tt := range []struct {
-		digestTokens, stub, tokens, want int
+		digestTokens       int
+		share, maxShare    float64
+		stub, tokens, want int
 	}{
-		{128, 40, 400, 128},
-		{128, 40, 200, 57},
-		{128, 40, 201, 57},
-		{128, 40, 80, 0},
-		{0, 40, 400, 0},
+		{128, 0, 0.5, 40, 400, 128},
+		{128, 0, 0.5, 40, 200, 57},
+		{128, 0, 0.5, 40, 201, 57},
+		{128, 0, 0.5, 40, 80, 0},
+		{0, 0, 0.5, 40, 400, 0},
+		{128, 0, 0.5, 40, 10_000, 128},
+		{128, 0.06, 0.5, 40, 10_000, 600},
+		{128, 0.06, 0.5, 40, 400, 128},
+		{128, 0.06, 0.5, 40, 1_000, 128},
+		{128, 0.06, 0.05, 40, 10_000, 457},
+		{0, 0.06, 0.5, 40, 10_000, 0},
 	} {
 		cfg := advisor.DefaultConfig()
-		cfg.DigestTokens = tt.digestTokens
+		cfg.DigestTokens, cfg.DigestShare, cfg.StubMaxShare = tt.digestTokens, tt.share, tt.maxShare
 		if got := advisor.DigestBudget(cfg, tt.stub, tt.tokens); got != tt.want {
-			t.Errorf("DigestBudget(DigestTokens %d, stub %d, output %d) = %d; want %d", tt.digestTokens, tt.stub, tt.tokens, got, tt.want)
+			t.Errorf("DigestBudget(DigestTokens %d, DigestShare %g, StubMaxShare %g, stub %d, output %d) = %d; want %d", tt.digestTokens, tt.share, tt.maxShare, tt.stub, tt.tokens, got, tt.want)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func TestTrackAheadMatchesInOrder(t *testing.T) {
 		if !ahead {
 			trackAheadMessages = 1 << 30
 		}
-		st := newState(SessionKey(s), fitted.DefaultBackground(), 64, 200, 3)
+		st := newState(SessionKey(s), fitted.DefaultBackground(), 64, 0, 200, 3)
 		sp := &stepState{s: s, msgs: s.Messages, T: len(s.Messages)}
 		d := indexDigest(t, a, s)
 		a.index(st, sp)

@@ -116,8 +116,9 @@ func shorterRep(cur, suffix string) bool {
 	return strings.IndexByte(suffix, '/') >= 0 && strings.HasSuffix(cur, suffix)
 }
 
-// DigestKeep is how many times Tracker.DigestTokens of an output's digest order
-// the tracker keeps, so that a digest of DigestTokens stays full when names ahead
+// DigestKeep is how many times its digest budget (Tracker.DigestTokens, or
+// DigestBudgetFor under Tracker.DigestShare) of an output's digest order the
+// tracker keeps, so that a digest of that budget stays full when names ahead
 // of it stop being live: 2. On ../shared/sessions and ../shared/corpus a digest
 // of 128 tokens made three steps after its output holds as many uses with twice
 // its budget kept as with the whole order (docs/EVALUATION.md, "Live names in the
@@ -134,7 +135,7 @@ const DefaultDigestFrom = 3
 // now holds it: its candidate names as a stub writes them (a phrase of several
 // words quoted: digestText) in digest order, less those no longer live
 // for it (Tracker.deaths), while their cumulative DigestNameTokens stay within
-// the budget (Tracker.DigestTokens x DigestKeep bounds what is kept; outputs
+// the budget (DigestKeep x the output's DigestBudgetFor bounds what is kept; outputs
 // under Tracker.DigestMinTokens keep none). nil for an unknown key, a budget
 // under the first live name's cost, or an output with no live candidate kept.
 func (t *Tracker) Digest(key string, budget int) []string {
@@ -184,9 +185,22 @@ func (t *Tracker) digestDied(idx int32, kpos uint8) {
 }
 
 // pastKept reports whether a name of digest cost dcost lies past the names
-// setDigest keeps (DigestKeep x DigestTokens): no kept digest holds it, and no
-// walk of the kept names would find it.
-func (t *Tracker) pastKept(dcost int32) bool { return int(dcost) > DigestKeep*t.DigestTokens }
+// setDigest keeps for o (DigestKeep x its digest budget): no kept digest holds
+// it, and no walk of the kept names would find it.
+func (o *outEvidence) pastKept(dcost int32) bool { return dcost > DigestKeep*o.dbudget }
+
+// DigestBudgetFor returns the digest budget, in digest tokens, of an output of
+// tokens tokens when the configured budget is fixed tokens and share the share of
+// the output it may grow to (advisor.Config.DigestTokens, DigestShare):
+// max(fixed, share x tokens, rounded down); 0 when fixed is 0 (digests off).
+// With share 0.06, an output of 2,134 tokens or more gets more than 128: 600 for
+// one of 10,000 (docs/EVALUATION.md, "A digest that grows with the output").
+func DigestBudgetFor(tokens, fixed int, share float64) int {
+	if fixed <= 0 {
+		return 0
+	}
+	return max(fixed, int(share*float64(tokens)))
+}
 
 // digestLen is the number of names in an outEvidence.digest string.
 func digestLen(s string) int {
@@ -205,10 +219,10 @@ func digestLen(s string) int {
 // fewer).
 func (t *Tracker) liveNeed(idx int32, dcost int32, use int) int32 {
 	deaths := t.deaths[idx]
-	if dcost <= 0 || deaths == nil || t.pastKept(dcost) {
+	o := t.outs[idx]
+	if dcost <= 0 || deaths == nil || o.pastKept(dcost) {
 		return dcost
 	}
-	o := t.outs[idx]
 	by := min(t.DigestFrom, use-1-o.step) + 1 // a death of 1 + steps since the output
 	need, cum := dcost, int32(0)
 	for i, rest := 0, o.digest; rest != ""; i++ {
@@ -269,14 +283,15 @@ func (t *Tracker) setDigest(oe *outEvidence, tokens int) {
 		t.cands[i].cost = DigestNameTokens(t.cands[i].name)
 	}
 	digestOrder(t.cands)
-	keep := t.DigestTokens > 0 && tokens >= t.DigestMinTokens
+	oe.dbudget = int32(DigestBudgetFor(tokens, t.DigestTokens, t.DigestShare))
+	keep := oe.dbudget > 0 && tokens >= t.DigestMinTokens
 	cum := 0
 	buf := t.digestBuf[:0]
 	kept := 0
 	for _, c := range t.cands {
 		cum += c.cost
 		t.candGroups[c.group] = int32(cum)
-		if keep && cum <= DigestKeep*t.DigestTokens {
+		if keep && cum <= DigestKeep*int(oe.dbudget) {
 			text := digestText(c.name)
 			buf = binary.AppendUvarint(buf, uint64(len(text)))
 			buf = append(buf, text...)
@@ -301,7 +316,7 @@ type carriedName struct {
 
 // DigestLive returns the cumulative costs, in digest tokens (DigestNameTokens
 // each), of the names a stub of output key made at step O+Tracker.DigestFrom
-// holds, in digest order: the kept names (DigestKeep x DigestTokens) less those
+// holds, in digest order: the kept names (DigestKeep x DigestBudgetFor) less those
 // no longer live for it by then, as liveNeed counts them. A stub of budget B made
 // then holds the names up to the last cost <= B, and its digest costs that much;
 // the names of a use of budget Use.Digest <= B are among them. Ascending; nil for

@@ -317,31 +317,37 @@ func TestDigestManyNames(t *testing.T) {
 // step 6, whose budget is 4-2 = 2 wherever MIN_SIZE is kept (DigestKeep x
 // DigestTokens >= 4: at 2 exactly so) and 4 where it is not (1: past the kept
 // names). Live's second count, the live names a digest of DigestTokens does not
-// hold, counts MIN_SIZE when DigestTokens is under 4 and MAX_SIZE under 2.
+// hold, counts MIN_SIZE when DigestTokens is under 4 and MAX_SIZE under 2. A
+// DigestShare grows the 30-token output's budget: 0.1 to max(1, 3) = 3, which
+// keeps both (DigestKeep x 3 = 6) and holds MAX_SIZE; 0.04 to max(1, 1.2
+// rounded down) = 1, as without one.
 func TestDigestLastKeptName(t *testing.T) {
 	for _, tc := range []struct {
 		digestTokens int
+		share        float64
 		liveOut      int      // Live(c1)'s undigested count after the output
 		after2       []string // Digest(c1, 100) after step 2
 		needs        []int    // Use.Digest at steps 2 and 6
 	}{
-		{100, 0, []string{"MIN_SIZE"}, []int{2, 2}},
-		{4, 0, []string{"MIN_SIZE"}, []int{2, 2}},
-		{2, 1, []string{"MIN_SIZE"}, []int{2, 2}},
-		{1, 2, nil, []int{2, 4}},
+		{100, 0, 0, []string{"MIN_SIZE"}, []int{2, 2}},
+		{4, 0, 0, []string{"MIN_SIZE"}, []int{2, 2}},
+		{2, 0, 1, []string{"MIN_SIZE"}, []int{2, 2}},
+		{1, 0, 2, nil, []int{2, 4}},
+		{1, 0.1, 1, []string{"MIN_SIZE"}, []int{2, 2}},
+		{1, 0.04, 2, nil, []int{2, 4}},
 	} {
 		tr := NewTracker()
-		tr.DigestTokens = tc.digestTokens
+		tr.DigestTokens, tr.DigestShare = tc.digestTokens, tc.share
 		c1 := &transcript.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"cat limits"}`), Step: 1}
 		m := result(c1, "MAX_SIZE MIN_SIZE\n")
 		m.Outputs[0].Tokens = 30
 		addAll(t, tr, asst(1, "", c1), m)
 		if live, out := tr.Live("c1"); live != 2 || out != tc.liveOut {
-			t.Errorf("DigestTokens %d: Live(c1) = %d, %d; want 2, %d", tc.digestTokens, live, out, tc.liveOut)
+			t.Errorf("DigestTokens %d, share %g: Live(c1) = %d, %d; want 2, %d", tc.digestTokens, tc.share, live, out, tc.liveOut)
 		}
 		uses := addAll(t, tr, asst(2, "Set `MAX_SIZE` first."))
 		if d := cmp.Diff(tc.after2, tr.Digest("c1", 100)); d != "" {
-			t.Errorf("DigestTokens %d: Digest(c1, 100) after step 2 (-want +got):\n%s", tc.digestTokens, d)
+			t.Errorf("DigestTokens %d, share %g: Digest(c1, 100) after step 2 (-want +got):\n%s", tc.digestTokens, tc.share, d)
 		}
 		uses = append(uses, addAll(t, tr, asst(6, "Then `MIN_SIZE`."))...)
 		var needs []int
@@ -349,7 +355,7 @@ func TestDigestLastKeptName(t *testing.T) {
 			needs = append(needs, u.Digest)
 		}
 		if d := cmp.Diff(tc.needs, needs); d != "" {
-			t.Errorf("DigestTokens %d: digest budgets of the uses (-want +got):\n%s", tc.digestTokens, d)
+			t.Errorf("DigestTokens %d, share %g: digest budgets of the uses (-want +got):\n%s", tc.digestTokens, tc.share, d)
 		}
 	}
 }
@@ -459,6 +465,28 @@ func TestDigestQuotedCompound(t *testing.T) {
 		addAll(t, tr, asst(1, "", c1), m)
 		if d := cmp.Diff(tt.want, tr.Digest("c1", 100)); d != "" {
 			t.Errorf("Digest of %q (-want +got):\n%s", tt.text, d)
+		}
+	}
+}
+
+// TestDigestBudgetFor: the fixed budget, or the share of a longer output rounded
+// down; nothing when digests are off.
+func TestDigestBudgetFor(t *testing.T) {
+	for _, tt := range []struct {
+		tokens, fixed int
+		share         float64
+		want          int
+	}{
+		{10_000, 128, 0, 128},
+		{10_000, 128, 0.06, 600},
+		{2_133, 128, 0.06, 128}, // 127.98
+		{2_134, 128, 0.06, 128}, // 128.04
+		{2_200, 128, 0.06, 132},
+		{200, 128, 0.06, 128},
+		{10_000, 0, 0.06, 0},
+	} {
+		if got := DigestBudgetFor(tt.tokens, tt.fixed, tt.share); got != tt.want {
+			t.Errorf("DigestBudgetFor(%d, %d, %g) = %d; want %d", tt.tokens, tt.fixed, tt.share, got, tt.want)
 		}
 	}
 }

@@ -216,15 +216,21 @@ type Tracker struct {
 	// default) has no statistics: no plain word is evidence. Set it before the
 	// first Add and do not change it after.
 	Background *Background
-	// DigestTokens is the largest digest budget, in tokens, that Digest serves:
-	// the tracker keeps per output the names of the first DigestKeep x DigestTokens
-	// tokens of its digest order, so that a digest of DigestTokens is still full
+	// DigestTokens is the largest digest budget, in tokens, that Digest serves
+	// (more for a long output under DigestShare): the tracker keeps per output
+	// the names of the first DigestKeep x DigestTokens tokens of its digest
+	// order, so that a digest of DigestTokens is still full
 	// after names ahead in the order stopped being live (0, the default: none kept,
 	// and Use.Digest is measured on the order as it was made). DigestMinTokens is
 	// the least size, in tokens (ToolOutput.Tokens), of an output whose digest is
 	// kept: the advisor's minimum candidate size. Set both before the first Add.
 	DigestTokens    int
 	DigestMinTokens int
+	// DigestShare grows the digest budget of a long output past DigestTokens:
+	// an output of T tokens has DigestBudgetFor(T, DigestTokens, DigestShare),
+	// and the tracker keeps DigestKeep times that of its order. 0 (the default):
+	// every output's budget is DigestTokens. Set it before the first Add.
+	DigestShare float64
 	// DigestFrom is how many steps after an output Use.Digest and Use.NameDigests
 	// measure its stub's digest: the names ahead of a use's name in the digest
 	// order that stopped being live for the output by step O+DigestFrom (or by the
@@ -336,18 +342,21 @@ type outEvidence struct {
 	uses  []*rawUse
 	owned int // distinct names first seen in this output (its distinctive names)
 	runs  int // calls with the same tool and arguments so far, this one included
-	// digest is the output's digest names within DigestKeep x
-	// Tracker.DigestTokens, in digest order (digest.go), each after its length as
+	// digest is the output's digest names within DigestKeep x its digest
+	// budget (dbudget), in digest order (digest.go), each after its length as
 	// a uvarint, in one string (one allocation an output, not one a name); ""
 	// unless kept (Tracker.deaths says which of them are no longer live). dfull is
 	// the whole digest's cost.
 	digest string
 	dfull  int
+	// dbudget is the output's digest budget (DigestBudgetFor its tokens): what
+	// liveOut measures against, and DigestKeep times it what digest keeps.
+	dbudget int32
 	// live is how many specific names this output carries as their latest carrier
 	// that no message other than an output has written since (the names whose
 	// first written use would still be credited to it: each name counts for one
 	// use at most, since the agent's own words then carry it); liveOut the live
-	// names its digest at Tracker.DigestTokens does not hold.
+	// names its digest at its digest budget (dbudget) does not hold.
 	live, liveOut int
 	// liveShape is live counted by the names' shapes (NameShape order).
 	liveShape [NumShapes]int32
@@ -564,15 +573,16 @@ func (t *Tracker) unlive(info *nameInfo) {
 	t.digestDied(info.carrier-1, info.kpos)
 	o.live--
 	o.liveShape[info.shape]--
-	if !t.digestHolds(info.dcost) {
+	if !o.digestHolds(info.dcost) {
 		o.liveOut--
 	}
 }
 
 // digestHolds reports whether a name of digest cost dcost (nameInfo.dcost) is in
-// its carrier's digest at Tracker.DigestTokens.
-func (t *Tracker) digestHolds(dcost int32) bool {
-	return dcost > 0 && int(dcost) <= t.DigestTokens
+// the digest of o, its carrier, at o's digest budget (Tracker.DigestTokens, or
+// more for a long output under Tracker.DigestShare).
+func (o *outEvidence) digestHolds(dcost int32) bool {
+	return dcost > 0 && dcost <= o.dbudget
 }
 
 // pinText pins every name of a text that is not a tool output nor the agent's
@@ -809,7 +819,7 @@ func (t *Tracker) addOutput(o *transcript.ToolOutput) {
 		if info := &t.infos[m.idx]; info.spec {
 			oe.live++
 			oe.liveShape[info.shape]++
-			if !t.digestHolds(info.dcost) {
+			if !oe.digestHolds(info.dcost) {
 				oe.liveOut++
 			}
 		}
@@ -848,7 +858,7 @@ func (t *Tracker) Owned(key string) int {
 // Live returns how many specific names output key carries that a later use would
 // still credit to it (outEvidence.live: it is their latest carrier and no message
 // other than an output has written them since), and how many of those its digest
-// at DigestTokens does not hold; 0, 0 for an unknown key. A name counts for one
+// at its digest budget (DigestBudgetFor) does not hold; 0, 0 for an unknown key. A name counts for one
 // use at most (the agent's own words carry it after), so an output with no live
 // name can be used again only by a recall.
 func (t *Tracker) Live(key string) (live, undigested int) {

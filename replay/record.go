@@ -325,8 +325,10 @@ func (r *Record) Agent() string {
 // for an output that is never a candidate or that the rules kill, whose stub has
 // no digest (its content is in context again). The one rule the replay's stub
 // sizes (OutputFacts.StubTokens), the calibrate records of another digest budget
-// and the digest coverage (package tuning) share.
-func StubDigest(cfg advisor.Config, f *OutputFacts, b int) (base, budget int) {
+// and the digest coverage (package tuning) share. share is the digest share the
+// budget grows to on a long output (advisor.Config.DigestShare; 0: b for every
+// output).
+func StubDigest(cfg advisor.Config, f *OutputFacts, b int, share float64) (base, budget int) {
 	if f.CandidateFrom == 0 && f.RuleDeadAt == 0 {
 		return 0, 0
 	}
@@ -334,19 +336,21 @@ func StubDigest(cfg advisor.Config, f *OutputFacts, b int) (base, budget int) {
 	if f.CandidateFrom == 0 || f.RuleDeadAt > 0 {
 		return base, 0
 	}
-	cfg.DigestTokens = b
+	cfg.DigestTokens, cfg.DigestShare = b, share
 	return base, advisor.DigestBudget(cfg, base, f.Tokens)
 }
 
 // StubTokensAt returns the tokens of output f's stub when the digest budget is b
-// tokens under the replay's config cfg, and that stub's digest budget (StubDigest's):
-// StubDigest's stub without a digest plus the digest it holds within its budget,
-// DigestCost. Past the names the replay's tracker kept (evidence.DigestKeep x
-// cfg.DigestTokens) no record says which are live, so the digest is priced at the
-// bound min(budget, DigestTokens) there. 0, 0 for an output never stubbed.
-func StubTokensAt(cfg advisor.Config, f *OutputFacts, b int) (stub, budget int) {
-	base, budget := StubDigest(cfg, f, b)
-	if budget > evidence.DigestKeep*cfg.DigestTokens {
+// tokens (growing to share of a long output) under the replay's config cfg, and
+// that stub's digest budget (StubDigest's): StubDigest's stub without a digest
+// plus the digest it holds within its budget, DigestCost. Past the names the
+// replay's tracker kept (evidence.DigestKeep x the output's budget under cfg,
+// evidence.DigestBudgetFor) no record says which are live, so the digest is
+// priced at the bound min(budget, DigestTokens) there. 0, 0 for an output never
+// stubbed.
+func StubTokensAt(cfg advisor.Config, f *OutputFacts, b int, share float64) (stub, budget int) {
+	base, budget := StubDigest(cfg, f, b, share)
+	if budget > evidence.DigestKeep*evidence.DigestBudgetFor(f.Tokens, cfg.DigestTokens, cfg.DigestShare) {
 		return base + min(budget, f.DigestTokens), budget
 	}
 	return base + f.DigestCost(budget), budget

@@ -610,7 +610,7 @@ func (f *folder) finish(tr *evidence.Tracker) error {
 		// The stub, with the digest it carries when made protected_steps after
 		// the output (what Use.Digest measures).
 		cfg := f.rec.Settings.Config
-		f.facts[i].StubTokens, _ = StubTokensAt(cfg, &f.facts[i], cfg.DigestTokens)
+		f.facts[i].StubTokens, _ = StubTokensAt(cfg, &f.facts[i], cfg.DigestTokens, cfg.DigestShare)
 	}
 	rec.Outputs = f.facts
 	rec.Evidence = tr.All()

@@ -61,9 +61,28 @@ func TestDigestCost(t *testing.T) {
 	cfg.DigestTokens = 16 // the tracker kept 32 digest tokens of names
 	f := replay.OutputFacts{Tool: "Read", Summary: "a.go", Tokens: 10000, CandidateFrom: 2, DigestTokens: 60, DigestLive: []int{0, 5, 9}}
 	base := advisor.StubTokens(cfg, f.Tool, f.Summary, f.Tokens)
-	for _, tt := range []struct{ b, want int }{{20, base + 9}, {32, base + 9}, {64, base + 60}} {
-		if got, budget := replay.StubTokensAt(cfg, &f, tt.b); got != tt.want || budget != tt.b {
-			t.Errorf("StubTokensAt(budget %d) = %d, budget %d; want %d, %d (stub without digest %d)", tt.b, got, budget, tt.want, tt.b, base)
+	// A replay with digest_share 0.004 kept 2 x max(16, 0.004 x 10,000) = 80
+	// digest tokens of this output's names.
+	shared := cfg
+	shared.DigestShare = 0.004
+	for _, tt := range []struct {
+		name        string
+		cfg         advisor.Config
+		b           int
+		share       float64
+		want, wantB int
+	}{
+		{"within the kept names", cfg, 20, 0, base + 9, 20},
+		{"at the kept names' end", cfg, 32, 0, base + 9, 32},
+		{"past the kept names: the bound", cfg, 64, 0, base + 60, 64},
+		// max(16, 0.004 x 10,000) = 40, past the 32 kept: the bound min(40, 60).
+		{"a share past the kept names", cfg, 16, 0.004, base + 40, 40},
+		// The replay grew its kept names with its share: 64 is within its 80.
+		{"a replay that kept more", shared, 64, 0, base + 9, 64},
+		{"a share within what it kept", shared, 16, 0.006, base + 9, 60},
+	} {
+		if got, budget := replay.StubTokensAt(tt.cfg, &f, tt.b, tt.share); got != tt.want || budget != tt.wantB {
+			t.Errorf("%s: StubTokensAt(budget %d, share %g) = %d, budget %d; want %d, %d (stub without digest %d)", tt.name, tt.b, tt.share, got, budget, tt.want, tt.wantB, base)
 		}
 	}
 }

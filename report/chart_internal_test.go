@@ -72,3 +72,23 @@ func TestDoneSeparatesLabels(t *testing.T) {
 		t.Errorf("legend at %v, height %v: want under the plot area (bottom %v)", c.Legend[0].Y, c.H, c.Top+c.PH)
 	}
 }
+
+// TestDigestFigure: the recommended digest budget as the report shows it: its
+// tokens, the share of a long output it grows to when one is recommended, a
+// dash when none is.
+func TestDigestFigure(t *testing.T) {
+	for _, tt := range []struct {
+		b           int
+		share       float64
+		text, value string
+	}{
+		{128, 0, "128", "128"},
+		{128, 0.06, "128, growing to 6% of a long output", "128"},
+		{-1, 0, "–", ""},
+	} {
+		f := digestFigure(tt.b, tt.share)
+		if f.Text != tt.text || f.Value != tt.value {
+			t.Errorf("digestFigure(%d, %g) = %q (value %q); want %q (%q)", tt.b, tt.share, f.Text, f.Value, tt.text, tt.value)
+		}
+	}
+}

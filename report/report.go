@@ -176,7 +176,7 @@ func Write(w io.Writer, d Data) error {
 		Facts: facts{
 			Sessions: count("report.sessions", c.Report.Sessions), Outputs: count("report.outputs", c.Report.Outputs),
 			Untimed: count("report.sessions_untimed", c.Report.SessionsUntimed), Cold: count("report.cold_calls", c.Report.ColdCalls),
-			Target: rate("report.target_miss", c.Report.TargetMiss), Digest: digestFigure(c.DigestBudget),
+			Target: rate("report.target_miss", c.Report.TargetMiss), Digest: digestFigure(c.DigestBudget, c.DigestShare),
 		},
 		Scorers: scorerViews(c, bi), Budgets: budgetViews(c, c.Report.Budgets[bi].Budget), OverviewHeader: overviewHeader,
 		MainBudget: thousands(int64(c.Report.Budgets[bi].Budget)), TraceBudget: thousands(int64(d.Budget)),
@@ -202,11 +202,18 @@ func Write(w io.Writer, d Data) error {
 	return nil
 }
 
-// digestFigure is the recommended stub digest budget, or a dash when none is
-// recommended (-1 in calibrate --json).
-func digestFigure(b int) figure {
+// digestFigure is the recommended stub digest budget, in tokens, with the share
+// of a long output it grows to when one is recommended (share > 0:
+// digest_share_recommended), or a dash when none is recommended (-1 in
+// calibrate --json).
+func digestFigure(b int, share float64) figure {
 	if b < 0 {
 		return missing("no digest budget recommended (digest_budget_recommended -1)")
 	}
-	return count("digest_budget_recommended", b)
+	f := count("digest_budget_recommended", b)
+	if share > 0 {
+		f.Text += fmt.Sprintf(", growing to %g%% of a long output", 100*share)
+		f.Note = fmt.Sprintf("digest_share_recommended %g: the budget is max(%d, %g x the output's tokens)", share, b, share)
+	}
+	return f
 }

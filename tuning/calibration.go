@@ -30,10 +30,15 @@ type Calibration struct {
 	// config file written ("" when none).
 	Chosen string `json:"chosen_scorer,omitempty"`
 	Wrote  string `json:"wrote_config,omitempty"`
-	// Digests is the stub digests' coverage by format (DigestCoverage), "all" last;
-	// DigestBudget the budget it recommends (-1: none).
+	// Digests is the stub digests' coverage by format (DigestCoverage), "all"
+	// last, its rows' Held, NamesHeld and Stub by DigestSizes (the sizes, in
+	// that order); DigestBudget the budget it recommends (-1: none), in tokens,
+	// and DigestShare the share of a long output it grows to (0: a fixed budget;
+	// advisor.Config.DigestShare).
 	Digests      []*DigestRow `json:"digests"`
+	DigestSizes  []DigestSize `json:"digest_sizes"`
 	DigestBudget int          `json:"digest_budget_recommended"`
+	DigestShare  float64      `json:"digest_share_recommended,omitempty"`
 	// DigestSweep is the chosen scorer's front at each of DigestBudgets, at the
 	// replay's own budget (calibrate.DigestSweep; calibrate only, not the
 	// report), and DigestSweepBudget the budget it recommends (-1: none).
@@ -88,9 +93,9 @@ func NewCalibration(db string, rep calibrate.Report, in *ReportInput, groups []*
 		c.Groups = append(c.Groups, g.Label())
 	}
 	c.Sessions = in.Names
-	c.Digests, c.DigestBudget = in.Digest.Result(), -1
-	if b, _, ok := in.Digest.Recommend(); ok {
-		c.DigestBudget = b
+	c.Digests, c.DigestSizes, c.DigestBudget = in.Digest.Result(), in.Digest.Sizes, -1
+	if z, _, ok := in.Digest.Recommend(); ok {
+		c.DigestBudget, c.DigestShare = z.Tokens, z.Share
 	}
 	return c
 }

@@ -26,7 +26,8 @@ func Outputs(r *replay.Record) []calibrate.Output {
 }
 
 // OutputsAt is Outputs with stubs whose digest budget is b tokens instead of the
-// replay's (calibrate's digest budget sweep): each output's StubTokens is its stub
+// replay's (calibrate's digest budget sweep; growing to the replay's
+// Config.DigestShare of a long output, as the replay's own did): each output's StubTokens is its stub
 // without a digest plus the smaller of its whole digest and its budget
 // (replay.StubDigest), and a use is Held when its digest need is within that
 // budget.
@@ -39,7 +40,7 @@ func OutputsAt(r *replay.Record, b int) []calibrate.Output {
 			CandidateFrom: f.CandidateFrom, EndStep: f.EndStep, RuleDeadAt: f.RuleDeadAt,
 			Offset: f.Offset, StubTokens: f.StubTokens,
 		}
-		stub, budget := replay.StubTokensAt(r.Settings.Config, &r.Outputs[i], b)
+		stub, budget := replay.StubTokensAt(r.Settings.Config, &r.Outputs[i], b, r.Settings.Config.DigestShare)
 		if b != r.Settings.Config.DigestTokens && (f.CandidateFrom != 0 || f.RuleDeadAt != 0) {
 			o.StubTokens = stub
 		}
