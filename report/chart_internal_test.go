@@ -84,6 +84,7 @@ func TestDigestFigure(t *testing.T) {
 	}{
 		{128, 0, "128", "128"},
 		{128, 0.06, "128, growing to 6% of a long output", "128"},
+		{128, 0.07, "128, growing to 7% of a long output", "128"}, // 100 x 0.07 is 7.000000000000001
 		{-1, 0, "–", ""},
 	} {
 		f := digestFigure(tt.b, tt.share)

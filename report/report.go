@@ -212,7 +212,7 @@ func digestFigure(b int, share float64) figure {
 	}
 	f := count("digest_budget_recommended", b)
 	if share > 0 {
-		f.Text += fmt.Sprintf(", growing to %g%% of a long output", 100*share)
+		f.Text += fmt.Sprintf(", growing to %.4g%% of a long output", 100*share)
 		f.Note = fmt.Sprintf("digest_share_recommended %g: the budget is max(%d, %g x the output's tokens)", share, b, share)
 	}
 	return f

@@ -35,7 +35,7 @@ func (d DigestSize) String() string {
 	if d.Share == 0 {
 		return strconv.Itoa(d.Tokens)
 	}
-	return fmt.Sprintf("max(%d,%g%%)", d.Tokens, 100*d.Share)
+	return fmt.Sprintf("max(%d,%.4g%%)", d.Tokens, 100*d.Share)
 }
 
 // grows returns the least output size, in tokens, whose budget under d passes
@@ -277,7 +277,7 @@ func (c *DigestCoverage) Recommend() (size DigestSize, reason string, ok bool) {
 		if z.Share == 0 || share(i) > 0.10 || held(i) < 0.75 {
 			continue
 		}
-		return z, fmt.Sprintf("over %s: no budget up to %d holds 75%% of the uses with stubs within 10%%; %d tokens growing to %g%% of a long output holds %.1f%% with stubs at %.1f%% of the tokens they replace (past issue 39's %d tokens on outputs of %d tokens or more)",
+		return z, fmt.Sprintf("over %s: no budget up to %d holds 75%% of the uses with stubs within 10%%; %d tokens growing to %.4g%% of a long output holds %.1f%% with stubs at %.1f%% of the tokens they replace (past issue 39's %d tokens on outputs of %d tokens or more)",
 			over, digestBound, z.Tokens, 100*z.Share, 100*held(i), 100*share(i), digestBound, z.grows()), true
 	}
 	if best < 0 {

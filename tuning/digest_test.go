@@ -146,3 +146,21 @@ func TestDigestSizeGrows(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestSizeString: a size as calibrate's table title and recommendation
+// print it; 100 x 0.07 is 7.000000000000001 in float64, printed 7.
+func TestDigestSizeString(t *testing.T) {
+	for _, tt := range []struct {
+		size DigestSize
+		want string
+	}{
+		{DigestSize{Tokens: 128}, "128"},
+		{DigestSize{128, 0.06}, "max(128,6%)"},
+		{DigestSize{128, 0.07}, "max(128,7%)"},
+		{DigestSize{64, 0.125}, "max(64,12.5%)"},
+	} {
+		if got := tt.size.String(); got != tt.want {
+			t.Errorf("String() = %q; want %q", got, tt.want)
+		}
+	}
+}
