@@ -44,6 +44,10 @@ type Calibration struct {
 	// report), and DigestSweepBudget the budget it recommends (-1: none).
 	DigestSweep       []calibrate.DigestPoint `json:"digest_sweep,omitempty"`
 	DigestSweepBudget int                     `json:"digest_sweep_recommended,omitempty"`
+	// DigestSweepShare is the replay's digest share (advisor.Config.DigestShare)
+	// that every budget of the sweep grows to on a long output, as the replay's
+	// own stubs did (OutputsAt); 0 for fixed budgets.
+	DigestSweepShare float64 `json:"digest_sweep_share,omitempty"`
 	// LagCost compares the replays that differ only in their modelled ask lag
 	// (replay --ask-lag, --ask-latency), the one without first: the advisor's own
 	// rewrites under each (LagRow; calibrate only, not the report). Absent when no
@@ -151,6 +155,6 @@ func (c *Calibration) AddDigestSweep(in *ReportInput, groups []*Group, opts cali
 	if err != nil {
 		return fmt.Errorf("calibrate: digest sweep: %w", err)
 	}
-	c.DigestSweep, c.DigestSweepBudget = points, rec
+	c.DigestSweep, c.DigestSweepBudget, c.DigestSweepShare = points, rec, g.Settings.Config.DigestShare
 	return nil
 }

@@ -30,12 +30,22 @@ type DigestSize struct {
 	Share  float64 `json:"share,omitempty"`
 }
 
-// String is the size as calibrate prints it: "128", or "max(128,6%)".
+// String is the size as calibrate prints it: "128", or "max(128,6%)"; "0" for
+// no digest whatever the share (evidence.DigestBudgetFor).
 func (d DigestSize) String() string {
-	if d.Share == 0 {
+	if d.Share == 0 || d.Tokens == 0 {
 		return strconv.Itoa(d.Tokens)
 	}
 	return fmt.Sprintf("max(%d,%.4g%%)", d.Tokens, 100*d.Share)
+}
+
+// short is the size as a column of calibrate's digest table heads it: "128", or
+// "+6%" for 128 growing to 6% of a long output.
+func (d DigestSize) short() string {
+	if d.Share == 0 || d.Tokens == 0 {
+		return strconv.Itoa(d.Tokens)
+	}
+	return fmt.Sprintf("+%.3g%%", 100*d.Share)
 }
 
 // grows returns the least output size, in tokens, whose budget under d passes
@@ -292,11 +302,11 @@ func (c *DigestCoverage) Recommend() (size DigestSize, reason string, ok bool) {
 // budget and the share Gemini CLI's blind preview holds; then the recommendation.
 func (c *DigestCoverage) Print(w io.Writer) {
 	rows := c.Result()
-	fmt.Fprintf(w, "stub digests: name uses that could become misses (outputs of %d+ tokens, used %d+ steps later) held by a digest, and stub tokens over the tokens replaced, at digest budgets %v tokens (max(128,6%%): 128, or 6%% of a longer output)\n", DigestMinOutput, DigestMinAge, c.Sizes)
-	printDigestSets(w, rows, func(r *DigestRow) *DigestSet { return &r.DigestSet })
+	fmt.Fprintf(w, "stub digests: name uses that could become misses (outputs of %d+ tokens, used %d+ steps later) held by a digest, and stub tokens over the tokens replaced, at digest budgets %v tokens (columns in that order; +6%%: max(128, 6%% of the output))\n", DigestMinOutput, DigestMinAge, c.Sizes)
+	printDigestSets(w, rows, c.Sizes, func(r *DigestRow) *DigestSet { return &r.DigestSet })
 	if c.all.Applied.Outputs > 0 {
 		fmt.Fprintf(w, "over the stubs the replay applied (%d outputs): their name uses at or after the prune held by a digest, and stub tokens over the tokens replaced\n", c.all.Applied.Outputs)
-		printDigestSets(w, rows, func(r *DigestRow) *DigestSet { return &r.Applied })
+		printDigestSets(w, rows, c.Sizes, func(r *DigestRow) *DigestSet { return &r.Applied })
 	}
 	if z, why, ok := c.Recommend(); ok {
 		fmt.Fprintf(w, "recommended digest budget: %s tokens (%s)\n", z, why)
@@ -309,9 +319,14 @@ func (c *DigestCoverage) Print(w io.Writer) {
 // (the uses, the share held at each budget, the stubs' share of the tokens they
 // replace at each budget, the share Gemini CLI's blind preview holds), then per
 // name (the names, the share held at each budget, the preview's share).
-func printDigestSets(w io.Writer, rows []*DigestRow, set func(*DigestRow) *DigestSet) {
-	col := 7*len(rows[0].Held) - 1 // " 12.3%" a size
+func printDigestSets(w io.Writer, rows []*DigestRow, sizes []DigestSize, set func(*DigestRow) *DigestSet) {
+	col := 7*len(sizes) - 1 // " 12.3%" a size
+	labels := ""
+	for _, z := range sizes {
+		labels += fmt.Sprintf(" %6s", z.short())
+	}
 	fmt.Fprintf(w, "  %-16s %6s  %-*s  %-*s  %s\n", "format", "uses", col, "held", col, "stub share", "250+250 preview")
+	fmt.Fprintf(w, "  %-16s %6s %s %s\n", "", "budget", labels, labels)
 	for _, row := range rows {
 		r := set(row)
 		share := ""
@@ -324,6 +339,7 @@ func printDigestSets(w io.Writer, rows []*DigestRow, set func(*DigestRow) *Diges
 	}
 	fmt.Fprintf(w, "  per name (each name a use wrote, held when the digest holds it; issue 39's unit):\n")
 	fmt.Fprintf(w, "  %-16s %6s  %-*s  %s\n", "format", "names", col, "held", "250+250 preview")
+	fmt.Fprintf(w, "  %-16s %6s %s\n", "", "budget", labels)
 	for _, row := range rows {
 		r := set(row)
 		fmt.Fprintf(w, "  %-16s %6d  %-*s  %s\n", row.Format, r.Names, col, heldShares(r.NamesHeld, r.Names), shareOf(r.NamesPreviewed, r.Names))

@@ -158,6 +158,7 @@ func TestDigestSizeString(t *testing.T) {
 		{DigestSize{128, 0.06}, "max(128,6%)"},
 		{DigestSize{128, 0.07}, "max(128,7%)"},
 		{DigestSize{64, 0.125}, "max(64,12.5%)"},
+		{DigestSize{0, 0.06}, "0"}, // no digest at all
 	} {
 		if got := tt.size.String(); got != tt.want {
 			t.Errorf("String() = %q; want %q", got, tt.want)

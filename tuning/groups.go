@@ -57,10 +57,15 @@ type Group struct {
 // advisor.Config.CutoffFor the recorded scorer's name.
 func (g *Group) Cutoff() float64 { return g.Settings.Config.CutoffFor(g.Scorer) }
 
-// Label names the group in reports: its scorer, settings hash, cutoff, schedule
-// and number of sessions.
+// Label names the group in reports: its scorer, settings hash, cutoff, schedule,
+// digest share when the replay's digests grow with the output
+// (advisor.Config.DigestShare) and number of sessions.
 func (g *Group) Label() string {
-	return fmt.Sprintf("%s (settings %s, cutoff %s, schedule %s, %d sessions)", g.Scorer, short(g.Hash), calibrate.CutoffText(g.Cutoff()), g.Settings.Config.ScheduleFor(g.Scorer), len(g.Sessions))
+	share := ""
+	if d := g.Settings.Config.DigestShare; d > 0 && g.Settings.Config.DigestTokens > 0 {
+		share = fmt.Sprintf(", digest_share %g", d)
+	}
+	return fmt.Sprintf("%s (settings %s, cutoff %s, schedule %s%s, %d sessions)", g.Scorer, short(g.Hash), calibrate.CutoffText(g.Cutoff()), g.Settings.Config.ScheduleFor(g.Scorer), share, len(g.Sessions))
 }
 
 // Scored reports whether the group's replay asked a scorer whose scores can be
