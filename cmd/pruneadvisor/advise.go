@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -234,11 +235,14 @@ func runAdvise(ctx context.Context, e *env, file string, f adviseFlags) error {
 	return nil
 }
 
-// reasonClass groups a decision reason for counting: "superseded", "duplicate",
-// "score", "disposable".
+// reasonClass groups a decision reason for counting by its kind, without the
+// scores and cutoffs that make each reason's text its own: "superseded",
+// "duplicate", "score", "disposable", "over budget" (a forced rewrite's
+// "over budget, score 0.03 < over-budget cutoff 0.10"), "hard limit, last resort",
+// "hard limit"; any other reason as it is.
 func reasonClass(reason string) string {
-	for _, c := range []string{"superseded", "duplicate", "score", "disposable"} {
-		if len(reason) >= len(c) && reason[:len(c)] == c {
+	for _, c := range []string{"superseded", "duplicate", "score", "disposable", "over budget", "hard limit, last resort", "hard limit"} {
+		if strings.HasPrefix(reason, c) {
 			return c
 		}
 	}
