@@ -657,7 +657,7 @@ func badCases() []badCase {
 		// Size, length and the file system, made at run time.
 		{name: "50MB-output", heavy: true, gen: genBigOutput(50 << 20), tenth: genBigOutput(5 << 20), adviseArgs: []string{"--cutoff", "0.99"}, verify: recallBig,
 			inspect: want{0, "output tokens     19820805", ""},
-			advise:  want{0, "pruned 1 hard limit, last resort: recent (protected through step 4) 1", ""},
+			advise:  want{0, "pruned 1 hard limit, last resort 1", ""},
 			replay:  want{0, "replayed  1 sessions", ""},
 			sidecar: want{413, "over the limit of 33554432 bytes (--max-body)", ""},
 			proxy:   want{413, "over the limit of 33554432 bytes (--max-body)", ""}},
