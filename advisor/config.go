@@ -131,8 +131,9 @@ type Config struct {
 	// tokens they replace (8.2% and 6.3% at 0), but one corpus session turns
 	// costlier than keep-all at today's cutoff (docs/EVALUATION.md, "A digest
 	// that grows with the output"); `calibrate` recommends a share when no
-	// fixed budget up to 128 holds 75% of the uses within 10%. Ignored when DigestTokens is 0 (digests off). Left out
-	// of the JSON when 0, so that settings hashes stay as they were.
+	// fixed budget up to 128 holds 75% of the uses within 10%. Ignored when
+	// DigestTokens is 0 (digests off). Left out of the JSON when 0, so that
+	// settings hashes stay as they were.
 	DigestShare float64 `json:"digest_share,omitempty" validate:"gte=0,lte=1"`
 	// StubMaxShare bounds a stub with its digest to this share of the tokens it
 	// replaces: the digest shrinks (to nothing) to fit (DigestBudget). Default

@@ -121,7 +121,7 @@ func TestGrownDigests(t *testing.T) {
 		}
 		cost := 0
 		for _, n := range gn {
-			cost += evidence.DigestNameTokens(strings.Trim(n, "\"`'"))
+			cost += evidence.DigestNameTokens(n)
 		}
 		if cost > int(share*float64(tokens)) {
 			t.Errorf("%s (%d tokens): grown digest costs %d, over %g of the output", key, tokens, cost, share)
@@ -130,20 +130,48 @@ func TestGrownDigests(t *testing.T) {
 			longer++
 		}
 	}
-	t.Logf("%d stubs in both, %d with a digest past 128 tokens", len(fixed), longer)
 	if longer == 0 {
 		t.Errorf("no stub of %s carries a digest past 128 tokens under digest_share %g", session, share)
 	}
 }
 
 // digestNames returns the names of a stub's digest ("it named A B C; "), nil
-// without one. A quoted phrase of several words would split here; the session
-// used has none in its digests' first names.
+// without one: split at single spaces, a phrase of several words in double
+// quotes, backquotes or single quotes (evidence's digestText) one name, its
+// quotes taken off.
 func digestNames(stub string) []string {
 	_, rest, ok := strings.Cut(stub, "; it named ")
 	if !ok {
 		return nil
 	}
-	i := strings.LastIndex(rest, "; ")
-	return strings.Fields(rest[:i])
+	rest = rest[:strings.LastIndex(rest, "; ")]
+	var names []string
+	for rest != "" {
+		end := strings.IndexByte(rest, ' ')
+		if q := rest[0]; q == '"' || q == '`' || q == '\'' {
+			if j := strings.IndexByte(rest[1:], q); j >= 0 && strings.ContainsRune(rest[1:j+1], ' ') {
+				names = append(names, rest[1:j+1])
+				rest = strings.TrimPrefix(rest[j+2:], " ")
+				continue
+			}
+		}
+		if end < 0 {
+			end = len(rest)
+		}
+		names = append(names, rest[:end])
+		rest = strings.TrimPrefix(rest[end:], " ")
+	}
+	return names
+}
+
+// TestDigestNames: the test's own reading of a digest, on a real stub's shape.
+func TestDigestNames(t *testing.T) {
+	stub := "[pruned: read a.go, 900 tokens, score 0.03; it named src/a.go \"My Tool\" parseConfig `say \"hi\" now` x.y; recall(\"o_1\") restores it]"
+	want := []string{"src/a.go", "My Tool", "parseConfig", `say "hi" now`, "x.y"}
+	if d := cmp.Diff(want, digestNames(stub)); d != "" {
+		t.Errorf("digestNames (-want +got):\n%s", d)
+	}
+	if got := digestNames("[pruned: read a.go, 900 tokens, score 0.03; recall(\"o_1\") restores it]"); got != nil {
+		t.Errorf("a stub without a digest: %v", got)
+	}
 }

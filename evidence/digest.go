@@ -193,8 +193,9 @@ func (o *outEvidence) pastKept(dcost int32) bool { return dcost > DigestKeep*o.d
 // tokens tokens when the configured budget is fixed tokens and share the share of
 // the output it may grow to (advisor.Config.DigestTokens, DigestShare):
 // max(fixed, share x tokens, rounded down); 0 when fixed is 0 (digests off).
-// With share 0.06, an output of 2,134 tokens or more gets more than 128: 600 for
-// one of 10,000 (docs/EVALUATION.md, "A digest that grows with the output").
+// With share 0.06, an output of 2,150 tokens or more gets more than 128 (129 for
+// 2,150), 600 one of 10,000 (docs/EVALUATION.md, "A digest that grows with the
+// output").
 func DigestBudgetFor(tokens, fixed int, share float64) int {
 	if fixed <= 0 {
 		return 0

@@ -229,7 +229,10 @@ type Tracker struct {
 	// DigestShare grows the digest budget of a long output past DigestTokens:
 	// an output of T tokens has DigestBudgetFor(T, DigestTokens, DigestShare),
 	// and the tracker keeps DigestKeep times that of its order. 0 (the default):
-	// every output's budget is DigestTokens. Set it before the first Add.
+	// every output's budget is DigestTokens. Set it before the first Add. A
+	// kept name past an output's 255th is never marked no longer live
+	// (nameInfo.kpos is a byte), so the digest of a very long output (6% of
+	// 6,000 tokens or more keeps some 250 names) may still name a few of those.
 	DigestShare float64
 	// DigestFrom is how many steps after an output Use.Digest and Use.NameDigests
 	// measure its stub's digest: the names ahead of a use's name in the digest
@@ -858,9 +861,9 @@ func (t *Tracker) Owned(key string) int {
 // Live returns how many specific names output key carries that a later use would
 // still credit to it (outEvidence.live: it is their latest carrier and no message
 // other than an output has written them since), and how many of those its digest
-// at its digest budget (DigestBudgetFor) does not hold; 0, 0 for an unknown key. A name counts for one
-// use at most (the agent's own words carry it after), so an output with no live
-// name can be used again only by a recall.
+// at its digest budget (DigestBudgetFor) does not hold; 0, 0 for an unknown key.
+// A name counts for one use at most (the agent's own words carry it after), so
+// an output with no live name can be used again only by a recall.
 func (t *Tracker) Live(key string) (live, undigested int) {
 	if idx, ok := t.byKey[key]; ok {
 		return t.outs[idx].live, t.outs[idx].liveOut

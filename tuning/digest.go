@@ -49,19 +49,15 @@ func (d DigestSize) short() string {
 }
 
 // grows returns the least output size, in tokens, whose budget under d passes
-// d.Tokens (evidence.DigestBudgetFor); 0 for a fixed size.
+// d.Tokens (evidence.DigestBudgetFor, which grows with the size); 0 for a fixed
+// size.
 func (d DigestSize) grows() int {
 	if d.Share <= 0 || d.Tokens <= 0 {
 		return 0
 	}
-	n := int(math.Ceil(float64(d.Tokens+1) / d.Share))
-	for n > 1 && evidence.DigestBudgetFor(n-1, d.Tokens, d.Share) > d.Tokens {
-		n--
-	}
-	for evidence.DigestBudgetFor(n, d.Tokens, d.Share) <= d.Tokens {
-		n++
-	}
-	return n
+	// share x n > Tokens from n = (Tokens+1)/share on: search up to just past it.
+	limit := int(math.Ceil(float64(d.Tokens+1)/d.Share)) + 1
+	return sort.Search(limit, func(n int) bool { return evidence.DigestBudgetFor(n, d.Tokens, d.Share) > d.Tokens })
 }
 
 // DigestSizes returns the sizes DigestCoverage measures, in its columns' order:

@@ -221,7 +221,7 @@ func (run *calibrationRun) printWhatToSet(w io.Writer, f calibrateFlags) {
 		}
 	}
 	fmt.Fprintf(w, "\nwhat to set (the replay ran with cutoff %s for %s and digest_tokens %d%s):\n",
-		calibrate.CutoffText(cfg.CutoffFor(name)), name, cfg.DigestTokens, shareWords(cfg.DigestShare))
+		calibrate.CutoffText(cfg.CutoffFor(name)), name, cfg.DigestTokens, shareWords(cfg.DigestShare, " "))
 	if rec := sr.Recommendation; rec.None {
 		fmt.Fprintf(w, "  scorer_cutoffs.%s: none meets --target-miss %.3f at budget %d (%s)\n", name, f.targetMiss, run.budget.Budget, rec.Reason)
 	} else {
@@ -229,31 +229,24 @@ func (run *calibrationRun) printWhatToSet(w io.Writer, f calibrateFlags) {
 			name, calibrate.CutoffText(rec.Cutoff), rec.Objective, run.budget.Budget, run.budget.Window, rec.Result.MissRate, rec.Result.Applied.NetUSD, costlierWords(rec.Result.Applied.NetUSD))
 	}
 	if z, reason, ok := run.in.Digest.Recommend(); ok {
-		fmt.Fprintf(w, "  digest_tokens = %d%s  (%s)\n", z.Tokens, shareSetting(z.Share), reason)
+		fmt.Fprintf(w, "  digest_tokens = %d%s  (%s)\n", z.Tokens, shareWords(z.Share, " = "), reason)
 		if z.Tokens != cfg.DigestTokens || z.Share != cfg.DigestShare {
 			// The cutoff above was priced with the replay's digests (its label
 			// counts a use the digest holds as no miss): a new digest budget needs
 			// a replay under it before its cutoff means anything.
-			fmt.Fprintf(w, "  (--write-config does not write digest_tokens or digest_share: the cutoff was priced with %d%s; set them, replay with that config and calibrate again)\n", cfg.DigestTokens, shareWords(cfg.DigestShare))
+			fmt.Fprintf(w, "  (--write-config does not write digest_tokens or digest_share: the cutoff was priced with %d%s; set them, replay with that config and calibrate again)\n", cfg.DigestTokens, shareWords(cfg.DigestShare, " "))
 		}
 	}
 }
 
-// shareWords is what printWhatToSet says of a replay's digest_share: "" for 0.
-func shareWords(share float64) string {
+// shareWords is what printWhatToSet says of a digest_share after digest_tokens,
+// sep between the name and the value (" " for the replay's, " = " for the one to
+// set): "" for 0 (a fixed budget; digest_share's default).
+func shareWords(share float64, sep string) string {
 	if share == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", digest_share %g", share)
-}
-
-// shareSetting is the digest_share line printWhatToSet adds to a recommended
-// digest_tokens: "" for 0 (a fixed budget; digest_share's default).
-func shareSetting(share float64) string {
-	if share == 0 {
-		return ""
-	}
-	return fmt.Sprintf(", digest_share = %g", share)
+	return fmt.Sprintf(", digest_share%s%g", sep, share)
 }
 
 // costlierWords is what printWhatToSet adds to a net price under 0.
